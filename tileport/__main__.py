@@ -1,0 +1,3 @@
+from tileport.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Stage agents and the orchestrator; routing table and caps are data."""

@@ -1,0 +1,53 @@
+"""The `tileport` command. Each subcommand lives in its own module with `register(subparsers)`.
+
+A `UserError` anywhere becomes one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tileport import __version__
+from tileport.errors import UserError
+
+# Subcommand modules, in the order `tileport --help` lists them. Each defines register(subparsers).
+COMMANDS = ("analyze", "build_rust", "ir_diff", "model", "doctor")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tileport",
+        description="Port cuTile Python kernels to cuTile Rust; compilers, Tile IR, tests and device time judge.",
+    )
+    parser.add_argument("--version", action="version", version=f"tileport {__version__}")
+    parser.add_argument("--config", metavar="FILE", help="tileport.toml to use (default: ./tileport.toml if present)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"tileport.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"tileport.cli.{name}":
+                continue  # a part still being built; its command is simply absent
+            raise
+        module.register(sub)
+    return parser
+
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as e:
+        print(f"tileport: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("tileport: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,148 @@
+"""`tileport.toml`: targets, stage caps, perf gate, tolerances, model endpoint, toolchain paths.
+
+Every field has a default, so no file is needed. An unknown key or a bad value is one clear
+error naming the key and the file (pydantic `extra="forbid"`), never a silent default.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tileport.errors import UserError
+
+CONFIG_NAME = "tileport.toml"
+KNOWN_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def check_target(target: str) -> str:
+    if target not in KNOWN_TARGETS:
+        raise ValueError(f"unknown target {target!r}; use one of {', '.join(KNOWN_TARGETS)}")
+    return target
+
+
+class StageCaps(_Section):
+    """Attempts per stage per run (the anchor's caps)."""
+
+    A: int = Field(1, ge=1, le=10)
+    B: int = Field(2, ge=1, le=10)
+    C: int = Field(1, ge=1, le=10)
+    D: int = Field(2, ge=1, le=10)
+    E: int = Field(2, ge=1, le=10)
+    F: int = Field(1, ge=1, le=10)
+
+
+class PerfGate(_Section):
+    """Port/reference device-time gate: geomean of ratios must not exceed `geomean_max`."""
+
+    geomean_max: float = Field(1.05, gt=0)
+    warmup: int = Field(10, ge=0)
+    repetitions: int = Field(50, ge=1)
+    flush_l2: bool = True
+
+
+class Tolerance(_Section):
+    atol: float = Field(ge=0)
+    rtol: float = Field(ge=0)
+
+
+def _default_tolerances() -> dict[str, Tolerance]:
+    return {
+        "float16": Tolerance(atol=1e-2, rtol=1e-2),
+        "bfloat16": Tolerance(atol=2e-2, rtol=2e-2),
+        "float32": Tolerance(atol=1e-4, rtol=1e-4),
+        "float64": Tolerance(atol=1e-8, rtol=1e-8),
+    }
+
+
+class ModelEndpoint(_Section):
+    """The OpenAI-compatible server (vLLM) the agents talk to."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "tileport-coder"
+    api_key: str = "EMPTY"
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+    schema_retries: int = Field(2, ge=0, le=10)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not re.match(r"^https?://", v):
+            raise ValueError("must start with http:// or https://")
+        return v.rstrip("/")
+
+
+class ToolchainPaths(_Section):
+    """Explicit tool locations; empty means "find it" (see tileport.toolchain)."""
+
+    tileiras: str | None = None
+    tileirdisasm: str | None = None
+    cuda_toolkit: str | None = None
+    libclang_dir: str | None = None
+    bytecode_version: str = "13.4"
+
+    @field_validator("bytecode_version")
+    @classmethod
+    def _bcv(cls, v: str) -> str:
+        if not re.fullmatch(r"\d+\.\d+", v):
+            raise ValueError("must look like 13.4")
+        return v
+
+
+class Config(_Section):
+    targets: list[str] = Field(default_factory=lambda: ["sm_90", "sm_100"], min_length=1)
+    caps: StageCaps = Field(default_factory=StageCaps)
+    perf: PerfGate = Field(default_factory=PerfGate)
+    tolerances: dict[str, Tolerance] = Field(default_factory=_default_tolerances)
+    model: ModelEndpoint = Field(default_factory=ModelEndpoint)
+    toolchain: ToolchainPaths = Field(default_factory=ToolchainPaths)
+    store: str = ".tileport/tileport.db"
+
+    @field_validator("targets")
+    @classmethod
+    def _targets(cls, v: list[str]) -> list[str]:
+        return [check_target(t) for t in v]
+
+    @field_validator("tolerances")
+    @classmethod
+    def _dtypes(cls, v: dict[str, Tolerance]) -> dict[str, Tolerance]:
+        merged = _default_tolerances()
+        merged.update(v)
+        return merged
+
+
+def _describe(err: ValidationError, path: Path) -> str:
+    first = err.errors()[0]
+    key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    if first["type"] == "extra_forbidden":
+        return f"{path}: unknown key '{key}'; remove it or check the spelling (see README, Configuration)"
+    msg = first["msg"].removeprefix("Value error, ")
+    return f"{path}: bad value for '{key}': {msg}"
+
+
+def load_config(path: str | Path | None = None, *, search_from: Path | None = None) -> Config:
+    """Load an explicit file, else `tileport.toml` in the working directory, else defaults."""
+    if path is None:
+        cand = (search_from or Path.cwd()) / CONFIG_NAME
+        if not cand.is_file():
+            return Config()
+        path = cand
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{p}: config file not found; create it or drop --config") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{p}: not valid TOML ({e}); fix the syntax") from None
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as e:
+        raise UserError(_describe(e, p)) from None

@@ -1,0 +1,96 @@
+"""Where the external tools live. One place decides, so doctor, analyze and the Rust builder agree.
+
+Order for each tool: explicit path from `tileport.toml` [toolchain], then the environment
+(`CUTILE_TILEIRAS_PATH`, `CUDA_TOOLKIT_PATH`, `LIBCLANG_PATH`), then the pip-installed
+`nvidia/cu13` tree beside this interpreter, then `PATH`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def pip_cuda_root() -> Path | None:
+    """The `nvidia/cu13` directory that the nvidia-* wheels install into this environment, if any."""
+    for entry in sys.path:
+        cand = Path(entry) / "nvidia" / "cu13"
+        if (cand / "include" / "cuda.h").is_file() or (cand / "bin").is_dir():
+            return cand
+    return None
+
+
+def pip_libclang_dir() -> Path | None:
+    """The directory holding libclang.so from the `libclang` wheel, if installed."""
+    for entry in sys.path:
+        cand = Path(entry) / "clang" / "native"
+        if (cand / "libclang.so").is_file():
+            return cand
+    return None
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """Resolved paths; a None means "not found" and doctor says how to fix it."""
+
+    tileiras: Path | None
+    tileirdisasm: Path | None
+    cuda_toolkit: Path | None
+    libclang_dir: Path | None
+    cargo: Path | None
+    rustc: Path | None
+
+    def cargo_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """Environment for building the cutile crates: headers, libclang and tileiras wired in."""
+        env = dict(os.environ if base is None else base)
+        if self.cuda_toolkit:
+            env["CUDA_TOOLKIT_PATH"] = str(self.cuda_toolkit)
+        if self.libclang_dir:
+            env["LIBCLANG_PATH"] = str(self.libclang_dir)
+        if self.tileiras:
+            env["CUTILE_TILEIRAS_PATH"] = str(self.tileiras)
+        # A system CUDA's ptxas/nvvm next to CUDA_HOME makes tileiras fail (rc 5): keep it out.
+        env.pop("CUDA_HOME", None)
+        env.pop("CUDA_PATH", None)
+        return env
+
+
+def _which(name: str, *dirs: Path | None) -> Path | None:
+    for d in dirs:
+        if d is not None and (d / name).is_file() and os.access(d / name, os.X_OK):
+            return d / name
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+def _path_or_none(value: str | os.PathLike | None) -> Path | None:
+    return Path(value) if value else None
+
+
+def resolve(
+    tileiras: str | os.PathLike | None = None,
+    tileirdisasm: str | os.PathLike | None = None,
+    cuda_toolkit: str | os.PathLike | None = None,
+    libclang_dir: str | os.PathLike | None = None,
+) -> Toolchain:
+    """Find every tool; explicit arguments (from the config) win over the environment and defaults."""
+    pip_root = pip_cuda_root()
+    cuda = _path_or_none(cuda_toolkit) or _path_or_none(os.environ.get("CUDA_TOOLKIT_PATH")) or pip_root
+    bin_dirs = [cuda / "bin" if cuda else None, pip_root / "bin" if pip_root else None]
+    ti = _path_or_none(tileiras) or _path_or_none(os.environ.get("CUTILE_TILEIRAS_PATH")) or _which("tileiras", *bin_dirs)
+    dis = _path_or_none(tileirdisasm) or (
+        ti.parent / "tileirdisasm" if ti and (ti.parent / "tileirdisasm").is_file() else _which("tileirdisasm", *bin_dirs)
+    )
+    clang = _path_or_none(libclang_dir) or _path_or_none(os.environ.get("LIBCLANG_PATH")) or pip_libclang_dir()
+    cargo_home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo")) / "bin"
+    return Toolchain(
+        tileiras=ti,
+        tileirdisasm=dis,
+        cuda_toolkit=cuda,
+        libclang_dir=clang,
+        cargo=_which("cargo", cargo_home),
+        rustc=_which("rustc", cargo_home),
+    )

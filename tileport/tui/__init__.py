@@ -1,0 +1,1 @@
+"""Textual dashboard: renders store state, owns no logic."""

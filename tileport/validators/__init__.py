@@ -1,0 +1,1 @@
+"""Deterministic judges (no model): Tile IR parsing and diff, compile, correctness, performance."""

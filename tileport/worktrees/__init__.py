@@ -1,0 +1,1 @@
+"""Git worktrees per conversion, commits, approvals and merges."""
