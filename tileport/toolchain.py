@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,33 @@ class Toolchain:
         # A system CUDA's ptxas/nvvm next to CUDA_HOME makes tileiras fail (rc 5): keep it out.
         env.pop("CUDA_HOME", None)
         env.pop("CUDA_PATH", None)
+        # libclang from the pip wheel lacks clang's builtin headers: point bindgen at the C compiler's.
+        if "BINDGEN_EXTRA_CLANG_ARGS" not in env:
+            builtin = c_builtin_include_dir()
+            if builtin:
+                env["BINDGEN_EXTRA_CLANG_ARGS"] = f"-isystem {builtin}"
         return env
+
+
+def c_builtin_include_dir() -> Path | None:
+    """A directory holding the compiler builtin headers (stddef.h, stdarg.h) for bindgen.
+
+    The `libclang` wheel ships libclang.so without clang's resource headers, so bindgen fails on
+    `/usr/include/stdlib.h` with "'stddef.h' file not found". The C compiler cargo links with
+    (gcc) has them; `cc -print-file-name=include` names the directory.
+    """
+    for cc in ("cc", "gcc", "clang"):
+        exe = shutil.which(cc)
+        if not exe:
+            continue
+        try:
+            out = subprocess.run([exe, "-print-file-name=include"], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        cand = Path(out.stdout.strip())
+        if out.returncode == 0 and (cand / "stddef.h").is_file():
+            return cand
+    return None
 
 
 def _which(name: str, *dirs: Path | None) -> Path | None:
