@@ -60,7 +60,7 @@ class Toolchain:
         if "BINDGEN_EXTRA_CLANG_ARGS" not in env:
             builtin = c_builtin_include_dir()
             if builtin:
-                env["BINDGEN_EXTRA_CLANG_ARGS"] = f"-isystem {builtin}"
+                env["BINDGEN_EXTRA_CLANG_ARGS"] = f"-I{builtin}"
         return env
 
 
