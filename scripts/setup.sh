@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Set up tileport on a fresh machine: a venv in .venv with tileport, cuda-tile, tileiras/tileirdisasm,
+# CUDA headers and libclang from PyPI. Idempotent; pip's cache lives outside the clone.
+# Usage: bash scripts/setup.sh [--test]   (--test also provisions what the test suite needs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+want_test=0
+for a in "$@"; do
+  case "$a" in
+    --test) want_test=1 ;;
+    *) echo "setup.sh: unknown option $a (use --test or nothing)" >&2; exit 2 ;;
+  esac
+done
+py=${PYTHON:-python3}
+if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "setup.sh: tileport needs Python >= 3.11 (set PYTHON=/path/to/python3.11)" >&2; exit 2
+fi
+[[ -x .venv/bin/python ]] || "$py" -m venv .venv
+stamp=.venv/.tileport-setup
+if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".[dev]"
+  touch "$stamp"
+fi
+if ! command -v cargo >/dev/null && [[ ! -x $HOME/.cargo/bin/cargo ]]; then
+  echo "setup.sh: note: no cargo found; the Rust build stage needs Rust >= 1.89 (https://rustup.rs)" >&2
+fi
+if [[ $want_test == 1 && -x scripts/setup-test-extras.sh ]]; then
+  bash scripts/setup-test-extras.sh
+fi
+echo "tileport ready: .venv/bin/tileport (run .venv/bin/tileport doctor to check the toolchain)"

@@ -1,0 +1,102 @@
+"""The SQLite store: durable across reopen, WAL, versioned, append-only events, atomic stage records."""
+
+import sqlite3
+
+import pytest
+
+from tileport.errors import UserError
+from tileport.records import ArtifactRecord, CommandRecord, FailClass, Stage, StageResult, TokenUsage
+from tileport.store import SCHEMA_VERSION, Store
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(tmp_path / "db" / "tileport.db")
+    yield s
+    s.close()
+
+
+def test_stage_run_with_commands_artifacts_tokens_survives_reopen(tmp_path):
+    path = tmp_path / "t.db"
+    art = tmp_path / "analysis.json"
+    art.write_text("{}")
+    s = Store(path)
+    cid = s.add_conversion("examples/softmax.py", "softmax_kernel", branch="tileport/softmax")
+    result = StageResult(
+        stage=Stage.WRITE_KERNEL, attempt=2, verdict="FAIL_COMPILE", fail_class=FailClass.KERNEL,
+        commands=[CommandRecord(argv=["cargo", "build"], exit_code=101, seconds=3.2)],
+        artifacts=[ArtifactRecord.of("analysis", art)],
+        tokens=TokenUsage(prompt_tokens=1200, completion_tokens=340), model_id="qwen-coder",
+    )
+    rid = s.record_stage(cid, result, commit="abc123")
+    s.close()
+
+    s2 = Store(path)
+    [run] = s2.stage_runs(cid)
+    assert (run["stage"], run["attempt"], run["verdict"], run["fail_class"]) == ("B", 2, "FAIL_COMPILE", "kernel")
+    assert (run["prompt_tokens"], run["completion_tokens"], run["commit"]) == (1200, 340, "abc123")
+    [cmd] = s2.stage_commands(rid)
+    assert cmd["argv"] == ["cargo", "build"] and cmd["exit_code"] == 101
+    [a] = s2.stage_artifacts(rid)
+    assert a["sha256"] == "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"  # sha256("{}")
+    assert s2.attempts(cid, "B") == 1
+    kinds = [e["kind"] for e in s2.events(cid)]
+    assert kinds == ["conversion.created", "stage.finished"]
+    assert s2.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    s2.close()
+
+
+def test_events_are_append_only(store):
+    store.log_event("note", None, text="hello")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        store.db.execute("update events set kind = 'forged'")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        store.db.execute("delete from events")
+
+
+def test_wrong_verdict_word_for_stage_is_refused():
+    with pytest.raises(ValueError, match="not one of stage D"):
+        StageResult(stage=Stage.HOST_CORRECTNESS, verdict="PASS")
+
+
+def test_override_needs_reason_and_is_stored_as_override(store):
+    cid = store.add_conversion("examples/matmul.py")
+    with pytest.raises(UserError, match="needs a reason"):
+        store.record_approval(cid, "deadbeef", "ana", "override")
+    store.record_approval(cid, "deadbeef", "ana", "override", reason="perf gate flaky on this GPU")
+    [a] = store.approvals(cid)
+    assert a["decision"] == "override" and a["commit"] == "deadbeef" and a["reason"]
+
+
+def test_unknown_conversion_is_a_user_error(store):
+    with pytest.raises(UserError, match="no conversion 42"):
+        store.record_stage(42, StageResult(stage=Stage.ANALYZE, verdict="PASS"))
+
+
+def test_newer_schema_is_refused_not_guessed(tmp_path):
+    path = tmp_path / "t.db"
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(UserError, match="newer than this tileport"):
+        Store(path)
+
+
+def test_not_a_database_is_a_user_error(tmp_path):
+    path = tmp_path / "t.db"
+    path.write_text("this is not sqlite, it is a user's notes" * 100)
+    with pytest.raises(UserError, match="not a tileport store"):
+        Store(path)
+    assert "user's notes" in path.read_text()  # nothing a user made is lost
+
+
+def test_failed_stage_write_leaves_no_partial_rows(store):
+    cid = store.add_conversion("examples/vector_add.py")
+    bad = StageResult(stage=Stage.ANALYZE, verdict="PASS",
+                      commands=[CommandRecord(argv=["x"], exit_code=0, seconds=0.1)])
+    bad.commands[0].exit_code = None  # violates NOT NULL inside the transaction
+    with pytest.raises(sqlite3.IntegrityError):
+        store.record_stage(cid, bad)
+    assert store.stage_runs(cid) == []
+    assert [e["kind"] for e in store.events(cid)] == ["conversion.created"]

@@ -1,0 +1,187 @@
+"""`tileport doctor`: is every part of the toolchain here, new enough, and wired together?
+
+Each check yields OK / MISSING / TOO OLD with a one-line fix. A part the requested work needs
+being absent makes the command fail, so a run stops on a broken environment instead of guessing.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import importlib.metadata
+import re
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import httpx
+
+from tileport.config import Config
+from tileport.proc import run_command
+from tileport.toolchain import Toolchain, resolve
+
+OK, MISSING, TOO_OLD = "OK", "MISSING", "TOO OLD"
+
+# Which parts each kind of work needs. "analyze" is the default job; GPU and model are optional here.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "analyze": ("python", "cuda-tile", "tileiras", "tileirdisasm"),
+    "build-rust": ("python", "tileiras", "tileirdisasm", "cargo", "rustc", "cuda-headers", "libclang"),
+    "gpu": ("gpu",),
+    "model": ("model-endpoint",),
+}
+SETUP_HINT = "run `bash scripts/setup.sh` (README, first line)"
+MIN_CUDA_VERSION = 13020
+MIN_RUST = (1, 89)
+MIN_TILEIRAS = (13, 3)  # sm_90 support
+CUDA_TILE_PIN = "1.7.0"
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
+    facts: dict = field(default_factory=dict)
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    return tuple(int(g) for g in m.groups() if g is not None) if m else ()
+
+
+def check_python() -> Check:
+    v = sys.version_info
+    status = OK if v >= (3, 11) else TOO_OLD
+    return Check("python", status, f"{sys.executable} {v.major}.{v.minor}.{v.micro}",
+                 "" if status == OK else "install Python >= 3.11")
+
+
+def check_cuda_tile() -> Check:
+    try:
+        version = importlib.metadata.version("cuda-tile")
+    except importlib.metadata.PackageNotFoundError:
+        return Check("cuda-tile", MISSING, "not installed", SETUP_HINT)
+    status = OK if _version_tuple(version) >= _version_tuple(CUDA_TILE_PIN) else TOO_OLD
+    return Check("cuda-tile", status, f"{version} (pinned {CUDA_TILE_PIN})",
+                 "" if status == OK else f"pip install cuda-tile=={CUDA_TILE_PIN}", {"version": version})
+
+
+def check_tileiras(tc: Toolchain, targets: list[str]) -> Check:
+    if tc.tileiras is None:
+        return Check("tileiras", MISSING, "not found", 'pip install "cuda-tile[tileiras]" or set [toolchain] tileiras')
+    ver = run_command([tc.tileiras, "--version"], timeout=30)
+    versions = run_command([tc.tileiras, "--list-versions"], timeout=30)
+    helptext = run_command([tc.tileiras, "--help"], timeout=30)
+    if not ver.ok:
+        return Check("tileiras", MISSING, f"{tc.tileiras} does not run (exit {ver.returncode})",
+                     "reinstall nvidia-cuda-tileiras, nvidia-nvvm and nvidia-cuda-nvcc of one release")
+    m = re.search(r"release (\d+\.\d+)", ver.stdout)
+    release = m.group(1) if m else "?"
+    bytecode = versions.stdout.split()
+    gpus = set(re.findall(r"=(sm_\d+)\b", helptext.stdout))
+    accepted = {t: t in gpus for t in targets}
+    facts = {"path": str(tc.tileiras), "release": release, "bytecode_versions": bytecode, "targets": accepted}
+    detail = (f"{tc.tileiras} release {release}; bytecode {', '.join(bytecode) or '?'}; "
+              + ", ".join(f"{t} {'yes' if ok else 'NO'}" for t, ok in accepted.items()))
+    if _version_tuple(release) < MIN_TILEIRAS or not all(accepted.values()):
+        return Check("tileiras", TOO_OLD, detail, 'pip install -U "cuda-tile[tileiras]" (sm_90 needs tileiras >= 13.3)', facts)
+    return Check("tileiras", OK, detail, "", facts)
+
+
+def check_tileirdisasm(tc: Toolchain) -> Check:
+    if tc.tileirdisasm is None:
+        return Check("tileirdisasm", MISSING, "not found", 'pip install "cuda-tile[tileiras]" (tileiras >= 13.4 ships it)')
+    ver = run_command([tc.tileirdisasm, "--version"], timeout=30)
+    if not ver.ok:
+        return Check("tileirdisasm", MISSING, f"{tc.tileirdisasm} does not run", "reinstall nvidia-cuda-tileiras")
+    m = re.search(r"release (\d+\.\d+)", ver.stdout)
+    return Check("tileirdisasm", OK, f"{tc.tileirdisasm} release {m.group(1) if m else '?'}")
+
+
+def _tool_version(name: str, path: Path | None, minimum: tuple[int, int]) -> Check:
+    if path is None:
+        return Check(name, MISSING, "not found", "install Rust >= 1.89 with rustup (https://rustup.rs)")
+    out = run_command([path, "--version"], timeout=30)
+    v = _version_tuple(out.stdout)
+    if v[:2] < minimum:
+        return Check(name, TOO_OLD, out.stdout.strip(), "rustup update stable (cutile needs Rust >= 1.89)")
+    return Check(name, OK, f"{path} {out.stdout.strip()}")
+
+
+def check_cuda_headers(tc: Toolchain) -> Check:
+    if tc.cuda_toolkit is None:
+        return Check("cuda-headers", MISSING, "no CUDA toolkit path", "pip install nvidia-cuda-runtime nvidia-curand, or set CUDA_TOOLKIT_PATH")
+    inc = tc.cuda_toolkit / "include"
+    cuda_h = inc / "cuda.h"
+    if not cuda_h.is_file():
+        return Check("cuda-headers", MISSING, f"{cuda_h} not found", "pip install nvidia-cuda-runtime (CUDA >= 13.2)")
+    m = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", cuda_h.read_text(errors="replace"))
+    version = int(m.group(1)) if m else 0
+    if not (inc / "curand.h").is_file():
+        return Check("cuda-headers", MISSING, f"CUDA_VERSION {version}; {inc}/curand.h missing", "pip install nvidia-curand")
+    if version < MIN_CUDA_VERSION:
+        return Check("cuda-headers", TOO_OLD, f"CUDA_VERSION {version} < {MIN_CUDA_VERSION} in {cuda_h}",
+                     "pip install -U nvidia-cuda-runtime nvidia-curand (CUDA >= 13.2)")
+    return Check("cuda-headers", OK, f"{inc} CUDA_VERSION {version}, curand.h present", facts={"cuda_version": version})
+
+
+def check_libclang(tc: Toolchain) -> Check:
+    if tc.libclang_dir and any(tc.libclang_dir.glob("libclang*.so*")):
+        return Check("libclang", OK, f"{tc.libclang_dir}")
+    found = ctypes.util.find_library("clang")
+    if found:
+        return Check("libclang", OK, found)
+    return Check("libclang", MISSING, "libclang not found", "pip install libclang, or apt-get install libclang-dev")
+
+
+def check_gpu() -> Check:
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        out = run_command([smi, "--query-gpu=name,driver_version,compute_cap", "--format=csv,noheader"], timeout=30)
+        if out.ok and out.stdout.strip():
+            return Check("gpu", OK, out.stdout.strip().replace("\n", "; "))
+    if ctypes.util.find_library("cuda"):
+        return Check("gpu", OK, "libcuda present (nvidia-smi unavailable)")
+    return Check("gpu", MISSING, "no NVIDIA driver or GPU", "only the correctness and performance gates need one; run them on a GPU machine")
+
+
+def check_model(config: Config, client: httpx.Client | None = None) -> Check:
+    url = config.model.base_url
+    try:
+        with (client or httpx.Client(timeout=3)) as c:
+            r = c.get(f"{url}/models", headers={"Authorization": f"Bearer {config.model.api_key}"})
+        r.raise_for_status()
+        ids = [m.get("id") for m in r.json().get("data", [])]
+        return Check("model-endpoint", OK, f"{url} serves {', '.join(map(str, ids)) or 'no models'}")
+    except (httpx.HTTPError, ValueError) as e:
+        return Check("model-endpoint", MISSING, f"{url} not reachable ({type(e).__name__})",
+                     "start one with `tileport model serve --model PATH` or set [model] base_url")
+
+
+def run_checks(config: Config, tc: Toolchain | None = None) -> list[Check]:
+    tc = tc or resolve(**{k: v for k, v in config.toolchain.model_dump().items() if k != "bytecode_version"})
+    steps: list[Callable[[], Check]] = [
+        check_python,
+        check_cuda_tile,
+        lambda: check_tileiras(tc, config.targets),
+        lambda: check_tileirdisasm(tc),
+        lambda: _tool_version("cargo", tc.cargo, MIN_RUST),
+        lambda: _tool_version("rustc", tc.rustc, MIN_RUST),
+        lambda: check_cuda_headers(tc),
+        lambda: check_libclang(tc),
+        check_gpu,
+        lambda: check_model(config),
+    ]
+    return [step() for step in steps]
+
+
+def failing(checks: list[Check], work: list[str]) -> list[Check]:
+    """The checks that are not OK among the parts `work` needs."""
+    needed = {part for w in work for part in NEEDS[w]}
+    return [c for c in checks if c.name in needed and c.status != OK]
+
+
+def as_json(checks: list[Check]) -> list[dict]:
+    return [asdict(c) for c in checks]

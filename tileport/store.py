@@ -1,0 +1,224 @@
+"""The store: one SQLite file (via sqlite-utils, WAL) that the CLI and the dashboard both read.
+
+It is the single source of truth: conversions, stage runs with their commands and artifacts,
+an append-only event log, and approvals. The schema is versioned (`PRAGMA user_version`)
+and migrated forward on open; a store newer than this tileport is refused, not guessed at.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+import sqlite_utils
+
+from tileport.errors import UserError
+from tileport.records import StageResult, utcnow
+
+
+def _iso(ts: datetime | None) -> str | None:
+    return ts.isoformat() if ts else None
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db["conversions"].create(
+        {
+            "id": int, "op_path": str, "kernel": str, "branch": str, "worktree": str,
+            "head_commit": str, "status": str, "created_at": str, "updated_at": str,
+        },
+        pk="id", not_null={"op_path", "status", "created_at", "updated_at"},
+    )
+    db["stage_runs"].create(
+        {
+            "id": int, "conversion_id": int, "stage": str, "attempt": int, "verdict": str,
+            "fail_class": str, "commit": str, "started_at": str, "finished_at": str, "seconds": float,
+            "prompt_tokens": int, "completion_tokens": int, "model_id": str, "summary": str,
+        },
+        pk="id", foreign_keys=[("conversion_id", "conversions", "id")],
+        not_null={"conversion_id", "stage", "attempt", "verdict", "started_at"},
+    )
+    db["commands"].create(
+        {
+            "id": int, "stage_run_id": int, "seq": int, "argv": str, "cwd": str,
+            "exit_code": int, "seconds": float, "timed_out": int, "output_truncated": int,
+        },
+        pk="id", foreign_keys=[("stage_run_id", "stage_runs", "id")], not_null={"stage_run_id", "argv", "exit_code"},
+    )
+    db["artifacts"].create(
+        {"id": int, "stage_run_id": int, "kind": str, "path": str, "sha256": str, "bytes": int},
+        pk="id", foreign_keys=[("stage_run_id", "stage_runs", "id")], not_null={"stage_run_id", "path", "sha256"},
+    )
+    db["events"].create(
+        {"id": int, "ts": str, "conversion_id": int, "kind": str, "payload": str},
+        pk="id", not_null={"ts", "kind"},
+    )
+    db["approvals"].create(
+        {
+            "id": int, "conversion_id": int, "commit": str, "approver": str, "decision": str,
+            "reason": str, "ts": str,
+        },
+        pk="id", foreign_keys=[("conversion_id", "conversions", "id")],
+        not_null={"conversion_id", "commit", "approver", "decision", "ts"},
+    )
+    db["stage_runs"].create_index(["conversion_id", "stage", "attempt"])
+    db["events"].create_index(["conversion_id", "id"])
+    # The event log is evidence: rows may be added, never changed or removed.
+    db.executescript(
+        """
+        CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+        CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+        """
+    )
+
+
+# Migration i (0-based) takes the schema from version i to i+1. Append, never edit.
+MIGRATIONS = (_v1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class Store:
+    """Typed access to the tileport database; every write also appends an event."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+            self.db = sqlite_utils.Database(conn)
+            if str(path) != ":memory:":
+                self.db.enable_wal()
+            self.db.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as e:
+            raise UserError(f"{path}: not a tileport store ({e}); move it aside or point `store` elsewhere") from None
+        self._migrate()
+
+    @property
+    def schema_version(self) -> int:
+        return self.db.execute("PRAGMA user_version").fetchone()[0]
+
+    def _migrate(self) -> None:
+        try:
+            current = self.schema_version
+        except sqlite3.DatabaseError as e:
+            raise UserError(f"{self.path}: not a tileport store ({e}); move it aside or point `store` elsewhere") from None
+        if current > SCHEMA_VERSION:
+            raise UserError(
+                f"{self.path}: store schema v{current} is newer than this tileport (v{SCHEMA_VERSION}); upgrade tileport"
+            )
+        for version in range(current, SCHEMA_VERSION):
+            with self.db.atomic():
+                MIGRATIONS[version](self.db)
+                self.db.execute(f"PRAGMA user_version = {version + 1}")
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    # events ------------------------------------------------------------------------------------
+    def log_event(self, kind: str, conversion_id: int | None = None, **payload: Any) -> int:
+        row = {"ts": _iso(utcnow()), "conversion_id": conversion_id, "kind": kind,
+               "payload": json.dumps(payload, sort_keys=True, default=str)}
+        return self.db["events"].insert(row).last_pk
+
+    def events(self, conversion_id: int | None = None, after_id: int = 0) -> list[dict]:
+        where, args = "id > ?", [after_id]
+        if conversion_id is not None:
+            where += " and conversion_id = ?"
+            args.append(conversion_id)
+        rows = self.db["events"].rows_where(where, args, order_by="id")
+        return [{**r, "payload": json.loads(r["payload"])} for r in rows]
+
+    # conversions ------------------------------------------------------------------------------
+    def add_conversion(self, op_path: str, kernel: str | None = None, branch: str | None = None,
+                       worktree: str | None = None) -> int:
+        now = _iso(utcnow())
+        with self.db.atomic():
+            cid = self.db["conversions"].insert({
+                "op_path": op_path, "kernel": kernel, "branch": branch, "worktree": worktree,
+                "head_commit": None, "status": "pending", "created_at": now, "updated_at": now,
+            }).last_pk
+            self.log_event("conversion.created", cid, op_path=op_path, kernel=kernel)
+        return cid
+
+    def conversion(self, conversion_id: int) -> dict:
+        try:
+            return self.db["conversions"].get(conversion_id)
+        except sqlite_utils.db.NotFoundError:
+            raise UserError(f"no conversion {conversion_id}; `tileport status` lists them") from None
+
+    def conversions(self) -> list[dict]:
+        return list(self.db["conversions"].rows_where(order_by="id"))
+
+    def update_conversion(self, conversion_id: int, **fields: Any) -> None:
+        self.conversion(conversion_id)
+        with self.db.atomic():
+            self.db["conversions"].update(conversion_id, {**fields, "updated_at": _iso(utcnow())})
+            self.log_event("conversion.updated", conversion_id, **fields)
+
+    # stage runs -------------------------------------------------------------------------------
+    def record_stage(self, conversion_id: int, result: StageResult, commit: str | None = None) -> int:
+        """Store one stage result with its commands and artifacts, atomically."""
+        self.conversion(conversion_id)
+        finished = result.finished_at or utcnow()
+        with self.db.atomic():
+            rid = self.db["stage_runs"].insert({
+                "conversion_id": conversion_id, "stage": result.stage.value, "attempt": result.attempt,
+                "verdict": result.verdict, "fail_class": result.fail_class.value if result.fail_class else None,
+                "commit": commit, "started_at": _iso(result.started_at), "finished_at": _iso(finished),
+                "seconds": round((finished - result.started_at).total_seconds(), 4),
+                "prompt_tokens": result.tokens.prompt_tokens, "completion_tokens": result.tokens.completion_tokens,
+                "model_id": result.model_id, "summary": result.summary,
+            }).last_pk
+            if result.commands:
+                self.db["commands"].insert_all(
+                    {"stage_run_id": rid, "seq": i, "argv": json.dumps(c.argv), "cwd": c.cwd,
+                     "exit_code": c.exit_code, "seconds": c.seconds, "timed_out": int(c.timed_out),
+                     "output_truncated": int(c.output_truncated)} for i, c in enumerate(result.commands)
+                )
+            if result.artifacts:
+                self.db["artifacts"].insert_all({"stage_run_id": rid, **a.model_dump()} for a in result.artifacts)
+            self.log_event("stage.finished", conversion_id, stage=result.stage.value, attempt=result.attempt,
+                           verdict=result.verdict, stage_run_id=rid)
+        return rid
+
+    def stage_runs(self, conversion_id: int) -> list[dict]:
+        return list(self.db["stage_runs"].rows_where("conversion_id = ?", [conversion_id], order_by="id"))
+
+    def stage_commands(self, stage_run_id: int) -> list[dict]:
+        rows = self.db["commands"].rows_where("stage_run_id = ?", [stage_run_id], order_by="seq")
+        return [{**r, "argv": json.loads(r["argv"])} for r in rows]
+
+    def stage_artifacts(self, stage_run_id: int) -> list[dict]:
+        return list(self.db["artifacts"].rows_where("stage_run_id = ?", [stage_run_id], order_by="id"))
+
+    def attempts(self, conversion_id: int, stage: str) -> int:
+        return self.db.execute(
+            "select count(*) from stage_runs where conversion_id = ? and stage = ?", [conversion_id, stage]
+        ).fetchone()[0]
+
+    # approvals ---------------------------------------------------------------------------------
+    def record_approval(self, conversion_id: int, commit: str, approver: str, decision: str,
+                        reason: str | None = None) -> int:
+        if decision not in ("approve", "reject", "override"):
+            raise UserError(f"decision must be approve, reject or override, not {decision!r}")
+        if decision == "override" and not (reason and reason.strip()):
+            raise UserError("an override needs a reason: pass --reason \"...\"")
+        self.conversion(conversion_id)
+        with self.db.atomic():
+            aid = self.db["approvals"].insert({
+                "conversion_id": conversion_id, "commit": commit, "approver": approver,
+                "decision": decision, "reason": reason, "ts": _iso(utcnow()),
+            }).last_pk
+            self.log_event("approval." + decision, conversion_id, commit=commit, approver=approver, reason=reason)
+        return aid
+
+    def approvals(self, conversion_id: int) -> list[dict]:
+        return list(self.db["approvals"].rows_where("conversion_id = ?", [conversion_id], order_by="id"))
+
+    def __iter__(self) -> Iterator[dict]:
+        return iter(self.conversions())
