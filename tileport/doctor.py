@@ -19,7 +19,7 @@ import httpx
 
 from tileport.config import Config
 from tileport.proc import run_command
-from tileport.toolchain import Toolchain, resolve
+from tileport.toolchain import Toolchain, c_builtin_include_dir, resolve
 
 OK, MISSING, TOO_OLD = "OK", "MISSING", "TOO OLD"
 
@@ -128,12 +128,19 @@ def check_cuda_headers(tc: Toolchain) -> Check:
 
 
 def check_libclang(tc: Toolchain) -> Check:
+    """bindgen needs libclang and the compiler's builtin headers (stddef.h), which the wheel lacks."""
+    lib = None
     if tc.libclang_dir and any(tc.libclang_dir.glob("libclang*.so*")):
-        return Check("libclang", OK, f"{tc.libclang_dir}")
-    found = ctypes.util.find_library("clang")
-    if found:
-        return Check("libclang", OK, found)
-    return Check("libclang", MISSING, "libclang not found", "pip install libclang, or apt-get install libclang-dev")
+        lib = str(tc.libclang_dir)
+    else:
+        lib = ctypes.util.find_library("clang")
+    if not lib:
+        return Check("libclang", MISSING, "libclang not found", "pip install libclang, or apt-get install libclang-dev")
+    builtin = c_builtin_include_dir()
+    if builtin is None:
+        return Check("libclang", MISSING, f"{lib}, but no builtin headers (stddef.h) for bindgen",
+                     "apt-get install gcc (or libclang-dev)")
+    return Check("libclang", OK, f"{lib}; builtin headers {builtin}")
 
 
 def check_gpu() -> Check:
