@@ -1,0 +1,344 @@
+"""Build one conversion crate and turn it into evidence: cargo build -> IR dump -> tileirdisasm -> tileiras.
+
+Every step runs through `tileport.proc.run_command` (time limit, process-group kill, capped output) inside the
+crate directory, with `Toolchain.cargo_env()` (pip CUDA headers, pip libclang, pip tileiras, CUDA_HOME unset) and
+one CARGO_TARGET_DIR shared by all conversions (TILEPORT_CARGO_TARGET, default ~/.cache/tileport/cargo-target):
+the cutile dependency tree is compiled once, a changed kernel recompiles only the conversion crate.
+
+The result is a `RustBuildResult`: one diagnostics list (rustc, cutile JIT, tileiras, policy), the job outcomes,
+artifact hashes and the exact commands with exit codes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from tileport import toolchain as toolchain_mod
+from tileport.errors import EnvironmentBlocked, UserError
+from tileport.proc import CommandResult, run_command
+from tileport.records import ArtifactRecord, CommandRecord
+from tileport.rust import diagnostics as dg
+from tileport.rust.crate import (CUTILE_VERSION, HOST_FILE, KERNEL_FILE, CrateLayout, default_crate_dir, open_crate,
+                                 write_crate)
+from tileport.rust.policy import check_crate
+from tileport.rust.spec import SPEC_FILENAME, job_stem, load_spec
+
+TARGET_DIR_ENV = "TILEPORT_CARGO_TARGET"
+
+
+def shared_target_dir() -> Path:
+    """The CARGO_TARGET_DIR every conversion shares (outside any clone)."""
+    value = os.environ.get(TARGET_DIR_ENV)
+    return Path(value).expanduser() if value else Path.home() / ".cache" / "tileport" / "cargo-target"
+
+
+@dataclass
+class BuildOptions:
+    target_dir: Path = field(default_factory=shared_target_dir)
+    offline: bool = True  # --offline: the registry cache must hold the pinned crates (it does after one fetch)
+    cargo_timeout: float = 1200.0  # a cold dependency build takes ~3-5 min on 2 cores
+    dump_timeout: float = 300.0
+    tool_timeout: float = 300.0  # per tileiras / tileirdisasm call
+    disasm: bool = True
+    cubins: bool = True
+    opt_level: int = 3
+    allow_unsafe: bool = False
+    output_cap: int = 1 << 20
+    artifacts_dir: Path | None = None  # default: <crate>/artifacts
+
+
+class JobResult(BaseModel):
+    entry: str
+    variant: str
+    target: str
+    ok: bool
+    seconds: float = 0.0
+    bytecode: str | None = None  # .tileirbc from cutile's KernelCompiler
+    cutile_ir: str | None = None  # cutile's own IR printer (value names differ from tileirdisasm)
+    tileir_text: str | None = None  # tileirdisasm of the bytecode: compare this with the reference's
+    cubin: str | None = None
+
+
+class RustBuildResult(BaseModel):
+    crate: str
+    ok: bool
+    stage: str  # the last stage that ran: policy | cargo | ir-dump | tileiras | done
+    diagnostics: list[dg.Diagnostic] = Field(default_factory=list)
+    jobs: list[JobResult] = Field(default_factory=list)
+    artifacts: list[ArtifactRecord] = Field(default_factory=list)
+    commands: list[CommandRecord] = Field(default_factory=list)
+    timings: dict[str, float] = Field(default_factory=dict)
+    cutile_version: str = CUTILE_VERSION
+
+    @property
+    def errors(self) -> list[dg.Diagnostic]:
+        return [d for d in self.diagnostics if d.is_error]
+
+
+# ------------------------------------------------------------------------------------------------------- inputs
+
+
+def prepare_crate(source: str | Path, *, spec_path: str | Path | None = None,
+                  out: str | Path | None = None) -> CrateLayout:
+    """Resolve what the user pointed at into a conversion crate.
+
+    - a crate dir tileport generated (has tileport-spec.json): used in place;
+    - a dir with kernel.rs and spec.json / spec.toml (and host.rs when the spec says host = true), or a kernel.rs
+      file with --spec: a crate is generated at `out` (default ~/.cache/tileport/crates/<name>-<hash>).
+    """
+    src = Path(source)
+    if not src.exists():
+        raise UserError(f"{src} does not exist")
+    if src.is_dir() and (src / SPEC_FILENAME).is_file() and spec_path is None:
+        return open_crate(src)
+    if src.is_dir():
+        kernel = src / "kernel.rs"
+        if spec_path is None:
+            spec_path = next((src / n for n in ("spec.json", "spec.toml") if (src / n).is_file()), None)
+        base = src
+    else:
+        kernel, base = src, src.parent
+    if not kernel.is_file():
+        raise UserError(f"{src}: expected a tileport crate ({SPEC_FILENAME}) or a kernel.rs with a spec")
+    if spec_path is None:
+        raise UserError(f"{src}: no spec.json / spec.toml next to {kernel.name}; pass --spec")
+    spec = load_spec(spec_path)
+    try:
+        kernel_src = kernel.read_text(encoding="utf-8")
+        host = base / "host.rs"
+        host_src = host.read_text(encoding="utf-8") if spec.host and host.is_file() else None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"cannot read {kernel}: {e}") from None
+    if spec.host and host_src is None:
+        raise UserError(f"spec has host = true but {base / 'host.rs'} is missing")
+    return write_crate(out or default_crate_dir(base), spec, kernel_src, host_src)
+
+
+# -------------------------------------------------------------------------------------------------------- build
+
+
+def resolve_toolchain(opts: BuildOptions) -> toolchain_mod.Toolchain:
+    """The tools this build needs, or EnvironmentBlocked naming what is missing (a BLOCKED verdict, not a guess)."""
+    tc = toolchain_mod.resolve()
+    missing = []
+    if tc.cargo is None:
+        missing.append("cargo (install Rust >= 1.89)")
+    if tc.cuda_toolkit is None or not (tc.cuda_toolkit / "include" / "cuda.h").is_file():
+        missing.append("CUDA >= 13.2 headers (pip install nvidia-cuda-runtime nvidia-curand, or CUDA_TOOLKIT_PATH)")
+    elif not (tc.cuda_toolkit / "include" / "curand.h").is_file():
+        missing.append(f"curand.h under {tc.cuda_toolkit}/include (pip install nvidia-curand)")
+    if tc.libclang_dir is None:
+        missing.append("libclang (pip install libclang, or LIBCLANG_PATH)")
+    if opts.cubins and tc.tileiras is None:
+        missing.append("tileiras (pip install nvidia-cuda-tileiras, or CUTILE_TILEIRAS_PATH)")
+    if opts.disasm and tc.tileirdisasm is None:
+        missing.append("tileirdisasm (ships with tileiras >= 13.4)")
+    if missing:
+        raise EnvironmentBlocked("cannot build Rust ports, missing: " + "; ".join(missing))
+    return tc
+
+
+def build_env(tc: toolchain_mod.Toolchain, opts: BuildOptions, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = tc.cargo_env()
+    env["CARGO_TARGET_DIR"] = str(opts.target_dir)
+    env["CARGO_TERM_COLOR"] = "never"
+    env.update(extra or {})
+    return env
+
+
+def _record(result: RustBuildResult, cmd: CommandResult) -> CommandResult:
+    result.commands.append(cmd.record)
+    return cmd
+
+
+def _timeout_diag(what: str, cmd: CommandResult, limit: float) -> dg.Diagnostic:
+    return dg.Diagnostic(source=dg.DiagnosticSource.TILEPORT, level="error", code="TP-TIMEOUT",
+                         message=f"{what} did not finish within {limit:g} s and was killed",
+                         rendered=(cmd.stderr or "")[-2000:])
+
+
+def run_cargo_build(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: BuildOptions,
+                    result: RustBuildResult) -> dict[str, str]:
+    """cargo build; fills diagnostics; returns {binary name: executable path} of the crate's binaries."""
+    argv = [str(tc.cargo), "build", "--message-format=json", "--locked"]
+    if opts.offline:
+        argv.append("--offline")
+    t0 = time.monotonic()
+    cmd = _record(result, run_command(argv, cwd=layout.root, env=build_env(tc, opts), timeout=opts.cargo_timeout,
+                                      output_cap=opts.output_cap))
+    result.timings["cargo_build"] = round(time.monotonic() - t0, 3)
+    diags, artifacts = dg.parse_cargo_json(cmd.stdout, layout.root)
+    result.diagnostics.extend(diags)
+    if cmd.timed_out:
+        result.diagnostics.append(_timeout_diag("cargo build", cmd, opts.cargo_timeout))
+    elif cmd.returncode != 0 and not dg.has_errors(diags):
+        result.diagnostics.append(dg.cargo_failure(cmd.stderr, cmd.returncode))
+    bins = {}
+    for art in artifacts:
+        if "bin" in (art.get("target") or {}).get("kind", []) and art.get("executable"):
+            bins[art["target"]["name"]] = art["executable"]
+    return bins
+
+
+def run_ir_dump(layout: CrateLayout, exe: str, out_dir: Path, tc: toolchain_mod.Toolchain, opts: BuildOptions,
+                result: RustBuildResult) -> list[JobResult]:
+    extra = {"CUTILE_BYTECODE_VERSION": layout.spec.bytecode_version} if layout.spec.bytecode_version else {}
+    t0 = time.monotonic()
+    cmd = _record(result, run_command([exe, str(out_dir)], cwd=layout.root, env=build_env(tc, opts, extra),
+                                      timeout=opts.dump_timeout, output_cap=opts.output_cap))
+    result.timings["ir_dump"] = round(time.monotonic() - t0, 3)
+    jobs = []
+    reported = set()
+    for raw in dg.parse_ir_dump_output(cmd.stdout):
+        reported.add((raw.get("entry"), raw.get("variant"), raw.get("target")))
+        job = JobResult(entry=raw["entry"], variant=raw["variant"], target=raw["target"], ok=bool(raw.get("ok")),
+                        seconds=float(raw.get("seconds") or 0.0), bytecode=raw.get("bytecode"),
+                        cutile_ir=raw.get("cutile_ir"))
+        if not job.ok:
+            result.diagnostics.append(dg.cutile_job_diagnostic(raw, layout.root))
+        jobs.append(job)
+    if cmd.timed_out:
+        result.diagnostics.append(_timeout_diag("the IR dump", cmd, opts.dump_timeout))
+    missing = [(e.name, v.name, t) for e, v, t in layout.spec.jobs() if (e.name, v.name, t) not in reported]
+    if missing and not cmd.timed_out:
+        # The dump process died (stack overflow, abort): no JSON line for these jobs.
+        text = (cmd.stderr or "").strip()
+        located = dg.parse_cutile_text(text, layout.root)
+        for entry, variant, target in missing:
+            if located:
+                for d in located:
+                    result.diagnostics.append(d.model_copy(update={"entry": entry, "variant": variant, "target": target}))
+            else:
+                result.diagnostics.append(dg.Diagnostic(
+                    source=dg.DiagnosticSource.CUTILE, level="error", code="JIT-CRASH",
+                    message=f"the IR dump exited with status {cmd.returncode} before compiling this job",
+                    rendered=text[-3000:], entry=entry, variant=variant, target=target))
+            jobs.append(JobResult(entry=entry, variant=variant, target=target, ok=False))
+    return jobs
+
+
+def _tool_outputs(job: JobResult, layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: BuildOptions,
+                  env: dict[str, str]) -> tuple[JobResult, list[CommandResult], list[dg.Diagnostic], dict[str, float]]:
+    """tileirdisasm (text for the IR diff) and tileiras (sm_XX cubin) for one compiled job."""
+    cmds, diags, times = [], [], {}
+    bc = Path(job.bytecode or "")
+    ctx = {"entry": job.entry, "variant": job.variant, "target": job.target}
+    if opts.disasm and tc.tileirdisasm is not None:
+        t0 = time.monotonic()
+        cmd = run_command([tc.tileirdisasm, bc], cwd=layout.root, env=env, timeout=opts.tool_timeout,
+                          output_cap=opts.output_cap)
+        times["disasm"] = time.monotonic() - t0
+        cmds.append(cmd)
+        if cmd.ok and not cmd.truncated:
+            text_path = bc.with_suffix(".mlir")
+            text_path.write_text(cmd.stdout, encoding="utf-8")
+            job = job.model_copy(update={"tileir_text": str(text_path)})
+        else:
+            d = dg.parse_tileiras(cmd.stderr, cmd.returncode or 1, layout.root, **ctx)
+            diags.extend(x.model_copy(update={"code": f"TILEIRDISASM-{cmd.returncode}"}) for x in d)
+    if opts.cubins and tc.tileiras is not None:
+        cubin = bc.with_suffix(".cubin")
+        argv = [tc.tileiras, f"--gpu-name={job.target}", f"--opt-level={opts.opt_level}", bc, "-o", cubin]
+        t0 = time.monotonic()
+        cmd = run_command(argv, cwd=layout.root, env=env, timeout=opts.tool_timeout, output_cap=opts.output_cap)
+        times["tileiras"] = time.monotonic() - t0
+        cmds.append(cmd)
+        if cmd.timed_out:
+            diags.append(_timeout_diag(f"tileiras for {job.entry}/{job.variant}/{job.target}", cmd, opts.tool_timeout)
+                         .model_copy(update=ctx))
+        elif cmd.returncode != 0 or not cubin.is_file():
+            diags.extend(dg.parse_tileiras(cmd.stderr + cmd.stdout, cmd.returncode or 1, layout.root, **ctx))
+        else:
+            job = job.model_copy(update={"cubin": str(cubin)})
+    if any(d.is_error for d in diags):
+        job = job.model_copy(update={"ok": False})
+    return job, cmds, diags, times
+
+
+def _clean_artifacts(out_dir: Path) -> None:
+    """Old outputs must not pass for new ones: empty the artifacts dir (only files tileport writes there)."""
+    if out_dir.is_symlink():
+        raise UserError(f"{out_dir} is a symbolic link; refusing to write artifacts through it")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for p in out_dir.iterdir():
+        if p.is_file() and p.suffix in (".tileirbc", ".mlir", ".cubin"):
+            p.unlink()
+
+
+def build_crate(layout: CrateLayout, opts: BuildOptions | None = None) -> RustBuildResult:
+    """Policy -> cargo build -> IR dump -> tileirdisasm + tileiras. Stops at the first stage with errors."""
+    opts = opts or BuildOptions()
+    start = time.monotonic()
+    result = RustBuildResult(crate=str(layout.root), ok=False, stage="policy")
+    tc = resolve_toolchain(opts)
+
+    t0 = time.monotonic()
+    result.diagnostics.extend(check_crate(layout, allow_unsafe=opts.allow_unsafe))
+    result.timings["policy"] = round(time.monotonic() - t0, 3)
+    if dg.has_errors(result.diagnostics):
+        return _finish(result, start)
+
+    result.stage = "cargo"
+    opts.target_dir.mkdir(parents=True, exist_ok=True)
+    bins = run_cargo_build(layout, tc, opts, result)
+    if dg.has_errors(result.diagnostics):
+        return _finish(result, start)
+    exe = bins.get(layout.irdump_bin) or str(opts.target_dir / "debug" / layout.irdump_bin)
+    if not Path(exe).is_file():
+        result.diagnostics.append(dg.Diagnostic(source=dg.DiagnosticSource.TILEPORT, level="error", code="TP-CARGO",
+                                                message=f"cargo reported success but {exe} does not exist"))
+        return _finish(result, start)
+
+    result.stage = "ir-dump"
+    out_dir = (opts.artifacts_dir or layout.artifacts).resolve()
+    _clean_artifacts(out_dir)
+    jobs = run_ir_dump(layout, exe, out_dir, tc, opts, result)
+
+    result.stage = "tileiras"
+    env = build_env(tc, opts)
+    done = [j for j in jobs if not j.ok]
+    todo = [j for j in jobs if j.ok]
+    totals = {"disasm": 0.0, "tileiras": 0.0}
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 2))) as pool:
+        for job, cmds, diags, times in pool.map(lambda j: _tool_outputs(j, layout, tc, opts, env), todo):
+            done.append(job)
+            result.commands.extend(c.record for c in cmds)
+            result.diagnostics.extend(diags)
+            for k, v in times.items():
+                totals[k] += v
+    result.timings["tileirdisasm_and_tileiras_wall"] = round(time.monotonic() - t0, 3)
+    result.timings.update({f"{k}_sum": round(v, 3) for k, v in totals.items()})
+    order = {(e.name, v.name, t): i for i, (e, v, t) in enumerate(layout.spec.jobs())}
+    result.jobs = sorted(done, key=lambda j: order.get((j.entry, j.variant, j.target), 1 << 30))
+    for job in result.jobs:
+        for kind, path in (("tileir_bytecode", job.bytecode), ("tileir_text", job.tileir_text),
+                           ("cubin", job.cubin), ("cutile_ir_text", job.cutile_ir)):
+            if path and Path(path).is_file():
+                result.artifacts.append(ArtifactRecord.of(kind, path))
+    if not dg.has_errors(result.diagnostics) and all(j.ok for j in result.jobs) and result.jobs:
+        result.stage = "done"
+    return _finish(result, start)
+
+
+def _finish(result: RustBuildResult, start: float) -> RustBuildResult:
+    result.timings["total"] = round(time.monotonic() - start, 3)
+    result.ok = result.stage == "done" and not dg.has_errors(result.diagnostics)
+    return result
+
+
+def build_source(source: str | Path, *, spec_path: str | Path | None = None, out: str | Path | None = None,
+                 opts: BuildOptions | None = None) -> RustBuildResult:
+    """prepare_crate + build_crate: what `tileport build-rust` does."""
+    return build_crate(prepare_crate(source, spec_path=spec_path, out=out), opts)
+
+
+__all__ = ["BuildOptions", "JobResult", "RustBuildResult", "build_crate", "build_source", "prepare_crate",
+           "shared_target_dir", "KERNEL_FILE", "HOST_FILE", "job_stem"]

@@ -1,0 +1,1 @@
+"""Files tileport writes into every conversion crate (package data, read with importlib.resources)."""
