@@ -1,0 +1,591 @@
+"""Canonical form of a Tile IR entry: a structural hash per op and per value.
+
+The hash of an op is built from its name, its attributes, its types, the hashes of its operands
+and the hashes of its regions, never from SSA names or textual position. Consequences:
+
+* renaming values changes nothing; independent ops may be printed in any order;
+* two identical computations get the same hash, so duplicated constants and CSE do not matter;
+* a block is hashed as the sorted multiset of its side-effecting ops (stores, atomics, prints,
+  asserts, terminators) plus the set of its loads. Ops with control effects (an `if` that
+  breaks out of a loop, `assert`) are ordering barriers: effects keep their position relative
+  to barriers but may be reordered between them;
+* memory ordering is carried by tokens. Token operands are left out of value hashes (the
+  token plumbing of two compilers differs) and compared separately as ordering facts;
+* benign noise is normalised away: `assume` ops are transparent (their predicates are kept as
+  facts for the assumptions check), a reshape/broadcast of a splat constant is that constant,
+  identity reshapes/broadcasts/conversions vanish, commutative operands are sorted, dead ops
+  never reach a hash, and debug locations are not part of the syntax tree at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from tileport.validators.tileir_parse import Entry, Op, Region, TileIRParseError, type_info
+
+# ---------------------------------------------------------------------------------------------
+# Op classification
+# ---------------------------------------------------------------------------------------------
+
+TERMINATORS = frozenset({"yield", "continue", "break", "return"})
+ESCAPING = frozenset({"continue", "break", "return"})
+LOOPS = frozenset({"for", "loop"})
+MEM_LOADS = frozenset({"load_view_tko", "load_ptr_tko", "multimem_load_reduce_view_tko"})
+MEM_WRITES = frozenset({"store_view_tko", "store_ptr_tko", "atomic_rmw_tko", "atomic_cas_tko",
+                        "atomic_red_view_tko", "multimem_store_view_tko", "multimem_reduce_view_tko"})
+OTHER_EFFECTS = frozenset({"print_tko", "print", "assert", "memory_fence_alias_tko", "gdc_wait_tko",
+                           "gdc_launch_dependents_tko", "global"})
+BARRIERS = frozenset({"assert"})
+TOKEN_OPS = frozenset({"make_token", "join_tokens"})
+COMMUTATIVE = frozenset({"addf", "addi", "mulf", "muli", "andi", "ori", "xori", "maxf", "minf", "maxi",
+                         "mini", "mulhii", "join_tokens"})
+MMA = frozenset({"mmaf", "mmai", "mmaf_scaled", "mma_scaled"})
+REDUCTIONS = frozenset({"reduce", "scan"})
+CONVERSIONS = frozenset({"ftof", "itof", "ftoi", "exti", "trunci", "bitcast", "ptr_to_int", "int_to_ptr",
+                         "ptr_to_ptr"})
+MATH = frozenset({"exp", "exp2", "log", "log2", "rsqrt", "sqrt", "tanh", "tan", "sin", "cos", "sinh", "cosh",
+                  "atan2", "fpowf", "fpowi", "divf", "fma", "addf", "subf", "mulf", "negf", "absf", "remf",
+                  "floor", "ceil", "maxf", "minf"})
+VIEWS = frozenset({"make_tensor_view", "make_partition_view", "make_strided_view", "make_gather_scatter_view",
+                   "get_index_space_shape", "get_tensor_shape"})
+
+# Families: ops of different names that can stand for one another in a port (paired, then judged).
+FAMILIES: dict[str, str] = {
+    "exp": "exp", "exp2": "exp",
+    "log": "log", "log2": "log",
+    "rsqrt": "rsqrt", "sqrt": "rsqrt",
+    "load_view_tko": "load", "load_ptr_tko": "load",
+    "store_view_tko": "store", "store_ptr_tko": "store",
+    "mmaf": "mma", "mmai": "mma",
+    "for": "loop", "loop": "loop",
+    "reduce": "reduce", "scan": "reduce",
+}
+
+# attributes that never enter a hash: tokens are compared as ordering facts, hints by the hints
+# check, message strings are cosmetic.
+_HASH_SKIP_ATTRS = frozenset({"token", "optimization_hints", "string"})
+
+
+def category_of(name: str) -> str:
+    if name in MEM_LOADS or name in MEM_WRITES:
+        return "memory"
+    if name in MMA:
+        return "mma"
+    if name in REDUCTIONS:
+        return "reduction"
+    if name in LOOPS:
+        return "loops"
+    if name in CONVERSIONS:
+        return "conversions"
+    if name == "assume":
+        return "assumptions"
+    if name in MATH:
+        return "math"
+    if name in TOKEN_OPS:
+        return "tokens"
+    return "structure"
+
+
+def _h(*parts: object) -> str:
+    return hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph
+# ---------------------------------------------------------------------------------------------
+
+
+class Val:
+    """An SSA value: an entry argument, a region argument or an op result."""
+
+    __slots__ = ("name", "type", "hash", "node", "index", "arg_index", "is_token", "splat", "reshape_src",
+                 "barg", "stripped")
+
+    def __init__(self, name: str, type_: str, hash_: str, node: "Node | None" = None, index: int = 0):
+        self.name = name
+        self.type = type_
+        self.hash = hash_
+        self.node = node
+        self.index = index
+        self.arg_index: int | None = None  # entry argument position
+        self.is_token = type_ == "token"
+        self.splat: tuple[str, str] | None = None  # (elem, literal) if a splat constant
+        self.reshape_src: Val | None = None
+        self.barg: tuple[int, int] | None = None  # (depth, position) for region arguments
+        self.stripped: Val = self  # the value with assumes peeled off
+
+    def __repr__(self) -> str:
+        return f"Val({self.name}:{self.type})"
+
+
+class Node:
+    """One op of an entry with its canonical data."""
+
+    __slots__ = ("op", "idx", "depth", "parent", "region_index", "hash", "local", "operands", "tok_operands",
+                 "results", "category", "effect", "escapes", "barrier", "live", "regions_hash", "children",
+                 "is_load", "family", "region_hashes", "entry", "data")
+
+    def __init__(self, op: Op, idx: int, depth: int, parent: "Node | None", region_index: int):
+        self.op = op
+        self.idx = idx
+        self.depth = depth
+        self.parent = parent
+        self.region_index = region_index
+        self.hash = ""
+        self.local = ""
+        self.operands: list[Val] = []
+        self.tok_operands: list[Val] = []
+        self.results: list[Val] = []
+        self.category = category_of(op.name)
+        self.effect = False
+        self.escapes = False
+        self.barrier = False
+        self.live = False
+        self.children: list[list[Node]] = []
+        self.is_load = op.name in MEM_LOADS
+        self.family = FAMILIES.get(op.name, op.name)
+        self.region_hashes: list[str] = []
+        self.data = False  # its value reaches stored data / control (not only addresses and masks)
+
+    @property
+    def address_only(self) -> bool:
+        """Live, but only computes pointers, indices or masks of memory ops."""
+        return self.live and not self.data and self.op.name not in MEM_LOADS and self.op.name not in MEM_WRITES
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    @property
+    def line(self) -> int:
+        return self.op.line
+
+    def __repr__(self) -> str:
+        return f"Node({self.op.name}@{self.op.line})"
+
+
+@dataclass
+class AssumeFact:
+    pred: str  # "div_by", "bounded", ...
+    args: str  # "16", "0, ?"
+    target: Val  # the value the predicate is about (assumes peeled)
+    node: Node
+
+
+@dataclass
+class CanonEntry:
+    entry: Entry
+    nodes: list[Node]  # program order, nested ops after their parent
+    args: list[Val]
+    body_hash: str
+    hash: str  # body + argument types (no name, no hints)
+    assumes: list[AssumeFact] = field(default_factory=list)
+    dead: list[Node] = field(default_factory=list)
+    ptr_ordinal: dict[int, int] = field(default_factory=dict)  # entry arg index -> ordinal among pointer args
+    arg_roles: dict[int, str] = field(default_factory=dict)  # entry arg index -> "shape1(array #0)", ...
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+
+_NUM_RE = re.compile(r"^[-+]?(?:0x[0-9a-fA-F]+|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)$")
+
+
+def normalize_literal(lit: str) -> str:
+    lit = lit.strip()
+    if _NUM_RE.match(lit):
+        try:
+            if lit.lower().startswith(("0x", "-0x", "+0x")):
+                return str(int(lit, 16))
+            if re.match(r"^[-+]?[0-9]+$", lit):
+                return str(int(lit))
+            f = float(lit)
+            return repr(f)
+        except ValueError:
+            return lit
+    return lit
+
+
+def _const_value(op: Op) -> tuple[str, str] | None:
+    v = op.attrs.get("value")
+    if v is None or ":" not in v:
+        return None
+    elem, lit = v.split(":", 1)
+    return elem.strip(), normalize_literal(lit)
+
+
+def _attr_key(op: Op) -> str:
+    items = sorted((k, v) for k, v in op.attrs.items() if k not in _HASH_SKIP_ATTRS and v != "%")
+    return ";".join(f"{k}={v}" for k, v in items)
+
+
+def _types_key(op: Op) -> str:
+    ins = [t for t in op.in_types if t != "token"]
+    outs = [t for t in op.out_types if t != "token"]
+    return ",".join(ins) + "->" + ",".join(outs)
+
+
+class _Builder:
+    def __init__(self, entry: Entry, path: str | None):
+        self.entry = entry
+        self.path = path
+        self.nodes: list[Node] = []
+        self.env: dict[str, Val] = {}
+        self.scopes: list[list] = [[]]
+        self.assumes: list[AssumeFact] = []
+
+    def error(self, msg: str, op: Op) -> TileIRParseError:
+        return TileIRParseError(msg, path=self.path, line=op.line, col=op.col)
+
+    def define(self, name: str, val: Val, undo: list) -> None:
+        undo.append((name, self.env.get(name)))
+        self.env[name] = val
+
+    def build(self) -> CanonEntry:
+        undo: list = []
+        args: list[Val] = []
+        ptr_ordinal, roles = arg_roles(self.entry)
+        for k, (name, ty) in enumerate(self.entry.args):
+            v = Val(name, ty, _h("arg", roles[k], ty))
+            v.arg_index = k
+            args.append(v)
+            self.define(name, v, undo)
+        body_hash = self.region(self.entry.body, 1, None, 0, [], bind_args=False)
+        arg_key = ",".join(a.type for a in args if not a.is_token)
+        ce = CanonEntry(self.entry, self.nodes, args, body_hash, _h("entry", arg_key, body_hash),
+                        self.assumes, ptr_ordinal=ptr_ordinal, arg_roles=roles)
+        ce.dead = mark_liveness(self.nodes)
+        mark_data(self.nodes)
+        return ce
+
+    def region(self, region: Region, depth: int, parent: Node | None, rindex: int, sink: list[Node],
+               bind_args: bool = True) -> str:
+        undo: list = []
+        self.scopes.append(undo)
+        arg_types = []
+        if bind_args:
+            pos = 0
+            for name, ty in region.args:
+                if ty == "token":
+                    v = Val(name, ty, "token")
+                else:
+                    v = Val(name, ty, _h("barg", depth, pos, ty))
+                    v.barg = (depth, pos)
+                    arg_types.append(ty)
+                    pos += 1
+                self.define(name, v, undo)
+        effects: list[tuple[int, int, str]] = []
+        loads: set[str] = set()
+        epoch = 0
+        for op in region.ops:
+            node = self.op(op, depth, parent, rindex)
+            sink.append(node)
+            if node.barrier:
+                epoch += 1
+                effects.append((epoch, 0, node.hash))
+            elif node.effect or node.op.name in TERMINATORS:
+                effects.append((epoch, 1, node.hash))
+            elif node.is_load:
+                loads.add(node.hash)
+        self.scopes.pop()
+        for name, old in reversed(undo):
+            if old is None:
+                self.env.pop(name, None)
+            else:
+                self.env[name] = old
+        effects.sort()
+        return _h("region", ",".join(arg_types), "|".join(f"{e}:{b}:{h}" for e, b, h in effects),
+                  ",".join(sorted(loads)))
+
+    def op(self, op: Op, depth: int, parent: Node | None, rindex: int) -> Node:
+        node = Node(op, len(self.nodes), depth, parent, rindex)
+        self.nodes.append(node)
+        env = self.env
+        for name in op.operands:
+            v = env.get(name)
+            if v is None:
+                raise self.error(f"use of undefined value {name} in '{op.name}'", op)
+            if v.is_token:
+                node.tok_operands.append(v)
+            else:
+                node.operands.append(v)
+        # regions first: the op's hash depends on them
+        region_hashes = []
+        for k, region in enumerate(op.regions):
+            children: list[Node] = []
+            region_hashes.append(self.region(region, depth + 1, node, k, children))
+            node.children.append(children)
+        node.region_hashes = region_hashes
+        name = op.name
+        # effects and control
+        if name in MEM_WRITES or name in OTHER_EFFECTS or (name.endswith("_tko") and name not in MEM_LOADS):
+            node.effect = True
+        elif not op.results and name not in TERMINATORS and not op.regions and name not in TOKEN_OPS:
+            node.effect = True  # an unknown op with no results can only be there for its effect
+        if name in BARRIERS:
+            node.barrier = True
+        for children in node.children:
+            for ch in children:
+                if ch.effect:
+                    node.effect = True
+                if ch.escapes or ch.op.name in ESCAPING:
+                    if name not in LOOPS:
+                        node.escapes = True
+        if node.escapes:
+            node.effect = True
+            node.barrier = True
+
+        attr_key = _attr_key(op)
+        types_key = _types_key(op)
+        node.local = _h(name, attr_key, types_key, len(op.regions))
+        results = op.results
+        rtypes = op.result_types
+
+        # --- transparent and folded ops ------------------------------------------------------
+        fwd: Val | None = None
+        if name == "assume" and node.operands:
+            target = node.operands[-1]
+            pred = next((k for k, v in op.attrs.items() if k not in _HASH_SKIP_ATTRS), "?")
+            self.assumes.append(AssumeFact(pred, op.attrs.get(pred, ""), target.stripped, node))
+            fwd = target
+            node.hash = _h("assume", pred, op.attrs.get(pred, ""), target.stripped.hash)
+        elif name in ("reshape", "broadcast", "ftof") and len(node.operands) == 1 and rtypes:
+            src = node.operands[0]
+            if src.type == rtypes[0]:
+                fwd = src
+                node.hash = _h("identity", name, src.hash)
+            elif src.splat is not None and name != "ftof":
+                elem, lit = src.splat
+                h = _h("const", elem, lit, rtypes[0])
+                node.hash = h
+                v = Val(results[0], rtypes[0], h, node, 0)
+                v.splat = src.splat
+                self.define_result(v)
+                node.results = [v]
+                return node
+            elif name == "reshape" and src.reshape_src is not None:
+                base = src.reshape_src
+                if base.type == rtypes[0]:
+                    fwd = base
+                    node.hash = _h("identity", name, base.hash)
+                else:
+                    h = _h("reshape", base.hash, rtypes[0])
+                    node.hash = h
+                    v = Val(results[0], rtypes[0], h, node, 0)
+                    v.reshape_src = base
+                    self.define_result(v)
+                    node.results = [v]
+                    return node
+        if fwd is not None and results:
+            v = Val(results[0], rtypes[0] if rtypes else fwd.type, fwd.hash, node, 0)
+            v.splat = fwd.splat
+            v.reshape_src = fwd.reshape_src
+            v.stripped = fwd.stripped
+            v.arg_index = fwd.arg_index
+            v.barg = fwd.barg
+            self.define_result(v)
+            node.results = [v]
+            return node
+
+        # --- general op ----------------------------------------------------------------------
+        if name == "constant":
+            cv = _const_value(op)
+            lit = cv if cv is not None else ("?", op.attrs.get("value", ""))
+            node.hash = _h("const", lit[0], lit[1], rtypes[0] if rtypes else "?")
+        else:
+            ohs = [v.hash for v in node.operands]
+            if name in COMMUTATIVE:
+                ohs.sort()
+            node.hash = _h(name, attr_key, types_key, ",".join(ohs), ",".join(region_hashes))
+        for k, rname in enumerate(results):
+            ty = rtypes[k] if k < len(rtypes) else "?"
+            if ty == "token":
+                v = Val(rname, ty, "token", node, k)
+            else:
+                v = Val(rname, ty, _h(node.hash, k) if len(results) > 1 else node.hash, node, k)
+                if name == "constant":
+                    v.splat = _const_value(op)
+                elif name == "reshape" and node.operands:
+                    v.reshape_src = node.operands[0]
+            self.define_result(v)
+            node.results.append(v)
+        return node
+
+    def define_result(self, v: Val) -> None:
+        # results live until the end of the enclosing region
+        self.define(v.name, v, self.scopes[-1])
+
+
+def arg_roles(entry: Entry) -> tuple[dict[int, int], dict[int, str]]:
+    """Name entry arguments by what they are, not where they sit: pointer arguments by their order
+    among pointers, shape/stride scalars by the tensor view they describe, other scalars by their
+    order among the rest. Two calling conventions that pass the same things compare equal."""
+    index = {name: k for k, (name, _) in enumerate(entry.args)}
+    ptr_ordinal: dict[int, int] = {}
+    for k, (_, ty) in enumerate(entry.args):
+        if "ptr<" in ty:
+            ptr_ordinal[k] = len(ptr_ordinal)
+    roles: dict[int, str] = {k: f"array #{o}" for k, o in ptr_ordinal.items()}
+    root: dict[str, str] = {}  # value name -> the argument it is (through assumes)
+
+    def arg_of(name: str) -> int | None:
+        return index.get(root.get(name, name))
+
+    for op in entry.body.ops:
+        if op.name == "assume" and op.results and op.operands:
+            root[op.results[0]] = root.get(op.operands[-1], op.operands[-1])
+        elif op.name == "make_tensor_view" and op.operands:
+            base = arg_of(op.operands[0])
+            if base is None or base not in ptr_ordinal:
+                continue
+            rest = iter(op.operands[1:])
+            for key in ("shape", "strides"):
+                dims = [d.strip() for d in op.attrs.get(key, "").strip("[] ").split(",") if d.strip()]
+                for d, item in enumerate(dims):
+                    if item != "%":
+                        continue
+                    k = arg_of(next(rest, ""))
+                    if k is not None and k not in roles:
+                        roles[k] = f"{key.rstrip('s')}{d}(array #{ptr_ordinal[base]})"
+    n_other = 0
+    for k in range(len(entry.args)):
+        if k not in roles:
+            roles[k] = f"scalar #{n_other}"
+            n_other += 1
+    return ptr_ordinal, roles
+
+
+def mark_liveness(nodes: list[Node]) -> list[Node]:
+    """Mark live ops (effects, loads, terminators of live ops and what they use); return the dead ones."""
+    work: list[Node] = []
+    for n in nodes:
+        if n.effect or n.is_load or n.op.name == "return":
+            work.append(n)
+    while work:
+        n = work.pop()
+        if n.live:
+            continue
+        n.live = True
+        for v in n.operands:
+            if v.node is not None and not v.node.live:
+                work.append(v.node)
+        for v in n.tok_operands:
+            if v.node is not None and not v.node.live:
+                work.append(v.node)
+        if n.parent is not None and not n.parent.live:
+            work.append(n.parent)
+        for children in n.children:
+            for ch in children:
+                if ch.op.name in TERMINATORS and not ch.live:
+                    work.append(ch)
+    # assume ops feeding live values are live through forwarding; an assume whose result is
+    # unused but whose target is used is still "dead" (benign)
+    return [n for n in nodes if not n.live]
+
+
+def _data_operands(n: Node) -> list[Val]:
+    """The operands of n whose values become data (not addresses) when n itself is data or an effect."""
+    name = n.op.name
+    ops = n.operands
+    if name in MEM_LOADS:
+        return []
+    if name == "store_view_tko":
+        return ops[:1]
+    if name == "store_ptr_tko":
+        return ops[1:2]
+    if name.startswith("atomic"):
+        vals = ops[1:]
+        if vals and vals[-1].type.endswith("xi1>") or (vals and vals[-1].type == "tile<i1>"):
+            vals = vals[:-1]
+        return vals
+    return ops
+
+
+def mark_data(nodes: list[Node]) -> None:
+    """Mark ops whose results flow into data: stored values, control, terminators, effects."""
+    work: list[Node] = []
+    for n in nodes:
+        if n.live and (n.effect or n.op.name in TERMINATORS):
+            work.append(n)
+    while work:
+        n = work.pop()
+        if n.data:
+            continue
+        n.data = True
+        for v in _data_operands(n):
+            d = v.node
+            if d is not None and not d.data:
+                work.append(d)
+        # an op is data if anything in its regions is
+        if n.parent is not None and not n.parent.data:
+            work.append(n.parent)
+
+
+def canonicalize(entry: Entry, path: str | None = None) -> CanonEntry:
+    return _Builder(entry, path).build()
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers the checks use
+# ---------------------------------------------------------------------------------------------
+
+_BASE_THROUGH = frozenset({"make_partition_view", "make_tensor_view", "make_strided_view",
+                           "make_gather_scatter_view", "offset", "broadcast", "reshape", "assume", "ptr_to_ptr"})
+
+
+def base_arg(v: Val) -> int | None:
+    """The entry argument a view or pointer value is derived from (through views, offsets, assumes)."""
+    seen = 0
+    while v is not None and seen < 64:
+        if v.arg_index is not None and (v.node is None or v.node.op.name == "assume"):
+            return v.arg_index
+        n = v.node
+        if n is None:
+            return None
+        if n.op.name not in _BASE_THROUGH:
+            return None
+        if n.op.name == "assume":
+            v = n.operands[-1] if n.operands else None
+        else:
+            v = n.operands[0] if n.operands else None
+        seen += 1
+    return None
+
+
+def render(v: Val, ce: CanonEntry | None = None, depth: int = 3) -> str:
+    """A short, name-free rendering of the expression computing v (for messages)."""
+    if v.splat is not None and (v.node is None or v.node.op.name in ("constant", "reshape", "broadcast")):
+        return v.splat[1]
+    if v.node is None:
+        if v.arg_index is not None:
+            return f"arg{v.arg_index}"
+        if v.barg is not None:
+            return f"region_arg{v.barg[1]}"
+        return v.name
+    n = v.node
+    if n.op.name == "assume" and n.operands:
+        return render(n.operands[-1], ce, depth)
+    if n.op.name == "get_tile_block_id":
+        return f"bid({'xyz'[v.index] if v.index < 3 else v.index})"
+    if n.op.name == "get_num_tile_blocks":
+        return f"num_blocks({'xyz'[v.index] if v.index < 3 else v.index})"
+    if n.op.name == "make_partition_view":
+        t = type_info(n.op.result_types[0]) if n.op.result_types else None
+        shape = "x".join(t.shape) if t else "?"
+        return f"view(tile={shape})"
+    if depth <= 0:
+        return f"{n.op.name}(...)"
+    inner = ", ".join(render(o, ce, depth - 1) for o in n.operands)
+    suffix = f"#{v.index}" if len(n.results) > 1 else ""
+    return f"{n.op.name}({inner}){suffix}"
+
+
+def and_terms(v: Val, limit: int = 64) -> int:
+    """How many conjuncts an i1 mask is made of (andi trees flattened)."""
+    n = v.node
+    if n is None or n.op.name != "andi" or limit <= 0:
+        return 1
+    return sum(and_terms(o, limit - 1) for o in n.operands)
