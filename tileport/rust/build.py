@@ -49,9 +49,11 @@ class BuildOptions:
     disasm: bool = True
     cubins: bool = True
     opt_level: int = 3
-    allow_unsafe: bool = False
+    deny_unsafe: bool = False  # refuse `unsafe` in kernel.rs (allowed by default; see tileport.rust.policy)
     output_cap: int = 1 << 20
     artifacts_dir: Path | None = None  # default: <crate>/artifacts
+    bytecode_version: str | None = None  # CUTILE_BYTECODE_VERSION when the spec names none (config: 13.4)
+    toolchain: toolchain_mod.Toolchain | None = None  # default: toolchain.resolve()
 
 
 class JobResult(BaseModel):
@@ -126,7 +128,7 @@ def prepare_crate(source: str | Path, *, spec_path: str | Path | None = None,
 
 def resolve_toolchain(opts: BuildOptions) -> toolchain_mod.Toolchain:
     """The tools this build needs, or EnvironmentBlocked naming what is missing (a BLOCKED verdict, not a guess)."""
-    tc = toolchain_mod.resolve()
+    tc = opts.toolchain or toolchain_mod.resolve()
     missing = []
     if tc.cargo is None:
         missing.append("cargo (install Rust >= 1.89)")
@@ -189,7 +191,8 @@ def run_cargo_build(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: Buil
 
 def run_ir_dump(layout: CrateLayout, exe: str, out_dir: Path, tc: toolchain_mod.Toolchain, opts: BuildOptions,
                 result: RustBuildResult) -> list[JobResult]:
-    extra = {"CUTILE_BYTECODE_VERSION": layout.spec.bytecode_version} if layout.spec.bytecode_version else {}
+    version = layout.spec.bytecode_version or opts.bytecode_version
+    extra = {"CUTILE_BYTECODE_VERSION": version} if version else {}
     t0 = time.monotonic()
     cmd = _record(result, run_command([exe, str(out_dir)], cwd=layout.root, env=build_env(tc, opts, extra),
                                       timeout=opts.dump_timeout, output_cap=opts.output_cap))
@@ -280,7 +283,7 @@ def build_crate(layout: CrateLayout, opts: BuildOptions | None = None) -> RustBu
     tc = resolve_toolchain(opts)
 
     t0 = time.monotonic()
-    result.diagnostics.extend(check_crate(layout, allow_unsafe=opts.allow_unsafe))
+    result.diagnostics.extend(check_crate(layout, deny_unsafe=opts.deny_unsafe))
     result.timings["policy"] = round(time.monotonic() - t0, 3)
     if dg.has_errors(result.diagnostics):
         return _finish(result, start)
