@@ -1,0 +1,210 @@
+"""The child process that imports an op module and exports its kernels (`python -m tileport.analysis.child`).
+
+Reads one JSON request on stdin, writes one JSON reply on stdout. Anything the op module prints
+goes to stderr instead, so it cannot corrupt the reply. A module that fails to import, defines
+no kernel or has a kernel cuda-tile rejects produces {"ok": false, "error": {...}} with a
+one-line message; a crash (segfault, abort) shows up to the parent as a non-zero exit.
+
+Request: {path, static, declaration, targets, bytecode_version, out_dir, kernel}
+Reply:   {ok, cuda_tile, kernels: [KernelMeta], plan: Plan, exports: {stem/target: {...}}, seconds}
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+import time
+import traceback
+import typing
+from pathlib import Path
+from typing import Any
+
+
+class ChildError(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    text = re.sub(r"\s+", " ", str(text)).strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _where_in(path: Path, tb) -> str:
+    line = None
+    for frame, lineno in traceback.walk_tb(tb):
+        if Path(frame.f_code.co_filename).resolve() == path:
+            line = lineno
+    return f"{path.name}:{line}" if line else path.name
+
+
+def load_module(path: Path):
+    name = "tileport_op_" + re.sub(r"\W", "_", path.stem)
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ChildError("import", f"{path.name}: cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as e:  # SystemExit and friends included: the module must not end the child
+        where = _where_in(path, e.__traceback__)
+        msg = f"{where}: import failed: {type(e).__name__}: {one_line(e)}"
+        if isinstance(e, ModuleNotFoundError) and e.name and e.name.split(".")[0] == "torch":
+            msg += " (tileport analyses without torch: import it inside the host wrapper function)"
+        raise ChildError("import", msg) from None
+    return module
+
+
+def _constant_type(annotation: Any) -> str | None:
+    args = typing.get_args(annotation)
+    inner = args[0] if args else None
+    return {bool: "bool", int: "int", float: "float"}.get(inner)
+
+
+def kernel_meta(name: str, k) -> dict[str, Any]:
+    from cuda.tile._annotated_function import LeafAnnotationNode
+
+    af = k._annotated_function
+    fn = af.pyfunc
+    hints = typing.get_type_hints(fn, include_extras=True)
+    params = []
+    for (pname, param), node in zip(af.pysig.parameters.items(), af.parameter_annotations):
+        ann = hints.get(pname, param.annotation)
+        meta: dict[str, Any] = {"name": pname}
+        if ann is not param.empty:
+            meta["annotation"] = getattr(ann, "__name__", None) if isinstance(ann, type) else repr(ann)
+        if not isinstance(node, LeafAnnotationNode):
+            meta["structured"] = True
+        else:
+            meta["constant"] = bool(node.constant)
+            if node.constant:
+                meta["constant_type"] = _constant_type(ann)
+            if node.array is not None:
+                meta["index_dtype"] = node.array.index_dtype.name
+                meta["static_shape_dims"] = list(node.array.static_shape_dims)
+                meta["static_stride_dims"] = list(node.array.static_stride_dims)
+            if node.scalar is not None:
+                meta["scalar_dtype"] = node.scalar.dtype.name
+            if node.list is not None:
+                meta["structured"] = True
+        params.append(meta)
+    opts = {}
+    for key, value in vars(k._compiler_options).items():
+        if value is not None and not key.startswith("_"):
+            opts[key] = value if isinstance(value, (int, float, bool, str)) else repr(value)
+    return {"name": name, "function": fn.__name__, "line": fn.__code__.co_firstlineno, "params": params,
+            "compiler_options": opts}
+
+
+def find_kernels(module, path: Path) -> dict[str, Any]:
+    import cuda.tile as ct
+
+    found = {}
+    for name, obj in vars(module).items():
+        if isinstance(obj, ct.kernel):
+            fn = obj._annotated_function.pyfunc
+            if Path(fn.__code__.co_filename).resolve() == path:
+                found[name] = obj
+    return found
+
+
+def export_all(kernels: dict[str, Any], plan, params_by_kernel: dict[str, list[dict]], req: dict) -> dict:
+    from cuda.tile import TileError
+    from cuda.tile.compilation import export_kernel
+
+    from tileport.analysis.signature import build_signature, describe
+
+    out_dir = Path(req["out_dir"])
+    results: dict[str, Any] = {}
+    for v in plan.variants:
+        for inst in v.instances:
+            sig = build_signature(params_by_kernel[v.kernel], inst.param_dtypes, v.constants, v.function)
+            entry = {"symbol": sig.symbol, "signature": [describe(c) for c in sig.parameters], "builds": {}}
+            for target in req["targets"]:
+                rel = Path(target) / f"{inst.stem}.tileirbc"
+                (out_dir / target).mkdir(parents=True, exist_ok=True)
+                t0 = time.perf_counter()
+                try:
+                    export_kernel(kernels[v.kernel], [sig], str(out_dir / rel), output_format="tileir_bytecode",
+                                  gpu_code=target, bytecode_version=req["bytecode_version"])
+                except TileError as e:
+                    loc = getattr(e, "loc", None)
+                    where = f"{Path(loc.filename).name}:{loc.line}" if loc and getattr(loc, "filename", None) else \
+                        Path(req["path"]).name
+                    label = f"{v.kernel}[{v.name}]" if v.name else v.kernel
+                    raise ChildError("rejected", f"{where}: cuda-tile rejected kernel {label} ({inst.dtype}, "
+                                     f"{target}): {type(e).__name__}: {one_line(getattr(e, 'message', e))}") from None
+                except Exception as e:
+                    label = f"{v.kernel}[{v.name}]" if v.name else v.kernel
+                    raise ChildError("rejected", f"{Path(req['path']).name}: exporting {label} ({inst.dtype}, "
+                                     f"{target}) failed: {type(e).__name__}: {one_line(e)}") from None
+                entry["builds"][target] = {"path": str(rel), "seconds": round(time.perf_counter() - t0, 4)}
+            results[inst.stem] = entry
+    return results
+
+
+def run(req: dict) -> dict:
+    t_start = time.perf_counter()
+    path = Path(req["path"]).resolve()
+    try:
+        import cuda.tile as ct
+    except Exception as e:  # pragma: no cover - environment problem
+        raise ChildError("env", f"cuda-tile is not importable: {type(e).__name__}: {one_line(e)}; "
+                                "pip install cuda-tile") from None
+    from tileport.analysis.declaration import OpDeclaration
+    from tileport.analysis.plan import KernelMeta, build_plan
+    from tileport.analysis.static import StaticInfo
+    from tileport.errors import UserError
+
+    module = load_module(path)
+    t_import = time.perf_counter()
+    kernels = find_kernels(module, path)
+    if not kernels:
+        raise ChildError("no_kernel", f"{path.name}: no @ct.kernel function found; decorate the device function "
+                                      "with @ct.kernel (import cuda.tile as ct)")
+    metas = [KernelMeta.model_validate(kernel_meta(n, k)) for n, k in kernels.items()]
+    try:
+        plan = build_plan(metas, StaticInfo.model_validate(req["static"]),
+                          OpDeclaration.model_validate(req["declaration"]), filename=path.name,
+                          kernel_filter=req.get("kernel"))
+    except UserError as e:
+        raise ChildError("plan", str(e)) from None
+    params_by_kernel = {k.name: [p.model_dump() for p in k.params] for k in plan.kernels}
+    t_plan = time.perf_counter()
+    exports = export_all(kernels, plan, params_by_kernel, req) if req.get("export", True) else {}
+    t_end = time.perf_counter()
+    from tileport.analysis.signature import ASSUMPTION
+    return {"ok": True, "cuda_tile": getattr(ct, "__version__", None), "plan": plan.model_dump(mode="json"),
+            "assumption": ASSUMPTION,
+            "exports": exports,
+            "seconds": {"import": round(t_import - t_start, 4), "plan": round(t_plan - t_import, 4),
+                        "export": round(t_end - t_plan, 4)}}
+
+
+def main() -> int:
+    reply_fd = os.dup(1)
+    os.dup2(2, 1)  # the op module's prints (Python or C) go to stderr
+    sys.stdout = sys.stderr
+    try:
+        req = json.loads(sys.stdin.read())
+        reply = run(req)
+    except ChildError as e:
+        reply = {"ok": False, "error": {"kind": e.kind, "message": e.message}}
+    except BaseException as e:  # a bug here must still produce a parseable reply
+        reply = {"ok": False, "error": {"kind": "internal",
+                                        "message": f"{type(e).__name__}: {one_line(e)}"},
+                 "traceback": traceback.format_exc()}
+    with os.fdopen(reply_fd, "w") as out:
+        json.dump(reply, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,241 @@
+"""Stage A, deterministic: analyse one cuTile Python op and dump its reference Tile IR.
+
+`analyze_op` reads the source (AST only), runs the child process that imports the module and
+exports every kernel instance for every target, disassembles each bytecode (`tileirdisasm`),
+compiles it with `tileiras`, and writes `analysis.json` plus the artifacts into the output
+directory — built beside it and renamed into place, so a failure leaves nothing behind.
+
+Output layout (`out/<op>/` by default):
+    analysis.json
+    <target>/<kernel>__<CONST>-<value>...__<dtype>.tileirbc   reference bytecode
+    <target>/<...>.tileir                                     its text (tileirdisasm)
+    <target>/<...>.cubin                                      tileiras -O3 output
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import sys
+import time
+from pathlib import Path
+
+from tileport.analysis.backend import BackendJob, run_backend, summarize_ir
+from tileport.analysis.declaration import read_declaration
+from tileport.analysis.loader import run_child
+from tileport.analysis.outdir import staged_dir
+from tileport.analysis.plan import Plan
+from tileport.analysis.schema import (Analysis, Instance, SourceInfo, TargetBuild, Timings, ToleranceSpec, ToolInfo,
+                                      Variant)
+from tileport.analysis.static import inspect_source
+from tileport.config import Config, check_target
+from tileport.errors import EnvironmentBlocked, UserError
+from tileport.proc import run_command
+from tileport.records import ArtifactRecord, CommandRecord, sha256_file
+from tileport.toolchain import Toolchain, resolve
+
+DEFAULT_OUT_ROOT = Path("out")
+
+
+def default_out_dir(op_path: str | Path) -> Path:
+    return DEFAULT_OUT_ROOT / Path(op_path).stem
+
+
+def read_source(path: Path) -> tuple[str, ast.Module]:
+    """The module's text and AST, or a one-line error saying what is wrong with the file."""
+    if not path.exists():
+        raise UserError(f"{path}: no such file; pass the path of a cuTile Python module, e.g. examples/softmax.py")
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory; pass one .py file (or no argument to analyse examples/)")
+    if path.suffix != ".py":
+        raise UserError(f"{path}: not a Python file (expected a .py module with @ct.kernel functions)")
+    data = path.read_bytes()
+    if b"\x00" in data:
+        raise UserError(f"{path}: not Python source (binary content); pass a .py module")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text (byte {e.start}); save the module as UTF-8") from None
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError as e:
+        raise UserError(f"{path}:{e.lineno}: syntax error: {e.msg}; fix the module and rerun") from None
+    return text, tree
+
+
+def check_targets(targets: list[str]) -> list[str]:
+    out = []
+    for t in targets:
+        try:
+            out.append(check_target(t))
+        except ValueError as e:
+            raise UserError(str(e)) from None
+    if not out:
+        raise UserError("no targets; pass --target sm_90 (or set targets in tileport.toml)")
+    return list(dict.fromkeys(out))
+
+
+def toolchain_for(config: Config) -> Toolchain:
+    tc = config.toolchain
+    return resolve(tileiras=tc.tileiras, tileirdisasm=tc.tileirdisasm, cuda_toolkit=tc.cuda_toolkit,
+                   libclang_dir=tc.libclang_dir)
+
+
+@functools.lru_cache(maxsize=8)
+def tool_version(tool: str) -> str | None:
+    res = run_command([tool, "--version"], timeout=30)
+    for line in res.stdout.splitlines():
+        if "release" in line:
+            return line.split("tools,", 1)[-1].strip()
+    return None
+
+
+def _require_tools(toolchain: Toolchain, need_tileiras: bool) -> None:
+    if toolchain.tileirdisasm is None:
+        raise EnvironmentBlocked("tileirdisasm not found; pip install 'cuda-tile[tileiras]' (13.4 or newer) or set "
+                                 "[toolchain] tileirdisasm in tileport.toml (tileport doctor checks this)")
+    if need_tileiras and toolchain.tileiras is None:
+        raise EnvironmentBlocked("tileiras not found; pip install 'cuda-tile[tileiras]' or set CUTILE_TILEIRAS_PATH "
+                                 "or [toolchain] tileiras in tileport.toml (tileport doctor checks this)")
+
+
+def _first_error_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if "error" in ln.lower():
+            return ln[:300]
+    return (lines[0][:300] if lines else "no output")
+
+
+def _relocate(rec: CommandRecord, stage: Path, final: Path) -> CommandRecord:
+    """Commands ran in the staging directory; record them with the paths the files now have."""
+    s, f = str(stage), str(final)
+    return rec.model_copy(update={"argv": [a.replace(s, f) for a in rec.argv],
+                                  "cwd": rec.cwd.replace(s, f) if rec.cwd else None})
+
+
+def _artifact(kind: str, root: Path, rel: Path) -> ArtifactRecord:
+    p = root / rel
+    return ArtifactRecord(kind=kind, path=rel.as_posix(), sha256=sha256_file(p), bytes=p.stat().st_size)
+
+
+def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: str | Path | None = None,
+               kernel: str | None = None, config: Config | None = None, toolchain: Toolchain | None = None,
+               run_tileiras: bool = True, workers: int | None = None, python: str | None = None) -> Analysis:
+    """Analyse one op module; returns the Analysis also written to `<out_dir>/analysis.json`.
+
+    Raises UserError (one line, what to do) for bad input and EnvironmentBlocked for missing tools;
+    in both cases nothing is left at `out_dir`. `Analysis.stage_result()` gives the A-stage record.
+    """
+    t0 = time.perf_counter()
+    config = config or Config()
+    targets = check_targets(list(targets) if targets else list(config.targets))
+    path = Path(path)
+    text, tree = read_source(path)
+    decl = read_declaration(tree, path.name)
+    static = inspect_source(tree)
+    if not static.kernels and "kernel" not in text:
+        raise UserError(f"{path}: no @ct.kernel function found; decorate the device function with @ct.kernel "
+                        "(import cuda.tile as ct)")
+    t_static = time.perf_counter()
+    toolchain = toolchain or toolchain_for(config)
+    _require_tools(toolchain, run_tileiras)
+    final = Path(out_dir if out_dir is not None else default_out_dir(path)).absolute()
+    notes: list[str] = []
+
+    with staged_dir(final) as stage:
+        request = {"path": str(path.resolve()), "static": static.model_dump(mode="json"),
+                   "declaration": decl.model_dump(mode="json"), "targets": targets,
+                   "bytecode_version": config.toolchain.bytecode_version, "out_dir": str(stage), "kernel": kernel}
+        t_child = time.perf_counter()
+        reply, child = run_child(request, cwd=stage, python=python)
+        t_child = time.perf_counter() - t_child
+        plan = Plan.model_validate(reply["plan"])
+        exports = reply["exports"]
+        notes.extend(plan.notes)
+
+        jobs: list[BackendJob] = []
+        where: list[tuple[int, int, str]] = []  # (variant index, instance index, target) per job
+        for vi, v in enumerate(plan.variants):
+            for ii, inst in enumerate(v.instances):
+                for target in targets:
+                    rel = Path(exports[inst.stem]["builds"][target]["path"])
+                    jobs.append(BackendJob(bytecode=stage / rel, target=target,
+                                           text_out=stage / rel.with_suffix(".tileir"),
+                                           cubin_out=stage / rel.with_suffix(".cubin") if run_tileiras else None))
+                    where.append((vi, ii, target))
+        env = toolchain.cargo_env()  # keeps a system CUDA's ptxas/nvvm away from tileiras
+        t_backend = time.perf_counter()
+        results = run_backend(jobs, tileirdisasm=toolchain.tileirdisasm, tileiras=toolchain.tileiras,
+                              env=env, workers=workers)
+        t_backend = time.perf_counter() - t_backend
+
+        commands = [_relocate(child.record, stage, final)]
+        builds: dict[tuple[int, int], list[TargetBuild]] = {}
+        disasm_s = tileiras_s = 0.0
+        for (vi, ii, target), r in zip(where, results):
+            v, inst = plan.variants[vi], plan.variants[vi].instances[ii]
+            label = f"{v.kernel}[{v.name}]" if v.name else v.kernel
+            commands.append(_relocate(r.disasm.record, stage, final))
+            disasm_s += r.disasm.seconds
+            if not r.disasm.ok:
+                raise UserError(f"tileirdisasm failed on {label} ({inst.dtype}, {target}) with exit status "
+                                f"{r.disasm.returncode}: {_first_error_line(r.disasm.stderr)}; check that tileirdisasm "
+                                f"accepts bytecode {config.toolchain.bytecode_version} (tileport doctor)")
+            if r.tileiras is not None:
+                commands.append(_relocate(r.tileiras.record, stage, final))
+                tileiras_s += r.tileiras.seconds
+                if not r.tileiras.ok:
+                    raise UserError(f"tileiras rejected {label} ({inst.dtype}, {target}) with exit status "
+                                    f"{r.tileiras.returncode}: {_first_error_line(r.tileiras.stderr + r.tileiras.stdout)}"
+                                    "; the kernel compiles to Tile IR but not for this GPU — fix it or drop the target")
+            rel = r.job.bytecode.relative_to(stage)
+            export = exports[inst.stem]["builds"][target]
+            builds.setdefault((vi, ii), []).append(TargetBuild(
+                target=target,
+                bytecode=_artifact("tileir_bytecode", stage, rel),
+                text=_artifact("tileir_text", stage, rel.with_suffix(".tileir")),
+                cubin=_artifact("cubin", stage, rel.with_suffix(".cubin")) if r.tileiras is not None else None,
+                export_seconds=export["seconds"],
+                disasm_seconds=round(r.disasm.seconds, 4),
+                tileiras_seconds=round(r.tileiras.seconds, 4) if r.tileiras is not None else None,
+                ir=summarize_ir(r.job.text_out.read_text(encoding="utf-8"))))
+        if not run_tileiras:
+            notes.append("tileiras was skipped: no cubins, so no proof the backend accepts the IR")
+
+        variants = [Variant(kernel=v.kernel, name=v.name, constants=v.constants, sources=v.sources, instances=[
+            Instance(dtype=inst.dtype, param_dtypes=inst.param_dtypes, symbol=exports[inst.stem]["symbol"],
+                     signature=exports[inst.stem]["signature"], builds=builds[(vi, ii)])
+            for ii, inst in enumerate(v.instances)]) for vi, v in enumerate(plan.variants)]
+        tolerances = {d: ToleranceSpec(atol=t.atol, rtol=t.rtol) for d, t in config.tolerances.items()
+                      if d in decl.dtypes}
+        tolerances.update({d: t for d, t in decl.tolerances.items()})
+        if not decl.present:
+            notes.append("no TILEPORT declaration: dtypes float16/float32, constants from launches, no shapes")
+        analysis = Analysis(
+            op=path.stem,
+            source=SourceInfo(path=str(path.resolve()), sha256=sha256_file(path), bytes=path.stat().st_size),
+            out_dir=str(final), targets=targets, bytecode_version=config.toolchain.bytecode_version,
+            tools=ToolInfo(python=sys.version.split()[0], cuda_tile=reply.get("cuda_tile"),
+                           tileiras=tool_version(str(toolchain.tileiras)) if toolchain.tileiras else None,
+                           tileirdisasm=str(toolchain.tileirdisasm)),
+            declared=decl.present, dtypes=decl.dtypes, shapes=decl.shapes, tolerances=tolerances,
+            assumptions=[reply["assumption"]] if reply.get("assumption") else [], kernels=plan.kernels, launches=plan.launches, variants=variants,
+            commands=commands, notes=notes,
+            timings=Timings(static_s=round(t_static - t0, 4), child_s=round(t_child, 4),
+                            export_s=round(sum(b["seconds"] for e in exports.values() for b in e["builds"].values()), 4),
+                            disasm_s=round(disasm_s, 4), tileiras_s=round(tileiras_s, 4),
+                            backend_s=round(t_backend, 4)))
+        analysis.timings.total_s = round(time.perf_counter() - t0, 4)
+        (stage / "analysis.json").write_text(analysis.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return analysis
+
+
+def load_analysis(out_dir: str | Path) -> Analysis:
+    """Read `<out_dir>/analysis.json` back (later stages start here)."""
+    p = Path(out_dir) / "analysis.json"
+    try:
+        return Analysis.model_validate(json.loads(p.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise UserError(f"{p}: no analysis here; run `tileport analyze OP.py` first") from None

@@ -1,0 +1,209 @@
+"""The analysis record (`analysis.json`): what stage A learned about one cuTile Python op.
+
+Versioned (`schema_version`); later stages read it instead of re-reading the source. Artifact
+paths are relative to the output directory, so the directory can be moved or archived whole.
+
+Vocabulary:
+* a *kernel* is one `@ct.kernel` function;
+* a *variant* is one assignment of values to its `ct.Constant` parameters (a constant branch or
+  a wrapper dispatch that changes the kernel body makes a different variant, and needs its own
+  Rust entry);
+* an *instance* is a variant bound to one element dtype (the Rust side makes dtypes generics);
+* each instance is compiled for every target: Tile IR bytecode, its text, and an sm cubin.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from tileport.records import ArtifactRecord, CommandRecord, Stage, StageResult, utcnow
+
+SCHEMA_VERSION = 1
+
+ConstantValue = bool | int | float
+
+
+class ParamInfo(BaseModel):
+    """One kernel parameter, in declaration order."""
+
+    name: str
+    kind: Literal["array", "scalar", "constant"]
+    annotation: str | None = None  # source text of the annotation, if any
+    ndim: int | None = None  # arrays
+    index_dtype: str | None = None  # arrays: int32 unless annotated ct.IndexedWithInt64
+    dtype: str | None = None  # scalars: its dtype; arrays: a fixed dtype (None = the op dtype)
+    constant_type: str | None = None  # constants: "int", "bool", "float" or None (any)
+
+
+class ConstantBranch(BaseModel):
+    """A branch in the kernel body decided by `ct.Constant` parameters: a structural variant point."""
+
+    line: int
+    condition: str
+    constants: list[str]
+
+
+class MemoryOp(BaseModel):
+    """A load/store the kernel performs, as written in the source."""
+
+    line: int
+    op: str  # e.g. "ct.load", "ct.gather", "view.load", "view.store"
+    array: str | None  # the kernel parameter it reads or writes, when traceable
+    access: Literal["view", "pointer"]
+    tile_shape: str | None = None  # source text
+    padding: str | None = None  # source text of padding_mode / padding_value
+    masked: bool = False
+
+
+class KernelInfo(BaseModel):
+    name: str
+    line: int
+    params: list[ParamInfo]
+    compiler_options: dict[str, Any] = Field(default_factory=dict)  # occupancy, num_ctas, ... when set
+    constant_branches: list[ConstantBranch] = Field(default_factory=list)
+    memory_ops: list[MemoryOp] = Field(default_factory=list)
+    math_ops: list[str] = Field(default_factory=list)  # notable ct.* calls: mma, exp2, rsqrt, ...
+    loops: int = 0  # `for` loops in the body
+
+
+class LaunchInfo(BaseModel):
+    """A `ct.launch` in a host function, on one path through it (a wrapper dispatch gives several)."""
+
+    function: str
+    line: int
+    kernel: str | None  # None when the kernel argument is not a plain name
+    grid: str
+    args: list[str] | None  # source text per argument; None when not a literal tuple
+    constants: dict[str, ConstantValue | None]  # Constant parameter -> value (None: computed at run time)
+    constant_exprs: dict[str, str]  # Constant parameter -> source text
+    guards: list[str] = Field(default_factory=list)  # conditions of the path that reaches it
+
+
+class IRSummary(BaseModel):
+    """What the reference Tile IR contains, counted from the `tileirdisasm` text."""
+
+    ops: dict[str, int]  # op name -> count
+    memory: list[str]  # one line per load/store: "load_view_tko tile<1x1024xf16> padding=neg_inf"
+    features: list[str]  # notable attributes: "rounding<approx>", "flush_to_zero", "padding=neg_inf", ...
+
+
+class TargetBuild(BaseModel):
+    """One instance compiled for one GPU target."""
+
+    target: str
+    bytecode: ArtifactRecord
+    text: ArtifactRecord | None = None
+    cubin: ArtifactRecord | None = None  # None only when the backend run was skipped
+    export_seconds: float
+    disasm_seconds: float | None = None
+    tileiras_seconds: float | None = None
+    ir: IRSummary | None = None
+
+
+class Instance(BaseModel):
+    """A variant bound to one element dtype: one kernel entry."""
+
+    dtype: str
+    param_dtypes: dict[str, str]  # every array and scalar parameter -> its dtype
+    symbol: str  # the mangled entry name (cuda-tile's own mangling of the signature)
+    signature: list[dict[str, Any]]  # one constraint per parameter, as exported
+    builds: list[TargetBuild]
+
+
+class Variant(BaseModel):
+    kernel: str
+    name: str  # "TILE_N=1024,FUSE_SCALE=true"; "" for a kernel without constants
+    constants: dict[str, ConstantValue]
+    sources: list[str]  # why it exists: "launch softmax:71", "declared", "enumerated FUSE_SCALE"
+    instances: list[Instance]
+
+
+class Timings(BaseModel):
+    total_s: float = 0.0
+    static_s: float = 0.0  # AST inspection in this process
+    child_s: float = 0.0  # the child process: import, introspection, export (wall)
+    export_s: float = 0.0  # sum of export_kernel calls inside the child
+    disasm_s: float = 0.0  # sum of tileirdisasm runs
+    tileiras_s: float = 0.0  # sum of tileiras runs (they run in parallel, so wall time is less)
+    backend_s: float = 0.0  # wall time of the tileirdisasm + tileiras phase
+
+
+class SourceInfo(BaseModel):
+    path: str
+    sha256: str
+    bytes: int
+
+
+class ToolInfo(BaseModel):
+    python: str
+    cuda_tile: str | None = None
+    tileiras: str | None = None
+    tileirdisasm: str | None = None
+
+
+class ToleranceSpec(BaseModel):
+    atol: float
+    rtol: float
+
+
+class Analysis(BaseModel):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    op: str
+    source: SourceInfo
+    out_dir: str
+    created_at: datetime = Field(default_factory=utcnow)
+    targets: list[str]
+    bytecode_version: str
+    tools: ToolInfo
+    declared: bool  # the module has a TILEPORT dict
+    dtypes: list[str]
+    shapes: list[dict[str, Any]]
+    tolerances: dict[str, ToleranceSpec]
+    assumptions: list[str] = Field(default_factory=list)  # what the exported signatures assume of the arguments
+    kernels: list[KernelInfo]
+    launches: list[LaunchInfo]
+    variants: list[Variant]
+    commands: list[CommandRecord]
+    timings: Timings
+    notes: list[str] = Field(default_factory=list)
+
+    # ---- views for later stages -------------------------------------------------------------
+
+    def instances(self, kernel: str | None = None):
+        """Yield (variant, instance) pairs, optionally for one kernel."""
+        for v in self.variants:
+            if kernel is None or v.kernel == kernel:
+                for inst in v.instances:
+                    yield v, inst
+
+    def artifacts(self) -> list[ArtifactRecord]:
+        """Every file this analysis produced (paths relative to `out_dir`), analysis.json excluded."""
+        out: list[ArtifactRecord] = []
+        for _, inst in self.instances():
+            for b in inst.builds:
+                out.extend(a for a in (b.bytecode, b.text, b.cubin) if a is not None)
+        return out
+
+    def stage_result(self, *, attempt: int = 1, started_at: datetime | None = None) -> StageResult:
+        """The A-stage verdict for the router: PASS with every artifact, absolute paths."""
+        root = Path(self.out_dir)
+        arts = [a.model_copy(update={"path": str(root / a.path)}) for a in self.artifacts()]
+        analysis_json = root / "analysis.json"
+        if analysis_json.is_file():
+            arts.insert(0, ArtifactRecord.of("analysis", analysis_json))
+        n_inst = sum(len(v.instances) for v in self.variants)
+        return StageResult(
+            stage=Stage.ANALYZE,
+            attempt=attempt,
+            verdict="PASS",
+            commands=list(self.commands),
+            artifacts=arts,
+            started_at=started_at or self.created_at,
+            finished_at=utcnow(),
+            summary=(f"{self.op}: {len(self.kernels)} kernels, {len(self.variants)} variants, "
+                     f"{n_inst} instances, targets {', '.join(self.targets)}"),
+        )

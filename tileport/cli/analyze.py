@@ -1,0 +1,120 @@
+"""`tileport analyze [OP.py]`: stage A without a model — kernels, variants, reference Tile IR, cubins.
+
+With no OP it analyses every op in examples/ (the bundled corpus) and prints one line per op.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tileport.cli._common import config_from
+from tileport.errors import UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "analyze",
+        help="analyse a cuTile Python op: kernels, variants, reference Tile IR and cubins (no model)",
+        description="Find every @ct.kernel, its ct.Constant parameters, launches and structural variants; "
+                    "export reference Tile IR bytecode, its text (tileirdisasm) and a cubin (tileiras) per "
+                    "kernel x variant x dtype x target; write analysis.json. With no OP: every op in examples/.",
+    )
+    p.add_argument("op", nargs="?", metavar="OP.py", help="the op module (default: every op in examples/)")
+    p.add_argument("--kernel", metavar="NAME", help="only this kernel's variants (needs OP)")
+    p.add_argument("--out", metavar="DIR",
+                   help="output directory (default out/<op>/; with no OP, the root for out/<op>/ dirs)")
+    p.add_argument("--target", dest="targets", action="extend", nargs="+", metavar="SM",
+                   help="GPU targets, e.g. --target sm_90 sm_100 (default: tileport.toml targets)")
+    p.add_argument("--no-cubin", action="store_true",
+                   help="skip tileiras (faster, but no proof the backend accepts the IR)")
+    p.add_argument("--jobs", type=int, metavar="N", help="parallel tileiras/tileirdisasm runs (default: up to 4)")
+    p.set_defaults(func=run)
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds:.1f} s"
+
+
+def _counts(a) -> tuple[int, int, int, int]:
+    instances = sum(len(v.instances) for v in a.variants)
+    return len(a.kernels), len(a.variants), instances, len(a.artifacts()) + 1
+
+
+def _rel(path: str | Path) -> str:
+    p = Path(path)
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+def _print_op(a) -> None:
+    k, v, i, n = _counts(a)
+    t = a.timings
+    print(f"{a.op}: {k} kernel{'s' * (k != 1)}, {v} variant{'s' * (v != 1)}, {i} instances "
+          f"x {len(a.targets)} target{'s' * (len(a.targets) != 1)} ({', '.join(a.targets)}), {n} artifacts "
+          f"in {_fmt_s(t.total_s)} (export {_fmt_s(t.export_s)}, backend {_fmt_s(t.backend_s)})")
+    width = max((len(x.kernel) for x in a.variants), default=0)
+    name_w = max((len(x.name) for x in a.variants), default=0)
+    for var in a.variants:
+        dtypes = ",".join(inst.dtype for inst in var.instances)
+        print(f"  {var.kernel:<{width}}  {var.name or '(no constants)':<{name_w}}  {dtypes:<24} "
+              f"{'; '.join(var.sources)}")
+    for note in a.notes:
+        print(f"  note: {note}")
+    print(f"wrote {_rel(Path(a.out_dir) / 'analysis.json')}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tileport.analysis.corpus import analyze_examples, find_examples
+    from tileport.analysis.pipeline import analyze_op, check_targets
+
+    config = config_from(args)
+    targets = check_targets(args.targets) if args.targets else list(config.targets)
+    if args.jobs is not None and args.jobs < 1:
+        raise UserError("--jobs must be at least 1")
+    common = dict(targets=targets, config=config, run_tileiras=not args.no_cubin, workers=args.jobs)
+    if args.op is not None:
+        a = analyze_op(args.op, out_dir=args.out, kernel=args.kernel, **common)
+        _print_op(a)
+        return 0
+    if args.kernel:
+        raise UserError("--kernel needs an OP: tileport analyze OP.py --kernel NAME")
+
+    paths = find_examples()
+    out_root = Path(args.out) if args.out else Path("out")
+    print(f"tileport analyze: {len(paths)} ops from {_rel(paths[0].parent)}/ -> {_rel(out_root)}/ "
+          f"(targets {', '.join(targets)}; bytecode {config.toolchain.bytecode_version})")
+    name_w = max(len(p.stem) for p in paths)
+    print(f"  {'op':<{name_w}}  kernels  variants  instances  artifacts     time   export  backend")
+    tty = sys.stderr.isatty()
+
+    def progress(path: Path) -> None:
+        if tty:
+            print(f"  {path.stem} ...", end="\r", file=sys.stderr, flush=True)
+
+    def done(o) -> None:
+        if tty:
+            print(" " * (name_w + 8), end="\r", file=sys.stderr, flush=True)
+        if o.analysis is not None:
+            k, v, i, n = _counts(o.analysis)
+            t = o.analysis.timings
+            print(f"  {o.path.stem:<{name_w}}  {k:>7}  {v:>8}  {i:>9}  {n:>9}  {_fmt_s(t.total_s):>7}  "
+                  f"{_fmt_s(t.export_s):>7}  {_fmt_s(t.backend_s):>7}", flush=True)
+        else:
+            print(f"  {o.path.stem:<{name_w}}  FAILED: {o.error}", flush=True)
+
+    outcomes = []
+    for path in paths:
+        progress(path)
+        outcomes += analyze_examples([path], out_root=out_root, on_done=done, **common)
+    ok = [o for o in outcomes if o.analysis is not None]
+    artifacts = sum(_counts(o.analysis)[3] for o in ok)
+    total = sum(o.seconds for o in outcomes)
+    print(f"{len(ok)} of {len(outcomes)} ops analysed, {artifacts} artifacts in {_fmt_s(total)}; "
+          f"results in {_rel(out_root)}/<op>/analysis.json")
+    if len(ok) != len(outcomes):
+        raise UserError(f"{len(outcomes) - len(ok)} of {len(outcomes)} ops failed (see FAILED above)")
+    return 0
