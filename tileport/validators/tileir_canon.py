@@ -37,7 +37,10 @@ MEM_WRITES = frozenset({"store_view_tko", "store_ptr_tko", "atomic_rmw_tko", "at
                         "atomic_red_view_tko", "multimem_store_view_tko", "multimem_reduce_view_tko"})
 OTHER_EFFECTS = frozenset({"print_tko", "print", "assert", "memory_fence_alias_tko", "gdc_wait_tko",
                            "gdc_launch_dependents_tko", "global"})
-BARRIERS = frozenset({"assert"})
+BARRIERS: frozenset[str] = frozenset()
+# effects that do not change what a kernel computes (runtime checks, debug prints): live, compared
+# by the checks, but left out of block hashes so a compiler-inserted bounds check is not a difference
+UNHASHED_EFFECTS = frozenset({"assert", "print_tko", "print"})
 TOKEN_OPS = frozenset({"make_token", "join_tokens"})
 COMMUTATIVE = frozenset({"addf", "addi", "mulf", "muli", "andi", "ori", "xori", "maxf", "minf", "maxi",
                          "mini", "mulhii", "join_tokens"})
@@ -48,6 +51,12 @@ CONVERSIONS = frozenset({"ftof", "itof", "ftoi", "exti", "trunci", "bitcast", "p
 MATH = frozenset({"exp", "exp2", "log", "log2", "rsqrt", "sqrt", "tanh", "tan", "sin", "cos", "sinh", "cosh",
                   "atan2", "fpowf", "fpowi", "divf", "fma", "addf", "subf", "mulf", "negf", "absf", "remf",
                   "floor", "ceil", "maxf", "minf"})
+ELEMENTWISE = frozenset({
+    "addf", "subf", "mulf", "divf", "remf", "negf", "absf", "fma", "maxf", "minf", "exp", "exp2", "log", "log2",
+    "rsqrt", "sqrt", "tanh", "tan", "sin", "cos", "sinh", "cosh", "atan2", "fpowf", "fpowi", "floor", "ceil",
+    "addi", "subi", "muli", "divi", "remi", "negi", "absi", "andi", "ori", "xori", "shli", "shri", "maxi", "mini",
+    "mulhii", "cmpf", "cmpi", "select", "ftof", "itof", "ftoi", "exti", "trunci", "bitcast", "isnan",
+})
 VIEWS = frozenset({"make_tensor_view", "make_partition_view", "make_strided_view", "make_gather_scatter_view",
                    "get_index_space_shape", "get_tensor_shape"})
 
@@ -61,6 +70,7 @@ FAMILIES: dict[str, str] = {
     "mmaf": "mma", "mmai": "mma",
     "for": "loop", "loop": "loop",
     "reduce": "reduce", "scan": "reduce",
+    "negf": "subf", "negi": "subi",
 }
 
 # attributes that never enter a hash: tokens are compared as ordering facts, hints by the hints
@@ -101,7 +111,7 @@ class Val:
     """An SSA value: an entry argument, a region argument or an op result."""
 
     __slots__ = ("name", "type", "hash", "node", "index", "arg_index", "is_token", "splat", "reshape_src",
-                 "barg", "stripped")
+                 "barg", "stripped", "nopad", "owner")
 
     def __init__(self, name: str, type_: str, hash_: str, node: "Node | None" = None, index: int = 0):
         self.name = name
@@ -115,6 +125,8 @@ class Val:
         self.reshape_src: Val | None = None
         self.barg: tuple[int, int] | None = None  # (depth, position) for region arguments
         self.stripped: Val = self  # the value with assumes peeled off
+        self.nopad: str | None = None  # partition views: hash of the view without its padding value
+        self.owner: str | None = None  # region arguments: the op owning the region
 
     def __repr__(self) -> str:
         return f"Val({self.name}:{self.type})"
@@ -125,7 +137,7 @@ class Node:
 
     __slots__ = ("op", "idx", "depth", "parent", "region_index", "hash", "local", "operands", "tok_operands",
                  "results", "category", "effect", "escapes", "barrier", "live", "regions_hash", "children",
-                 "is_load", "family", "region_hashes", "entry", "data")
+                 "is_load", "family", "region_hashes", "entry", "data", "users", "attrs_key", "transparent")
 
     def __init__(self, op: Op, idx: int, depth: int, parent: "Node | None", region_index: int):
         self.op = op
@@ -148,6 +160,10 @@ class Node:
         self.family = FAMILIES.get(op.name, op.name)
         self.region_hashes: list[str] = []
         self.data = False  # its value reaches stored data / control (not only addresses and masks)
+        self.users: list[Node] = []  # ops using one of its results
+        # computes nothing of its own: an assume, an identity reshape, or a splat constant only
+        # re-shaped into another splat
+        self.transparent = False
 
     @property
     def address_only(self) -> bool:
@@ -191,6 +207,7 @@ class CanonEntry:
         return self.entry.name
 
 
+_PAD_TYPE_RE = re.compile(r"padding_value\s*=\s*[A-Za-z0-9_.+-]+,\s*")
 _NUM_RE = re.compile(r"^[-+]?(?:0x[0-9a-fA-F]+|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)$")
 
 
@@ -225,13 +242,43 @@ def _attr_key(op: Op) -> str:
 def _types_key(op: Op) -> str:
     ins = [t for t in op.in_types if t != "token"]
     outs = [t for t in op.out_types if t != "token"]
+    if op.name in ELEMENTWISE:
+        # elementwise results do not depend on unit dimensions: 1x1 and scalar tiles are alike
+        ins = [squeeze(t) for t in ins]
+        outs = [squeeze(t) for t in outs]
+    elif op.name == "broadcast" and len(ins) == 1 and len(outs) == 1:
+        ins = [_left_pad(ins[0], outs[0])]
     return ",".join(ins) + "->" + ",".join(outs)
 
 
+_TILE_SHAPE_RE = re.compile(r"^tile<((?:(?:\?|[0-9]+)x)*)(.*)>$")
+
+
+def squeeze(t: str) -> str:
+    """`tile<1x2048x1xf32>` -> `tile<2048xf32>`: the same elements in the same order."""
+    m = _TILE_SHAPE_RE.match(t)
+    if not m or not m.group(1):
+        return t
+    dims = [d for d in m.group(1).split("x") if d and d != "1"]
+    return f"tile<{''.join(d + 'x' for d in dims)}{m.group(2)}>"
+
+
+def _left_pad(t: str, like: str) -> str:
+    """Broadcast operands align to the right: `tile<64xf32>` into rank 2 is `tile<1x64xf32>`."""
+    m, n = _TILE_SHAPE_RE.match(t), _TILE_SHAPE_RE.match(like)
+    if not m or not n:
+        return t
+    dims = [d for d in m.group(1).split("x") if d]
+    rank = len([d for d in n.group(1).split("x") if d])
+    dims = ["1"] * (rank - len(dims)) + dims
+    return f"tile<{''.join(d + 'x' for d in dims)}{m.group(2)}>"
+
+
 class _Builder:
-    def __init__(self, entry: Entry, path: str | None):
+    def __init__(self, entry: Entry, path: str | None, array_map: dict[int, int] | None = None):
         self.entry = entry
         self.path = path
+        self.array_map = array_map
         self.nodes: list[Node] = []
         self.env: dict[str, Val] = {}
         self.scopes: list[list] = [[]]
@@ -247,18 +294,24 @@ class _Builder:
     def build(self) -> CanonEntry:
         undo: list = []
         args: list[Val] = []
-        ptr_ordinal, roles = arg_roles(self.entry)
+        ptr_ordinal, roles = arg_roles(self.entry, self.array_map)
         for k, (name, ty) in enumerate(self.entry.args):
             v = Val(name, ty, _h("arg", roles[k], ty))
             v.arg_index = k
             args.append(v)
             self.define(name, v, undo)
         body_hash = self.region(self.entry.body, 1, None, 0, [], bind_args=False)
-        arg_key = ",".join(a.type for a in args if not a.is_token)
+        # unused scalar parameters (a calling convention passing more) do not matter; used ones
+        # enter through the body by role, pointer parameters are part of the signature
+        arg_key = ",".join(args[k].type for k in sorted(ptr_ordinal))
         ce = CanonEntry(self.entry, self.nodes, args, body_hash, _h("entry", arg_key, body_hash),
                         self.assumes, ptr_ordinal=ptr_ordinal, arg_roles=roles)
         ce.dead = mark_liveness(self.nodes)
         mark_data(self.nodes)
+        for n in self.nodes:
+            if (n.op.name in ("constant", "reshape", "broadcast") and n.results and n.results[0].splat is not None
+                    and n.users and all(u.op.name in ("reshape", "broadcast") for u in n.users)):
+                n.transparent = True
         return ce
 
     def region(self, region: Region, depth: int, parent: Node | None, rindex: int, sink: list[Node],
@@ -274,6 +327,7 @@ class _Builder:
                 else:
                     v = Val(name, ty, _h("barg", depth, pos, ty))
                     v.barg = (depth, pos)
+                    v.owner = parent.op.name if parent is not None else None
                     arg_types.append(ty)
                     pos += 1
                 self.define(name, v, undo)
@@ -286,7 +340,7 @@ class _Builder:
             if node.barrier:
                 epoch += 1
                 effects.append((epoch, 0, node.hash))
-            elif node.effect or node.op.name in TERMINATORS:
+            elif (node.effect or node.op.name in TERMINATORS) and node.op.name not in UNHASHED_EFFECTS:
                 effects.append((epoch, 1, node.hash))
             elif node.is_load:
                 loads.add(node.hash)
@@ -312,6 +366,8 @@ class _Builder:
                 node.tok_operands.append(v)
             else:
                 node.operands.append(v)
+            if v.node is not None:
+                v.node.users.append(node)
         # regions first: the op's hash depends on them
         region_hashes = []
         for k, region in enumerate(op.regions):
@@ -341,6 +397,7 @@ class _Builder:
         attr_key = _attr_key(op)
         types_key = _types_key(op)
         node.local = _h(name, attr_key, types_key, len(op.regions))
+        node.attrs_key = _h(name, attr_key, len(op.regions))
         results = op.results
         rtypes = op.result_types
 
@@ -354,12 +411,12 @@ class _Builder:
             node.hash = _h("assume", pred, op.attrs.get(pred, ""), target.stripped.hash)
         elif name in ("reshape", "broadcast", "ftof") and len(node.operands) == 1 and rtypes:
             src = node.operands[0]
-            if src.type == rtypes[0]:
+            if src.type == rtypes[0] or (name != "ftof" and squeeze(src.type) == squeeze(rtypes[0])):
                 fwd = src
                 node.hash = _h("identity", name, src.hash)
             elif src.splat is not None and name != "ftof":
                 elem, lit = src.splat
-                h = _h("const", elem, lit, rtypes[0])
+                h = _h("const", elem, lit, squeeze(rtypes[0]))
                 node.hash = h
                 v = Val(results[0], rtypes[0], h, node, 0)
                 v.splat = src.splat
@@ -368,7 +425,7 @@ class _Builder:
                 return node
             elif name == "reshape" and src.reshape_src is not None:
                 base = src.reshape_src
-                if base.type == rtypes[0]:
+                if squeeze(base.type) == squeeze(rtypes[0]):
                     fwd = base
                     node.hash = _h("identity", name, base.hash)
                 else:
@@ -379,6 +436,8 @@ class _Builder:
                     self.define_result(v)
                     node.results = [v]
                     return node
+        if fwd is not None:
+            node.transparent = True
         if fwd is not None and results:
             v = Val(results[0], rtypes[0] if rtypes else fwd.type, fwd.hash, node, 0)
             v.splat = fwd.splat
@@ -394,7 +453,10 @@ class _Builder:
         if name == "constant":
             cv = _const_value(op)
             lit = cv if cv is not None else ("?", op.attrs.get("value", ""))
-            node.hash = _h("const", lit[0], lit[1], rtypes[0] if rtypes else "?")
+            node.hash = _h("const", lit[0], lit[1], squeeze(rtypes[0]) if rtypes else "?")
+        elif name == "get_index_space_shape" and len(node.operands) == 1 and node.operands[0].nopad:
+            # the index space of a view does not depend on its padding value
+            node.hash = _h(name, _PAD_TYPE_RE.sub("", types_key), node.operands[0].nopad)
         else:
             ohs = [v.hash for v in node.operands]
             if name in COMMUTATIVE:
@@ -410,6 +472,8 @@ class _Builder:
                     v.splat = _const_value(op)
                 elif name == "reshape" and node.operands:
                     v.reshape_src = node.operands[0]
+                elif name == "make_partition_view":
+                    v.nopad = _h("pview", _PAD_TYPE_RE.sub("", ty), ",".join(o.hash for o in node.operands))
             self.define_result(v)
             node.results.append(v)
         return node
@@ -419,7 +483,7 @@ class _Builder:
         self.define(v.name, v, self.scopes[-1])
 
 
-def arg_roles(entry: Entry) -> tuple[dict[int, int], dict[int, str]]:
+def arg_roles(entry: Entry, array_map: dict[int, int] | None = None) -> tuple[dict[int, int], dict[int, str]]:
     """Name entry arguments by what they are, not where they sit: pointer arguments by their order
     among pointers, shape/stride scalars by the tensor view they describe, other scalars by their
     order among the rest. Two calling conventions that pass the same things compare equal."""
@@ -428,6 +492,8 @@ def arg_roles(entry: Entry) -> tuple[dict[int, int], dict[int, str]]:
     for k, (_, ty) in enumerate(entry.args):
         if "ptr<" in ty:
             ptr_ordinal[k] = len(ptr_ordinal)
+    if array_map:
+        ptr_ordinal = {k: array_map.get(o, o) for k, o in ptr_ordinal.items()}
     roles: dict[int, str] = {k: f"array #{o}" for k, o in ptr_ordinal.items()}
     root: dict[str, str] = {}  # value name -> the argument it is (through assumes)
 
@@ -450,11 +516,25 @@ def arg_roles(entry: Entry) -> tuple[dict[int, int], dict[int, str]]:
                     k = arg_of(next(rest, ""))
                     if k is not None and k not in roles:
                         roles[k] = f"{key.rstrip('s')}{d}(array #{ptr_ordinal[base]})"
-    n_other = 0
-    for k in range(len(entry.args)):
-        if k not in roles:
-            roles[k] = f"scalar #{n_other}"
-            n_other += 1
+    # other scalars: by type, in order, counting only those the body uses (conventions differ in
+    # what unused extras they pass)
+    used: set[str] = set()
+    stack = [entry.body]
+    while stack:
+        region = stack.pop()
+        for op in region.ops:
+            used.update(op.operands)
+            stack.extend(op.regions)
+    per_type: dict[str, int] = {}
+    for k, (name, ty) in enumerate(entry.args):
+        if k in roles:
+            continue
+        if name in used:
+            n = per_type.get(ty, 0)
+            per_type[ty] = n + 1
+            roles[k] = f"scalar {ty.removeprefix('tile<').removesuffix('>')} #{n}"
+        else:
+            roles[k] = f"unused arg{k}"
     return ptr_ordinal, roles
 
 
@@ -524,8 +604,10 @@ def mark_data(nodes: list[Node]) -> None:
             work.append(n.parent)
 
 
-def canonicalize(entry: Entry, path: str | None = None) -> CanonEntry:
-    return _Builder(entry, path).build()
+def canonicalize(entry: Entry, path: str | None = None, array_map: dict[int, int] | None = None) -> CanonEntry:
+    """Canonical form of one entry. `array_map` renumbers pointer parameters (ordinal -> ordinal),
+    for a port that takes its arrays in another order than the reference."""
+    return _Builder(entry, path, array_map).build()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -563,7 +645,10 @@ def render(v: Val, ce: CanonEntry | None = None, depth: int = 3) -> str:
         if v.arg_index is not None:
             return f"arg{v.arg_index}"
         if v.barg is not None:
-            return f"region_arg{v.barg[1]}"
+            pos = v.barg[1]
+            if v.owner == "for":
+                return "for.index" if pos == 0 else f"for.iter{pos - 1}"
+            return f"{v.owner or 'region'}.arg{pos}"
         return v.name
     n = v.node
     if n.op.name == "assume" and n.operands:

@@ -198,6 +198,10 @@ def match_entries(ref: list[Entry], port: list[Entry]) -> list[tuple[Entry | Non
 # ---------------------------------------------------------------------------------------------
 
 
+# assumptions are compared as facts and token plumbing as ordering facts: never paired by similarity
+_UNPAIRED_KINDS = frozenset({"assume"}) | TOKEN_OPS
+
+
 class Alignment:
     """Op pairing between a reference entry and a port entry, with a status per op."""
 
@@ -236,6 +240,9 @@ class Alignment:
         # region contents of exactly paired region ops pair positionally when hashes repeat
         self.port_hashes = set(by_hash)
         self.ref_hashes = {r.hash for r in self.ref.nodes}
+        # partition views that differ only in padding are the same index space
+        self.port_nopad = {v.nopad for p in self.port.nodes for v in p.results if v.nopad}
+        self.ref_nopad = {v.nopad for r in self.ref.nodes for v in r.results if v.nopad}
 
     def _score(self, r: Node, p: Node, nr: int, np_: int) -> float:
         s = 0.0
@@ -259,12 +266,12 @@ class Alignment:
     def _pair_similar(self) -> None:
         buckets: dict[str, list[Node]] = defaultdict(list)
         for p in self.port.nodes:
-            if p.idx not in self.p2r and p.live:
+            if p.idx not in self.p2r and p.live and p.op.name not in _UNPAIRED_KINDS and not p.transparent:
                 buckets[p.family].append(p)
         nr = max(1, len(self.ref.nodes))
         np_ = max(1, len(self.port.nodes))
         for r in self.ref.nodes:
-            if r.idx in self.r2p or not r.live:
+            if r.idx in self.r2p or not r.live or r.transparent or r.op.name in _UNPAIRED_KINDS:
                 continue
             cands = buckets.get(r.family)
             if not cands:
@@ -298,14 +305,18 @@ class Alignment:
                 self.status_r[r.idx] = st
                 self.status_p[p.idx] = st
             else:
-                self.status_r[r.idx] = self._unpaired_status(r, self.port_hashes, RowStatus.REF_ONLY)
+                self.status_r[r.idx] = self._unpaired_status(r, self.port_hashes, self.port_nopad,
+                                                             RowStatus.REF_ONLY)
         for p in self.port.nodes:
             if p.idx not in self.p2r:
-                self.status_p[p.idx] = self._unpaired_status(p, self.ref_hashes, RowStatus.PORT_ONLY)
+                self.status_p[p.idx] = self._unpaired_status(p, self.ref_hashes, self.ref_nopad, RowStatus.PORT_ONLY)
 
     @staticmethod
-    def _unpaired_status(n: Node, other_hashes: set[str], default: RowStatus) -> RowStatus:
-        if not n.live or n.hash in other_hashes or n.op.name in TOKEN_OPS:
+    def _unpaired_status(n: Node, other_hashes: set[str], other_nopad: set[str], default: RowStatus) -> RowStatus:
+        if not n.live or n.hash in other_hashes or n.op.name in TOKEN_OPS or n.transparent:
+            return RowStatus.BENIGN
+        if n.results and n.results[0].nopad and n.results[0].nopad in other_nopad and all(
+                u.op.name == "get_index_space_shape" for u in n.users):
             return RowStatus.BENIGN
         if n.op.name == "assume" and "div_by" not in n.op.attrs:
             return RowStatus.BENIGN
@@ -372,15 +383,6 @@ class _Ctx:
         return render(v, side)
 
 
-def _where(r: Node | None, p: Node | None) -> str:
-    parts = []
-    if r is not None:
-        parts.append(f"ref line {r.op.line}")
-    if p is not None:
-        parts.append(f"port line {p.op.line}")
-    return f" ({', '.join(parts)})" if parts else ""
-
-
 # --- memory ----------------------------------------------------------------------------------
 
 
@@ -444,6 +446,12 @@ class _Mem:
         return f"{self.kind} {self.dir} of {self.target()}"
 
 
+def _zero_vs_block_id(a: Val, b: Val) -> bool:
+    b = b.stripped
+    return (a.splat is not None and a.splat[1] == "0" and b.node is not None
+            and b.node.op.name == "get_tile_block_id")
+
+
 def _pad_text(v: Val | None) -> str:
     if v is None:
         return "none"
@@ -466,7 +474,7 @@ def check_memory(ctx: _Ctx) -> None:
         if pm is None:
             if al.status_r[r.idx] != RowStatus.BENIGN:
                 ctx.add("memory", "count", Severity.ERROR,
-                        f"reference has a {rm.what()} (tile {rm.shape}) that the port lacks{_where(r, None)}",
+                        f"reference has a {rm.what()} (tile {rm.shape}) that the port lacks",
                         r, None, rm.what(), "missing")
             continue
         paired_p.add(pm.node.idx)
@@ -477,53 +485,61 @@ def check_memory(ctx: _Ctx) -> None:
         if al.status_p[pi] == RowStatus.BENIGN:
             continue
         ctx.add("memory", "count", Severity.ERROR,
-                f"port has an extra {pm.what()} (tile {pm.shape}) that the reference does not{_where(None, pm.node)}",
+                f"port has an extra {pm.what()} (tile {pm.shape}) that the reference does not",
                 None, pm.node, "missing", pm.what())
     _check_tokens(ctx, rmem, pmem)
 
 
 def _compare_mem(ctx: _Ctx, rm: _Mem, pm: _Mem) -> None:
     r, p = rm.node, pm.node
-    w = _where(r, p)
     if rm.kind != pm.kind:
         if rm.kind == "view":
             msg = (f"reference does a view (TMA-capable) {rm.dir} of {rm.target()} with tile {rm.shape}; the port "
-                   f"does a pointer {pm.dir} (gather/scatter) instead{w}")
+                   f"does a pointer {pm.dir} (gather/scatter) instead")
         else:
-            msg = f"reference does a pointer {rm.dir} of {rm.target()}; the port does a view {pm.dir}{w}"
+            msg = f"reference does a pointer {rm.dir} of {rm.target()}; the port does a view {pm.dir}"
         ctx.add("memory", "kind", Severity.ERROR, msg, r, p, f"{rm.kind} {rm.dir}", f"{pm.kind} {pm.dir}")
         return
     if rm.base != pm.base:
         ctx.add("memory", "target", Severity.ERROR,
-                f"{rm.dir} goes to {rm.target()} in the reference but {pm.target()} in the port{w}", r, p,
+                f"{rm.dir} goes to {rm.target()} in the reference but {pm.target()} in the port", r, p,
                 rm.target(), pm.target())
     if rm.elem != pm.elem:
         ctx.add("memory", "dtype", Severity.ERROR,
-                f"{rm.what()} moves {rm.elem} in the reference but {pm.elem} in the port{w}", r, p, rm.elem, pm.elem)
+                f"{rm.what()} moves {rm.elem} in the reference but {pm.elem} in the port", r, p, rm.elem, pm.elem)
     if rm.shape != pm.shape:
         ctx.add("memory", "tile_shape", Severity.ERROR,
-                f"{rm.what()} uses tile {rm.shape} in the reference but {pm.shape} in the port{w}", r, p,
+                f"{rm.what()} uses tile {rm.shape} in the reference but {pm.shape} in the port", r, p,
                 rm.shape, pm.shape)
     if rm.order != pm.order:
         ctx.add("memory", "ordering", Severity.ERROR,
-                f"{rm.what()} has memory ordering '{rm.order}' in the reference but '{pm.order}' in the port{w}",
+                f"{rm.what()} has memory ordering '{rm.order}' in the reference but '{pm.order}' in the port",
                 r, p, rm.order, pm.order)
     if rm.kind == "view":
         if rm.dir == "load" and rm.padding != pm.padding:
             ctx.add("memory", "padding", Severity.ERROR,
                     f"{rm.what()} pads out-of-bounds elements with {rm.padding or 'nothing (undefined)'} in the "
-                    f"reference but {pm.padding or 'nothing (undefined)'} in the port{w}", r, p,
+                    f"reference but {pm.padding or 'nothing (undefined)'} in the port", r, p,
                     rm.padding or "none", pm.padding or "none")
         if rm.dim_map != pm.dim_map:
             ctx.add("memory", "dim_map", Severity.ERROR,
                     f"{rm.what()} maps dimensions [{rm.dim_map or 'identity'}] in the reference but "
-                    f"[{pm.dim_map or 'identity'}] in the port (load order/transpose){w}", r, p,
+                    f"[{pm.dim_map or 'identity'}] in the port (load order/transpose)", r, p,
                     rm.dim_map or "identity", pm.dim_map or "identity")
         if rm.index != pm.index and rm.shape == pm.shape:
-            ri = ", ".join(render(v) for v in r.operands[(1 if rm.dir == "load" else 2):])
-            pi = ", ".join(render(v) for v in p.operands[(1 if pm.dir == "load" else 2):])
-            ctx.add("memory", "index", Severity.ERROR,
-                    f"{rm.what()} is indexed [{ri}] in the reference but [{pi}] in the port{w}", r, p, ri, pi)
+            rvals = r.operands[(1 if rm.dir == "load" else 2):]
+            pvals = p.operands[(1 if pm.dir == "load" else 2):]
+            ri = ", ".join(render(v) for v in rvals)
+            pi = ", ".join(render(v) for v in pvals)
+            grid = len(rvals) == len(pvals) and all(
+                a.hash == b.hash or _zero_vs_block_id(a, b) or _zero_vs_block_id(b, a) for a, b in zip(rvals, pvals))
+            if grid:
+                ctx.add("memory", "index_grid", Severity.WARNING,
+                        f"{rm.what()} is indexed [{ri}] in the reference but [{pi}] in the port: the same only when "
+                        f"the launch grid has extent 1 in that dimension (check the host launch)", r, p, ri, pi)
+            else:
+                ctx.add("memory", "index", Severity.ERROR,
+                        f"{rm.what()} is indexed [{ri}] in the reference but [{pi}] in the port", r, p, ri, pi)
     else:
         if (rm.mask is None) != (pm.mask is None) or rm.mask_terms != pm.mask_terms or (
                 rm.mask is not None and pm.mask is not None and rm.mask.hash != pm.mask.hash):
@@ -531,19 +547,19 @@ def _compare_mem(ctx: _Ctx, rm: _Mem, pm: _Mem) -> None:
             pt = f"{pm.mask_terms} condition(s)" if pm.mask is not None else "no mask"
             lost = " (a mask or bounds check was lost)" if pm.mask_terms < rm.mask_terms else ""
             ctx.add("memory", "mask", Severity.ERROR,
-                    f"{rm.what()} is masked by {rt} in the reference but {pt} in the port{lost}{w}", r, p, rt, pt)
+                    f"{rm.what()} is masked by {rt} in the reference but {pt} in the port{lost}", r, p, rt, pt)
         if rm.dir == "load":
             rpad, ppad = _pad_text(rm.pad_value), _pad_text(pm.pad_value)
             if rpad != ppad:
                 ctx.add("memory", "padding", Severity.ERROR,
-                        f"{rm.what()} fills masked-off lanes with {rpad} in the reference but {ppad} in the port{w}",
+                        f"{rm.what()} fills masked-off lanes with {rpad} in the reference but {ppad} in the port",
                         r, p, rpad, ppad)
         if rm.dir == "atomic":
             rmode = " ".join(f for f in r.op.flags if f not in rm.order.split())
             pmode = " ".join(f for f in p.op.flags if f not in pm.order.split())
             if rmode != pmode:
                 ctx.add("memory", "atomic_mode", Severity.ERROR,
-                        f"atomic on {rm.target()} is '{rmode}' in the reference but '{pmode}' in the port{w}",
+                        f"atomic on {rm.target()} is '{rmode}' in the reference but '{pmode}' in the port",
                         r, p, rmode, pmode)
     _check_op_hints(ctx, r, p)
 
@@ -599,7 +615,7 @@ def _check_tokens(ctx: _Ctx, rmem: dict[int, _Mem], pmem: dict[int, _Mem]) -> No
             why = "both touch the same array, so the port may race" if hazard else "they touch different arrays"
             ctx.add("memory", "tokens", sev,
                     f"reference orders the {b.what()} (line {r.op.line}) after the {a.what()} (line {rp.op.line}) "
-                    f"through tokens; the port does not ({why}){_where(None, p)}", r, p)
+                    f"through tokens; the port does not ({why})", r, p)
 
 
 # --- hints -----------------------------------------------------------------------------------
@@ -617,7 +633,7 @@ def _check_op_hints(ctx: _Ctx, r: Node, p: Node) -> None:
                 sev = Severity.WARNING if key == "latency" else Severity.ERROR
                 ctx.add("hints", key, sev,
                         f"{r.op.name} hint {key} ({target}) is {a.get(key, 'unset')} in the reference but "
-                        f"{b.get(key, 'unset')} in the port{_where(r, p)}", r, p, a.get(key, "unset"),
+                        f"{b.get(key, 'unset')} in the port", r, p, a.get(key, "unset"),
                         b.get(key, "unset"))
 
 
@@ -667,6 +683,7 @@ def check_assumptions(ctx: _Ctx) -> None:
         return out
 
     rf, pf = facts(ctx.ref), facts(ctx.port)
+    bounded: dict[tuple[str, str], list[tuple[str, Node | None, Node | None]]] = defaultdict(list)
     for key in sorted(set(rf) | set(pf)):
         pred = key[0]
         a, b = rf.get(key), pf.get(key)
@@ -677,13 +694,11 @@ def check_assumptions(ctx: _Ctx) -> None:
         what = (a or b)[2]
         if pred == "bounded":
             if a is None:
-                msg = f"port adds assume bounded<{b[0]}> on {what} (benign)"
+                bounded[("port adds", f"bounded<{b[0]}>")].append((what, r_node, p_node))
             elif b is None:
-                msg = f"port drops assume bounded<{a[0]}> on {what} (benign)"
+                bounded[("port drops", f"bounded<{a[0]}>")].append((what, r_node, p_node))
             else:
-                msg = f"assume bounded on {what} is <{a[0]}> in the reference but <{b[0]}> in the port"
-            ctx.add("assumptions", "bounded", Severity.NOTE, msg, r_node, p_node, a[0] if a else "none",
-                    b[0] if b else "none")
+                bounded[("port changes", f"bounded<{a[0]}> to <{b[0]}>")].append((what, r_node, p_node))
             continue
         if pred == "div_by":
             ra = _int(a[0]) if a else None
@@ -691,18 +706,24 @@ def check_assumptions(ctx: _Ctx) -> None:
             if a is not None and (b is None or (ra and pb and ra % pb == 0 and pb < ra)):
                 msg = (f"reference assumes {what} is divisible by {ra}; the port "
                        f"{'makes no such assumption' if b is None else f'only assumes {pb}'} (alignment lost: "
-                       f"vectorised/TMA access may be disabled){_where(r_node, p_node)}")
+                       f"vectorised/TMA access may be disabled)")
                 ctx.add("assumptions", "div_by", Severity.ERROR, msg, r_node, p_node, a[0], b[0] if b else "none")
             else:
                 msg = (f"port assumes {what} is divisible by {pb} where the reference assumes "
-                       f"{ra if a else 'nothing'}: make sure callers guarantee it{_where(r_node, p_node)}")
+                       f"{ra if a else 'nothing'}: make sure callers guarantee it")
                 ctx.add("assumptions", "div_by", Severity.WARNING, msg, r_node, p_node, a[0] if a else "none", b[0])
             continue
         sev = Severity.ERROR if b is None else Severity.WARNING
         ctx.add("assumptions", pred, sev,
                 f"assume {pred} on {what} is {a[0] if a else 'absent'} in the reference but "
-                f"{b[0] if b else 'absent'} in the port{_where(r_node, p_node)}", r_node, p_node,
+                f"{b[0] if b else 'absent'} in the port", r_node, p_node,
                 a[0] if a else "none", b[0] if b else "none")
+
+
+    for (verb, pred), items in sorted(bounded.items()):
+        names = ", ".join(w for w, _, _ in items[:6]) + (f" and {len(items) - 6} more" if len(items) > 6 else "")
+        ctx.add("assumptions", "bounded", Severity.NOTE, f"{verb} assume {pred} on {len(items)} value(s): {names} "
+                "(benign)", items[0][1], items[0][2])
 
 
 def _int(s: str) -> int | None:
@@ -734,23 +755,22 @@ def check_pairs(ctx: _Ctx) -> None:
         if r.hash == p.hash:
             continue
         name = r.op.name
-        w = _where(r, p)
         # math modes on any op
         for attr in _MODE_ATTRS:
             ra, pa = r.op.attrs.get(attr), p.op.attrs.get(attr)
             if ra != pa:
                 if attr == "flush_to_zero":
                     msg = (f"{name} {'flushes denormals to zero' if ra is not None else 'keeps denormals'} in the "
-                           f"reference but {'flushes' if pa is not None else 'does not flush'} in the port{w}")
+                           f"reference but {'flushes' if pa is not None else 'does not flush'} in the port")
                     rv, pv = ("flush_to_zero" if ra is not None else "none"), ("flush_to_zero" if pa is not None
                                                                                else "none")
                 else:
                     rv, pv = f"rounding<{ra}>" if ra else "default", f"rounding<{pa}>" if pa else "default"
-                    msg = f"{name} uses {rv} in the reference but {pv} in the port{w}"
+                    msg = f"{name} uses {rv} in the reference but {pv} in the port"
                 ctx.add("math", attr, Severity.ERROR, msg, r, p, rv, pv)
         if r.op.name != p.op.name and (r.family in ("exp", "log", "rsqrt")):
             ctx.add("math", "function", Severity.ERROR,
-                    f"reference computes {r.op.name}, the port {p.op.name}{w}", r, p, r.op.name, p.op.name)
+                    f"reference computes {r.op.name}, the port {p.op.name}", r, p, r.op.name, p.op.name)
         if name in MMA or p.op.name in MMA:
             _check_mma(ctx, r, p)
         elif name in REDUCTIONS:
@@ -761,7 +781,7 @@ def check_pairs(ctx: _Ctx) -> None:
             rt = f"{_t(r.op.in_types)} -> {_t(r.op.out_types)}"
             pt = f"{_t(p.op.in_types)} -> {_t(p.op.out_types)}"
             ctx.add("conversions", "type", Severity.ERROR,
-                    f"{name} converts {rt} in the reference but {pt} in the port{w}", r, p, rt, pt)
+                    f"{name} converts {rt} in the reference but {pt} in the port", r, p, rt, pt)
     for p in ctx.port.nodes:
         if p.idx not in al.p2r:
             _unpaired(ctx, None, p)
@@ -778,84 +798,89 @@ def _unpaired(ctx: _Ctx, r: Node | None, p: Node | None) -> None:
         return  # address arithmetic is judged through the memory op it feeds
     side, other = ("reference", "port") if r is not None else ("port", "reference")
     name = n.op.name
-    w = _where(r, p)
     val = (name, "missing") if r is not None else ("missing", name)
     if name in MMA:
         ctx.add("mma", "count", Severity.ERROR, f"{side} has an MMA ({name} {_t(n.op.in_types)}) the {other} "
-                f"lacks{w}", r, p, *val)
+                f"lacks", r, p, *val)
     elif name in REDUCTIONS:
         ctx.add("reduction", "count", Severity.ERROR,
-                f"{side} has a {name} over dim {n.op.attrs.get('dim', '?')} ({_combiner(n)}) the {other} lacks{w}",
+                f"{side} has a {name} over dim {n.op.attrs.get('dim', '?')} ({_combiner(n)}) the {other} lacks",
                 r, p, *val)
     elif name in LOOPS:
-        ctx.add("loops", "count", Severity.ERROR, f"{side} has a {name} loop the {other} lacks{w}", r, p, *val)
+        ctx.add("loops", "count", Severity.ERROR, f"{side} has a {name} loop the {other} lacks", r, p, *val)
     elif name in CONVERSIONS:
         ctx.add("conversions", "count", Severity.ERROR,
                 f"{side} converts {_t(n.op.in_types)} -> {_t(n.op.out_types)} ({name}); the {other} has no such "
-                f"conversion{w}", r, p, *val)
+                f"conversion", r, p, *val)
     elif name in _TRANSCENDENTAL:
         ctx.add("math", "function", Severity.ERROR, f"{side} computes {name} {_t(n.op.in_types)}; the {other} "
-                f"does not{w}", r, p, *val)
-    elif name in ("if", "assert"):
-        ctx.add("structure", "control", Severity.ERROR, f"{side} has an '{name}' the {other} lacks{w}", r, p, *val)
+                f"does not", r, p, *val)
+    elif name == "assert":
+        msg = n.op.attrs.get("string", "").strip('"')
+        if r is None:
+            ctx.add("structure", "runtime_check", Severity.NOTE,
+                    f"port adds a runtime check the reference does not have: {msg!r}", r, p, *val)
+        else:
+            ctx.add("structure", "runtime_check", Severity.WARNING,
+                    f"reference checks {msg!r} at run time; the port does not", r, p, *val)
+    elif name == "if":
+        ctx.add("structure", "control", Severity.ERROR, f"{side} has an 'if' the {other} lacks", r, p, *val)
     elif name in ("print_tko", "print"):
-        ctx.add("structure", "print", Severity.NOTE, f"{side} prints something the {other} does not{w}", r, p, *val)
+        ctx.add("structure", "print", Severity.NOTE, f"{side} prints something the {other} does not", r, p, *val)
 
 
 def _check_mma(ctx: _Ctx, r: Node, p: Node) -> None:
-    w = _where(r, p)
     ri, pi = r.op.in_types, p.op.in_types
     if r.op.name != p.op.name:
-        ctx.add("mma", "kind", Severity.ERROR, f"reference uses {r.op.name}, the port {p.op.name}{w}", r, p,
+        ctx.add("mma", "kind", Severity.ERROR, f"reference uses {r.op.name}, the port {p.op.name}", r, p,
                 r.op.name, p.op.name)
     if len(ri) >= 3 and len(pi) >= 3:
         ra, pa = type_info(ri[2]), type_info(pi[2])
         if ri[2] != pi[2]:
             ctx.add("mma", "accumulator", Severity.ERROR,
                     f"MMA accumulates in {ri[2]} in the reference but {pi[2]} in the port"
-                    f"{' (precision lost)' if ra.elem == 'f32' and pa.elem in ('f16', 'bf16') else ''}{w}",
+                    f"{' (precision lost)' if ra.elem == 'f32' and pa.elem in ('f16', 'bf16') else ''}",
                     r, p, ri[2], pi[2])
         for k, label in ((0, "A"), (1, "B")):
             if ri[k] != pi[k]:
                 ctx.add("mma", "operands", Severity.ERROR,
-                        f"MMA operand {label} is {ri[k]} in the reference but {pi[k]} in the port{w}", r, p,
+                        f"MMA operand {label} is {ri[k]} in the reference but {pi[k]} in the port", r, p,
                         ri[k], pi[k])
     elif ri != pi:
-        ctx.add("mma", "operands", Severity.ERROR, f"MMA types {_t(ri)} vs {_t(pi)}{w}", r, p, _t(ri), _t(pi))
+        ctx.add("mma", "operands", Severity.ERROR, f"MMA types {_t(ri)} vs {_t(pi)}", r, p, _t(ri), _t(pi))
     rf = [f for f in r.op.flags if f in ("signed", "unsigned")]
     pf = [f for f in p.op.flags if f in ("signed", "unsigned")]
     if rf != pf:
-        ctx.add("mma", "signedness", Severity.ERROR, f"MMA signedness {' '.join(rf)} vs {' '.join(pf)}{w}", r, p,
+        ctx.add("mma", "signedness", Severity.ERROR, f"MMA signedness {' '.join(rf)} vs {' '.join(pf)}", r, p,
                 " ".join(rf), " ".join(pf))
 
 
 def _check_reduction(ctx: _Ctx, r: Node, p: Node) -> None:
-    w = _where(r, p)
     ra, pa = r.op.attrs, p.op.attrs
     if r.op.name != p.op.name:
-        ctx.add("reduction", "kind", Severity.ERROR, f"reference does a {r.op.name}, the port a {p.op.name}{w}", r, p,
+        ctx.add("reduction", "kind", Severity.ERROR, f"reference does a {r.op.name}, the port a {p.op.name}", r, p,
                 r.op.name, p.op.name)
         return
     if ra.get("dim") != pa.get("dim"):
         ctx.add("reduction", "axis", Severity.ERROR,
-                f"{r.op.name} runs over dim {ra.get('dim')} in the reference but dim {pa.get('dim')} in the port{w}",
+                f"{r.op.name} runs over dim {ra.get('dim')} in the reference but dim {pa.get('dim')} in the port",
                 r, p, ra.get("dim"), pa.get("dim"))
     if _identities(ra.get("identities")) != _identities(pa.get("identities")):
         ctx.add("reduction", "identity", Severity.ERROR,
                 f"{r.op.name} identity is {ra.get('identities')} in the reference but {pa.get('identities')} in the "
-                f"port{w}", r, p, ra.get("identities"), pa.get("identities"))
+                f"port", r, p, ra.get("identities"), pa.get("identities"))
     if ra.get("reverse") != pa.get("reverse"):
         ctx.add("reduction", "direction", Severity.ERROR,
-                f"scan reverse={ra.get('reverse')} in the reference but {pa.get('reverse')} in the port{w}", r, p,
+                f"scan reverse={ra.get('reverse')} in the reference but {pa.get('reverse')} in the port", r, p,
                 ra.get("reverse"), pa.get("reverse"))
     if r.region_hashes != p.region_hashes:
         rc, pc = _combiner(r), _combiner(p)
         if rc != pc:
             ctx.add("reduction", "combiner", Severity.ERROR,
-                    f"{r.op.name} combines with {rc} in the reference but {pc} in the port{w}", r, p, rc, pc)
+                    f"{r.op.name} combines with {rc} in the reference but {pc} in the port", r, p, rc, pc)
     if r.op.in_types != p.op.in_types and ra.get("dim") == pa.get("dim"):
         ctx.add("reduction", "dtype", Severity.ERROR,
-                f"{r.op.name} reduces {_t(r.op.in_types)} in the reference but {_t(p.op.in_types)} in the port{w}",
+                f"{r.op.name} reduces {_t(r.op.in_types)} in the reference but {_t(p.op.in_types)} in the port",
                 r, p, _t(r.op.in_types), _t(p.op.in_types))
 
 
@@ -896,30 +921,29 @@ def _identities(text: str | None) -> list[str] | None:
 
 
 def _check_loop(ctx: _Ctx, r: Node, p: Node) -> None:
-    w = _where(r, p)
     if r.op.name != p.op.name:
         ctx.add("loops", "kind", Severity.ERROR,
-                f"reference uses a '{r.op.name}' loop, the port a '{p.op.name}' loop{w}", r, p, r.op.name, p.op.name)
+                f"reference uses a '{r.op.name}' loop, the port a '{p.op.name}' loop", r, p, r.op.name, p.op.name)
         return
     if r.op.name == "for":
         for k, label in ((0, "lower bound"), (1, "upper bound"), (2, "step")):
             if k < len(r.operands) and k < len(p.operands) and r.operands[k].hash != p.operands[k].hash:
                 rv, pv = render(r.operands[k], ctx.ref), render(p.operands[k], ctx.port)
                 ctx.add("loops", "bounds", Severity.ERROR,
-                        f"for loop {label} is {rv} in the reference but {pv} in the port{w}", r, p, rv, pv)
+                        f"for loop {label} is {rv} in the reference but {pv} in the port", r, p, rv, pv)
         rc, pc = r.operands[3:], p.operands[3:]
     else:
         rc, pc = r.operands, p.operands
     if len(rc) != len(pc):
         ctx.add("loops", "carried", Severity.ERROR,
-                f"{r.op.name} loop carries {len(rc)} value(s) in the reference but {len(pc)} in the port{w}", r, p,
+                f"{r.op.name} loop carries {len(rc)} value(s) in the reference but {len(pc)} in the port", r, p,
                 len(rc), len(pc))
     else:
         rt = [v.type for v in rc]
         pt = [v.type for v in pc]
         if rt != pt:
             ctx.add("loops", "carried_types", Severity.ERROR,
-                    f"{r.op.name} loop-carried values are {_t(rt)} in the reference but {_t(pt)} in the port{w}",
+                    f"{r.op.name} loop-carried values are {_t(rt)} in the reference but {_t(pt)} in the port",
                     r, p, _t(rt), _t(pt))
 
 
@@ -939,8 +963,10 @@ def check_benign(ctx: _Ctx) -> None:
             ctx.add("benign", "dead_code", Severity.NOTE, f"{side} has {len(dead)} unused op(s) the other side "
                     f"does not: {detail}", dead[0] if side == "reference" else None,
                     dead[0] if side == "port" else None)
-    dup_r = [n for n in ctx.ref.nodes if n.live and n.idx not in al.r2p and n.hash in al.port_hashes]
-    dup_p = [n for n in ctx.port.nodes if n.live and n.idx not in al.p2r and n.hash in al.ref_hashes]
+    dup_r = [n for n in ctx.ref.nodes if n.live and n.idx not in al.r2p and n.hash in al.port_hashes
+             and n.op.name != "assume"]
+    dup_p = [n for n in ctx.port.nodes if n.live and n.idx not in al.p2r and n.hash in al.ref_hashes
+             and n.op.name != "assume"]
     for side, dups in (("reference", dup_r), ("port", dup_p)):
         if dups:
             names = ", ".join(sorted({n.op.name for n in dups}))
@@ -949,33 +975,158 @@ def check_benign(ctx: _Ctx) -> None:
                     dups[0] if side == "port" else None)
 
 
+def check_fusion(ctx: _Ctx) -> None:
+    """fma(a, b, c) on one side, addf(mulf(a, b), c) on the other: one rounding instead of two."""
+    al = ctx.al
+
+    def fmas(nodes: list[Node], status: dict[int, RowStatus]) -> list[Node]:
+        return [n for n in nodes if n.op.name == "fma" and status[n.idx] in _CANDIDATE]
+
+    def mul_adds(nodes: list[Node], status: dict[int, RowStatus]) -> list[Node]:
+        return [n for n in nodes if n.op.name == "addf" and status[n.idx] in _CANDIDATE and any(
+            v.node is not None and v.node.op.name == "mulf" for v in n.operands)]
+
+    for fused_side, split_side in (("reference", "port"), ("port", "reference")):
+        if fused_side == "reference":
+            fused, split = fmas(ctx.ref.nodes, al.status_r), mul_adds(ctx.port.nodes, al.status_p)
+            nf, ns = max(1, len(ctx.ref.nodes)), max(1, len(ctx.port.nodes))
+        else:
+            fused, split = fmas(ctx.port.nodes, al.status_p), mul_adds(ctx.ref.nodes, al.status_r)
+            nf, ns = max(1, len(ctx.port.nodes)), max(1, len(ctx.ref.nodes))
+        for f in fused:
+            if not split:
+                break
+            best = min(split, key=lambda a: abs(a.idx / ns - f.idx / nf))
+            split.remove(best)
+            r, p = (f, best) if fused_side == "reference" else (best, f)
+            ctx.add("math", "fma", Severity.WARNING,
+                    f"the {fused_side} fuses a multiply-add into one fma (one rounding); the {split_side} computes "
+                    f"mulf then addf (two roundings): results may differ in the last bit", r, p,
+                    "fma" if fused_side == "reference" else "mulf+addf",
+                    "mulf+addf" if fused_side == "reference" else "fma")
+
+
+_EXPLAINING = (Severity.ERROR, Severity.WARNING)
+_CANDIDATE = (RowStatus.CHANGED, RowStatus.REF_ONLY, RowStatus.PORT_ONLY)
+
+
+def _unexplained(nodes: list[Node], status: dict[int, RowStatus], mentioned: set[int],
+                 partner: dict[int, Node]) -> list[Node]:
+    """Differing ops no finding accounts for. A finding explains the op it names, what that op
+    consumes if it exists only for it (upstream), and type changes that merely follow (downstream)."""
+
+    def candidate(n: Node) -> bool:
+        return (status[n.idx] in _CANDIDATE and n.live and not n.address_only and n.op.name != "assume"
+                and n.op.name not in TOKEN_OPS)
+
+    def types_only(n: Node) -> bool:
+        q = partner.get(n.idx)
+        return q is not None and q.attrs_key == n.attrs_key
+
+    expl: set[int] = set()
+    for _ in range(4):
+        before = len(expl)
+        for n in nodes:  # downstream
+            if n.idx in expl:
+                continue
+            st = status[n.idx]
+            if n.op.line in mentioned:
+                expl.add(n.idx)
+            elif (st == RowStatus.DOWNSTREAM or n.transparent or (st == RowStatus.CHANGED and types_only(n))) and any(
+                    v.node is not None and v.node.idx in expl for v in n.operands):
+                expl.add(n.idx)
+            elif n.parent is not None and n.parent.idx in expl and st == RowStatus.CHANGED and types_only(n):
+                expl.add(n.idx)
+        for n in reversed(nodes):  # upstream
+            if n.idx in expl or status[n.idx] not in _CANDIDATE:
+                continue
+            users = [u for u in n.users if u.live]
+            if users and all(u.idx in expl or status[u.idx] == RowStatus.BENIGN for u in users):
+                expl.add(n.idx)
+        if len(expl) == before:
+            break
+    left = [n for n in nodes if candidate(n) and n.idx not in expl]
+    # report the last op of an unexplained chain: an input used only by other reported ops is part
+    # of their message
+    left_ids = {n.idx for n in left}
+    return [n for n in left if not (n.users and all(u.idx in left_ids for u in n.users if u.live))]
+
+
 def check_structure(ctx: _Ctx) -> None:
-    """Last resort: entries differ but no check named an error."""
-    if ctx.ref.hash == ctx.port.hash or any(f.severity == Severity.ERROR for f in ctx.findings):
+    """Every difference must be accounted for: differing ops that no check explains are errors."""
+    if ctx.ref.hash == ctx.port.hash:
         return
     al = ctx.al
+    ment_r = {f.ref_line for f in ctx.findings if f.ref_line is not None}
+    ment_p = {f.port_line for f in ctx.findings if f.port_line is not None}
+    un_r = _unexplained(ctx.ref.nodes, al.status_r, ment_r, al.r2p)
+    un_p = _unexplained(ctx.port.nodes, al.status_p, ment_p, al.p2r)
+    reported = 0
+    seen_pairs: set[int] = set()
+    for n in un_r:
+        if reported >= 10:
+            break
+        p = al.r2p.get(n.idx)
+        if p is not None:
+            seen_pairs.add(p.idx)
+            ctx.add("structure", "changed", Severity.ERROR,
+                    f"{n.op.name} differs: reference `{_strip_names(n.op.text)}` vs port `{_strip_names(p.op.text)}`",
+                    n, p, _strip_names(n.op.text), _strip_names(p.op.text))
+        else:
+            ctx.add("structure", "ref_only", Severity.ERROR,
+                    f"reference computes `{_strip_names(n.op.text)}`; the port has nothing like it", n, None,
+                    _strip_names(n.op.text), "missing")
+        reported += 1
+    for n in un_p:
+        if reported >= 10:
+            break
+        if n.idx in seen_pairs:
+            continue
+        q = al.p2r.get(n.idx)
+        if q is not None:
+            ctx.add("structure", "changed", Severity.ERROR,
+                    f"{n.op.name} differs: reference `{_strip_names(q.op.text)}` vs port `{_strip_names(n.op.text)}`",
+                    q, n, _strip_names(q.op.text), _strip_names(n.op.text))
+        else:
+            ctx.add("structure", "port_only", Severity.ERROR,
+                    f"port computes `{_strip_names(n.op.text)}`; the reference has nothing like it", None, n,
+                    "missing", _strip_names(n.op.text))
+        reported += 1
+    left = len(un_r) + len(un_p) - reported - len(seen_pairs)
+    if left > 0:
+        ctx.add("structure", "more", Severity.ERROR, f"and {left} more differing op(s) (see the side-by-side view)")
+    if reported or any(f.severity in _EXPLAINING and f.category not in ("assumptions", "hints", "benign")
+                       for f in ctx.findings):
+        return
+    # nothing differs locally, yet the graphs differ: operands are wired differently
     bad = []
     for r in ctx.ref.nodes:
-        st = al.status_r[r.idx]
-        if st in (RowStatus.CHANGED, RowStatus.REF_ONLY) and not r.address_only:
-            bad.append(f"ref line {r.op.line} {r.op.name} ({st.value})")
-    for p in ctx.port.nodes:
-        st = al.status_p[p.idx]
-        if st in (RowStatus.CHANGED, RowStatus.PORT_ONLY) and p.idx not in al.p2r and not p.address_only:
-            bad.append(f"port line {p.op.line} {p.op.name} ({st.value})")
+        if al.status_r[r.idx] == RowStatus.DOWNSTREAM and not r.address_only:
+            ups = [v for v, w in zip(r.operands, al.r2p[r.idx].operands) if v.hash != w.hash]
+            if ups and all(v.node is None or al.status_r.get(v.node.idx) == RowStatus.SAME for v in ups):
+                bad.append(r)
+    for r in bad[:5]:
+        p = al.r2p[r.idx]
+        ctx.add("structure", "dataflow", Severity.ERROR,
+                f"{r.op.name} takes different inputs: reference `{_strip_names(r.op.text)}` vs port "
+                f"`{_strip_names(p.op.text)}` (operands swapped or wired to other values)", r, p)
     if not bad:
-        for r in ctx.ref.nodes:
-            if al.status_r[r.idx] == RowStatus.DOWNSTREAM and (r.effect or r.op.name in ("yield", "continue",
-                                                                                        "return", "break")):
-                bad.append(f"ref line {r.op.line} {r.op.name} (its inputs differ)")
-    more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
-    ctx.add("structure", "dataflow", Severity.ERROR,
-            f"the entries compute different things: {'; '.join(bad[:5]) or 'their dataflow graphs differ'}{more}")
+        ctx.add("structure", "dataflow", Severity.ERROR, "the entries' dataflow graphs differ (see the side-by-side "
+                "view)")
+
+
+_NAME_RE = re.compile(r"%[A-Za-z0-9_$.-]+(?:#[0-9]+)?")
+
+
+def _strip_names(text: str) -> str:
+    return _NAME_RE.sub("%", text)[:200]
 
 
 def check_signature(ctx: _Ctx) -> None:
-    rp = [ctx.ref.args[k].type for k in sorted(ctx.ref.ptr_ordinal)]
-    pp = [ctx.port.args[k].type for k in sorted(ctx.port.ptr_ordinal)]
+    def ptr_types(ce: CanonEntry) -> list[str]:
+        return [ce.args[k].type for k, _ in sorted(ce.ptr_ordinal.items(), key=lambda kv: kv[1])]
+
+    rp, pp = ptr_types(ctx.ref), ptr_types(ctx.port)
     if rp != pp:
         ctx.findings.append(Finding(
             category="entries", check="entries.signature", severity=Severity.ERROR, entry=ctx.entry,
@@ -988,16 +1139,63 @@ def check_signature(ctx: _Ctx) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def diff_entries(ref: CanonEntry, port: CanonEntry, entry_name: str | None = None) -> tuple[list[Finding],
-                                                                                          list[AlignedRow]]:
+def infer_array_order(ref: CanonEntry, port: CanonEntry, al: Alignment) -> dict[int, int] | None:
+    """If paired memory ops consistently touch array #i in the reference and #j in the port, the
+    port declares its arrays in another order (cutile-rs puts `&mut` outputs first, say): return
+    the port-ordinal -> reference-ordinal map, else None."""
+    fwd: dict[int, int] = {}
+    back: dict[int, int] = {}
+    for r in ref.nodes:
+        if not (r.op.name in MEM_LOADS or r.op.name in MEM_WRITES):
+            continue
+        p = al.r2p.get(r.idx)
+        if p is None or not (p.op.name in MEM_LOADS or p.op.name in MEM_WRITES):
+            continue
+        rb, pb = _Mem(r, ref).base, _Mem(p, port).base
+        if rb is None or pb is None:
+            continue
+        if fwd.setdefault(rb, pb) != pb or back.setdefault(pb, rb) != rb:
+            return None
+    if all(k == v for k, v in fwd.items()):
+        return None
+    n_ref, n_port = len(ref.ptr_ordinal), len(port.ptr_ordinal)
+    if n_ref != n_port:
+        return None
+    free_ref = [o for o in range(n_ref) if o not in fwd]
+    perm = {pb: rb for rb, pb in fwd.items()}
+    for po in range(n_port):
+        if po not in perm:
+            perm[po] = free_ref.pop(0)
+    rtypes = {o: ref.args[k].type for k, o in ref.ptr_ordinal.items()}
+    ptypes = {o: port.args[k].type for k, o in port.ptr_ordinal.items()}
+    if any(rtypes.get(perm[po]) != ty for po, ty in ptypes.items()):
+        return None
+    return perm
+
+
+def diff_entries(ref: CanonEntry, port: CanonEntry, entry_name: str | None = None,
+                 port_path: str | None = None) -> tuple[list[Finding], list[AlignedRow]]:
     name = entry_name or ref.name
     al = Alignment(ref, port)
+    perm = infer_array_order(ref, port, al)
+    if perm:
+        port = canonicalize(port.entry, port_path, array_map=perm)
+        al = Alignment(ref, port)
     ctx = _Ctx(name, ref, port, al)
+    if perm:
+        desc = ", ".join(f"reference #{v} = port #{k}" for k, v in sorted(perm.items(), key=lambda kv: kv[1])
+                         if k != v)
+        ctx.findings.append(Finding(
+            category="entries", check="entries.array_order", severity=Severity.NOTE, entry=name,
+            ref_line=ref.entry.line, port_line=port.entry.line,
+            message=f"the port takes its arrays in another order ({desc}); compared with that mapping, which "
+                    f"the host wrapper must follow"))
     check_signature(ctx)
     check_entry_hints(ctx)
     check_assumptions(ctx)
     check_memory(ctx)
     check_pairs(ctx)
+    check_fusion(ctx)
     check_benign(ctx)
     check_structure(ctx)
     hdr_status = RowStatus.SAME if ref.hash == port.hash and ref.entry.hints == port.entry.hints else RowStatus.CHANGED
@@ -1064,7 +1262,7 @@ def diff_modules(ref: Module, port: Module) -> IRDiffReport:
             findings.append(Finding(category="entries", check="entries.position", severity=Severity.NOTE,
                                     entry=r.name, ref_line=r.line, port_line=p.line,
                                     message=f"reference entry {r.name} matched to port entry {p.name} by position"))
-        f, rw = diff_entries(cr, cp, r.name)
+        f, rw = diff_entries(cr, cp, r.name, port.path)
         findings.extend(f)
         rows.extend(rw)
     if ref.has_debug_info or port.has_debug_info:

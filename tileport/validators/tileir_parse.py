@@ -123,8 +123,8 @@ _TOKEN_RE = re.compile(
     |(?P<nl>\n)
     |(?P<comment>//[^\n]*)
     |(?P<str>"(?:[^"\\\n]|\\.)*")
-    |(?P<ssa>%[A-Za-z0-9_$.]+(?:\#[0-9]+)?)
-    |(?P<sym>@(?:[A-Za-z0-9_$.]+|"(?:[^"\\\n]|\\.)*"))
+    |(?P<ssa>%[A-Za-z0-9_$.]+(?:-(?!>)[A-Za-z0-9_$.]*)*(?:\#[0-9]+)?)
+    |(?P<sym>@(?:[A-Za-z0-9_$.]+(?:-(?!>)[A-Za-z0-9_$.]*)*|"(?:[^"\\\n]|\\.)*"))
     |(?P<alias>\#[A-Za-z0-9_$.]+)
     |(?P<arrow>->)
     |(?P<num>[-+]?[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+)
@@ -185,7 +185,6 @@ def _lex(text: str, path: str | None) -> list[_Tok]:
 # ---------------------------------------------------------------------------------------------
 
 _WS_RE = re.compile(r"\s+")
-_SSA_SUB_RE = re.compile(r"%[A-Za-z0-9_$.]+(?:#[0-9]+)?")
 
 
 def normalize_type(text: str) -> str:
@@ -720,7 +719,8 @@ def parse_hints(text: str) -> dict[str, dict[str, str]]:
                 kv[k.strip()] = v.strip()
             elif item.strip():
                 kv[item.strip()] = ""
-        out[m.group(1)] = kv
+        if kv:
+            out[m.group(1)] = kv
     return out
 
 

@@ -1,0 +1,44 @@
+"""`tileport ir-diff REF GEN [--json] [--side-by-side]`: structural Tile IR diff of a port against its reference.
+
+Exit status: 0 PASS / PASS_WITH_NOTES, 1 FAIL_FIXABLE, 2 bad input (one line on stderr).
+REF and GEN are tileirdisasm text files, or `.tileirbc` bytecode (disassembled first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tileport.cli._common import config_from
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ir-diff", help="structurally compare a port's Tile IR with the reference's",
+        description="Compare two Tile IR modules (tileirdisasm text or .tileirbc) structurally: insensitive to "
+                    "value names, independent-op order, duplicated constants and debug info. Exit 0 for PASS / "
+                    "PASS_WITH_NOTES, 1 for FAIL_FIXABLE, 2 for bad input.")
+    p.add_argument("ref", metavar="REF", help="reference Tile IR (text or .tileirbc)")
+    p.add_argument("gen", metavar="GEN", help="generated (port) Tile IR (text or .tileirbc)")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON")
+    p.add_argument("--side-by-side", action="store_true", help="also print the aligned reference/port view")
+    p.add_argument("--width", type=int, default=160, help="line width of the side-by-side view (default 160)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tileport.validators.tileir_diff import diff_modules
+    from tileport.validators.tileir_report import format_report, load_module
+
+    from tileport.toolchain import resolve
+
+    tc = config_from(args).toolchain
+    disasm = resolve(tileiras=tc.tileiras, tileirdisasm=tc.tileirdisasm, cuda_toolkit=tc.cuda_toolkit).tileirdisasm
+    ref = load_module(args.ref, disasm)
+    gen = load_module(args.gen, disasm)
+    report = diff_modules(ref, gen)
+    if args.json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+    else:
+        print(format_report(report, side_by_side=args.side_by_side, width=args.width))
+    return report.exit_code
