@@ -41,8 +41,8 @@ def scalar(dtype) -> ScalarConstraint:
     return ScalarConstraint(dtype)
 
 
-def signature(*params) -> KernelSignature:
-    return KernelSignature(list(params), CallingConvention.cutile_python_v2())
+def signature(*params, symbol: str | None = None) -> KernelSignature:
+    return KernelSignature(list(params), CallingConvention.cutile_python_v2(), symbol=symbol)
 
 
 def compile_bytecode(kernel, signatures, path: str | Path) -> Path:

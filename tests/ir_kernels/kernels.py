@@ -281,23 +281,93 @@ def matmul_sig(tm: int = 128, tn: int = 128, tk: int = 64):
     return signature(array(f16, 2), array(f16, 2), array(f16, 2), tm, tn, tk)
 
 
-# (reference kernel, reference signature, mutant kernel, mutant signature, category the diff must name)
+# ---------------------------------------------------------------------------------------------
+# tokens, parameter order, a long kernel
+# ---------------------------------------------------------------------------------------------
+
+
+@ct.kernel
+def store_then_load(x, y, TILE: ct.Constant[int]):
+    # y is written and read back: the read must be ordered after the write (a token chain)
+    pid = ct.bid(0)
+    t = ct.load(x, index=(pid,), shape=(TILE,))
+    ct.store(y, index=(pid,), tile=t * 2.0)
+    u = ct.load(y, index=(pid,), shape=(TILE,))
+    ct.store(x, index=(pid,), tile=u + 1.0)
+
+
+STORE_LOAD_SIG = signature(array(f32, 1), array(f32, 1), 256)
+
+
+@ct.kernel
+def vector_add(x, y, out, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    a = ct.load(x, index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    c = ct.load(y, index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, index=(b,), tile=a + c)
+
+
+@ct.kernel
+def vector_add_out_first(out, x, y, TILE: ct.Constant[int]):
+    # the way cutile-rs ports tend to declare it: the `&mut` output first
+    b = ct.bid(0)
+    a = ct.load(x, index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    c = ct.load(y, index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, index=(b,), tile=a + c)
+
+
+@ct.kernel
+def vector_sub(x, y, out, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    a = ct.load(x, index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    c = ct.load(y, index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, index=(b,), tile=a - c)
+
+
+@ct.kernel
+def vector_sub_swapped(x, y, out, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    a = ct.load(x, index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    c = ct.load(y, index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, index=(b,), tile=c - a)
+
+
+VEC_SIG = signature(array(f32, 1), array(f32, 1), array(f32, 1), 1024)
+
+
+@ct.kernel
+def unrolled_series(x, y, TILE: ct.Constant[int], N: ct.Constant[int]):
+    # a long straight-line kernel (about 9 ops per term) for the benchmark
+    pid = ct.bid(0)
+    t = ct.load(x, index=(pid,), shape=(TILE,))
+    acc = t
+    for i in ct.static_iter(range(N)):
+        acc = acc * 1.0001 + ct.exp(t * (i + 1.0))
+    ct.store(y, index=(pid,), tile=acc)
+
+
+def unrolled_sig(n: int):
+    return signature(array(f32, 1), array(f32, 1), 256, n)
+
+
+# name -> (reference kernel, its signature, mutant kernel, its signature, category, check) the diff must name
 MUTATIONS = {
-    "reduction_axis": (center_rows, SQUARE_SIG, center_rows_wrong_axis, SQUARE_SIG, "reduction"),
-    "lost_padding": (softmax, SOFTMAX_SIG, softmax_no_padding, SOFTMAX_SIG, "memory"),
-    "lost_mask": (scale_gather, SCALE_SIG, scale_gather_unmasked, SCALE_SIG, "memory"),
-    "gather_padding_value": (scale_gather, SCALE_SIG, scale_gather_pad, SCALE_SIG, "memory"),
-    "view_to_gather": (scale_view, SCALE_SIG, scale_gather, SCALE_SIG, "memory"),
-    "dim_map": (center_rows, SQUARE_SIG, center_rows_transposed_load, SQUARE_SIG, "memory"),
-    "tile_shape": (matmul, matmul_sig(), matmul, matmul_sig(128, 128, 32), "memory"),
-    "dropped_div_by": (softmax, SOFTMAX_SIG, softmax, SOFTMAX_SIG_UNALIGNED, "assumptions"),
-    "f16_accumulator": (matmul, matmul_sig(), matmul_f16_acc, matmul_sig(), "mma"),
-    "lost_approx": (sigmoid_approx, SIGMOID_SIG, sigmoid_exact_exp, SIGMOID_SIG, "math"),
-    "lost_flush_to_zero": (sigmoid_approx, SIGMOID_SIG, sigmoid_no_ftz, SIGMOID_SIG, "math"),
-    "exp_vs_exp2": (softmax, SOFTMAX_SIG, softmax_exp2, SOFTMAX_SIG, "math"),
-    "loop_bound": (matmul, matmul_sig(), matmul_short_loop, matmul_sig(), "loops"),
-    "dtype_conversion": (softmax, SOFTMAX_SIG, softmax_f16_math, SOFTMAX_SIG, "conversions"),
-    "hints": (matmul_hinted, matmul_sig(), matmul, matmul_sig(), "hints"),
+    "reduction_axis": (center_rows, SQUARE_SIG, center_rows_wrong_axis, SQUARE_SIG, "reduction", "reduction.axis"),
+    "lost_padding": (softmax, SOFTMAX_SIG, softmax_no_padding, SOFTMAX_SIG, "memory", "memory.padding"),
+    "lost_mask": (scale_gather, SCALE_SIG, scale_gather_unmasked, SCALE_SIG, "memory", "memory.mask"),
+    "gather_padding_value": (scale_gather, SCALE_SIG, scale_gather_pad, SCALE_SIG, "memory", "memory.padding"),
+    "view_to_gather": (scale_view, SCALE_SIG, scale_gather, SCALE_SIG, "memory", "memory.kind"),
+    "dim_map": (center_rows, SQUARE_SIG, center_rows_transposed_load, SQUARE_SIG, "memory", "memory.dim_map"),
+    "tile_shape": (matmul, matmul_sig(), matmul, matmul_sig(128, 128, 32), "memory", "memory.tile_shape"),
+    "dropped_div_by": (softmax, SOFTMAX_SIG, softmax, SOFTMAX_SIG_UNALIGNED, "assumptions", "assumptions.div_by"),
+    "f16_accumulator": (matmul, matmul_sig(), matmul_f16_acc, matmul_sig(), "mma", "mma.accumulator"),
+    "lost_approx": (sigmoid_approx, SIGMOID_SIG, sigmoid_exact_exp, SIGMOID_SIG, "math", "math.rounding"),
+    "lost_flush_to_zero": (sigmoid_approx, SIGMOID_SIG, sigmoid_no_ftz, SIGMOID_SIG, "math", "math.flush_to_zero"),
+    "exp_vs_exp2": (softmax, SOFTMAX_SIG, softmax_exp2, SOFTMAX_SIG, "math", "math.function"),
+    "loop_bound": (matmul, matmul_sig(), matmul_short_loop, matmul_sig(), "loops", "loops.bounds"),
+    "dtype_conversion": (softmax, SOFTMAX_SIG, softmax_f16_math, SOFTMAX_SIG, "conversions", "conversions.count"),
+    "hints": (matmul_hinted, matmul_sig(), matmul, matmul_sig(), "hints", "hints.occupancy"),
+    "swapped_operands": (vector_sub, VEC_SIG, vector_sub_swapped, VEC_SIG, "structure", "structure.dataflow"),
 }
 
 REWRITES = {

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import struct
 from dataclasses import dataclass, field
 
 from tileport.validators.tileir_parse import Entry, Op, Region, TileIRParseError, type_info
@@ -76,6 +77,8 @@ FAMILIES: dict[str, str] = {
 # attributes that never enter a hash: tokens are compared as ordering facts, hints by the hints
 # check, message strings are cosmetic.
 _HASH_SKIP_ATTRS = frozenset({"token", "optimization_hints", "string"})
+# attributes some printers spell out at their default value (cutile-rs' generic form)
+_DEFAULT_ATTRS = frozenset({("rounding_mode", "0")})
 
 
 def category_of(name: str) -> str:
@@ -235,8 +238,49 @@ def _const_value(op: Op) -> tuple[str, str] | None:
 
 
 def _attr_key(op: Op) -> str:
-    items = sorted((k, v) for k, v in op.attrs.items() if k not in _HASH_SKIP_ATTRS and v != "%")
+    items = sorted((k, v if k != "identities" else ",".join(identity_values(v) or []))
+                   for k, v in op.attrs.items() if k not in _HASH_SKIP_ATTRS and v != "%"
+                   and (k, v) not in _DEFAULT_ATTRS)
     return ";".join(f"{k}={v}" for k, v in items)
+
+
+_FLOAT_BITS = {"f32": (32, "f"), "f64": (64, "d"), "f16": (16, "e")}
+
+
+def identity_values(text: str | None) -> list[str] | None:
+    """`[0xFF800000 : f32, 0 : i32]` -> ["-inf", "0"]: values compared across dtypes and encodings."""
+    if text is None:
+        return None
+
+
+    out = []
+    for item in text.strip("[] ").split(","):
+        if ":" not in item:
+            try:
+                out.append(repr(float(item.strip())))
+            except ValueError:
+                out.append(item.strip())
+            continue
+        lit, ty = (x.strip() for x in item.rsplit(":", 1))
+        val = lit
+        try:
+            if lit.lower().startswith("0x"):
+                bits = int(lit, 16)
+                if ty in _FLOAT_BITS:
+                    width, code = _FLOAT_BITS[ty]
+                    val = repr(struct.unpack(code, bits.to_bytes(width // 8, "little"))[0])
+                elif ty == "bf16":
+                    val = repr(struct.unpack("f", (bits << 16).to_bytes(4, "little"))[0])
+                else:
+                    val = str(bits)
+            elif ty.startswith(("f", "bf")):
+                val = repr(float(lit))
+            else:
+                val = str(int(lit))
+        except (ValueError, struct.error, OverflowError):
+            val = lit
+        out.append(val)
+    return out
 
 
 def _types_key(op: Op) -> str:
@@ -344,6 +388,10 @@ class _Builder:
                 effects.append((epoch, 1, node.hash))
             elif node.is_load:
                 loads.add(node.hash)
+        if parent is not None and (not region.ops or region.ops[-1].name not in TERMINATORS):
+            # MLIR elides a terminator without operands; make it explicit so both printers agree
+            implicit = "yield" if parent.op.name not in LOOPS else "continue"
+            effects.append((epoch, 1, _h(implicit, "", "->", "", "")))
         self.scopes.pop()
         for name, old in reversed(undo):
             if old is None:
@@ -657,6 +705,13 @@ def render(v: Val, ce: CanonEntry | None = None, depth: int = 3) -> str:
         return f"bid({'xyz'[v.index] if v.index < 3 else v.index})"
     if n.op.name == "get_num_tile_blocks":
         return f"num_blocks({'xyz'[v.index] if v.index < 3 else v.index})"
+    if n.op.name in MEM_LOADS and n.operands:
+        arg = base_arg(n.operands[0])
+        if arg is not None and ce is not None:
+            arg = ce.ptr_ordinal.get(arg, arg)
+        where = f"array #{arg}" if arg is not None else "?"
+        kind = "load" if n.op.name == "load_view_tko" else "gather"
+        return f"{kind}({where})"
     if n.op.name == "make_partition_view":
         t = type_info(n.op.result_types[0]) if n.op.result_types else None
         shape = "x".join(t.shape) if t else "?"

@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 
 from tileport.validators.tileir_canon import (
     CONVERSIONS, LOOPS, MATH, MEM_LOADS, MEM_WRITES, MMA, REDUCTIONS, TOKEN_OPS, CanonEntry, Node, Val,
-    and_terms, base_arg, canonicalize, render,
+    and_terms, base_arg, canonicalize, identity_values, render,
 )
 from tileport.validators.tileir_parse import Entry, Module, parse_file, parse_hints, parse_text, type_info
 
@@ -320,6 +320,8 @@ class Alignment:
             return RowStatus.BENIGN
         if n.op.name == "assume" and "div_by" not in n.op.attrs:
             return RowStatus.BENIGN
+        if n.op.name in ("yield", "continue") and not n.operands:
+            return RowStatus.BENIGN  # an implicit terminator the other printer elides
         return default
 
     def partner(self, r: Node) -> Node | None:
@@ -865,7 +867,7 @@ def _check_reduction(ctx: _Ctx, r: Node, p: Node) -> None:
         ctx.add("reduction", "axis", Severity.ERROR,
                 f"{r.op.name} runs over dim {ra.get('dim')} in the reference but dim {pa.get('dim')} in the port",
                 r, p, ra.get("dim"), pa.get("dim"))
-    if _identities(ra.get("identities")) != _identities(pa.get("identities")):
+    if identity_values(ra.get("identities")) != identity_values(pa.get("identities")):
         ctx.add("reduction", "identity", Severity.ERROR,
                 f"{r.op.name} identity is {ra.get('identities')} in the reference but {pa.get('identities')} in the "
                 f"port", r, p, ra.get("identities"), pa.get("identities"))
@@ -882,42 +884,6 @@ def _check_reduction(ctx: _Ctx, r: Node, p: Node) -> None:
         ctx.add("reduction", "dtype", Severity.ERROR,
                 f"{r.op.name} reduces {_t(r.op.in_types)} in the reference but {_t(p.op.in_types)} in the port",
                 r, p, _t(r.op.in_types), _t(p.op.in_types))
-
-
-_FLOAT_BITS = {"f32": (32, "f"), "f64": (64, "d"), "f16": (16, "e")}
-
-
-def _identities(text: str | None) -> list[str] | None:
-    """`[0xFF800000 : f32, 0 : i32]` -> ["-inf", "0"]: values compared across dtypes and encodings."""
-    if text is None:
-        return None
-    import struct
-
-    out = []
-    for item in text.strip("[] ").split(","):
-        if ":" not in item:
-            out.append(item.strip())
-            continue
-        lit, ty = (x.strip() for x in item.rsplit(":", 1))
-        val = lit
-        try:
-            if lit.lower().startswith("0x"):
-                bits = int(lit, 16)
-                if ty in _FLOAT_BITS:
-                    width, code = _FLOAT_BITS[ty]
-                    val = repr(struct.unpack(code, bits.to_bytes(width // 8, "little"))[0])
-                elif ty == "bf16":
-                    val = repr(struct.unpack("f", (bits << 16).to_bytes(4, "little"))[0])
-                else:
-                    val = str(bits)
-            elif ty.startswith(("f", "bf")):
-                val = repr(float(lit))
-            else:
-                val = str(int(lit))
-        except (ValueError, struct.error, OverflowError):
-            val = lit
-        out.append(val)
-    return out
 
 
 def _check_loop(ctx: _Ctx, r: Node, p: Node) -> None:
@@ -1107,9 +1073,11 @@ def check_structure(ctx: _Ctx) -> None:
                 bad.append(r)
     for r in bad[:5]:
         p = al.r2p[r.idx]
+        rv = f"{r.op.name}({', '.join(render(v, ctx.ref) for v in r.operands)})"
+        pv = f"{p.op.name}({', '.join(render(v, ctx.port) for v in p.operands)})"
         ctx.add("structure", "dataflow", Severity.ERROR,
-                f"{r.op.name} takes different inputs: reference `{_strip_names(r.op.text)}` vs port "
-                f"`{_strip_names(p.op.text)}` (operands swapped or wired to other values)", r, p)
+                f"{r.op.name} takes different inputs: reference computes {rv}, the port {pv} (operands swapped "
+                f"or wired to other values)", r, p, rv, pv)
     if not bad:
         ctx.add("structure", "dataflow", Severity.ERROR, "the entries' dataflow graphs differ (see the side-by-side "
                 "view)")
@@ -1139,16 +1107,37 @@ def check_signature(ctx: _Ctx) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def infer_array_order(ref: CanonEntry, port: CanonEntry, al: Alignment) -> dict[int, int] | None:
-    """If paired memory ops consistently touch array #i in the reference and #j in the port, the
-    port declares its arrays in another order (cutile-rs puts `&mut` outputs first, say): return
-    the port-ordinal -> reference-ordinal map, else None."""
+def _is_mem(n: Node) -> bool:
+    return n.op.name in MEM_LOADS or n.op.name in MEM_WRITES
+
+
+def infer_array_order(ref: CanonEntry, port: CanonEntry, al: Alignment,
+                      port_path: str | None = None) -> dict[int, int] | None:
+    """If the port's memory ops touch array #j where the reference's touch #i, consistently, the
+    port declares its arrays in another order (cutile-rs puts `&mut` outputs first): return the
+    port-ordinal -> reference-ordinal map, else None. Memory ops are paired for this with every
+    array made anonymous, so loads pair in the order the kernels issue them."""
+    mismatch = False
+    for r in ref.nodes:
+        p = al.r2p.get(r.idx)
+        if _is_mem(r) and p is not None and _is_mem(p) and _Mem(r, ref).base != _Mem(p, port).base:
+            mismatch = True
+            break
+    if not mismatch:
+        rb = sorted((_Mem(n, ref).dir, _Mem(n, ref).base) for n in ref.nodes if _is_mem(n) and n.live)
+        pb = sorted((_Mem(n, port).dir, _Mem(n, port).base) for n in port.nodes if _is_mem(n) and n.live)
+        if rb == pb:
+            return None
+    anon_r = canonicalize(ref.entry, None, array_map={o: 0 for o in ref.ptr_ordinal.values()})
+    anon_p = canonicalize(port.entry, port_path, array_map={o: 0 for o in port.ptr_ordinal.values()})
+    anon = Alignment(anon_r, anon_p)
     fwd: dict[int, int] = {}
     back: dict[int, int] = {}
     for r in ref.nodes:
-        if not (r.op.name in MEM_LOADS or r.op.name in MEM_WRITES):
+        if not _is_mem(r):
             continue
-        p = al.r2p.get(r.idx)
+        ap = anon.r2p.get(r.idx)
+        p = port.nodes[ap.idx] if ap is not None else None
         if p is None or not (p.op.name in MEM_LOADS or p.op.name in MEM_WRITES):
             continue
         rb, pb = _Mem(r, ref).base, _Mem(p, port).base
@@ -1177,7 +1166,7 @@ def diff_entries(ref: CanonEntry, port: CanonEntry, entry_name: str | None = Non
                  port_path: str | None = None) -> tuple[list[Finding], list[AlignedRow]]:
     name = entry_name or ref.name
     al = Alignment(ref, port)
-    perm = infer_array_order(ref, port, al)
+    perm = infer_array_order(ref, port, al, port_path)
     if perm:
         port = canonicalize(port.entry, port_path, array_map=perm)
         al = Alignment(ref, port)

@@ -240,7 +240,7 @@ class _Parser:
                 aliases[name] = value
                 self.has_debug_info = True
                 continue
-            if tok.kind == WORD and tok.text == "module":
+            if tok.kind == WORD and tok.text in ("module", "cuda_tile.module"):
                 # `module [@name] [attributes {...}] {` wrapper: descend into it
                 self.i += 1
                 while not (self.peek().kind == PUNCT and self.peek().text == "{"):
@@ -450,6 +450,17 @@ class _Parser:
                 region.close_line = t.line
                 self.i += 1
                 return region
+            if t.kind == WORD and t.text.startswith("^"):
+                # generic MLIR block label: ^bb0(%a: T, %b: T):
+                self.i += 1
+                if self.peek().kind == PUNCT and self.peek().text == "(":
+                    start = self.i
+                    self.skip_group()
+                    region.args.extend(self.parse_decls(self.toks[start + 1 : self.i - 1], t))
+                if not (self.peek().kind == PUNCT and self.peek().text == ":"):
+                    raise self.error("expected ':' after block label", self.peek())
+                self.i += 1
+                continue
             region.ops.append(self.parse_op())
 
     def parse_decls(self, toks: list[_Tok], where: _Tok) -> list[tuple[str, str]]:
