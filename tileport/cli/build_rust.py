@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     bytecode_version = paths.pop("bytecode_version", None)
     opts = BuildOptions(
         target_dir=shared_target_dir(),
-        offline=not args.fetch,
+        offline=False if args.fetch else None,
         cargo_timeout=args.timeout,
         disasm=not args.no_disasm,
         cubins=not args.no_cubin,

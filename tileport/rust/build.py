@@ -33,6 +33,17 @@ from tileport.rust.spec import SPEC_FILENAME, job_stem, load_spec
 TARGET_DIR_ENV = "TILEPORT_CARGO_TARGET"
 
 
+def dependencies_cached() -> bool:
+    """True when the pinned cutile crates are in ~/.cargo/registry/cache, so `cargo build --offline` works.
+
+    (The lock also lists target-specific crates, e.g. windows-sys, that cargo never downloads on Linux, so only
+    the pinned roots are checked; a missing transitive crate still shows up as TP-DEPS-MISSING.)"""
+    home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
+    caches = [p for p in (home / "registry" / "cache").glob("*") if p.is_dir()]
+    return all(any((c / f"{name}-{CUTILE_VERSION}.crate").is_file() for c in caches)
+               for name in ("cutile", "cutile-compiler", "cutile-macro", "cutile-ir"))
+
+
 def shared_target_dir() -> Path:
     """The CARGO_TARGET_DIR every conversion shares (outside any clone)."""
     value = os.environ.get(TARGET_DIR_ENV)
@@ -42,7 +53,7 @@ def shared_target_dir() -> Path:
 @dataclass
 class BuildOptions:
     target_dir: Path = field(default_factory=shared_target_dir)
-    offline: bool = True  # --offline: the registry cache must hold the pinned crates (it does after one fetch)
+    offline: bool | None = None  # None: --offline once the pinned crates are in the cargo registry cache
     cargo_timeout: float = 1200.0  # a cold dependency build takes ~3-5 min on 2 cores
     dump_timeout: float = 300.0
     tool_timeout: float = 300.0  # per tileiras / tileirdisasm call
@@ -170,7 +181,7 @@ def run_cargo_build(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: Buil
                     result: RustBuildResult) -> dict[str, str]:
     """cargo build; fills diagnostics; returns {binary name: executable path} of the crate's binaries."""
     argv = [str(tc.cargo), "build", "--message-format=json", "--locked"]
-    if opts.offline:
+    if opts.offline if opts.offline is not None else dependencies_cached():
         argv.append("--offline")
     t0 = time.monotonic()
     cmd = _record(result, run_command(argv, cwd=layout.root, env=build_env(tc, opts), timeout=opts.cargo_timeout,
@@ -233,19 +244,6 @@ def _tool_outputs(job: JobResult, layout: CrateLayout, tc: toolchain_mod.Toolcha
     cmds, diags, times = [], [], {}
     bc = Path(job.bytecode or "")
     ctx = {"entry": job.entry, "variant": job.variant, "target": job.target}
-    if opts.disasm and tc.tileirdisasm is not None:
-        t0 = time.monotonic()
-        cmd = run_command([tc.tileirdisasm, bc], cwd=layout.root, env=env, timeout=opts.tool_timeout,
-                          output_cap=opts.output_cap)
-        times["disasm"] = time.monotonic() - t0
-        cmds.append(cmd)
-        if cmd.ok and not cmd.truncated:
-            text_path = bc.with_suffix(".mlir")
-            text_path.write_text(cmd.stdout, encoding="utf-8")
-            job = job.model_copy(update={"tileir_text": str(text_path)})
-        else:
-            d = dg.parse_tileiras(cmd.stderr, cmd.returncode or 1, layout.root, **ctx)
-            diags.extend(x.model_copy(update={"code": f"TILEIRDISASM-{cmd.returncode}"}) for x in d)
     if opts.cubins and tc.tileiras is not None:
         cubin = bc.with_suffix(".cubin")
         argv = [tc.tileiras, f"--gpu-name={job.target}", f"--opt-level={opts.opt_level}", bc, "-o", cubin]
@@ -260,6 +258,20 @@ def _tool_outputs(job: JobResult, layout: CrateLayout, tc: toolchain_mod.Toolcha
             diags.extend(dg.parse_tileiras(cmd.stderr + cmd.stdout, cmd.returncode or 1, layout.root, **ctx))
         else:
             job = job.model_copy(update={"cubin": str(cubin)})
+    if opts.disasm and tc.tileirdisasm is not None:
+        t0 = time.monotonic()
+        cmd = run_command([tc.tileirdisasm, bc], cwd=layout.root, env=env, timeout=opts.tool_timeout,
+                          output_cap=opts.output_cap)
+        times["disasm"] = time.monotonic() - t0
+        cmds.append(cmd)
+        if cmd.ok and not cmd.truncated:
+            text_path = bc.with_suffix(".mlir")
+            text_path.write_text(cmd.stdout, encoding="utf-8")
+            job = job.model_copy(update={"tileir_text": str(text_path)})
+        else:
+            seen = {d.message for d in diags}  # the same reader fails the same way: say it once
+            diags.extend(d for d in dg.parse_tileiras(cmd.stderr, cmd.returncode or 1, layout.root,
+                                                      tool="tileirdisasm", **ctx) if d.message not in seen)
     if any(d.is_error for d in diags):
         job = job.model_copy(update={"ok": False})
     return job, cmds, diags, times

@@ -285,33 +285,53 @@ _TI_LOCATED = re.compile(
 _TI_BARE = re.compile(r"^(?:tileiras:\s*)?(?P<level>error|warning)?:?\s*(?P<msg>.*)$")
 
 
-def parse_tileiras(stderr: str, returncode: int, crate_root: Path | None = None, **job: str | None) -> list[Diagnostic]:
-    """tileiras failures: each `error:` line becomes a Diagnostic; a silent non-zero exit still yields one."""
-    diags = []
-    lines = [l.rstrip() for l in stderr.splitlines()]
-    for i, raw in enumerate(lines):
-        m = _TI_LOCATED.match(raw.strip())
+_TI_HINTS = (
+    ("power of two", "help: Tile IR tile dimensions must be powers of two; check the tile-size generics of this "
+                     "variant and the shapes the kernel builds"),
+    ("bytecode version", "help: the bytecode is newer than this tileiras accepts; set the spec's bytecode_version"),
+)
+
+
+def parse_tileiras(stderr: str, returncode: int, crate_root: Path | None = None, *, tool: str = "tileiras",
+                   **job: str | None) -> list[Diagnostic]:
+    """tileiras / tileirdisasm failures. A located error (`file:L:C: error: msg`) is one Diagnostic each; the
+    unlocated cascade (`error at offset N: ...` then `failed to read ...`) becomes one Diagnostic whose message is
+    the first (root-cause) line and whose notes are the rest."""
+    code = f"{tool.upper()}-{returncode}"
+    lines = [l.rstrip() for l in stderr.splitlines() if l.strip()]
+    located: list[Diagnostic] = []
+    bare: list[str] = []
+    for raw in lines:
+        stripped = raw.strip()
+        m = _TI_LOCATED.match(stripped)
         if m:
             file = relative_file(m["file"], crate_root)
             line = int(m["line"])
-            notes = [l.strip() for l in lines[i + 1: i + 4] if l.strip() and not _TI_LOCATED.match(l.strip())]
-            diags.append(Diagnostic(
-                source=DiagnosticSource.TILEIRAS, level=m["level"], code=f"TILEIRAS-{returncode}", message=m["msg"],
-                file=file, line=line, col=int(m["col"]), snippet=source_line(crate_root, file, line),
-                rendered=raw, notes=notes, **job))
+            located.append(Diagnostic(
+                source=DiagnosticSource.TILEIRAS, level=m["level"], code=code, message=m["msg"], file=file,
+                line=line, col=int(m["col"]), snippet=source_line(crate_root, file, line), rendered=stripped, **job))
             continue
-        stripped = raw.strip()
         idx = stripped.find("error:")
         if idx >= 0:
-            diags.append(Diagnostic(
-                source=DiagnosticSource.TILEIRAS, level="error", code=f"TILEIRAS-{returncode}",
-                message=stripped[idx + len("error:"):].strip(), rendered=stripped, **job))
+            bare.append(stripped[idx + len("error:"):].strip())
+        elif stripped.startswith("error "):
+            bare.append(stripped[len("error "):].strip())
+    rendered = "\n".join(lines)[-4000:]
+    diags = list(located)
+    if bare and not located:
+        diags.append(Diagnostic(source=DiagnosticSource.TILEIRAS, level="error", code=code, message=bare[0],
+                                rendered=rendered, notes=bare[1:], **job))
+    elif bare:
+        diags[0] = diags[0].model_copy(update={"notes": diags[0].notes + bare})
     if returncode != 0 and not any(d.is_error for d in diags):
-        tail = "\n".join(l for l in lines if l.strip())[-2000:]
         diags.append(Diagnostic(
-            source=DiagnosticSource.TILEIRAS, level="error", code=f"TILEIRAS-{returncode}",
-            message=(tail.splitlines()[-1] if tail else f"tileiras exited with status {returncode}"),
-            rendered=tail, **job))
+            source=DiagnosticSource.TILEIRAS, level="error", code=code,
+            message=(lines[-1].strip() if lines else f"{tool} exited with status {returncode}"),
+            rendered=rendered, **job))
+    for d in diags:
+        for needle, hint in _TI_HINTS:
+            if needle in d.message and hint not in d.notes:
+                d.notes.append(hint)
     return diags
 
 
