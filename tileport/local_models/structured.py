@@ -44,9 +44,13 @@ class ToolSpec:
         return self.parameters.model_json_schema()
 
     def to_openai(self) -> dict:
+        # "strict": vLLM 0.32 pins the arguments to the schema only for strict tools; without it
+        # tool_choice "required"/named constrains the call envelope but not the arguments.
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.schema()},
+            "function": {
+                "name": self.name, "description": self.description, "parameters": self.schema(), "strict": True,
+            },
         }
 
     def validate_arguments(self, arguments: dict) -> tuple[dict | None, str | None]:
