@@ -43,6 +43,7 @@ BARRIERS: frozenset[str] = frozenset()
 # by the checks, but left out of block hashes so a compiler-inserted bounds check is not a difference
 UNHASHED_EFFECTS = frozenset({"assert", "print_tko", "print"})
 TOKEN_OPS = frozenset({"make_token", "join_tokens"})
+_REGION_OPS = frozenset({"if", "for", "loop", "reduce", "scan"})
 COMMUTATIVE = frozenset({"addf", "addi", "mulf", "muli", "andi", "ori", "xori", "maxf", "minf", "maxi",
                          "mini", "mulhii", "join_tokens"})
 MMA = frozenset({"mmaf", "mmai", "mmaf_scaled", "mma_scaled"})
@@ -427,7 +428,7 @@ class _Builder:
         # effects and control
         if name in MEM_WRITES or name in OTHER_EFFECTS or (name.endswith("_tko") and name not in MEM_LOADS):
             node.effect = True
-        elif not op.results and name not in TERMINATORS and not op.regions and name not in TOKEN_OPS:
+        elif not op.results and name not in TERMINATORS and name not in _REGION_OPS and name not in TOKEN_OPS:
             node.effect = True  # an unknown op with no results can only be there for its effect
         if name in BARRIERS:
             node.barrier = True

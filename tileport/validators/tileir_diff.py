@@ -1202,7 +1202,7 @@ def group_findings(findings: list[Finding]) -> list[FindingGroup]:
     groups = []
     for cat in sorted(by_cat, key=lambda c: (order.index(c) if c in order else len(order), c)):
         fs = sorted(by_cat[cat], key=lambda f: (SEVERITY_RANK[f.severity], f.entry or "", f.ref_line or 0,
-                                                f.port_line or 0, f.check))
+                                                f.port_line or 0, f.check, f.message))
         worst = min((f.severity for f in fs), key=lambda s: SEVERITY_RANK[s])
         groups.append(FindingGroup(category=cat, description=CATEGORIES.get(cat, cat), severity=worst, findings=fs))
     return groups

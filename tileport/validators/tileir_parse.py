@@ -355,12 +355,13 @@ class _Parser:
         # collect the op's tokens up to end of line (depth 0) or a region-opening '{'
         body: list[_Tok] = []
         stack: list[str] = []
+        opened: list[_Tok] = []
         region_open = False
         loc: str | None = None
         while True:
             if self.i >= len(toks):
                 if stack:
-                    raise self.error(f"unclosed {stack[-1]!r} at end of file")
+                    raise self.error(f"{opened[-1].text!r} is never closed", opened[-1])
                 break
             t = toks[self.i]
             if t.kind == NL:
@@ -378,12 +379,18 @@ class _Parser:
                         break
                 if t.text in _OPEN:
                     stack.append(_OPEN[t.text])
+                    opened.append(t)
                 elif t.text in _CLOSE:
                     if not stack:
                         raise self.error(f"unbalanced {t.text!r}", t)
                     if t.text != stack[-1]:
+                        o = opened[-1]
+                        if o.line != t.line:
+                            raise self.error(f"{o.text!r} is never closed: expected {stack[-1]!r} before "
+                                             f"{t.text!r} at line {t.line}", o)
                         raise self.error(f"expected {stack[-1]!r}, found {t.text!r}", t)
                     stack.pop()
+                    opened.pop()
             elif t.kind == WORD and t.text == "loc" and not stack and self.peek(1).kind == PUNCT \
                     and self.peek(1).text == "(":
                 loc = self.parse_trailing_loc()
