@@ -138,7 +138,8 @@ def _serve(args: argparse.Namespace) -> int:
     def _term(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, _term)
+    # Both signals stop the server, even where the shell started us with SIGINT ignored.
+    previous = {sig: signal.signal(sig, _term) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         server.start()
         info = server.wait_ready(args.startup_timeout)
@@ -152,7 +153,8 @@ def _serve(args: argparse.Namespace) -> int:
         return 0
     finally:
         status = server.stop()
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if log_file is not None:
             log_file.close()
         if status is not None:
