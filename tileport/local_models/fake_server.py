@@ -65,7 +65,9 @@ Step = Reply | Status | Truncate | Stall | Die
 
 
 class FakeOpenAIServer:
-    def __init__(self, steps: list[Step] | None = None, *, model: str = "fake-model", max_model_len: int = 4096):
+    def __init__(
+        self, steps: list[Step] | None = None, *, model: str = "fake-model", max_model_len: int = 4096, port: int = 0
+    ):
         self.steps: list[Step] = list(steps or [])
         self.model = model
         self.max_model_len = max_model_len
@@ -73,7 +75,7 @@ class FakeOpenAIServer:
         self.healthy = True
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
