@@ -88,6 +88,7 @@ class RustBuildResult(BaseModel):
     artifacts: list[ArtifactRecord] = Field(default_factory=list)
     commands: list[CommandRecord] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
+    rebuilt: list[str] = Field(default_factory=list)  # crates cargo recompiled (not fresh): shows the cache worked
     cutile_version: str = CUTILE_VERSION
 
     @property
@@ -195,6 +196,11 @@ def run_cargo_build(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: Buil
         result.diagnostics.append(dg.cargo_failure(cmd.stderr, cmd.returncode))
     bins = {}
     for art in artifacts:
+        if art.get("fresh") is False:
+            pkg = art.get("package_id", "")
+            name = pkg.split("#", 1)[1].split("@", 1)[0] if "#" in pkg else pkg.split(" ", 1)[0]
+            if name and name not in result.rebuilt:
+                result.rebuilt.append(name)
         if "bin" in (art.get("target") or {}).get("kind", []) and art.get("executable"):
             bins[art["target"]["name"]] = art["executable"]
     return bins

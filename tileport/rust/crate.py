@@ -11,8 +11,11 @@ Layout (everything except `src/kernel.rs` and `src/host.rs` is written by tilepo
     src/bin/ir_dump.rs    generated from the spec: KernelCompiler per job -> .tileirbc
     src/bin/run.rs        generated when the spec has host = true
 
-Binary names carry a hash of the crate's absolute path: every conversion shares one CARGO_TARGET_DIR, and cargo
-copies binaries to `<target>/debug/<name>`, so two conversions must never produce the same name.
+The package and binary names carry a hash of the crate's absolute path. Every conversion shares one
+CARGO_TARGET_DIR, and cargo derives artifact file names and fingerprints of a path package from its name and
+version, *not* its location: two crates both called `tileport-port` would overwrite each other's library and
+cargo could judge one's stale artifacts fresh for the other. Binaries are also copied to `<target>/debug/<name>`.
+The library keeps the fixed name `tileport_port`, so generated code can name it.
 """
 
 from __future__ import annotations
@@ -31,13 +34,14 @@ from tileport.rust.spec import SPEC_FILENAME, DumpSpec, TensorSpec, Variant, job
 # needs to reproduce the `assume div_by` facts cuTile Python's JIT emits. Changing it means regenerating
 # crate_template/cargo-lock.toml (see tileport.rust.crate.regenerate_lock_note).
 CUTILE_VERSION = "0.5.0"
-PACKAGE_NAME = "tileport-port"
+PACKAGE_NAME = "tileport-port"  # + "-<crate id>": see render_lock
 LIB_NAME = "tileport_port"
 
 KERNEL_FILE = "src/kernel.rs"
 HOST_FILE = "src/host.rs"
 MODEL_FILES = (KERNEL_FILE, HOST_FILE)
 ARTIFACTS_DIR = "artifacts"
+OPTIONAL_GENERATED = ("src/bin/run.rs",)
 # Directories tileport or cargo may leave in a crate; never read as sources.
 IGNORED_DIRS = (ARTIFACTS_DIR, "target")
 
@@ -64,6 +68,10 @@ class CrateLayout:
     @property
     def ident(self) -> str:
         return crate_id(self.root)
+
+    @property
+    def package(self) -> str:
+        return f"{PACKAGE_NAME}-{self.ident}"
 
     @property
     def irdump_bin(self) -> str:
@@ -159,16 +167,33 @@ def render_manifest(layout: CrateLayout) -> str:
     if layout.spec.host:
         extra = f'\n[[bin]]\nname = "{layout.run_bin}"\npath = "src/bin/run.rs"\n'
     return (_template("cargo-manifest.toml")
+            .replace("@PACKAGE@", layout.package)
             .replace("@IRDUMP_BIN@", layout.irdump_bin)
             .replace("@EXTRA_BINS@", extra)
             .replace("@CUTILE_VERSION@", CUTILE_VERSION))
+
+
+def render_lock(layout: CrateLayout) -> str:
+    """The pinned Cargo.lock with this crate's package name, in cargo's order (packages sorted by name), so
+    `cargo build --locked` accepts it unchanged."""
+    text = _template("cargo-lock.toml")
+    head, *blocks = text.split("\n[[package]]\n")
+    root_marker = f'name = "{PACKAGE_NAME}"\n'
+    root = next(b for b in blocks if b.startswith(root_marker))
+    others = [b for b in blocks if b is not root]
+    root = f'name = "{layout.package}"\n' + root[len(root_marker):]
+    names = [b.split('"', 2)[1] for b in others]
+    at = next((i for i, n in enumerate(names) if n > layout.package), len(others))
+    others.insert(at, root)
+    out = "\n[[package]]\n".join([head, *others])
+    return out if out.endswith("\n") else out + "\n"
 
 
 def generated_files(layout: CrateLayout) -> dict[str, str]:
     """Every file tileport owns in the crate, by relative path, with its exact content."""
     files = {
         "Cargo.toml": render_manifest(layout),
-        "Cargo.lock": _template("cargo-lock.toml"),
+        "Cargo.lock": render_lock(layout),
         SPEC_FILENAME: layout.spec.to_json(),
         "src/lib.rs": _template("lib.rs.tmpl").replace("@HOST_MOD@", "pub mod host;" if layout.spec.host else ""),
         "src/bin/ir_dump.rs": render_ir_dump(layout.spec),
@@ -203,6 +228,10 @@ def write_crate(root: str | Path, spec: DumpSpec, kernel_source: str, host_sourc
         _write_if_changed(host, host_source)
     elif host.exists() or host.is_symlink():
         host.unlink()
+    for rel in OPTIONAL_GENERATED:  # e.g. the runner of a spec that no longer has host = true
+        stale = layout.root / rel
+        if rel not in generated_files(layout) and (stale.exists() or stale.is_symlink()):
+            stale.unlink()
     return layout
 
 
