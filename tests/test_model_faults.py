@@ -304,3 +304,14 @@ def test_unwrap_raises_for_a_fault(server):
         r.unwrap()
     # The result is a serialisable record for the store.
     assert json.loads(r.model_dump_json())["fault"]["kind"] == "http_error"
+
+
+def test_client_from_config_endpoint_uses_its_limits(server):
+    from tileport.config import ModelEndpoint
+
+    ep = ModelEndpoint(base_url=server.base_url, model="tileport-coder", timeout_s=0.3, max_retries=0, schema_retries=0)
+    server.add(Reply("late", delay_s=2), Reply("not valid json"))
+    with ModelClient.from_endpoint(ep) as c:
+        assert c.chat(USER).fault.kind == FaultKind.TIMEOUT
+        assert c.structured(USER, Verdict).fault.kind == FaultKind.SCHEMA_INVALID
+    assert len(server.requests) == 2  # no retries of either kind

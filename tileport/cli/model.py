@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import signal
 import sys
 from urllib.parse import urlparse
@@ -133,7 +134,7 @@ def _serve(args: argparse.Namespace) -> int:
     log_file = open(args.log, "a", encoding="utf-8") if args.log else None
     on_log = None if log_file else (lambda line: print(f"vllm | {line}", file=sys.stderr, flush=True))
     server = VllmServer(opts, on_log=on_log, log_file=log_file)
-    print("$ " + " ".join(opts.argv()), file=sys.stderr)
+    print("$ " + shlex.join(opts.argv()), file=sys.stderr)
 
     def _term(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
@@ -147,7 +148,7 @@ def _serve(args: argparse.Namespace) -> int:
         _print_info(info, opts.served_name)
         print("Ctrl-C stops the server.", flush=True)
         code = server.proc.wait() if server.proc else 0
-        raise UserError(f"vLLM exited on its own with status {code}; its last log lines:\n{server._tail_text()}")
+        raise UserError(f"vLLM exited on its own with status {code}; its last log lines:\n{server.log_tail()}")
     except KeyboardInterrupt:
         print("stopping vLLM ...", file=sys.stderr, flush=True)
         return 0

@@ -219,7 +219,8 @@ class VllmServer:
             if self.on_log is not None:
                 self.on_log(line)
 
-    def _tail_text(self, n: int = 25) -> str:
+    def log_tail(self, n: int = 25) -> str:
+        """The server log's last `n` lines."""
         return "\n".join(list(self.tail)[-n:])
 
     def wait_ready(
@@ -236,7 +237,7 @@ class VllmServer:
                     if self._pump is not None:
                         self._pump.join(timeout=5)
                     raise ServerStartError(
-                        f"vLLM exited with status {code} before it was ready; its last log lines:\n{self._tail_text()}"
+                        f"vLLM exited with status {code} before it was ready; its last log lines:\n{self.log_tail()}"
                     )
                 info = client.probe(timeout_s=2.0)
                 if info.healthy:
@@ -244,7 +245,7 @@ class VllmServer:
                     return info
                 if time.monotonic() > deadline:
                     raise ServerStartError(
-                        f"vLLM was not healthy after {timeout_s:g} s; its last log lines:\n{self._tail_text()}"
+                        f"vLLM was not healthy after {timeout_s:g} s; its last log lines:\n{self.log_tail()}"
                     )
                 if cancel is not None:
                     if cancel.wait(poll_s):
