@@ -33,7 +33,7 @@ def tileport(*args: str, cwd: Path, timeout: float = 900) -> subprocess.Complete
 @pytest.fixture(scope="session")
 def analyses(tmp_path_factory) -> dict[str, Analysis]:
     root = tmp_path_factory.mktemp("analyses")
-    return {stem: analyze_op(REPO / "examples" / f"{stem}.py", targets=["sm_90"], out_dir=root / stem)
+    return {stem: analyze_op(REPO / "examples" / f"{stem}.py", targets=["sm_90"], out_dir=root / stem, warm=True)
             for stem in EXAMPLES}
 
 
@@ -281,6 +281,22 @@ def test_module_output_on_stdout_does_not_break_the_analysis(tmp_path):
     op.write_text((REPO / "examples" / "vector_add.py").read_text() + '\nprint("{not json")\n')
     a = analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "o", run_tileiras=False)
     assert a.variants
+
+
+def test_warm_server_runs_each_op_in_a_fresh_process(tmp_path):
+    saboteur = tmp_path / "saboteur.py"
+    saboteur.write_text((REPO / "examples" / "vector_add.py").read_text()
+                        + "\nimport cuda.tile.compilation as _c\n_c.export_kernel = None  # breaks only this process\n")
+    crasher = tmp_path / "crasher.py"
+    crasher.write_text("import os\nimport cuda.tile as ct\nos.abort()\n\n@ct.kernel\ndef k(x):\n    pass\n")
+    with pytest.raises(Exception, match="exporting vector_add_kernel"):
+        analyze_op(saboteur, targets=["sm_90"], out_dir=tmp_path / "s", run_tileiras=False, warm=True)
+    with pytest.raises(Exception, match=r"crasher.py: the child process that imports it died \(killed by signal 6\)"):
+        analyze_op(crasher, targets=["sm_90"], out_dir=tmp_path / "c", run_tileiras=False, warm=True)
+    a = analyze_op(REPO / "examples" / "vector_add.py", targets=["sm_90"], out_dir=tmp_path / "ok",
+                   run_tileiras=False, warm=True)
+    assert a.variants and a.commands[0].argv[-1] == "(forked by the warm server)" and a.commands[0].exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crasher.py", "ok", "saboteur.py"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,11 @@ no kernel or has a kernel cuda-tile rejects produces {"ok": false, "error": {...
 one-line message; a crash (segfault, abort) shows up to the parent as a non-zero exit.
 
 Request: {path, static, declaration, targets, bytecode_version, out_dir, kernel}
-Reply:   {ok, cuda_tile, kernels: [KernelMeta], plan: Plan, exports: {stem/target: {...}}, seconds}
+Reply:   {ok, cuda_tile, plan: Plan, exports: {stem: {symbol, signature, builds: {target: ...}}}, seconds}
+
+`--serve` runs a warm server instead: it imports cuda-tile once and forks a fresh process per
+request, so analysing many ops does not pay cuda-tile's import (about a second) each time while
+every op still runs in its own process (see `loader.WarmChild`).
 """
 
 from __future__ import annotations
@@ -188,23 +192,99 @@ def run(req: dict) -> dict:
                         "export": round(t_end - t_plan, 4)}}
 
 
+def guarded(req: dict) -> dict:
+    """run(), with every failure turned into a reply."""
+    try:
+        return run(req)
+    except ChildError as e:
+        return {"ok": False, "error": {"kind": e.kind, "message": e.message}}
+    except BaseException as e:  # a bug here must still produce a parseable reply
+        return {"ok": False, "error": {"kind": "internal", "message": f"{type(e).__name__}: {one_line(e)}"},
+                "traceback": traceback.format_exc()}
+
+
 def main() -> int:
     reply_fd = os.dup(1)
     os.dup2(2, 1)  # the op module's prints (Python or C) go to stderr
     sys.stdout = sys.stderr
-    try:
-        req = json.loads(sys.stdin.read())
-        reply = run(req)
-    except ChildError as e:
-        reply = {"ok": False, "error": {"kind": e.kind, "message": e.message}}
-    except BaseException as e:  # a bug here must still produce a parseable reply
-        reply = {"ok": False, "error": {"kind": "internal",
-                                        "message": f"{type(e).__name__}: {one_line(e)}"},
-                 "traceback": traceback.format_exc()}
+    reply = guarded(json.loads(sys.stdin.read()))
     with os.fdopen(reply_fd, "w") as out:
         json.dump(reply, out)
     return 0
 
 
+# ---------------------------------------------------------------------------------------------
+# Warm server: pay cuda-tile's import once, fork a fresh process per op.
+
+
+def _wait(pid: int, timeout: float) -> tuple[int, bool, float]:
+    """Exit code (negative: signal), whether it was killed for time, and its CPU seconds."""
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    timed_out = False
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            _, status, usage = os.wait4(pid, 0)
+            timed_out = True
+            break
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return os.waitstatus_to_exitcode(status), timed_out, usage.ru_utime + usage.ru_stime
+
+
+def _forked_job(job: dict) -> None:
+    """In the forked process: run one request with its own stdout/stderr file, then _exit."""
+    code = 0
+    try:
+        fd = os.open(job["stderr_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.chdir(job["cwd"])
+        reply = guarded(job["request"])
+        with open(job["reply_file"], "w", encoding="utf-8") as f:
+            json.dump(reply, f)
+    except BaseException:
+        code = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def serve() -> int:
+    """Line-delimited JSON on stdin/stdout: {request, reply_file, stderr_file, cwd, timeout} ->
+    {status, timed_out, cpu_s, seconds}. The server itself never imports an op module."""
+    import cuda.tile  # noqa: F401  (the expensive imports, done once)
+    import cuda.tile._compile  # noqa: F401
+
+    import tileport.analysis.plan  # noqa: F401
+    import tileport.analysis.signature  # noqa: F401
+
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    out.write(json.dumps({"ready": True}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        t0 = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            _forked_job(job)
+        status, timed_out, cpu = _wait(pid, float(job.get("timeout", 600)))
+        out.write(json.dumps({"status": status, "timed_out": timed_out, "cpu_s": round(cpu, 4),
+                              "seconds": round(time.monotonic() - t0, 4)}) + "\n")
+        out.flush()
+    return 0
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(serve() if sys.argv[1:] == ["--serve"] else main())

@@ -54,6 +54,7 @@ def analyze_examples(paths: list[Path] | None = None, *, out_root: Path | None =
 def _one(path: Path, out_root: Path | None, kwargs: dict) -> OpOutcome:
     t0 = time.perf_counter()
     out_dir = (out_root / path.stem) if out_root is not None else None
+    kwargs.setdefault("warm", True)
     try:
         a = analyze_op(path, out_dir=out_dir, **kwargs)
         return OpOutcome(path, a, None, time.perf_counter() - t0)

@@ -17,13 +17,14 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import resource
 import sys
 import time
 from pathlib import Path
 
 from tileport.analysis.backend import BackendJob, run_backend, summarize_ir
 from tileport.analysis.declaration import read_declaration
-from tileport.analysis.loader import run_child
+from tileport.analysis.loader import run_child, shared_warm_child
 from tileport.analysis.outdir import staged_dir
 from tileport.analysis.plan import Plan
 from tileport.analysis.schema import (Analysis, Instance, SourceInfo, TargetBuild, Timings, ToleranceSpec, ToolInfo,
@@ -115,6 +116,11 @@ def _relocate(rec: CommandRecord, stage: Path, final: Path) -> CommandRecord:
                                   "cwd": rec.cwd.replace(s, f) if rec.cwd else None})
 
 
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _artifact(kind: str, root: Path, rel: Path) -> ArtifactRecord:
     p = root / rel
     return ArtifactRecord(kind=kind, path=rel.as_posix(), sha256=sha256_file(p), bytes=p.stat().st_size)
@@ -122,11 +128,13 @@ def _artifact(kind: str, root: Path, rel: Path) -> ArtifactRecord:
 
 def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: str | Path | None = None,
                kernel: str | None = None, config: Config | None = None, toolchain: Toolchain | None = None,
-               run_tileiras: bool = True, workers: int | None = None, python: str | None = None) -> Analysis:
+               run_tileiras: bool = True, workers: int | None = None, python: str | None = None,
+               warm: bool = False) -> Analysis:
     """Analyse one op module; returns the Analysis also written to `<out_dir>/analysis.json`.
 
     Raises UserError (one line, what to do) for bad input and EnvironmentBlocked for missing tools;
     in both cases nothing is left at `out_dir`. `Analysis.stage_result()` gives the A-stage record.
+    `warm=True` forks the child from a shared warm server (for analysing many ops in one process).
     """
     t0 = time.perf_counter()
     config = config or Config()
@@ -149,7 +157,11 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
                    "declaration": decl.model_dump(mode="json"), "targets": targets,
                    "bytecode_version": config.toolchain.bytecode_version, "out_dir": str(stage), "kernel": kernel}
         t_child = time.perf_counter()
-        reply, child = run_child(request, cwd=stage, python=python)
+        server = shared_warm_child(python) if warm else None
+        cpu0 = _children_cpu()
+        reply, child = (server.run(request, cwd=stage) if server is not None
+                        else run_child(request, cwd=stage, python=python))
+        child_cpu = server.last_cpu_s if server is not None else _children_cpu() - cpu0
         t_child = time.perf_counter() - t_child
         plan = Plan.model_validate(reply["plan"])
         exports = reply["exports"]
@@ -224,6 +236,7 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
             assumptions=[reply["assumption"]] if reply.get("assumption") else [], kernels=plan.kernels, launches=plan.launches, variants=variants,
             commands=commands, notes=notes,
             timings=Timings(static_s=round(t_static - t0, 4), child_s=round(t_child, 4),
+                            child_cpu_s=round(child_cpu, 4),
                             export_s=round(sum(b["seconds"] for e in exports.values() for b in e["builds"].values()), 4),
                             disasm_s=round(disasm_s, 4), tileiras_s=round(tileiras_s, 4),
                             backend_s=round(t_backend, 4)))

@@ -126,6 +126,7 @@ class Timings(BaseModel):
     total_s: float = 0.0
     static_s: float = 0.0  # AST inspection in this process
     child_s: float = 0.0  # the child process: import, introspection, export (wall)
+    child_cpu_s: float = 0.0  # its CPU time (user + system), which machine load does not inflate much
     export_s: float = 0.0  # sum of export_kernel calls inside the child
     disasm_s: float = 0.0  # sum of tileirdisasm runs
     tileiras_s: float = 0.0  # sum of tileiras runs (they run in parallel, so wall time is less)

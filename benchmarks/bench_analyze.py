@@ -1,0 +1,112 @@
+"""Benchmark `tileport analyze` on the example corpus.
+
+For each example, the wall time to analyse all its variants for two targets *excluding* tileiras
+(static inspection, the child process that imports the module and exports every instance for
+both targets, tileirdisasm, hashing, analysis.json), measured two ways:
+
+* cold: a fresh child process, as `tileport analyze OP.py` runs one op (it pays cuda-tile's
+  import, about a second of CPU);
+* warm: the child is forked from the warm export server, as `tileport analyze` (the whole
+  corpus) and `analyze_examples` run.
+
+Then tileiras alone on the same bytecode, one module at a time, so its figure is the backend's
+own time per module. Target: under 2 s per example excluding tileiras.
+
+    .venv/bin/python benchmarks/bench_analyze.py [--repeat 3] [--targets sm_90 sm_100] [op ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tileport.analysis import analyze_op, find_examples
+from tileport.analysis.backend import BackendJob, run_backend
+from tileport.analysis.loader import shared_warm_child
+from tileport.analysis.pipeline import toolchain_for
+from tileport.config import Config
+
+TARGET_S = 2.0
+
+
+def _cpu() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _median_run(path: Path, out_base: Path, repeat: int, warm: bool, **kwargs):
+    """(wall, cpu, analysis, out) of the median-wall run. CPU: this process, its children (the cold
+    child, tileirdisasm) and, when warm, the forked child the server reports."""
+    runs = []
+    for i in range(repeat):
+        out = out_base.with_name(f"{out_base.name}-{i}")
+        c0, t0 = _cpu(), time.perf_counter()
+        a = analyze_op(path, out_dir=out, run_tileiras=False, warm=warm, **kwargs)
+        wall = time.perf_counter() - t0
+        cpu = _cpu() - c0 + (a.timings.child_cpu_s if warm else 0.0)
+        runs.append((wall, cpu, a, out))
+    runs.sort(key=lambda r: r[0])
+    return runs[len(runs) // 2]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("ops", nargs="*", help="op names or paths (default: every example)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per example and mode; the median is reported")
+    ap.add_argument("--targets", nargs="+", default=["sm_90", "sm_100"])
+    args = ap.parse_args(argv)
+
+    examples = find_examples()
+    by_name = {p.stem: p for p in examples}
+    paths = [by_name.get(o) or Path(o) for o in args.ops] if args.ops else examples
+    config = Config()
+    toolchain = toolchain_for(config)
+    common = dict(targets=args.targets, config=config, toolchain=toolchain)
+    t_server = time.perf_counter()
+    shared_warm_child()
+    t_server = time.perf_counter() - t_server
+    print(f"tileport analyze benchmark: {len(paths)} ops, targets {', '.join(args.targets)}, median of "
+          f"{args.repeat}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
+          f"warm server started in {t_server:.2f} s")
+    header = (f"{'op':<18} {'modules':>7} {'cold wall':>9} {'cpu':>6} {'warm wall':>9} {'cpu':>6} "
+              f"{'export':>7} {'tileiras':>9} {'per mod':>8}  under {TARGET_S:.0f} s")
+    print(header)
+    print("-" * len(header))
+    rows = []
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="tileport-bench-") as tmp:
+        for path in paths:
+            cold, cold_cpu, _, _ = _median_run(path, Path(tmp) / f"{path.stem}-cold", args.repeat, False, **common)
+            warm, warm_cpu, a, out = _median_run(path, Path(tmp) / f"{path.stem}-warm", args.repeat, True, **common)
+            jobs = [BackendJob(bytecode=out / b.bytecode.path, target=b.target,
+                               text_out=Path(tmp) / "scratch.tileir", cubin_out=Path(tmp) / "scratch.cubin")
+                    for _, inst in a.instances() for b in inst.builds]
+            results = run_backend(jobs, tileirdisasm=toolchain.tileirdisasm, tileiras=toolchain.tileiras,
+                                  env=toolchain.cargo_env(), workers=1)
+            tileiras_s = sum(r.tileiras.seconds for r in results)
+            rejected = sum(1 for r in results if not r.tileiras.ok)
+            verdict = ", ".join(f"{name} {'ok' if v < TARGET_S else 'OVER'}"
+                                for name, v in (("warm", warm), ("cold", cold)))
+            failures += (warm >= TARGET_S) + rejected
+            rows.append((cold, cold_cpu, warm, warm_cpu, tileiras_s, len(jobs)))
+            print(f"{path.stem:<18} {len(jobs):>7} {cold:>8.2f}s {cold_cpu:>5.2f}s {warm:>8.2f}s {warm_cpu:>5.2f}s "
+                  f"{a.timings.export_s:>6.2f}s {tileiras_s:>8.2f}s {tileiras_s / max(1, len(jobs)):>7.2f}s  "
+                  f"{verdict}{f'; tileiras rejected {rejected}' if rejected else ''}", flush=True)
+    print("-" * len(header))
+    n = len(rows)
+    m = [sum(r[i] for r in rows) / n for i in range(6)]
+    print(f"{'mean':<18} {m[5]:>7.1f} {m[0]:>8.2f}s {m[1]:>5.2f}s {m[2]:>8.2f}s {m[3]:>5.2f}s {'':>7} {m[4]:>8.2f}s")
+    print(f"excluding tileiras, max per example: warm {max(r[2] for r in rows):.2f} s wall / "
+          f"{max(r[3] for r in rows):.2f} s CPU, cold {max(r[0] for r in rows):.2f} s wall / "
+          f"{max(r[1] for r in rows):.2f} s CPU (target < {TARGET_S:.0f} s); tileiras {sum(r[4] for r in rows):.1f} s "
+          f"for {sum(r[5] for r in rows)} modules, one at a time; load average now {os.getloadavg()[0]:.1f}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
