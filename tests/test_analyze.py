@@ -211,6 +211,16 @@ def test_stage_result_is_a_pass_with_every_artifact(analyses):
     assert r.commands and all(c.exit_code == 0 for c in r.commands)
 
 
+def test_run_stage_turns_bad_input_into_a_fail_fixable_record(tmp_path):
+    from tileport.analysis import run_stage
+
+    op = tmp_path / "broken.py"
+    op.write_text("import cuda.tile as ct\n\n@ct.kernel\ndef k(x:\n")
+    result, analysis = run_stage(op, targets=["sm_90"], out_dir=tmp_path / "o")
+    assert analysis is None and result.verdict == "FAIL_FIXABLE" and result.fail_class is None
+    assert "syntax error" in result.summary and not (tmp_path / "o").exists()
+
+
 # ---------------------------------------------------------------------------------------------
 # Both targets, the CLI, modules without a declaration
 

@@ -94,10 +94,12 @@ def test_runtime_bool_is_enumerated_and_runtime_int_needs_a_declaration():
         ct.launch(None, (1,), k, (x, out, 3, 64, scale is not None))
     """)
     assert [v.name for v in p.variants] == ["BLOCK=64,FAST=false", "BLOCK=64,FAST=true"]
-    with pytest.raises(UserError, match=r"value of ct.Constant 'BLOCK' is not visible statically \(`1 << n`\)"):
+    with pytest.raises(UserError, match=r"value of ct.Constant 'BLOCK' is not visible statically "
+                                         r"\(`block = 1 << n`\)"):
         plan_for("""
         def run(x, out, n):
-            ct.launch(None, (1,), k, (x, out, n, 1 << n, True))
+            block = 1 << n
+            ct.launch(None, (1,), k, (x, out, n, block, True))
         """)
 
 
@@ -108,7 +110,7 @@ def test_declared_values_fill_runtime_constants():
         ct.launch(None, (1,), k, (x, out, 3, 128, True))
     """, declaration='TILEPORT = {"constants": {"k.BLOCK": [1024, 4096]}}\n')
     assert [v.constants["BLOCK"] for v in p.variants] == [1024, 4096, 128]  # a visible value wins
-    assert any("analysed the declared 1024, 4096" in n for n in p.notes)
+    assert any("(`next_pow2(x.shape[1])`); analysed the declared 1024, 4096" in n for n in p.notes)
 
 
 def test_a_wrapper_argument_passed_through_is_analysed_at_its_default():

@@ -3,6 +3,8 @@
 Deterministic, no model. Entry points:
 * `analyze_op(path, targets=..., out_dir=...) -> Analysis` — one op; writes `analysis.json` + artifacts;
 * `Analysis.stage_result()` — the A-stage `StageResult` for the router;
+* `run_stage(path, ...) -> (StageResult, Analysis | None)` — never raises for bad input
+  (FAIL_FIXABLE with the one-line message, or BLOCKED when a tool is missing);
 * `load_analysis(out_dir)` — read a previous result back;
 * `analyze_examples(...)` — every op under `examples/` (what `tileport analyze` does with no argument).
 
@@ -24,6 +26,8 @@ _EXPORTS = {
     "analyze_op": "tileport.analysis.pipeline",
     "default_out_dir": "tileport.analysis.pipeline",
     "load_analysis": "tileport.analysis.pipeline",
+    "run_stage": "tileport.analysis.pipeline",
+    "failed_stage_result": "tileport.analysis.pipeline",
     "analyze_examples": "tileport.analysis.corpus",
     "find_examples": "tileport.analysis.corpus",
     "Analysis": "tileport.analysis.schema",

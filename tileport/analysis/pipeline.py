@@ -33,7 +33,7 @@ from tileport.analysis.static import inspect_source
 from tileport.config import Config, check_target
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.proc import run_command
-from tileport.records import ArtifactRecord, CommandRecord, sha256_file
+from tileport.records import ArtifactRecord, CommandRecord, Stage, StageResult, sha256_file, utcnow
 from tileport.toolchain import Toolchain, resolve
 
 DEFAULT_OUT_ROOT = Path("out")
@@ -252,3 +252,23 @@ def load_analysis(out_dir: str | Path) -> Analysis:
         return Analysis.model_validate(json.loads(p.read_text(encoding="utf-8")))
     except FileNotFoundError:
         raise UserError(f"{p}: no analysis here; run `tileport analyze OP.py` first") from None
+
+
+def failed_stage_result(error: UserError, *, attempt: int = 1, started_at=None) -> StageResult:
+    """The A-stage record for an analysis that raised: BLOCKED for a missing tool, else FAIL_FIXABLE."""
+    from tileport.records import FailClass
+
+    blocked = isinstance(error, EnvironmentBlocked)
+    return StageResult(stage=Stage.ANALYZE, attempt=attempt, verdict="BLOCKED" if blocked else "FAIL_FIXABLE",
+                       fail_class=FailClass.ENV if blocked else None, started_at=started_at or utcnow(),
+                       finished_at=utcnow(), summary=str(error))
+
+
+def run_stage(path: str | Path, *, attempt: int = 1, **kwargs) -> tuple[StageResult, Analysis | None]:
+    """Stage A for the router: (StageResult, Analysis or None); never raises for bad input."""
+    started = utcnow()
+    try:
+        a = analyze_op(path, **kwargs)
+    except UserError as e:
+        return failed_stage_result(e, attempt=attempt, started_at=started), None
+    return a.stage_result(attempt=attempt, started_at=started), a

@@ -209,7 +209,7 @@ def _variants_for(k: KernelMeta, params: list[ParamInfo], decl: OpDeclaration,
                 continue
             arg: ArgValue | None = v
             declared_vals = decl.constant_values(k.name, c)
-            expr = f" (`{arg.expr}`)" if arg is not None else ""
+            expr = "" if arg is None else (f" (`{arg.expr} = {arg.origin}`)" if arg.origin else f" (`{arg.expr}`)")
             if declared_vals is not None:
                 choices.append([(_coerce(k.name, c, ctype[c], x, f"{filename}: TILEPORT constants"), "declared " + c)
                                 for x in declared_vals])

@@ -81,6 +81,7 @@ class ArgValue(BaseModel):
     value: bool | int | float | None = None
     kind: str | None = None  # "bool" | "int" | "float" when known or hinted
     default: bool | int | float | None = None  # the wrapper argument's default, if the arg is one
+    origin: str | None = None  # for an unknown local name: the expression it was computed from
 
 
 class LaunchStatic(BaseModel):
@@ -540,7 +541,7 @@ class HostWalker:
     @staticmethod
     def value_to_arg(expr: str, v: Any) -> ArgValue:
         if isinstance(v, Unknown):
-            return ArgValue(expr=expr, kind=v.kind, default=v.default)
+            return ArgValue(expr=expr, kind=v.kind, default=v.default, origin=v.expr if v.expr != expr else None)
         if isinstance(v, (bool, int, float)):
             return ArgValue(expr=expr, known=True, value=v, kind=_kind(v))
         return ArgValue(expr=expr)
