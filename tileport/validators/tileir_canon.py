@@ -136,6 +136,9 @@ class Val:
         return f"Val({self.name}:{self.type})"
 
 
+_STATIC: dict[str, tuple[str, bool, str]] = {}  # op name -> (category, is a load, family)
+
+
 class Node:
     """One op of an entry with its canonical data."""
 
@@ -154,14 +157,16 @@ class Node:
         self.operands: list[Val] = []
         self.tok_operands: list[Val] = []
         self.results: list[Val] = []
-        self.category = category_of(op.name)
+        name = op.name
+        static = _STATIC.get(name)
+        if static is None:
+            static = _STATIC[name] = (category_of(name), name in MEM_LOADS, FAMILIES.get(name, name))
+        self.category, self.is_load, self.family = static
         self.effect = False
         self.escapes = False
         self.barrier = False
         self.live = False
         self.children: list[list[Node]] = []
-        self.is_load = op.name in MEM_LOADS
-        self.family = FAMILIES.get(op.name, op.name)
         self.region_hashes: list[str] = []
         self.data = False  # its value reaches stored data / control (not only addresses and masks)
         self.users: list[Node] = []  # ops using one of its results
@@ -230,12 +235,20 @@ def normalize_literal(lit: str) -> str:
     return lit
 
 
+_const_cache: dict[str, tuple[str, str]] = {}
+
+
 def _const_value(op: Op) -> tuple[str, str] | None:
     v = op.attrs.get("value")
     if v is None or ":" not in v:
         return None
-    elem, lit = v.split(":", 1)
-    return elem.strip(), normalize_literal(lit)
+    got = _const_cache.get(v)
+    if got is None:
+        elem, lit = v.split(":", 1)
+        got = (elem.strip(), normalize_literal(lit))
+        if len(_const_cache) < 100_000:
+            _const_cache[v] = got
+    return got
 
 
 def _attr_key(op: Op) -> str:
@@ -284,7 +297,20 @@ def identity_values(text: str | None) -> list[str] | None:
     return out
 
 
+_types_key_cache: dict[tuple, str] = {}
+
+
 def _types_key(op: Op) -> str:
+    key = (op.name, tuple(op.in_types), tuple(op.out_types))
+    got = _types_key_cache.get(key)
+    if got is None:
+        got = _types_key_uncached(op)
+        if len(_types_key_cache) < 100_000:
+            _types_key_cache[key] = got
+    return got
+
+
+def _types_key_uncached(op: Op) -> str:
     ins = [t for t in op.in_types if t != "token"]
     outs = [t for t in op.out_types if t != "token"]
     if op.name in ELEMENTWISE:
@@ -296,11 +322,23 @@ def _types_key(op: Op) -> str:
     return ",".join(ins) + "->" + ",".join(outs)
 
 
-_TILE_SHAPE_RE = re.compile(r"^tile<((?:(?:\?|[0-9]+)x)*)(.*)>$")
+_TILE_SHAPE_RE = re.compile(r"^tile<((?:(?:\?|[0-9]+)x)*)([^x<>]*(?:<.*>)?)>$")
+
+
+_squeeze_cache: dict[str, str] = {}
 
 
 def squeeze(t: str) -> str:
     """`tile<1x2048x1xf32>` -> `tile<2048xf32>`: the same elements in the same order."""
+    got = _squeeze_cache.get(t)
+    if got is None:
+        got = _squeeze(t)
+        if len(_squeeze_cache) < 100_000:
+            _squeeze_cache[t] = got
+    return got
+
+
+def _squeeze(t: str) -> str:
     m = _TILE_SHAPE_RE.match(t)
     if not m or not m.group(1):
         return t
@@ -445,8 +483,9 @@ class _Builder:
 
         attr_key = _attr_key(op)
         types_key = _types_key(op)
-        node.local = _h(name, attr_key, types_key, len(op.regions))
-        node.attrs_key = _h(name, attr_key, len(op.regions))
+        # compared only within one run: plain tuples, no hashing needed
+        node.local = (name, attr_key, types_key, len(op.regions))
+        node.attrs_key = (name, attr_key, len(op.regions))
         results = op.results
         rtypes = op.result_types
 
@@ -651,6 +690,15 @@ def mark_data(nodes: list[Node]) -> None:
         # an op is data if anything in its regions is
         if n.parent is not None and not n.parent.data:
             work.append(n.parent)
+
+
+def clear_caches() -> None:
+    """Forget memoised type/constant normalisations (benchmarks measure cold runs with this)."""
+    from tileport.validators import tileir_parse
+
+    for cache in (_types_key_cache, _squeeze_cache, _const_cache, _STATIC, tileir_parse._norm_cache,
+                  tileir_parse._type_cache):
+        cache.clear()
 
 
 def canonicalize(entry: Entry, path: str | None = None, array_map: dict[int, int] | None = None) -> CanonEntry:

@@ -989,6 +989,10 @@ def _unexplained(nodes: list[Node], status: dict[int, RowStatus], mentioned: set
         q = partner.get(n.idx)
         return q is not None and q.attrs_key == n.attrs_key
 
+    if not any(status[n.idx] in _CANDIDATE for n in nodes):
+        return []
+    # identical ops neither need nor pass on an explanation: walk only the others
+    nodes = [n for n in nodes if status[n.idx] != RowStatus.SAME]
     expl: set[int] = set()
     for _ in range(4):
         before = len(expl)

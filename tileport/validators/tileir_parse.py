@@ -115,27 +115,36 @@ class Module:
 # ---------------------------------------------------------------------------------------------
 
 # token kinds
-NL, SSA, SYM, ALIAS, STR, NUM, WORD, ARROW, PUNCT = range(9)
+NL, SSA, SYM, ALIAS, STR, NUM, WORD, ARROW, PUNCT, TYPE = range(10)
 
+# One regex alternation, scanned with finditer (C speed); the kind of a token follows from its
+# first character. A whole type such as `tile<128x64xf16>` or `partition_view<tile=(1x1024), ...,
+# tensor_view<...>>` is one TYPE token: types are most of the text and nothing inside them is
+# structure the parser needs. The last alternative catches a character nothing else accepts; the
+# pieces cover the text without gaps, so positions are running sums of their lengths.
 _TOKEN_RE = re.compile(
     r"""
-    (?P<ws>[ \t\r\f]+)
-    |(?P<nl>\n)
-    |(?P<comment>//[^\n]*)
-    |(?P<str>"(?:[^"\\\n]|\\.)*")
-    |(?P<ssa>%[A-Za-z0-9_$.]+(?:-(?!>)[A-Za-z0-9_$.]*)*(?:\#[0-9]+)?)
-    |(?P<sym>@(?:[A-Za-z0-9_$.]+(?:-(?!>)[A-Za-z0-9_$.]*)*|"(?:[^"\\\n]|\\.)*"))
-    |(?P<alias>\#[A-Za-z0-9_$.]+)
-    |(?P<arrow>->)
-    |(?P<num>[-+]?[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+)
-    |(?P<word>[-+]?\^?[A-Za-z0-9_$.]+)
-    |(?P<punct>[()\[\]{}<>,=:?*!|])
+     \n
+    |[ \t\r\f]+
+    |//[^\n]*
+    |(?:tile|partition_view|tensor_view|ptr)<(?:[^<>\n]|<(?:[^<>\n]|<[^<>\n]*>)*>)*>
+    |"(?:[^"\\\n]|\\.)*"
+    |%[A-Za-z0-9_$.]+(?:-(?!>)[A-Za-z0-9_$.]*)*(?:\#[0-9]+)?
+    |@(?:[A-Za-z0-9_$.]+(?:-(?!>)[A-Za-z0-9_$.]*)*|"(?:[^"\\\n]|\\.)*")
+    |\#[A-Za-z0-9_$.]+
+    |->
+    |[-+]?[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+
+    |[-+]?\^?[A-Za-z0-9_$.]+
+    |[()\[\]{}<>,=:?*!|]
+    |.
     """,
     re.VERBOSE,
 )
+_PUNCT_CHARS = frozenset("()[]{}<>,=:?*!|")
+_FIRST_KIND = {"%": 1, "@": 2, "#": 3, '"': 4}  # SSA, SYM, ALIAS, STR (see the kind numbers above)
 
 _KIND = {"nl": NL, "ssa": SSA, "sym": SYM, "alias": ALIAS, "str": STR, "num": NUM, "word": WORD,
-         "arrow": ARROW, "punct": PUNCT}
+         "arrow": ARROW, "punct": PUNCT, "type": TYPE}
 _OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _CLOSE = {")", "]", "}", ">"}
 
@@ -160,22 +169,38 @@ def _lex(text: str, path: str | None) -> list[_Tok]:
     line = 1
     line_start = 0
     pos = 0
-    n = len(text)
-    match = _TOKEN_RE.match
-    while pos < n:
-        m = match(text, pos)
-        if m is None:
-            ch = text[pos]
-            raise TileIRParseError(f"unexpected character {ch!r}", path=path, line=line, col=pos - line_start + 1)
-        kind = m.lastgroup
-        end = m.end()
-        if kind == "nl":
-            append(_Tok(NL, "\n", line, pos - line_start + 1, pos))
+    first_kind = _FIRST_KIND
+    punct = _PUNCT_CHARS
+    for t in _TOKEN_RE.findall(text):
+        start = pos
+        pos += len(t)
+        c = t[0]
+        if c == " ":
+            continue
+        if c == "\n":
+            append(_Tok(NL, "\n", line, start - line_start + 1, start))
             line += 1
-            line_start = end
-        elif kind != "ws" and kind != "comment":
-            append(_Tok(_KIND[kind], m.group(kind), line, pos - line_start + 1, pos))
-        pos = end
+            line_start = pos
+            continue
+        if c in " \t\r\f" or (c == "/" and t.startswith("//")):
+            continue
+        k = first_kind.get(c)
+        if k is None:
+            if c in punct:
+                k = PUNCT
+            elif t == "->":
+                k = ARROW
+            elif t[-1] == ">":
+                k = TYPE
+            elif (c.isdigit() or (c in "+-" and len(t) > 1 and t[1].isdigit())) and (
+                    "." in t or (("e" in t or "E" in t) and "x" not in t and "X" not in t)):
+                k = NUM
+            elif c.isalnum() or c in "_$.^" or (c in "+-" and len(t) > 1):
+                k = WORD
+            else:
+                raise TileIRParseError(f"unexpected character {c!r}", path=path, line=line,
+                                       col=start - line_start + 1)
+        append(_Tok(k, t, line, start - line_start + 1, start))
     append(_Tok(NL, "\n", line, pos - line_start + 1, pos))
     return toks
 
@@ -187,8 +212,21 @@ def _lex(text: str, path: str | None) -> list[_Tok]:
 _WS_RE = re.compile(r"\s+")
 
 
+_norm_cache: dict[str, str] = {}
+
+
 def normalize_type(text: str) -> str:
     """Collapse whitespace in a type so that printer spacing never matters."""
+    got = _norm_cache.get(text)
+    if got is not None:
+        return got
+    got = _normalize_type(text)
+    if len(_norm_cache) < 100_000:
+        _norm_cache[text] = got
+    return got
+
+
+def _normalize_type(text: str) -> str:
     t = _WS_RE.sub(" ", text.strip())
     t = t.replace("< ", "<").replace(" >", ">").replace("( ", "(").replace(" )", ")")
     t = t.replace(" = ", "=").replace(" =", "=").replace("= ", "=").replace(" ,", ",")
@@ -201,6 +239,7 @@ class _Parser:
         self.path = path
         self.lines = text.split("\n")
         self.toks = _lex(text, path)
+        self.ntoks = len(self.toks)
         self.i = 0
         self.has_debug_info = False
 
@@ -210,16 +249,21 @@ class _Parser:
         return TileIRParseError(msg, path=self.path, line=tok.line, col=tok.col)
 
     def peek(self, k: int = 0) -> _Tok:
-        j = self.i + k
-        return self.toks[j] if j < len(self.toks) else self.toks[-1]
+        try:
+            return self.toks[self.i + k]
+        except IndexError:
+            return self.toks[-1]
 
     def at_end(self) -> bool:
-        return self.i >= len(self.toks)
+        return self.i >= self.ntoks
 
     def skip_nl(self) -> None:
         toks = self.toks
-        while self.i < len(toks) and toks[self.i].kind == NL:
-            self.i += 1
+        i = self.i
+        n = self.ntoks
+        while i < n and toks[i].kind == NL:
+            i += 1
+        self.i = i
 
     def src(self, a: _Tok, b: _Tok) -> str:
         """Source text from the start of token a to the end of token b."""
@@ -352,53 +396,63 @@ class _Parser:
         if name.startswith("cuda_tile."):
             name = name[len("cuda_tile."):]
 
-        # collect the op's tokens up to end of line (depth 0) or a region-opening '{'
+        # collect the op's tokens up to end of line (depth 0) or a region-opening '{'; note where
+        # the first top-level ':' and '->' are (they split operands from types)
         body: list[_Tok] = []
         stack: list[str] = []
         opened: list[_Tok] = []
         region_open = False
         loc: str | None = None
+        colon = arrow = -1
+        i = self.i
+        ntoks = len(toks)
         while True:
-            if self.i >= len(toks):
+            if i >= ntoks:
                 if stack:
                     raise self.error(f"{opened[-1].text!r} is never closed", opened[-1])
                 break
-            t = toks[self.i]
-            if t.kind == NL:
+            t = toks[i]
+            kind = t.kind
+            if kind == NL:
                 if not stack:
                     break
-                self.i += 1
+                i += 1
                 continue
-            if t.kind == PUNCT:
-                if t.text == "{" and not stack:
-                    # region opener if the rest of the line is empty
-                    nxt = self.peek(1)
-                    if nxt.kind == NL:
-                        region_open = True
-                        self.i += 1
-                        break
-                if t.text in _OPEN:
-                    stack.append(_OPEN[t.text])
+            if kind == PUNCT:
+                tx = t.text
+                if tx == "{" and not stack and i + 1 < ntoks and toks[i + 1].kind == NL:
+                    region_open = True  # a region opener ends the line
+                    i += 1
+                    break
+                if tx in _OPEN:
+                    stack.append(_OPEN[tx])
                     opened.append(t)
-                elif t.text in _CLOSE:
+                elif tx in _CLOSE:
                     if not stack:
-                        raise self.error(f"unbalanced {t.text!r}", t)
-                    if t.text != stack[-1]:
+                        raise self.error(f"unbalanced {tx!r}", t)
+                    if tx != stack[-1]:
                         o = opened[-1]
                         if o.line != t.line:
                             raise self.error(f"{o.text!r} is never closed: expected {stack[-1]!r} before "
-                                             f"{t.text!r} at line {t.line}", o)
-                        raise self.error(f"expected {stack[-1]!r}, found {t.text!r}", t)
+                                             f"{tx!r} at line {t.line}", o)
+                        raise self.error(f"expected {stack[-1]!r}, found {tx!r}", t)
                     stack.pop()
                     opened.pop()
-            elif t.kind == WORD and t.text == "loc" and not stack and self.peek(1).kind == PUNCT \
-                    and self.peek(1).text == "(":
+                elif tx == ":" and colon < 0 and not stack:
+                    colon = len(body)
+            elif kind == ARROW:
+                if arrow < 0 and not stack:
+                    arrow = len(body)
+            elif kind == WORD and t.text == "loc" and not stack and i + 1 < ntoks and toks[i + 1].text == "(":
+                self.i = i
                 loc = self.parse_trailing_loc()
+                i = self.i
                 continue
             body.append(t)
-            self.i += 1
+            i += 1
+        self.i = i
 
-        op = self.build_op(name, results, body, start, name_tok)
+        op = self.build_op(name, results, body, start, colon, arrow)
         op.loc = loc
 
         # regions
@@ -481,21 +535,9 @@ class _Parser:
             out.append((part[0].text, normalize_type(self.src(part[2], part[-1]))))
         return out
 
-    def build_op(self, name: str, results: list[str], body: list[_Tok], start: _Tok, name_tok: _Tok) -> Op:
-        # split at the first top-level ':' into operand/attribute part and type part
-        depth = 0
-        colon = -1
-        arrow = -1
-        for k, t in enumerate(body):
-            if t.kind == PUNCT:
-                if t.text in _OPEN:
-                    depth += 1
-                elif t.text in _CLOSE:
-                    depth -= 1
-                elif t.text == ":" and depth == 0 and colon < 0:
-                    colon = k
-            elif t.kind == ARROW and depth == 0 and arrow < 0:
-                arrow = k
+    def build_op(self, name: str, results: list[str], body: list[_Tok], start: _Tok, colon: int,
+                 arrow: int) -> Op:
+        # the first top-level ':' splits operands/attributes from types
         if colon >= 0:
             pre, types_part = body[:colon], body[colon + 1 :]
         elif arrow >= 0:  # `if %c -> (T) {`
@@ -593,6 +635,10 @@ class _Parser:
                     if part:
                         cur.append(normalize_type(self.src(part[0], part[-1])))
                 k = j + 1
+                continue
+            if t.kind == TYPE:
+                cur.append(normalize_type(t.text))
+                k += 1
                 continue
             if t.kind == WORD:
                 nxt = toks[k + 1] if k + 1 < n else None

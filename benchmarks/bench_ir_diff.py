@@ -1,0 +1,119 @@
+"""Benchmark: structural diff of two ~1,000-op Tile IR kernels (target: under 200 ms).
+
+The kernels are real compiler output: a long straight-line cuTile Python kernel (`unrolled_series`,
+`ct.static_iter` unrolls its loop) exported by cuda-tile and disassembled by tileirdisasm, so the
+text has the ops, names and layout the diff sees in practice. Timed cases:
+
+* identical   - the kernel against itself with every value renamed (PASS path)
+* mutated     - against a mutant whose approx-exp is one op in the middle (FAIL path)
+* real pair   - against the same series with N+1 terms (different length: alignment work)
+
+Each run is cold (memo caches cleared) and covers parse (both sides) + canonicalize + align + checks
++ report. The budget is judged on the best run: on a shared machine the median includes time spent
+waiting for a CPU (the load average is printed).
+Run: .venv/bin/python benchmarks/bench_ir_diff.py [--ops 1000] [--repeat 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from ir_kernels.build import compile_text, tileirdisasm  # noqa: E402
+from ir_kernels.kernels import unrolled_series, unrolled_sig  # noqa: E402
+from tileport.validators.tileir_canon import clear_caches  # noqa: E402
+from tileport.validators.tileir_diff import diff_texts  # noqa: E402
+from tileport.validators.tileir_parse import parse_text, walk_ops  # noqa: E402
+
+
+def n_ops(text: str) -> int:
+    return sum(1 for e in parse_text(text).entries for _ in walk_ops(e.body.ops))
+
+
+def kernel_with_ops(target: int) -> tuple[str, int]:
+    """Compile the series with enough terms for about `target` ops."""
+    terms = max(1, target // 9)
+    while True:
+        text = compile_text(unrolled_series, unrolled_sig(terms))
+        ops = n_ops(text)
+        if ops >= target:
+            return text, terms
+        terms += max(1, (target - ops) // 9 + 1)
+
+
+def rename_all(text: str) -> str:
+    names = sorted(set(re.findall(r"%[A-Za-z_][\w.$-]*|%\d+", text)))
+    mapping = {n: f"%r{k}" for k, n in enumerate(reversed(names))}
+    return re.sub(r"%[A-Za-z_][\w.$-]*|%\d+", lambda m: mapping[m.group(0)], text)
+
+
+def time_diff(ref: str, port: str, repeat: int) -> tuple[float, float, float, str, int]:
+    """(median wall ms, best wall ms, median CPU ms of this process, verdict, findings)."""
+    wall, cpu = [], []
+    rep = None
+    for _ in range(repeat):
+        clear_caches()  # every run starts cold, like one `tileport ir-diff` invocation
+        c0, t0 = time.process_time(), time.perf_counter()
+        rep = diff_texts(ref, port)
+        wall.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
+    return statistics.median(wall), min(wall), statistics.median(cpu), rep.verdict.value, len(rep.findings)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ops", type=int, default=1000, help="ops per kernel (default 1000)")
+    ap.add_argument("--repeat", type=int, default=15, help="timed runs per case (default 15)")
+    ap.add_argument("--budget-ms", type=float, default=200.0, help="target per diff (default 200)")
+    args = ap.parse_args()
+    if tileirdisasm() is None:
+        print("tileirdisasm not found: pip install 'cuda-tile[tileiras]'", file=sys.stderr)
+        return 2
+
+    ref, terms = kernel_with_ops(args.ops)
+    longer = compile_text(unrolled_series, unrolled_sig(terms + 1))
+    lines = ref.splitlines()
+    exps = [k for k, l in enumerate(lines) if re.search(r"= exp %", l)]
+    mid = exps[len(exps) // 2]
+    lines[mid] = lines[mid].replace(" : tile<", " rounding<approx> : tile<", 1)
+    mutated = "\n".join(lines) + "\n"
+
+    print(f"kernel: unrolled_series, {terms} terms, {n_ops(ref)} ops, {len(ref.splitlines())} lines "
+          f"({len(ref) // 1024} KiB); {args.repeat} cold runs per case")
+    cases = [("identical (renamed)", rename_all(ref)), ("mutated (1 op)", mutated),
+             (f"real pair ({n_ops(longer)} ops)", longer)]
+    worst = 0.0
+    print(f"  {'case':<24} {'wall median':>12} {'wall best':>10} {'CPU median':>11}")
+    for label, port in cases:
+        med, best, cpu, verdict, nf = time_diff(ref, port, args.repeat)
+        worst = max(worst, best)
+        print(f"  {label:<24} {med:9.1f} ms {best:7.1f} ms {cpu:8.1f} ms   -> {verdict} ({nf} findings)")
+    parse = []
+    for _ in range(args.repeat):
+        clear_caches()
+        t0 = time.perf_counter()
+        parse_text(ref)
+        parse.append((time.perf_counter() - t0) * 1000)
+    parse_ms = min(parse)
+    print(f"  parse alone (one side)   {parse_ms:9.1f} ms best")
+    try:
+        load = f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    except OSError:
+        load = "unknown"
+    ok = worst < args.budget_ms
+    print(f"{'OK' if ok else 'OVER BUDGET'}: slowest best-of-{args.repeat} {worst:.1f} ms "
+          f"(target < {args.budget_ms:.0f} ms; load average {load}: medians include waiting for a CPU)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
