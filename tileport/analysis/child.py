@@ -260,11 +260,8 @@ def _forked_job(job: dict) -> None:
 def serve() -> int:
     """Line-delimited JSON on stdin/stdout: {request, reply_file, stderr_file, cwd, timeout} ->
     {status, timed_out, cpu_s, seconds}. The server itself never imports an op module."""
-    import cuda.tile  # noqa: F401  (the expensive imports, done once)
-    import cuda.tile._compile  # noqa: F401
-
-    import tileport.analysis.plan  # noqa: F401
-    import tileport.analysis.signature  # noqa: F401
+    for name in ("cuda.tile", "cuda.tile._compile", "tileport.analysis.plan", "tileport.analysis.signature"):
+        importlib.import_module(name)  # the expensive imports, done once before any fork
 
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)

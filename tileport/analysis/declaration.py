@@ -147,6 +147,8 @@ def _literal(node: ast.AST) -> Any:
         a, b = _literal(node.left), _literal(node.right)
         if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
             raise ValueError("arithmetic on non-numbers")
+        if isinstance(node.op, (ast.Pow, ast.LShift)) and abs(b) > 256:
+            raise ValueError("number too large")
         return _BINOPS[type(node.op)](a, b)
     return ast.literal_eval(node)
 

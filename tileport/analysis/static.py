@@ -385,8 +385,6 @@ class Evaluator:
             return self.module_env[name]
         if name in self.kernels:
             return KernelRef(name)
-        if name in ("True", "False", "None"):
-            return {"True": True, "False": False, "None": None}[name]
         return Unknown(name)
 
     def eval(self, node: ast.AST, env: dict[str, Any]) -> Any:
@@ -417,6 +415,8 @@ class Evaluator:
                 kind = "float" if "float" in kinds or isinstance(node.op, ast.Div) else (
                     "int" if kinds <= {"int", "bool"} else None)
                 return Unknown(text, kind)
+            if isinstance(node.op, (ast.Pow, ast.LShift)) and isinstance(b, (int, float)) and abs(b) > 256:
+                return Unknown(text, _kind(a))  # no giant numbers from a hostile module
             return _BIN[type(node.op)](a, b)
         if isinstance(node, ast.BoolOp):
             vals = [self.eval(v, env) for v in node.values]

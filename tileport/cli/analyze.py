@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from tileport.analysis.pipeline import analyze_op, check_targets
 
     config = config_from(args)
+    if args.op is None and args.targets and args.targets[-1].endswith(".py"):
+        args.op = args.targets.pop()  # `--target sm_90 op.py`: nargs="+" swallowed the op
     targets = check_targets(args.targets) if args.targets else list(config.targets)
     if args.jobs is not None and args.jobs < 1:
         raise UserError("--jobs must be at least 1")
