@@ -224,3 +224,37 @@ def test_malformed_input_names_line_and_column(mutate, line, col, words):
 def test_binary_input_is_refused_clearly():
     with pytest.raises(TileIRParseError, match="binary"):
         parse_text("\x7fTileIR\x00\x0d\x04")
+
+
+def test_corrupted_real_output_never_crashes():
+    """Random edits of real IR (deleted/duplicated lines, stray characters, swapped words) give
+    either a report or a one-line UserError, never another exception."""
+    texts = [f.read_text() for f in sorted(RUST.glob("*.tileir"))]
+    rng = random.Random(2026)
+    outcomes = {"report": 0, "error": 0}
+    for _ in range(300):
+        base = rng.choice(texts)
+        lines = base.split("\n")
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randrange(len(lines))
+            how = rng.randrange(4)
+            if how == 0:
+                del lines[k]
+            elif how == 1:
+                lines.insert(k, lines[rng.randrange(len(lines))])
+            elif how == 2 and lines[k]:
+                j = rng.randrange(len(lines[k]))
+                lines[k] = lines[k][:j] + rng.choice('%@#<>(){}[],:="x0 ') + lines[k][j + 1:]
+            else:
+                words = lines[k].split(" ")
+                if len(words) > 2:
+                    a, b = rng.randrange(len(words)), rng.randrange(len(words))
+                    words[a], words[b] = words[b], words[a]
+                    lines[k] = " ".join(words)
+        try:
+            diff_texts(base, "\n".join(lines))
+            outcomes["report"] += 1
+        except UserError as e:
+            assert "\n" not in str(e) and ":" in str(e)
+            outcomes["error"] += 1
+    assert outcomes["report"] and outcomes["error"]

@@ -33,7 +33,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tileport.validators.tileir_canon import (
-    CONVERSIONS, LOOPS, MATH, MEM_LOADS, MEM_WRITES, MMA, REDUCTIONS, TOKEN_OPS, CanonEntry, Node, Val,
+    CONVERSIONS, LOOPS, MEM_LOADS, MEM_WRITES, MMA, REDUCTIONS, TOKEN_OPS, CanonEntry, Node, Val,
     and_terms, base_arg, canonicalize, identity_values, render,
 )
 from tileport.validators.tileir_parse import Entry, Module, parse_file, parse_hints, parse_text, type_info
@@ -439,7 +439,7 @@ class _Mem:
             if self.mask is not None:
                 self.mask_terms = and_terms(self.mask)
             self.index = [ptrs.hash] if ptrs is not None else []
-        self.base = ce.ptr_ordinal.get(arg, arg) if arg is not None else None
+        self.base = ce.ptr_ordinal.get(arg) if arg is not None else None
 
     def target(self) -> str:
         return f"array #{self.base}" if self.base is not None else "an unknown array"
@@ -1158,7 +1158,11 @@ def infer_array_order(ref: CanonEntry, port: CanonEntry, al: Alignment,
     perm = {pb: rb for rb, pb in fwd.items()}
     for po in range(n_port):
         if po not in perm:
+            if not free_ref:
+                return None
             perm[po] = free_ref.pop(0)
+    if sorted(perm) != list(range(n_port)) or sorted(perm.values()) != list(range(n_ref)):
+        return None
     rtypes = {o: ref.args[k].type for k, o in ref.ptr_ordinal.items()}
     ptypes = {o: port.args[k].type for k, o in port.ptr_ordinal.items()}
     if any(rtypes.get(perm[po]) != ty for po, ty in ptypes.items()):
