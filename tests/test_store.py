@@ -1,6 +1,8 @@
 """The SQLite store: durable across reopen, WAL, versioned, append-only events, atomic stage records."""
 
+import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +102,30 @@ def test_failed_stage_write_leaves_no_partial_rows(store):
         store.record_stage(cid, bad)
     assert store.stage_runs(cid) == []
     assert [e["kind"] for e in store.events(cid)] == ["conversion.created"]
+
+
+def test_analyze_records_stage_a_in_the_store_and_status_reads_it(tmp_path, cli):
+    """The CLI writes verdicts to the store; `tileport status` shows them (what the dashboard reads)."""
+    op = Path(__file__).resolve().parents[1] / "examples" / "vector_add.py"
+    r = cli("analyze", str(op), "--target", "sm_90", "--no-cubin", "--out", str(tmp_path / "va"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    broken = tmp_path / "broken.py"
+    broken.write_text("import cuda.tile as ct\n@ct.kernel\ndef k(:\n")
+    r = cli("analyze", str(broken), cwd=tmp_path)
+    assert r.returncode == 2
+    r = cli("analyze", str(op), "--target", "sm_90", "--no-cubin", "--out", str(tmp_path / "va"), cwd=tmp_path)
+    assert r.returncode == 0
+
+    s = Store(tmp_path / ".tileport" / "tileport.db")
+    rows = {c["op_path"]: c["id"] for c in s.conversions()}
+    va_runs = s.stage_runs(rows[str(op)])
+    assert [(r["stage"], r["attempt"], r["verdict"]) for r in va_runs] == [("A", 1, "PASS"), ("A", 2, "PASS")]
+    kinds = {a["kind"] for a in s.stage_artifacts(va_runs[-1]["id"])}
+    assert {"analysis", "tileir_bytecode", "tileir_text"} <= kinds
+    assert s.stage_runs(rows[str(broken)])[0]["verdict"] == "FAIL_FIXABLE"
+    s.close()
+
+    st = cli("status", "--json", cwd=tmp_path)
+    data = {row["op_path"]: row for row in json.loads(st.stdout)}
+    assert data[str(op)]["stages"] == {"A": "PASS"}
+    assert data[str(broken)]["stages"] == {"A": "FAIL_FIXABLE"}

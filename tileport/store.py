@@ -145,6 +145,12 @@ class Store:
             self.log_event("conversion.created", cid, op_path=op_path, kernel=kernel)
         return cid
 
+    def conversion_for(self, op_path: str, kernel: str | None = None) -> int:
+        """The newest conversion of this op (and kernel), created if there is none yet."""
+        rows = list(self.db["conversions"].rows_where(
+            "op_path = ? and kernel is ?", [op_path, kernel], order_by="id desc", limit=1))
+        return rows[0]["id"] if rows else self.add_conversion(op_path, kernel)
+
     def conversion(self, conversion_id: int) -> dict:
         try:
             return self.db["conversions"].get(conversion_id)
@@ -185,6 +191,13 @@ class Store:
             self.log_event("stage.finished", conversion_id, stage=result.stage.value, attempt=result.attempt,
                            verdict=result.verdict, stage_run_id=rid)
         return rid
+
+    def latest_verdicts(self, conversion_id: int) -> dict[str, dict]:
+        """Stage letter -> its newest run (what the dashboard and `tileport status` show)."""
+        latest: dict[str, dict] = {}
+        for run in self.stage_runs(conversion_id):
+            latest[run["stage"]] = run
+        return latest
 
     def stage_runs(self, conversion_id: int) -> list[dict]:
         return list(self.db["stage_runs"].rows_where("conversion_id = ?", [conversion_id], order_by="id"))

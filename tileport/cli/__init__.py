@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from tileport import __version__
 from tileport.errors import UserError
 
 # Subcommand modules, in the order `tileport --help` lists them. Each defines register(subparsers).
-COMMANDS = ("analyze", "build_rust", "ir_diff", "model", "doctor")
+COMMANDS = ("analyze", "build_rust", "ir_diff", "model", "status", "doctor")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,3 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tileport: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `tileport ... | head` closed the pipe: stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141

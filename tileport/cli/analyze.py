@@ -9,8 +9,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from tileport.cli._common import config_from
+from tileport.cli._common import config_from, open_store
 from tileport.errors import UserError
+from tileport.records import utcnow
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -67,9 +68,19 @@ def _print_op(a) -> None:
     print(f"wrote {_rel(Path(a.out_dir) / 'analysis.json')}")
 
 
+def _record(config, op: str, kernel: str | None, result) -> None:
+    """Stage A's verdict goes to the store, which `tileport status` and the dashboard read."""
+    store = open_store(config)
+    try:
+        cid = store.conversion_for(str(Path(op).resolve()), kernel)
+        store.record_stage(cid, result.model_copy(update={"attempt": store.attempts(cid, "A") + 1}))
+    finally:
+        store.close()
+
+
 def run(args: argparse.Namespace) -> int:
     from tileport.analysis.corpus import analyze_examples, find_examples
-    from tileport.analysis.pipeline import analyze_op, check_targets
+    from tileport.analysis.pipeline import analyze_op, check_targets, failed_stage_result
 
     config = config_from(args)
     if args.op is None and args.targets and args.targets[-1].endswith(".py"):
@@ -79,7 +90,14 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--jobs must be at least 1")
     common = dict(targets=targets, config=config, run_tileiras=not args.no_cubin, workers=args.jobs)
     if args.op is not None:
-        a = analyze_op(args.op, out_dir=args.out, kernel=args.kernel, **common)
+        started = utcnow()
+        try:
+            a = analyze_op(args.op, out_dir=args.out, kernel=args.kernel, **common)
+        except UserError as e:
+            if Path(args.op).suffix == ".py" and Path(args.op).is_file():  # keep a real op's failed attempt
+                _record(config, args.op, args.kernel, failed_stage_result(e, started_at=started))
+            raise
+        _record(config, args.op, args.kernel, a.stage_result(started_at=started))
         _print_op(a)
         return 0
     if args.kernel:
@@ -101,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
         if tty:
             print(" " * (name_w + 8), end="\r", file=sys.stderr, flush=True)
         if o.analysis is not None:
+            _record(config, str(o.path), None, o.analysis.stage_result())
             k, v, i, n = _counts(o.analysis)
             t = o.analysis.timings
             print(f"  {o.path.stem:<{name_w}}  {k:>7}  {v:>8}  {i:>9}  {n:>9}  {_fmt_s(t.total_s):>7}  "
