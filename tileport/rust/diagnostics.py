@@ -255,12 +255,13 @@ def cutile_job_diagnostic(job: dict[str, Any], crate_root: Path | None = None) -
         if m:
             file, line, col = m["file"], int(m["line"]), int(m["col"]) + 1
     file = relative_file(file, crate_root)
-    if message.startswith("error: "):
-        message = message[len("error: "):]
+    message = message.strip().removeprefix("error: ")
+    first, *rest = message.splitlines() or [message]
+    in_crate = bool(file) and not Path(file).is_absolute()
     return Diagnostic(
-        source=DiagnosticSource.CUTILE, level="error", code=code, message=message.strip().splitlines()[0] if message.strip() else message,
-        file=file, line=line, col=col, snippet=source_line(crate_root, file, line) if file and not Path(file).is_absolute() else None,
-        rendered=rendered, notes=[l for l in message.strip().splitlines()[1:] if l.strip()],
+        source=DiagnosticSource.CUTILE, level="error", code=code, message=first, file=file, line=line, col=col,
+        snippet=source_line(crate_root, file, line) if in_crate else None, rendered=rendered,
+        notes=[l for l in rest if l.strip()],
         entry=job.get("entry"), variant=job.get("variant"), target=job.get("target"),
     )
 
