@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from tileport import toolchain as toolchain_mod
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.proc import CommandResult, run_command
-from tileport.records import ArtifactRecord, CommandRecord
+from tileport.records import ArtifactRecord, CommandRecord, FailClass, Stage, StageResult
 from tileport.rust import diagnostics as dg
 from tileport.rust.crate import (CUTILE_VERSION, HOST_FILE, KERNEL_FILE, CrateLayout, default_crate_dir, open_crate,
                                  write_crate)
@@ -94,6 +94,21 @@ class RustBuildResult(BaseModel):
     @property
     def errors(self) -> list[dg.Diagnostic]:
         return [d for d in self.diagnostics if d.is_error]
+
+    def stage_result(self, attempt: int = 1) -> StageResult:
+        """Stage B's record: COMPILED, FAIL_COMPILE (the writer must fix kernel.rs: rustc, cutile, tileiras or
+        policy diagnostics) or BLOCKED (the environment: missing crates, cargo failing outside rustc, timeouts)."""
+        env_codes = {"TP-DEPS-MISSING", "TP-CARGO", "TP-TIMEOUT"}
+        if self.ok:
+            verdict, fail = "COMPILED", None
+        elif any(d.code in env_codes for d in self.errors):
+            verdict, fail = "BLOCKED", FailClass.ENV
+        else:
+            verdict, fail = "FAIL_COMPILE", FailClass.KERNEL
+        first = self.errors[0].short() if self.errors else ""
+        summary = f"{len(self.jobs)} job(s), {len(self.errors)} error(s) at {self.stage}" + (f"; {first}" if first else "")
+        return StageResult(stage=Stage.WRITE_KERNEL, attempt=attempt, verdict=verdict, fail_class=fail,
+                           commands=self.commands, artifacts=self.artifacts, summary=summary)
 
 
 # ------------------------------------------------------------------------------------------------------- inputs
