@@ -25,10 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from tileport.analysis import analyze_op, find_examples
-from tileport.analysis.backend import BackendJob, run_backend
-from tileport.analysis.loader import shared_warm_child
-from tileport.analysis.pipeline import toolchain_for
+from tileport.validators.analysis import analyze_op, find_examples
+from tileport.validators.analysis.backend import BackendJob, run_backend
+from tileport.validators.analysis.loader import shared_warm_child
+from tileport.validators.analysis.pipeline import toolchain_for
 from tileport.config import Config
 
 TARGET_S = 2.0

@@ -30,9 +30,9 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from ir_kernels.build import compile_text, tileirdisasm  # noqa: E402
 from ir_kernels.kernels import unrolled_series, unrolled_sig  # noqa: E402
-from tileport.validators.tileir_canon import clear_caches  # noqa: E402
-from tileport.validators.tileir_diff import diff_texts  # noqa: E402
-from tileport.validators.tileir_parse import parse_text, walk_ops  # noqa: E402
+from tileport.validators.tileir.canon import clear_caches  # noqa: E402
+from tileport.validators.tileir.diff import diff_texts  # noqa: E402
+from tileport.validators.tileir.parse import parse_text, walk_ops  # noqa: E402
 
 
 def n_ops(text: str) -> int:

@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tileport.rust.build import BuildOptions, build_crate, prepare_crate, shared_target_dir  # noqa: E402
-from tileport.rust.crate import crate_cache_root  # noqa: E402
+from tileport.validators.rust.build import BuildOptions, build_crate, prepare_crate, shared_target_dir  # noqa: E402
+from tileport.validators.rust.crate import crate_cache_root  # noqa: E402
 
 TARGET_S = 15.0
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tileport.analysis import analyze_op, find_examples, load_analysis
-from tileport.analysis.schema import Analysis
+from tileport.validators.analysis import analyze_op, find_examples, load_analysis
+from tileport.validators.analysis.schema import Analysis
 from tileport.records import sha256_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -212,7 +212,7 @@ def test_stage_result_is_a_pass_with_every_artifact(analyses):
 
 
 def test_run_stage_turns_bad_input_into_a_fail_fixable_record(tmp_path):
-    from tileport.analysis import run_stage
+    from tileport.validators.analysis import run_stage
 
     op = tmp_path / "broken.py"
     op.write_text("import cuda.tile as ct\n\n@ct.kernel\ndef k(x:\n")

@@ -13,10 +13,10 @@ import cuda.tile as ct
 import pytest
 from cuda.tile.compilation import demangle_kernel_name
 
-from tileport.analysis.declaration import read_declaration
-from tileport.analysis.plan import KernelMeta, ParamMeta, build_plan
-from tileport.analysis.signature import build_signature, jit_array_constraint, ordinary_array_constraint
-from tileport.analysis.static import inspect_source
+from tileport.validators.analysis.declaration import read_declaration
+from tileport.validators.analysis.plan import KernelMeta, ParamMeta, build_plan
+from tileport.validators.analysis.signature import build_signature, jit_array_constraint, ordinary_array_constraint
+from tileport.validators.analysis.static import inspect_source
 from tileport.errors import UserError
 
 

@@ -16,7 +16,7 @@ from ir_kernels.kernels import (
     MUTATIONS, REWRITES, SOFTMAX_SIG, SOFTMAX_SIG_UNALIGNED, STORE_LOAD_SIG, VEC_SIG, matmul, matmul_sig, softmax,
     store_then_load, vector_add, vector_add_out_first,
 )
-from tileport.validators.tileir_diff import (
+from tileport.validators.tileir.diff import (
     IRDiffReport, RowStatus, Severity, Verdict, diff_texts,
 )
 

@@ -12,9 +12,9 @@ import pytest
 from ir_kernels.build import compile_text, tileirdisasm
 from ir_kernels.zoo import ZOO
 from tileport.errors import UserError
-from tileport.validators.tileir_canon import canonicalize
-from tileport.validators.tileir_diff import Severity, Verdict, diff_texts
-from tileport.validators.tileir_parse import TileIRParseError, parse_text, walk_ops
+from tileport.validators.tileir.canon import canonicalize
+from tileport.validators.tileir.diff import Severity, Verdict, diff_texts
+from tileport.validators.tileir.parse import TileIRParseError, parse_text, walk_ops
 
 needs_disasm = pytest.mark.skipif(tileirdisasm() is None, reason="tileirdisasm not installed")
 REPO = Path(__file__).resolve().parents[1]
@@ -126,7 +126,7 @@ def test_every_committed_fixture_and_analyze_output_parses():
 @needs_disasm
 def test_every_example_op_parses():
     """The bundled examples, exported the way `tileport analyze` does (when that stage is present)."""
-    analysis = pytest.importorskip("tileport.analysis")
+    analysis = pytest.importorskip("tileport.validators.analysis")
     examples = sorted((REPO / "examples").glob("*.py"))
     if not examples:
         pytest.skip("no examples")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tileport.validators.tileir_diff import RowStatus, Severity, Verdict, diff_files
+from tileport.validators.tileir.diff import RowStatus, Severity, Verdict, diff_files
 
 RUST = Path(__file__).parent / "ir_kernels" / "rust"
 

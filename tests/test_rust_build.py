@@ -16,9 +16,9 @@ import pytest
 
 from tileport.cli import main as cli_main
 from tileport.errors import EnvironmentBlocked
-from tileport.rust.build import BuildOptions, RustBuildResult, build_crate, prepare_crate
-from tileport.rust.crate import crate_cache_root, crate_id, write_crate
-from tileport.rust.spec import DumpSpec
+from tileport.validators.rust.build import BuildOptions, RustBuildResult, build_crate, prepare_crate
+from tileport.validators.rust.crate import crate_cache_root, crate_id, write_crate
+from tileport.validators.rust.spec import DumpSpec
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tileport.rust.diagnostics import (DiagnosticSource, cargo_failure, parse_cargo_json, parse_cutile_text,
+from tileport.validators.rust.diagnostics import (DiagnosticSource, cargo_failure, parse_cargo_json, parse_cutile_text,
                                        parse_ir_dump_output, parse_tileiras, render_text)
 
 # tileiras 13.4 on a bytecode whose tile is tile<1000xf32> (exit status 3), verbatim.
@@ -89,8 +89,8 @@ def test_ir_dump_lines_are_found_among_other_output():
 
 
 def test_build_result_maps_to_stage_b_verdicts():
-    from tileport.rust.build import RustBuildResult
-    from tileport.rust.diagnostics import Diagnostic
+    from tileport.validators.rust.build import RustBuildResult
+    from tileport.validators.rust.diagnostics import Diagnostic
 
     def result(**kw):
         return RustBuildResult(crate="/c", **kw)

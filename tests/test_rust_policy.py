@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tileport.rust.build import BuildOptions, build_crate
-from tileport.rust.crate import write_crate
-from tileport.rust.policy import check_crate, check_source
-from tileport.rust.spec import DumpSpec
+from tileport.validators.rust.build import BuildOptions, build_crate
+from tileport.validators.rust.crate import write_crate
+from tileport.validators.rust.policy import check_crate, check_source
+from tileport.validators.rust.spec import DumpSpec
 
 PORTS = Path(__file__).resolve().parent.parent / "ports"
 

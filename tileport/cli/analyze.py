@@ -79,8 +79,8 @@ def _record(config, op: str, kernel: str | None, result) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tileport.analysis.corpus import analyze_examples, find_examples
-    from tileport.analysis.pipeline import analyze_op, check_targets, failed_stage_result
+    from tileport.validators.analysis.corpus import analyze_examples, find_examples
+    from tileport.validators.analysis.pipeline import analyze_op, check_targets, failed_stage_result
 
     config = config_from(args)
     if args.op is None and args.targets and args.targets[-1].endswith(".py"):

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from tileport.cli._common import config_from
-from tileport.rust import diagnostics as dg
-from tileport.rust.build import BuildOptions, RustBuildResult, build_crate, prepare_crate, shared_target_dir
+from tileport.validators.rust import diagnostics as dg
+from tileport.validators.rust.build import BuildOptions, RustBuildResult, build_crate, prepare_crate, shared_target_dir
 from tileport.toolchain import resolve
 
 

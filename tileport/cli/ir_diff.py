@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tileport.validators.tileir_diff import diff_modules
-    from tileport.validators.tileir_report import format_report, load_module
+    from tileport.validators.tileir.diff import diff_modules
+    from tileport.validators.tileir.report import format_report, load_module
 
     from tileport.toolchain import resolve
 

@@ -24,7 +24,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from tileport.validators.tileir_parse import Entry, Op, Region, TileIRParseError, type_info
+from tileport.validators.tileir.parse import Entry, Op, Region, TileIRParseError, type_info
 
 # ---------------------------------------------------------------------------------------------
 # Op classification
@@ -694,7 +694,7 @@ def mark_data(nodes: list[Node]) -> None:
 
 def clear_caches() -> None:
     """Forget memoised type/constant normalisations (benchmarks measure cold runs with this)."""
-    from tileport.validators import tileir_parse
+    from tileport.validators.tileir import parse as tileir_parse
 
     for cache in (_types_key_cache, _squeeze_cache, _const_cache, _STATIC, tileir_parse._norm_cache,
                   tileir_parse._type_cache):

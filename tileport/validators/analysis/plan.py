@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tileport.analysis.declaration import OpDeclaration
-from tileport.analysis.schema import ConstantBranch, ConstantValue, KernelInfo, LaunchInfo, MemoryOp, ParamInfo
-from tileport.analysis.static import ArgValue, KernelStatic, StaticInfo
+from tileport.validators.analysis.declaration import OpDeclaration
+from tileport.validators.analysis.schema import ConstantBranch, ConstantValue, KernelInfo, LaunchInfo, MemoryOp, ParamInfo
+from tileport.validators.analysis.static import ArgValue, KernelStatic, StaticInfo
 from tileport.errors import UserError
 
 MAX_VARIANTS = 32

@@ -8,6 +8,6 @@ diagnostics as data.
 - `build`       — cargo build (shared target dir) -> IR dump -> tileirdisasm -> tileiras
 """
 
-from tileport.rust.crate import CUTILE_VERSION
+from tileport.validators.rust.crate import CUTILE_VERSION
 
 __all__ = ["CUTILE_VERSION"]

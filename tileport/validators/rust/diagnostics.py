@@ -2,7 +2,7 @@
 refusals. This list is exactly what a kernel-writer agent is fed, so every entry carries the location in the
 model's file, the offending source line and the compiler's own rendering.
 
-Parsers here are pure functions of the tools' output; running the tools is `tileport.rust.build`'s job.
+Parsers here are pure functions of the tools' output; running the tools is `tileport.validators.rust.build`'s job.
 """
 
 from __future__ import annotations

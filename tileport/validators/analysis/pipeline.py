@@ -22,14 +22,14 @@ import sys
 import time
 from pathlib import Path
 
-from tileport.analysis.backend import BackendJob, run_backend, summarize_ir
-from tileport.analysis.declaration import read_declaration
-from tileport.analysis.loader import run_child, shared_warm_child
-from tileport.analysis.outdir import staged_dir
-from tileport.analysis.plan import Plan
-from tileport.analysis.schema import (Analysis, Instance, SourceInfo, TargetBuild, Timings, ToleranceSpec, ToolInfo,
+from tileport.validators.analysis.backend import BackendJob, run_backend, summarize_ir
+from tileport.validators.analysis.declaration import read_declaration
+from tileport.validators.analysis.loader import run_child, shared_warm_child
+from tileport.validators.analysis.outdir import staged_dir
+from tileport.validators.analysis.plan import Plan
+from tileport.validators.analysis.schema import (Analysis, Instance, SourceInfo, TargetBuild, Timings, ToleranceSpec, ToolInfo,
                                       Variant)
-from tileport.analysis.static import inspect_source
+from tileport.validators.analysis.static import inspect_source
 from tileport.config import Config, check_target
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.proc import run_command

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Callable
 
 import tileport
-from tileport.analysis.pipeline import analyze_op
-from tileport.analysis.schema import Analysis
+from tileport.validators.analysis.pipeline import analyze_op
+from tileport.validators.analysis.schema import Analysis
 from tileport.errors import UserError
 
 

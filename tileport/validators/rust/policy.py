@@ -23,8 +23,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileport.rust.crate import HOST_FILE, IGNORED_DIRS, KERNEL_FILE, CrateLayout, generated_files
-from tileport.rust.diagnostics import Diagnostic, DiagnosticSource
+from tileport.validators.rust.crate import HOST_FILE, IGNORED_DIRS, KERNEL_FILE, CrateLayout, generated_files
+from tileport.validators.rust.diagnostics import Diagnostic, DiagnosticSource
 
 MAX_SOURCE_BYTES = 256 * 1024
 

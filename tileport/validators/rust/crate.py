@@ -4,7 +4,7 @@ Layout (everything except `src/kernel.rs` and `src/host.rs` is written by tilepo
 
     Cargo.toml            cutile + cutile-compiler pinned exactly, nothing else; no build script
     Cargo.lock            the pinned dependency graph (built with --locked, so the shared cache always matches)
-    tileport-spec.json    entries x variants x targets to dump (tileport.rust.spec)
+    tileport-spec.json    entries x variants x targets to dump (tileport.validators.rust.spec)
     src/lib.rs            `pub mod kernel;` (+ `pub mod host;`)
     src/kernel.rs         the model-written kernel: `#[cutile::module] pub mod <module> { ... }`
     src/host.rs           optional model-written launcher: `pub fn run() -> Result<(), String>`
@@ -27,12 +27,12 @@ from importlib import resources
 from pathlib import Path
 
 from tileport.errors import UserError
-from tileport.rust.spec import SPEC_FILENAME, DumpSpec, TensorSpec, Variant, job_stem, load_spec
+from tileport.validators.rust.spec import SPEC_FILENAME, DumpSpec, TensorSpec, Variant, job_stem, load_spec
 
 # Version pinned for every conversion crate. 0.5.0 is the newest cutile on crates.io (November 2026) and builds
 # here with the pip CUDA 13.4 headers; its KernelCompiler has spec_args/scalar_hints/grid, which the IR dump
 # needs to reproduce the `assume div_by` facts cuTile Python's JIT emits. Changing it means regenerating
-# crate_template/cargo-lock.toml (see tileport.rust.crate.regenerate_lock_note).
+# crate_template/cargo-lock.toml (see tileport.validators.rust.crate.regenerate_lock_note).
 CUTILE_VERSION = "0.5.0"
 PACKAGE_NAME = "tileport-port"  # + "-<crate id>": see render_lock
 LIB_NAME = "tileport_port"
@@ -47,12 +47,12 @@ IGNORED_DIRS = (ARTIFACTS_DIR, "target")
 
 regenerate_lock_note = (
     "To move to another cutile release: set CUTILE_VERSION, build one crate online without --locked, "
-    "copy its Cargo.lock to tileport/rust/crate_template/cargo-lock.toml."
+    "copy its Cargo.lock to tileport/validators/rust/crate_template/cargo-lock.toml."
 )
 
 
 def _template(name: str) -> str:
-    return resources.files("tileport.rust.crate_template").joinpath(name).read_text(encoding="utf-8")
+    return resources.files("tileport.validators.rust.crate_template").joinpath(name).read_text(encoding="utf-8")
 
 
 def crate_id(root: str | Path) -> str:

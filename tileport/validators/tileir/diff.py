@@ -11,7 +11,7 @@ How it decides:
    `_Kt..` stripped; i-th with i-th), then by position among the rest. A single entry on each
    side is matched silently; other position matches are noted. A reference entry without a
    counterpart is an error.
-2. **Canonical form** (`tileir_canon`): per-op structural hashes, insensitive to SSA names,
+2. **Canonical form** (`tileir.canon`): per-op structural hashes, insensitive to SSA names,
    independent-op order, duplicated constants/CSE, assumes, dead code and debug info. Equal
    entry hashes mean structurally identical.
 3. **Alignment**: ops with equal hashes are paired; the rest are paired by op family, local
@@ -32,11 +32,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from tileport.validators.tileir_canon import (
+from tileport.validators.tileir.canon import (
     CONVERSIONS, LOOPS, MEM_LOADS, MEM_WRITES, MMA, REDUCTIONS, TOKEN_OPS, CanonEntry, Node, Val,
     and_terms, base_arg, canonicalize, identity_values, render,
 )
-from tileport.validators.tileir_parse import Entry, Module, parse_file, parse_hints, parse_text, type_info
+from tileport.validators.tileir.parse import Entry, Module, parse_file, parse_hints, parse_text, type_info
 
 # ---------------------------------------------------------------------------------------------
 # Models (JSON-serialisable; the dashboard and the stage records read these)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.proc import run_command
-from tileport.validators.tileir_diff import IRDiffReport, RowStatus, Severity
-from tileport.validators.tileir_parse import Module, parse_text
+from tileport.validators.tileir.diff import IRDiffReport, RowStatus, Severity
+from tileport.validators.tileir.parse import Module, parse_text
 
 BYTECODE_MAGIC = b"\x7fTileIR\x00"
 

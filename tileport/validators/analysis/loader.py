@@ -4,8 +4,8 @@ The op module never runs inside tileport's own process: an import-time crash, a 
 segfault in a native extension or a stray print cannot take tileport down or corrupt its output.
 
 Two ways to get that child:
-* `run_child` starts `python -m tileport.analysis.child` for one op (through `run_command`);
-* `WarmChild` keeps one `python -m tileport.analysis.child --serve` process that has imported
+* `run_child` starts `python -m tileport.validators.analysis.child` for one op (through `run_command`);
+* `WarmChild` keeps one `python -m tileport.validators.analysis.child --serve` process that has imported
   cuda-tile already and forks a fresh process per op: same isolation (one op per process, the
   server never imports an op), without paying cuda-tile's import for every op of a corpus run.
   It is a long-lived pipe conversation, so it cannot go through `run_command`; each forked run
@@ -29,7 +29,7 @@ import tileport
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.proc import CommandResult, run_command
 
-CHILD_MODULE = "tileport.analysis.child"
+CHILD_MODULE = "tileport.validators.analysis.child"
 CHILD_TIMEOUT_S = 600.0
 SERVER_START_TIMEOUT_S = 120.0
 

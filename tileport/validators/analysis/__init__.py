@@ -23,15 +23,15 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "analyze_op": "tileport.analysis.pipeline",
-    "default_out_dir": "tileport.analysis.pipeline",
-    "load_analysis": "tileport.analysis.pipeline",
-    "run_stage": "tileport.analysis.pipeline",
-    "failed_stage_result": "tileport.analysis.pipeline",
-    "analyze_examples": "tileport.analysis.corpus",
-    "find_examples": "tileport.analysis.corpus",
-    "Analysis": "tileport.analysis.schema",
-    "SCHEMA_VERSION": "tileport.analysis.schema",
+    "analyze_op": "tileport.validators.analysis.pipeline",
+    "default_out_dir": "tileport.validators.analysis.pipeline",
+    "load_analysis": "tileport.validators.analysis.pipeline",
+    "run_stage": "tileport.validators.analysis.pipeline",
+    "failed_stage_result": "tileport.validators.analysis.pipeline",
+    "analyze_examples": "tileport.validators.analysis.corpus",
+    "find_examples": "tileport.validators.analysis.corpus",
+    "Analysis": "tileport.validators.analysis.schema",
+    "SCHEMA_VERSION": "tileport.validators.analysis.schema",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -40,4 +40,4 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'tileport.analysis' has no attribute {name!r}")
+    raise AttributeError(f"module 'tileport.validators.analysis' has no attribute {name!r}")

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from tileport.analysis.schema import ConstantValue, ToleranceSpec
+from tileport.validators.analysis.schema import ConstantValue, ToleranceSpec
 from tileport.errors import UserError
 
 DECLARATION_NAME = "TILEPORT"
@@ -184,7 +184,7 @@ def read_declaration(tree: ast.Module, filename: str) -> OpDeclaration:
         key = ".".join(str(p) for p in first["loc"]) or "(top level)"
         if first["type"] == "extra_forbidden":
             raise UserError(f"{where}: {DECLARATION_NAME} has unknown key '{key}'; allowed keys: dtypes, shapes, "
-                            f"tolerances, constants, params, variants (see tileport.analysis.declaration)") from None
+                            f"tolerances, constants, params, variants (see tileport.validators.analysis.declaration)") from None
         msg = first["msg"].removeprefix("Value error, ")
         raise UserError(f"{where}: {DECLARATION_NAME}['{key}']: {msg}") from None
     decl.present = True

@@ -1,4 +1,4 @@
-"""The child process that imports an op module and exports its kernels (`python -m tileport.analysis.child`).
+"""The child process that imports an op module and exports its kernels (`python -m tileport.validators.analysis.child`).
 
 Reads one JSON request on stdin, writes one JSON reply on stdout. Anything the op module prints
 goes to stderr instead, so it cannot corrupt the reply. A module that fails to import, defines
@@ -123,7 +123,7 @@ def export_all(kernels: dict[str, Any], plan, params_by_kernel: dict[str, list[d
     from cuda.tile import TileError
     from cuda.tile.compilation import export_kernel
 
-    from tileport.analysis.signature import build_signature, describe
+    from tileport.validators.analysis.signature import build_signature, describe
 
     out_dir = Path(req["out_dir"])
     results: dict[str, Any] = {}
@@ -162,9 +162,9 @@ def run(req: dict) -> dict:
     except Exception as e:  # pragma: no cover - environment problem
         raise ChildError("env", f"cuda-tile is not importable: {type(e).__name__}: {one_line(e)}; "
                                 "pip install cuda-tile") from None
-    from tileport.analysis.declaration import OpDeclaration
-    from tileport.analysis.plan import KernelMeta, build_plan
-    from tileport.analysis.static import StaticInfo
+    from tileport.validators.analysis.declaration import OpDeclaration
+    from tileport.validators.analysis.plan import KernelMeta, build_plan
+    from tileport.validators.analysis.static import StaticInfo
     from tileport.errors import UserError
 
     module = load_module(path)
@@ -184,7 +184,7 @@ def run(req: dict) -> dict:
     t_plan = time.perf_counter()
     exports = export_all(kernels, plan, params_by_kernel, req) if req.get("export", True) else {}
     t_end = time.perf_counter()
-    from tileport.analysis.signature import ASSUMPTION
+    from tileport.validators.analysis.signature import ASSUMPTION
     return {"ok": True, "cuda_tile": getattr(ct, "__version__", None), "plan": plan.model_dump(mode="json"),
             "assumption": ASSUMPTION,
             "exports": exports,
@@ -260,7 +260,7 @@ def _forked_job(job: dict) -> None:
 def serve() -> int:
     """Line-delimited JSON on stdin/stdout: {request, reply_file, stderr_file, cwd, timeout} ->
     {status, timed_out, cpu_s, seconds}. The server itself never imports an op module."""
-    for name in ("cuda.tile", "cuda.tile._compile", "tileport.analysis.plan", "tileport.analysis.signature"):
+    for name in ("cuda.tile", "cuda.tile._compile", "tileport.validators.analysis.plan", "tileport.validators.analysis.signature"):
         importlib.import_module(name)  # the expensive imports, done once before any fork
 
     out = os.fdopen(os.dup(1), "w")

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileport.analysis.schema import IRSummary
+from tileport.validators.analysis.schema import IRSummary
 from tileport.proc import CommandResult, run_command
 
 TOOL_TIMEOUT_S = 300.0

@@ -24,11 +24,11 @@ from tileport import toolchain as toolchain_mod
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.proc import CommandResult, run_command
 from tileport.records import ArtifactRecord, CommandRecord, FailClass, Stage, StageResult
-from tileport.rust import diagnostics as dg
-from tileport.rust.crate import (CUTILE_VERSION, HOST_FILE, KERNEL_FILE, CrateLayout, default_crate_dir, open_crate,
+from tileport.validators.rust import diagnostics as dg
+from tileport.validators.rust.crate import (CUTILE_VERSION, HOST_FILE, KERNEL_FILE, CrateLayout, default_crate_dir, open_crate,
                                  write_crate)
-from tileport.rust.policy import check_crate
-from tileport.rust.spec import SPEC_FILENAME, job_stem, load_spec
+from tileport.validators.rust.policy import check_crate
+from tileport.validators.rust.spec import SPEC_FILENAME, job_stem, load_spec
 
 TARGET_DIR_ENV = "TILEPORT_CARGO_TARGET"
 
@@ -60,7 +60,7 @@ class BuildOptions:
     disasm: bool = True
     cubins: bool = True
     opt_level: int = 3
-    deny_unsafe: bool = False  # refuse `unsafe` in kernel.rs (allowed by default; see tileport.rust.policy)
+    deny_unsafe: bool = False  # refuse `unsafe` in kernel.rs (allowed by default; see tileport.validators.rust.policy)
     output_cap: int = 1 << 20
     artifacts_dir: Path | None = None  # default: <crate>/artifacts
     bytecode_version: str | None = None  # CUTILE_BYTECODE_VERSION when the spec names none (config: 13.4)
