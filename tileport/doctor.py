@@ -143,6 +143,21 @@ def check_libclang(tc: Toolchain) -> Check:
     return Check("libclang", OK, f"{lib}; builtin headers {builtin}")
 
 
+def check_cutile_crates() -> Check:
+    """The pinned cutile crates in cargo's cache (offline builds) and the shared dependency build (fast builds)."""
+    from tileport.validators.rust.build import dependencies_cached, shared_target_dir
+    from tileport.validators.rust import CUTILE_VERSION
+
+    target = shared_target_dir()
+    built = any((target / "debug" / "deps").glob("libcutile_compiler-*.rlib"))
+    if not dependencies_cached():
+        return Check("cutile-crates", MISSING, f"cutile {CUTILE_VERSION} not in cargo's cache (air-gapped builds fail)",
+                     "run `tileport build-rust --fetch ports/vector_add` once with network (~3-5 min)")
+    detail = f"cutile {CUTILE_VERSION} cached; dependency build in {target} " + ("ready" if built else "not built yet")
+    return Check("cutile-crates", OK, detail, "" if built else "first build-rust compiles the crates (~3-5 min)",
+                 {"target_dir": str(target), "built": built})
+
+
 def check_gpu() -> Check:
     smi = shutil.which("nvidia-smi")
     if smi:
@@ -178,6 +193,7 @@ def run_checks(config: Config, tc: Toolchain | None = None) -> list[Check]:
         lambda: _tool_version("rustc", tc.rustc, MIN_RUST),
         lambda: check_cuda_headers(tc),
         lambda: check_libclang(tc),
+        check_cutile_crates,
         check_gpu,
         lambda: check_model(config),
     ]
