@@ -7,6 +7,7 @@ which wakes a read blocked on a silent server at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from typing import Any, Iterator
@@ -31,6 +32,11 @@ def server_root(base_url: str) -> str:
     """`http://h:p/v1` -> `http://h:p`: /health lives at the root, the API under /v1."""
     base = base_url.rstrip("/")
     return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
+def _check(cancel: CancelToken | None) -> None:
+    if cancel is not None and cancel.cancelled:
+        raise RequestCancelled("cancelled by the caller")
 
 
 class _SocketGrip:
@@ -100,31 +106,31 @@ class HttpTransport:
             raise self._translate(e, None, url) from None
         return self._decode(resp, url)
 
-    def post_json(self, path: str, body: dict, *, timeout: float, cancel: CancelToken | None = None) -> Any:
-        url = self._url(path)
+    @contextlib.contextmanager
+    def _guarded(self, url: str, cancel: CancelToken | None) -> Iterator[_SocketGrip]:
+        """Arm the cancel hook for one request and turn httpx errors into TransportErrors."""
         grip = _SocketGrip(cancel)
         unregister = cancel.on_cancel(grip.abort) if cancel is not None else (lambda: None)
         try:
-            if cancel is not None and cancel.cancelled:
-                raise RequestCancelled("cancelled by the caller")
-            resp = self._client.post(url, json=body, timeout=self._timeout(timeout), extensions={"trace": grip.trace})
-            if cancel is not None and cancel.cancelled:
-                raise RequestCancelled("cancelled by the caller")
-            return self._decode(resp, url)
+            _check(cancel)
+            yield grip
         except httpx.HTTPError as e:
             raise self._translate(e, cancel, url) from None
         finally:
             unregister()
 
+    def post_json(self, path: str, body: dict, *, timeout: float, cancel: CancelToken | None = None) -> Any:
+        url = self._url(path)
+        with self._guarded(url, cancel) as grip:
+            resp = self._client.post(url, json=body, timeout=self._timeout(timeout), extensions={"trace": grip.trace})
+            _check(cancel)
+            return self._decode(resp, url)
+
     def post_stream(
         self, path: str, body: dict, *, timeout: float, cancel: CancelToken | None = None
     ) -> Iterator[dict]:
         url = self._url(path)
-        grip = _SocketGrip(cancel)
-        unregister = cancel.on_cancel(grip.abort) if cancel is not None else (lambda: None)
-        try:
-            if cancel is not None and cancel.cancelled:
-                raise RequestCancelled("cancelled by the caller")
+        with self._guarded(url, cancel) as grip:
             with self._client.stream(
                 "POST", url, json=body, timeout=self._timeout(timeout), extensions={"trace": grip.trace}
             ) as resp:
@@ -132,8 +138,7 @@ class HttpTransport:
                     resp.read()
                     raise HTTPStatusError(resp.status_code, resp.text)
                 for line in resp.iter_lines():
-                    if cancel is not None and cancel.cancelled:
-                        raise RequestCancelled("cancelled by the caller")
+                    _check(cancel)
                     if not line.startswith("data:"):
                         continue  # blank separators, comments, `event:` lines
                     data = line[len("data:") :].strip()
@@ -143,13 +148,8 @@ class HttpTransport:
                         yield json.loads(data)
                     except ValueError:
                         raise TransportBroken(f"{url}: stream event is not JSON: {data[:200]!r}") from None
-            if cancel is not None and cancel.cancelled:
-                raise RequestCancelled("cancelled by the caller")
+            _check(cancel)
             raise StreamTruncated(f"{url}: stream ended before its final [DONE] event")
-        except httpx.HTTPError as e:
-            raise self._translate(e, cancel, url) from None
-        finally:
-            unregister()
 
     def close(self) -> None:
         self._client.close()
