@@ -1,0 +1,1 @@
+"""Recorded model transcripts (JSON) for ScriptedModel; a package so wheels ship them."""
