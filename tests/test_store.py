@@ -112,7 +112,7 @@ def test_analyze_records_stage_a_in_the_store_and_status_reads_it(tmp_path, cli)
     broken = tmp_path / "broken.py"
     broken.write_text("import cuda.tile as ct\n@ct.kernel\ndef k(:\n")
     r = cli("analyze", str(broken), cwd=tmp_path)
-    assert r.returncode == 2
+    assert r.returncode == 2  # bad input: reported, and nothing is written, the store included
     r = cli("analyze", str(op), "--target", "sm_90", "--no-cubin", "--out", str(tmp_path / "va"), cwd=tmp_path)
     assert r.returncode == 0
 
@@ -122,10 +122,10 @@ def test_analyze_records_stage_a_in_the_store_and_status_reads_it(tmp_path, cli)
     assert [(r["stage"], r["attempt"], r["verdict"]) for r in va_runs] == [("A", 1, "PASS"), ("A", 2, "PASS")]
     kinds = {a["kind"] for a in s.stage_artifacts(va_runs[-1]["id"])}
     assert {"analysis", "tileir_bytecode", "tileir_text"} <= kinds
-    assert s.stage_runs(rows[str(broken)])[0]["verdict"] == "FAIL_FIXABLE"
+    assert str(broken) not in rows
     s.close()
 
     st = cli("status", "--json", cwd=tmp_path)
     data = {row["op_path"]: row for row in json.loads(st.stdout)}
     assert data[str(op)]["stages"] == {"A": "PASS"}
-    assert data[str(broken)]["stages"] == {"A": "FAIL_FIXABLE"}
+    assert list(data) == [str(op)]

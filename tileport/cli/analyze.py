@@ -80,7 +80,7 @@ def _record(config, op: str, kernel: str | None, result) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tileport.validators.analysis.corpus import analyze_examples, find_examples
-    from tileport.validators.analysis.pipeline import analyze_op, check_targets, failed_stage_result
+    from tileport.validators.analysis.pipeline import analyze_op, check_targets
 
     config = config_from(args)
     if args.op is None and args.targets and args.targets[-1].endswith(".py"):
@@ -91,12 +91,8 @@ def run(args: argparse.Namespace) -> int:
     common = dict(targets=targets, config=config, run_tileiras=not args.no_cubin, workers=args.jobs)
     if args.op is not None:
         started = utcnow()
-        try:
-            a = analyze_op(args.op, out_dir=args.out, kernel=args.kernel, **common)
-        except UserError as e:
-            if Path(args.op).suffix == ".py" and Path(args.op).is_file():  # keep a real op's failed attempt
-                _record(config, args.op, args.kernel, failed_stage_result(e, started_at=started))
-            raise
+        # Bad input raises before anything is written, the store included: nothing half-written.
+        a = analyze_op(args.op, out_dir=args.out, kernel=args.kernel, **common)
         _record(config, args.op, args.kernel, a.stage_result(started_at=started))
         _print_op(a)
         return 0
