@@ -1,10 +1,24 @@
-// Port of examples/silu_and_mul.py `silu_and_mul_kernel`: out = silu(x[:, :n]) * x[:, n:]. The reference slices
-// one (M, 2N) input into two views; here the same input is read through one (TILE_M, TILE_N) partition at column
-// tile `col` (gate) and `col + n / TILE_N` (up), which equals the sliced view when n is a multiple of TILE_N
-// (the spec's variants say so). Math in f32, result cast to out's dtype.
+// Port of examples/silu_and_mul.py `silu_and_mul_kernel`: out = silu(x[:, :n]) * x[:, n:], math in f32, result
+// cast to out's dtype.
+//
+// The reference slices one (M, 2N) input into two views (`x.slice(axis=1, start, stop)`) and tiles each with zero
+// padding, so a tile that runs past column n reads zeros instead of the other half: correct for any n, not only
+// multiples of TILE_N (the example's shapes include n = 1000). The port builds the same two views in-kernel:
+// base pointer offset by `start * stride[1]`, shape [M, stop - start], x's own strides. cutile 0.5.0 exposes a
+// tensor's base (`get_tensor_base`) and shape but has no strides accessor, so `tensor_strides_2` reads the
+// `strides` field of the tensor's metadata the same way cutile declares its own accessors (the one compiler_op
+// form tileport's policy allows). The alignment the reference assumes for the sliced bases (16 bytes at offset 0,
+// the element size at offset n) is restated with `assume_div_by`.
 #[cutile::module]
 pub mod silu_and_mul {
     use cutile::core::*;
+
+    #[cuda_tile::compiler_op(name = "return_type_meta_field", type_meta_field = "strides")]
+    fn tensor_strides_2<'s, E: ElementType, const S: [i32; 2], const C: [i32; 2]>(
+        t: &Tensor<E, S>,
+    ) -> Array<'s, C> {
+        unreachable!()
+    }
 
     #[cutile::entry()]
     fn silu_and_mul<E: ElementType, const TILE_M: i32, const TILE_N: i32>(
@@ -14,15 +28,32 @@ pub mod silu_and_mul {
     ) {
         let row_block: i32 = program_id(0);
         let col_block: i32 = program_id(1);
-        let tiles: Partition<E, { [TILE_M, TILE_N] }> = x.partition(shape![TILE_M, TILE_N]);
-        let up_offset: i32 = n / TILE_N;
-        let gate: Tile<E, { [TILE_M, TILE_N] }> = tiles.load([row_block, col_block]);
-        let up: Tile<E, { [TILE_M, TILE_N] }> = tiles.load([row_block, col_block + up_offset]);
+        let x_shape: Shape<{ [-1, -1] }> = x.shape();
+        let x_strides: Array<{ [-1, 1] }> = tensor_strides_2(x);
+        let x_base: PointerTile<*mut E, { [] }> = get_tensor_base(x);
+
+        // gate = x.slice(axis=1, start=0, stop=n)
+        let gate_shape: Shape<{ [-1, -1] }> = Shape::<{ [-1, -1] }> { dims: &[x_shape[0], n - 0i32] };
+        let gate_offset: Tile<i32, { [] }> = scalar_to_tile(0i32 * 1i32);
+        let gate_offset: Tile<i64, { [] }> = exti(gate_offset);
+        let gate_base: PointerTile<*mut E, { [] }> = unsafe { assume_div_by::<_, 16>(addptr_tile(x_base, gate_offset)) };
+        let gate_view: Tensor<E, { [-1, -1] }> =
+            unsafe { make_tensor_view(gate_base, gate_shape, x_strides, x.token()) };
+        // up = x.slice(axis=1, start=n, stop=2 * n)
+        let up_shape: Shape<{ [-1, -1] }> = Shape::<{ [-1, -1] }> { dims: &[x_shape[0], 2i32 * n - n] };
+        let up_offset: Tile<i32, { [] }> = scalar_to_tile(n * 1i32);
+        let up_offset: Tile<i64, { [] }> = exti(up_offset);
+        let up_base: PointerTile<*mut E, { [] }> = addptr_tile(x_base, up_offset);
+        let up_view: Tensor<E, { [-1, -1] }> = unsafe { make_tensor_view(up_base, up_shape, x_strides, x.token()) };
+
+        let gate_tiles: Partition<E, { [TILE_M, TILE_N] }> = gate_view.partition(shape![TILE_M, TILE_N]);
+        let gate: Tile<E, { [TILE_M, TILE_N] }> = gate_tiles.load([row_block, col_block]);
         let gate: Tile<f32, { [TILE_M, TILE_N] }> = convert_tile(gate);
+        let up_tiles: Partition<E, { [TILE_M, TILE_N] }> = up_view.partition(shape![TILE_M, TILE_N]);
+        let up: Tile<E, { [TILE_M, TILE_N] }> = up_tiles.load([row_block, col_block]);
         let up: Tile<f32, { [TILE_M, TILE_N] }> = convert_tile(up);
         let one: Tile<f32, { [TILE_M, TILE_N] }> = constant(1.0f32, shape![TILE_M, TILE_N]);
-        let zero: Tile<f32, { [TILE_M, TILE_N] }> = constant(0.0f32, shape![TILE_M, TILE_N]);
-        let silu: Tile<f32, { [TILE_M, TILE_N] }> = gate / (one + exp(zero - gate));
+        let silu: Tile<f32, { [TILE_M, TILE_N] }> = gate / (one + exp(negf(gate)));
         let result: Tile<E, { [TILE_M, TILE_N] }> = convert_tile(silu * up);
         out.store(result);
     }

@@ -4,6 +4,15 @@ DIR is a crate tileport generated (it has tileport-spec.json), or a directory wi
 (a crate is generated under ~/.cache/tileport/crates unless --out is given). Exit status: 0 when every job
 produced bytecode, text and cubin; 1 when there are diagnostics (rustc, cutile JIT, tileiras, policy);
 2 for bad input or a missing toolchain part.
+
+With --reference out/<op> (or its analysis.json) the build is followed by the stage-B IR self-check: each
+variant x target is paired with the reference instance its spec names (`reference` key) and the two tileirdisasm
+texts are diffed; one verdict line per pair, the findings grouped by category, an overall verdict. Exit 1 when
+any pair is FAIL_FIXABLE or unmatched.
+
+--init-spec out/<op> derives spec variants from the analysis instead of building: with no spec in DIR it writes
+DIR/spec.json (one variant per Constant set x dtype, the reference's array assumptions, the `reference` key);
+with a spec it rewrites the array assumptions (tensors, strides) of every variant that names a reference.
 """
 
 from __future__ import annotations
@@ -14,6 +23,10 @@ import sys
 from pathlib import Path
 
 from tileport.cli._common import config_from
+from tileport.errors import UserError
+from tileport.validators.rust.reference import analysis_path, derive_spec, load_analysis, sync_spec
+from tileport.validators.rust.selfcheck import format_self_check, no_build_report, self_check
+from tileport.validators.rust.spec import SPEC_FILENAME, load_spec
 from tileport.validators.rust import diagnostics as dg
 from tileport.validators.rust.build import BuildOptions, RustBuildResult, build_crate, prepare_crate, shared_target_dir
 from tileport.toolchain import resolve
@@ -33,10 +46,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fetch", action="store_true", help="allow cargo to use the network (first build only)")
     p.add_argument("--deny-unsafe", action="store_true", help="refuse `unsafe` in kernel.rs")
     p.add_argument("--timeout", type=float, default=1200.0, metavar="S", help="cargo build time limit (s)")
+    p.add_argument("--reference", metavar="ANALYSIS",
+                   help="after the build, IR self-check every variant against out/<op> (or its analysis.json)")
+    p.add_argument("--no-notes", action="store_true", help="self-check: list errors and warnings only")
+    p.add_argument("--init-spec", metavar="ANALYSIS",
+                   help="write DIR/spec.json from out/<op> (or sync an existing spec's assumptions) and exit")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.init_spec:
+        return init_spec(args)
     config = config_from(args)
     paths = config.toolchain.model_dump()
     bytecode_version = paths.pop("bytecode_version", None)
@@ -51,14 +71,59 @@ def run(args: argparse.Namespace) -> int:
         bytecode_version=bytecode_version,
         toolchain=resolve(**paths),
     )
+    analysis = load_analysis(args.reference) if args.reference else None  # bad input before a long build
     layout = prepare_crate(args.dir, spec_path=args.spec, out=args.out)
     result = build_crate(layout, opts)
+    report = None
+    if analysis is not None:
+        report = (self_check(result, analysis, layout.spec, analysis_file=args.reference,
+                             tileirdisasm=opts.toolchain.tileirdisasm if opts.toolchain else None)
+                  if result.jobs else no_build_report(result, analysis, args.reference))
     if args.json:
-        json.dump(result.model_dump(mode="json"), sys.stdout, indent=2)
+        payload = result.model_dump(mode="json")
+        if report is not None:
+            payload["self_check"] = report.model_dump(mode="json", exclude={"build_stage_result"})
+            payload["self_check"]["stage_result"] = report.stage_result().model_dump(mode="json")
+        json.dump(payload, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print_human(result)
-    return 0 if result.ok else 1
+        if report is not None:
+            print()
+            print(format_self_check(report, notes=not args.no_notes))
+    if not result.ok:
+        return 1
+    return report.exit_code if report is not None else 0
+
+
+def init_spec(args: argparse.Namespace) -> int:
+    """--init-spec: derive spec.json variants from the analysis (no build)."""
+    analysis = load_analysis(args.init_spec)
+    src = Path(args.dir)
+    if src.is_file():
+        src = src.parent
+    existing = Path(args.spec) if args.spec else next(
+        (src / n for n in ("spec.json", SPEC_FILENAME) if (src / n).is_file()), None)
+    if existing is None:
+        spec = derive_spec(analysis)
+        target = src / "spec.json"
+        target.write_text(spec.to_json(), encoding="utf-8")
+        n = sum(len(e.variants) for e in spec.entries)
+        print(f"wrote {target}: {len(spec.entries)} entr{'y' if len(spec.entries) == 1 else 'ies'}, {n} variant(s) "
+              f"from {analysis_path(args.init_spec)}; rename entries/generics/parameters to the port's")
+        return 0
+    if existing.suffix != ".json":
+        raise UserError(f"--init-spec rewrites JSON specs only; {existing} is not one")
+    spec, changes = sync_spec(load_spec(existing), analysis)
+    if all(v.reference is None for e in spec.entries for v in e.variants):
+        print(f"{existing}: no variant names a reference; nothing synced (add \"reference\" keys, or move the "
+              "spec away to write a fresh skeleton)")
+        return 1
+    existing.write_text(spec.to_json(), encoding="utf-8")
+    for line in changes:
+        print(line)
+    print(f"{existing}: {len(changes)} change(s) from {analysis_path(args.init_spec)}")
+    return 1 if any("not synced" in c for c in changes) else 0
 
 
 def print_human(result: RustBuildResult) -> None:

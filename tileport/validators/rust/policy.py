@@ -20,6 +20,7 @@ Every refusal is a `Diagnostic` with source `policy`, so the writer agent sees i
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +69,14 @@ KERNEL_FORBIDDEN_ROOTS = {"std", "alloc", "proc_macro", "core"}
 KERNEL_ATTRS = {"allow", "warn", "deny", "expect", "forbid", "inline", "doc", "must_use", "cfg", "rustfmt::skip",
                 "entry", "derive"}
 HOST_EXTRA_ATTRS = {"no_mangle", "repr", "test"}
+# cutile 0.5.0 gives kernels a tensor's base pointer and shape but no accessor for its strides, which a kernel
+# needs to build a sliced view (`x.slice(...)` in cuTile Python) in-kernel. A body-less declaration
+# `#[cuda_tile::compiler_op(name = "return_type_meta_field", type_meta_field = "strides")]` reads that field of
+# the tensor's compile-time metadata (exactly how cutile's own `get_tensor_base` / `get_tensor_shape_meta` are
+# declared). The module macro strips the attribute, nothing runs on the build machine; only this exact form
+# (read one metadata field) is allowed, every other compiler_op is refused.
+META_FIELD_OP = "cuda_tile::compiler_op"
+META_FIELDS = {"strides", "shape", "base", "token"}
 BUILTIN_DERIVES = {"Clone", "Copy", "Debug", "Default", "PartialEq", "Eq", "PartialOrd", "Ord", "Hash"}
 
 
@@ -256,6 +265,26 @@ def _matching(toks: list[Token], k: int, open_: str, close: str) -> int:
     return len(toks) - 1
 
 
+_META_ARGS = [re.compile(r'^\(\s*name\s*=\s*"return_type_meta_field"\s*,\s*type_meta_field\s*=\s*"(\w+)"\s*\)$'),
+              re.compile(r'^\(\s*type_meta_field\s*=\s*"(\w+)"\s*,\s*name\s*=\s*"return_type_meta_field"\s*\)$')]
+
+
+def _is_meta_field_read(args: list[Token], lines: list[str]) -> bool:
+    """The attribute's arguments are `(name = "return_type_meta_field", type_meta_field = "<field>")` (either
+    order) with a known field, nothing else. Read from the source text: the lexer drops string contents."""
+    if len(args) < 2 or args[0].text != "(" or args[-1].text != ")":
+        return False
+    first, last = args[0], args[-1]
+    if first.line != last.line:  # keep it simple: one line
+        return False
+    text = lines[first.line - 1][first.col - 1:last.col]
+    for rx in _META_ARGS:
+        m = rx.match(text)
+        if m:
+            return m.group(1) in META_FIELDS
+    return False
+
+
 def check_source(src: str, file: str = KERNEL_FILE, *, host: bool = False, deny_unsafe: bool = False,
                  module: str | None = None, entries: list[str] | tuple[str, ...] = ()) -> list[Diagnostic]:
     """Policy diagnostics for one model-written file (kernel.rs by default; host.rs with host=True)."""
@@ -309,6 +338,12 @@ def check_source(src: str, file: str = KERNEL_FILE, *, host: bool = False, deny_
                 if path == "cutile::entry" and after < len(toks) and toks[after].text == "]":
                     diags.append(_diag("TP-BARE-ENTRY", "`#[cutile::entry]` without parentheses; write "
                                        "`#[cutile::entry()]`", file, t, lines, level="warning"))
+                continue
+            if path == META_FIELD_OP and not host:
+                if not _is_meta_field_read(toks[after:close], lines):
+                    diags.append(_diag("TP-ATTRIBUTE", f"`#[{path}(...)]` is allowed only as `#[{path}(name = "
+                                       "\"return_type_meta_field\", type_meta_field = \"strides\")]` (or shape, "
+                                       "base, token)", file, t, lines))
                 continue
             if path not in allowed_attrs:
                 diags.append(_diag("TP-ATTRIBUTE", f"attribute `#[{path or '?'}]` is not allowed in {file}", file,

@@ -69,10 +69,30 @@ class TensorSpec(_Strict):
         return self
 
 
+class ReferenceKey(_Strict):
+    """Which reference instance (from `tileport analyze`'s analysis.json) a port variant must match in the IR
+    self-check: the cuTile Python kernel, its Constant values and the dtype. `params` maps port parameter names to
+    reference ones where they differ (e.g. {"z": "out"}); the target is the job's."""
+
+    kernel: Annotated[str, Field(pattern=_IDENT, max_length=128)]
+    constants: dict[str, int | float | bool | str] = Field(default_factory=dict)
+    dtype: Annotated[str, Field(pattern=_IDENT, max_length=32)]
+    params: dict[Ident, Ident] = Field(default_factory=dict)
+
+    def label(self) -> str:
+        consts = ",".join(f"{k}={_const_text(v)}" for k, v in self.constants.items())
+        return f"{self.kernel}[{consts}]/{self.dtype}" if consts else f"{self.kernel}/{self.dtype}"
+
+
+def _const_text(v: object) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
 class Variant(_Strict):
     """One specialisation of an entry: what the launch would fix."""
 
     name: Name
+    reference: ReferenceKey | None = None  # what the IR self-check compares this variant with
     generics: list[str] = Field(default_factory=list)
     strides: dict[Ident, list[int]] = Field(default_factory=dict)
     tensors: dict[Ident, TensorSpec] = Field(default_factory=dict)

@@ -497,6 +497,18 @@ class _Builder:
             self.assumes.append(AssumeFact(pred, op.attrs.get(pred, ""), target.stripped, node))
             fwd = target
             node.hash = _h("assume", pred, op.attrs.get(pred, ""), target.stripped.hash)
+        elif name in ("muli", "addi", "subi") and len(node.operands) == 2 and rtypes \
+                and all(v.type == rtypes[0] for v in node.operands):
+            # integer identities (x*1, x+0, x-0): frontends differ in whether they fold them, e.g. cuTile
+            # Python's `Array.slice` offset `start * stride` with start 0 and a unit stride
+            a, b = node.operands
+            unit = "1" if name == "muli" else "0"
+            if b.splat is not None and b.splat[1] == unit:
+                fwd = a
+            elif a.splat is not None and a.splat[1] == unit and name != "subi":
+                fwd = b
+            if fwd is not None:
+                node.hash = _h("identity", name, fwd.hash)
         elif name in ("reshape", "broadcast", "ftof") and len(node.operands) == 1 and rtypes:
             src = node.operands[0]
             if src.type == rtypes[0] or (name != "ftof" and squeeze(src.type) == squeeze(rtypes[0])):
@@ -591,6 +603,9 @@ def arg_roles(entry: Entry, array_map: dict[int, int] | None = None) -> tuple[di
     for op in entry.body.ops:
         if op.name == "assume" and op.results and op.operands:
             root[op.results[0]] = root.get(op.operands[-1], op.operands[-1])
+        elif op.name == "offset" and op.results and op.operands and arg_of(op.operands[0]) in ptr_ordinal:
+            # a sliced view's base (cuTile Python's `Array.slice`): still a view of that array
+            root[op.results[0]] = root.get(op.operands[0], op.operands[0])
         elif op.name == "make_tensor_view" and op.operands:
             base = arg_of(op.operands[0])
             if base is None or base not in ptr_ordinal:

@@ -686,11 +686,19 @@ def check_assumptions(ctx: _Ctx) -> None:
 
     rf, pf = facts(ctx.ref), facts(ctx.port)
     bounded: dict[tuple[str, str], list[tuple[str, Node | None, Node | None]]] = defaultdict(list)
+    vacuous: list[tuple[str, str, Node | None, Node | None]] = []
     for key in sorted(set(rf) | set(pf)):
         pred = key[0]
         a, b = rf.get(key), pf.get(key)
         if a is not None and b is not None and a[0] == b[0]:
             continue
+        one = a if b is None else b if a is None else None
+        if one is not None and pred == "div_by":
+            side = "reference" if b is None else "port"
+            why = _vacuous_div_by(one[1], one[0])
+            if why:
+                vacuous.append((side, f"{one[2]} ({why})", a[1] if a else None, b[1] if b else None))
+                continue
         r_node = a[1] if a else None
         p_node = b[1] if b else None
         what = (a or b)[2]
@@ -722,10 +730,36 @@ def check_assumptions(ctx: _Ctx) -> None:
                 a[0] if a else "none", b[0] if b else "none")
 
 
+    for side in ("reference", "port"):
+        items = [(w, r, p) for s_, w, r, p in vacuous if s_ == side]
+        if items:
+            names = "; ".join(w for w, _, _ in items[:4]) + (f" and {len(items) - 4} more" if len(items) > 4 else "")
+            ctx.add("assumptions", "div_by_vacuous", Severity.NOTE, f"only the {side} assumes div_by on "
+                    f"{len(items)} value(s) where it tells the compiler nothing: {names} (benign)",
+                    items[0][1], items[0][2])
     for (verb, pred), items in sorted(bounded.items()):
         names = ", ".join(w for w, _, _ in items[:6]) + (f" and {len(items) - 6} more" if len(items) > 6 else "")
         ctx.add("assumptions", "bounded", Severity.NOTE, f"{verb} assume {pred} on {len(items)} value(s): {names} "
                 "(benign)", items[0][1], items[0][2])
+
+
+_ELEM_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "f32": 4, "tf32": 4, "f64": 8}
+
+
+def _vacuous_div_by(node: Node, divisor: str) -> str | None:
+    """Why a div_by fact carries no information, or None: its assume is dead (nothing live reads the value,
+    e.g. the shape of an unused full view), or it promises a pointer to T is aligned to at most sizeof(T)
+    (true of every valid pointer)."""
+    if not node.live:
+        return "dead: nothing live uses it"
+    d = _int(divisor)
+    ty = node.op.result_types[0] if node.op.result_types else ""
+    m = re.search(r"ptr<([a-z0-9]+)>", ty)
+    if d and m:
+        size = _ELEM_BYTES.get(m.group(1)) or (1 if m.group(1).startswith("f8") else None)
+        if size and size % d == 0:
+            return f"a ptr<{m.group(1)}> is always {size}-byte aligned"
+    return None
 
 
 def _int(s: str) -> int | None:

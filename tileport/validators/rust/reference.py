@@ -1,0 +1,192 @@
+"""The reference side of a port: `tileport analyze`'s analysis.json, looked up the way a port's spec names it.
+
+- `load_analysis(path)`         — out/<op>/ or its analysis.json -> `Analysis` (bad input: UserError)
+- `find_instance(analysis, key)` — the (variant, instance) a `ReferenceKey` names, or a reason it is not there
+- `tensor_specs(...)`           — the per-array launch assumptions cuTile Python's JIT compiled the reference
+                                   under (shape/stride divisibility, unit strides, base alignment), as a spec's
+                                   `tensors` + `strides`, so port and reference are compiled under the same facts
+- `derive_spec(analysis)`       — a whole spec skeleton: one entry per kernel, one variant per Constant set x dtype,
+                                   each naming its reference
+- `sync_spec(spec, analysis)`   — rewrite the assumptions of every variant that names a reference from it
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from tileport.errors import UserError
+from tileport.validators.analysis.schema import Analysis, Instance, TargetBuild, Variant as RefVariant
+from tileport.validators.rust.spec import DumpSpec, Entry, ReferenceKey, TensorSpec, Variant
+
+ANALYSIS_FILE = "analysis.json"
+
+# cuTile Python dtype names -> the Rust element types cutile generics take.
+RUST_DTYPES = {
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
+    "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "bool_": "bool", "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2",
+}
+
+
+def analysis_path(path: str | Path) -> Path:
+    p = Path(path)
+    return p / ANALYSIS_FILE if p.is_dir() else p
+
+
+def load_analysis(path: str | Path) -> Analysis:
+    """Read out/<op>/analysis.json (or the directory holding it)."""
+    p = analysis_path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UserError(f"cannot read the reference analysis {p}: {e.strerror or e} "
+                        "(run `tileport analyze OP.py` first)") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{p} is not valid JSON: {e}") from None
+    try:
+        return Analysis.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
+        raise UserError(f"{p}: not an analysis.json: {where}: {first['msg']}") from None
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):  # True is not the constant 1
+        return type(a) is type(b) and a == b
+    return a == b
+
+
+def _same_constants(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return set(a) == set(b) and all(_same_value(a[k], b[k]) for k in a)
+
+
+def find_instance(analysis: Analysis, key: ReferenceKey) -> tuple[RefVariant, Instance] | str:
+    """The reference instance `key` names, or a one-line reason naming what does exist."""
+    kernels = sorted({v.kernel for v in analysis.variants})
+    variants = [v for v in analysis.variants if v.kernel == key.kernel]
+    if not variants:
+        return f"the reference has no kernel {key.kernel!r} (it has: {', '.join(kernels) or 'none'})"
+    variant = next((v for v in variants if _same_constants(v.constants, key.constants)), None)
+    if variant is None:
+        have = "; ".join(v.name or "(no constants)" for v in variants)
+        return f"{key.kernel} has no variant with constants {key.constants} (it has: {have})"
+    inst = next((i for i in variant.instances if i.dtype == key.dtype), None)
+    if inst is None:
+        have = ", ".join(i.dtype for i in variant.instances)
+        return f"{key.kernel}[{variant.name}] was not instantiated for {key.dtype} (it has: {have})"
+    return variant, inst
+
+
+def find_build(inst: Instance, target: str) -> TargetBuild | None:
+    return next((b for b in inst.builds if b.target == target), None)
+
+
+def _params(analysis: Analysis, kernel: str) -> list[str]:
+    info = next((k for k in analysis.kernels if k.name == kernel), None)
+    return [p.name for p in info.params] if info else []
+
+
+def tensor_specs(analysis: Analysis, kernel: str, inst: Instance,
+                 params: dict[str, str] | None = None) -> tuple[dict[str, TensorSpec], dict[str, list[int]]]:
+    """`tensors` and `strides` of a spec variant for every array parameter of the reference instance, keyed by
+    port parameter name (`params` maps port -> reference names; unmapped names are the reference's)."""
+    to_port = {ref: port for port, ref in (params or {}).items()}
+    names = _params(analysis, kernel)
+    tensors: dict[str, TensorSpec] = {}
+    strides: dict[str, list[int]] = {}
+    for name, sig in zip(names, inst.signature):
+        if sig.get("kind") != "array":
+            continue
+        ndim = int(sig.get("ndim") or len(sig.get("shape_divisible_by") or []))
+
+        def bits(key: str, default: int = 1) -> list[int]:
+            vals = list(sig.get(key) or [None] * ndim)
+            return [int(v) if isinstance(v, int) and v > 0 else default for v in vals]
+
+        stride_const = list(sig.get("stride_constant") or [None] * ndim)
+        port = to_port.get(name, name)
+        tensors[port] = TensorSpec(
+            shape_div=[_pow2(d) for d in bits("shape_divisible_by")],
+            stride_div=[_pow2(d) for d in bits("stride_divisible_by")],
+            stride_one=[c == 1 for c in stride_const],
+            base_align=_pow2(int(sig.get("base_addr_divisible_by") or 1)),
+            elements_disjoint=not sig.get("may_alias_internally", False),
+        )
+        strides[port] = [int(c) if isinstance(c, int) else -1 for c in stride_const]
+    return tensors, strides
+
+
+def _pow2(d: int) -> int:
+    """Largest power of two dividing d (the JIT's facts are powers of two; keep the spec valid regardless)."""
+    return d & -d if d > 0 else 1
+
+
+def _variant_name(dtype: str, constants: dict[str, Any]) -> str:
+    parts = [RUST_DTYPES.get(dtype, dtype)]
+    parts += [f"{k}-{str(v).lower() if isinstance(v, bool) else v}" for k, v in constants.items()]
+    return "__".join(parts)
+
+
+def derive_spec(analysis: Analysis, module: str | None = None, targets: list[str] | None = None) -> DumpSpec:
+    """A spec skeleton from the analysis: entry `<kernel minus _kernel>` per reference kernel, one variant per
+    Constant set x dtype with generics `[dtype, constants...]`, the reference's array assumptions, and a
+    `reference` key so the self-check pairs it. Entry/generic/parameter names are the reference's: edit them
+    to the port's (and add `reference.params` where a parameter is renamed)."""
+    entries: dict[str, Entry] = {}
+    for rv in analysis.variants:
+        entry_name = rv.kernel[: -len("_kernel")] if rv.kernel.endswith("_kernel") else rv.kernel
+        for inst in rv.instances:
+            tensors, strides = tensor_specs(analysis, rv.kernel, inst)
+            generics = [RUST_DTYPES.get(inst.dtype, inst.dtype)]
+            generics += [str(v).lower() if isinstance(v, bool) else str(v) for v in rv.constants.values()
+                         if isinstance(v, (bool, int))]
+            variant = Variant(name=_variant_name(inst.dtype, rv.constants), generics=generics, strides=strides,
+                              tensors=tensors,
+                              reference=ReferenceKey(kernel=rv.kernel, constants=dict(rv.constants), dtype=inst.dtype))
+            entries.setdefault(entry_name, Entry(name=entry_name, variants=[])).variants.append(variant)
+    if not entries:
+        raise UserError(f"the analysis of {analysis.op} has no kernel instances to derive a spec from")
+    return DumpSpec(module=module or analysis.op, entries=list(entries.values()),
+                    targets=targets or list(analysis.targets[:1]) or ["sm_90"])
+
+
+def sync_spec(spec: DumpSpec, analysis: Analysis) -> tuple[DumpSpec, list[str]]:
+    """Replace `tensors` / `strides` of every variant that names a reference with the reference's assumptions
+    (parameters the reference does not have are kept). Returns the new spec and one line per change."""
+    changes: list[str] = []
+    new = spec.model_copy(deep=True)
+    for entry in new.entries:
+        for variant in entry.variants:
+            if variant.reference is None:
+                continue
+            found = find_instance(analysis, variant.reference)
+            if isinstance(found, str):
+                changes.append(f"{entry.name}/{variant.name}: not synced: {found}")
+                continue
+            rv, inst = found
+            tensors, strides = tensor_specs(analysis, rv.kernel, inst, variant.reference.params)
+            for name in tensors:
+                if variant.tensors.get(name) != tensors[name] or variant.strides.get(name) != strides[name]:
+                    changes.append(f"{entry.name}/{variant.name}: {name} <- {_describe(tensors[name])}, "
+                                   f"strides {strides[name]}")
+                variant.tensors[name] = tensors[name]
+                variant.strides[name] = strides[name]
+            # cuTile Python does not specialise scalar arguments: a divisibility hint the reference lacks goes
+            to_port = {ref: port for port, ref in variant.reference.params.items()}
+            for name, sig in zip(_params(analysis, rv.kernel), inst.signature):
+                port = to_port.get(name, name)
+                if sig.get("kind") == "scalar" and port in variant.scalar_hints:
+                    del variant.scalar_hints[port]
+                    changes.append(f"{entry.name}/{variant.name}: scalar hint on {port} dropped (the reference "
+                                   "assumes nothing about scalars)")
+    return DumpSpec.model_validate(new.model_dump()), changes
+
+
+def _describe(t: TensorSpec) -> str:
+    return (f"shape_div {t.shape_div}, stride_div {t.stride_div}, stride_one {t.stride_one}, "
+            f"base_align {t.base_align}")
