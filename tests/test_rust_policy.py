@@ -155,3 +155,23 @@ def test_refusal_happens_before_cargo_runs(crate):
     assert {"TP-BUILD-SCRIPT", "TP-FORBIDDEN-MACRO"} <= set(codes(result.diagnostics))
     assert result.commands == []  # cargo was never started
     assert all(d.source.value == "policy" for d in result.diagnostics)
+
+
+META_READ = '#[cuda_tile::compiler_op(name = "return_type_meta_field", type_meta_field = "strides")]'
+
+
+@pytest.mark.parametrize("attr, ok", [
+    (META_READ, True),  # what the silu_and_mul port uses: read a tensor's strides (cutile 0.5 has no accessor)
+    ('#[cuda_tile::compiler_op(type_meta_field = "shape", name = "return_type_meta_field")]', True),
+    ('#[cuda_tile::compiler_op(name = "return_type_meta_field", type_meta_field = "anything")]', False),
+    ('#[cuda_tile::compiler_op(name = "set_type_meta_field", type_meta_field = "token")]', False),
+    ('#[cuda_tile::compiler_op(name = "cast")]', False),
+    ('#[cuda_tile::op(name = "cuda_tile.load_ptr_tko")]', False),
+])
+def test_only_the_metadata_read_compiler_op_is_allowed_in_a_kernel(attr, ok):
+    src = ("#[cutile::module]\npub mod m {\n    use cutile::core::*;\n    " + attr + "\n"
+           "    fn f<'s, E: ElementType, const S: [i32; 2], const C: [i32; 2]>(t: &Tensor<E, S>) -> Array<'s, C> "
+           "{ unreachable!() }\n}\n")
+    diags = [d for d in check_source(src) if d.is_error]
+    assert (not diags) if ok else [d.code for d in diags] == ["TP-ATTRIBUTE"]
+    assert check_source(src, host=True)  # never in host.rs

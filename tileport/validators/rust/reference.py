@@ -137,7 +137,7 @@ def derive_spec(analysis: Analysis, module: str | None = None, targets: list[str
     Constant set x dtype with generics `[dtype, constants...]`, the reference's array assumptions, and a
     `reference` key so the self-check pairs it. Entry/generic/parameter names are the reference's: edit them
     to the port's (and add `reference.params` where a parameter is renamed)."""
-    entries: dict[str, Entry] = {}
+    entries: dict[str, list[Variant]] = {}
     for rv in analysis.variants:
         entry_name = rv.kernel[: -len("_kernel")] if rv.kernel.endswith("_kernel") else rv.kernel
         for inst in rv.instances:
@@ -148,10 +148,10 @@ def derive_spec(analysis: Analysis, module: str | None = None, targets: list[str
             variant = Variant(name=_variant_name(inst.dtype, rv.constants), generics=generics, strides=strides,
                               tensors=tensors,
                               reference=ReferenceKey(kernel=rv.kernel, constants=dict(rv.constants), dtype=inst.dtype))
-            entries.setdefault(entry_name, Entry(name=entry_name, variants=[])).variants.append(variant)
+            entries.setdefault(entry_name, []).append(variant)
     if not entries:
         raise UserError(f"the analysis of {analysis.op} has no kernel instances to derive a spec from")
-    return DumpSpec(module=module or analysis.op, entries=list(entries.values()),
+    return DumpSpec(module=module or analysis.op, entries=[Entry(name=n, variants=vs) for n, vs in entries.items()],
                     targets=targets or list(analysis.targets[:1]) or ["sm_90"])
 
 
