@@ -143,3 +143,24 @@ def test_scripted_faults_go_through_the_client_retry_policy():
 def test_probe_of_a_scripted_model():
     info = ScriptedModel(TRANSCRIPT).probe()
     assert info.healthy and info.models == ["tileport-coder"] and info.max_model_len == 32768
+
+
+def test_run_tokens_are_stored_with_the_stage_run(tmp_path):
+    """Token usage of every call in a writer run lands on its stage-B record in the store."""
+    from tileport.records import Stage, StageResult
+    from tileport.store import Store
+
+    model = ScriptedModel(TRANSCRIPT)
+    results = []
+    orig = model.call_tool
+    model.call_tool = lambda *a, **kw: results.append(orig(*a, **kw)) or results[-1]  # type: ignore[method-assign]
+    verdict, _ = drive(model)
+    usage = sum((r.usage for r in results), verdict.usage)
+
+    store = Store(tmp_path / "tileport.db")
+    cid = store.add_conversion("examples/vector_add.py", "vector_add_kernel")
+    store.record_stage(cid, StageResult(stage=Stage.WRITE_KERNEL, verdict=verdict.value.verdict, tokens=usage,
+                                        model_id=load_transcript(TRANSCRIPT)["model"]))
+    [run] = store.stage_runs(cid)
+    assert (run["prompt_tokens"], run["completion_tokens"]) == transcript_tokens()
+    assert run["verdict"] == "COMPILED" and run["model_id"] == "tileport-coder"
