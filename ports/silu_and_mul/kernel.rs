@@ -13,6 +13,7 @@
 pub mod silu_and_mul {
     use cutile::core::*;
 
+    #[allow(unused_variables)]
     #[cuda_tile::compiler_op(name = "return_type_meta_field", type_meta_field = "strides")]
     fn tensor_strides_2<'s, E: ElementType, const S: [i32; 2], const C: [i32; 2]>(
         t: &Tensor<E, S>,
