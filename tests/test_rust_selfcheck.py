@@ -1,5 +1,5 @@
 """Stage B's IR self-check on real builds: every hand-written port, compiled by real cargo + cutile 0.5.0, against
-the real reference Tile IR `tileport analyze` exported into out/<op>/.
+the real reference Tile IR that `tileport analyze` exports (made fresh here for sm_90, so a clean clone runs it).
 
 Slow (cargo). Crates are the ones tests/test_rust_build.py uses (TILEPORT_CACHE_DIR/crates/test-<port>), built
 without cubins, so on a warm cache each port costs a few seconds.
@@ -15,6 +15,7 @@ import pytest
 
 from tileport.cli import main as cli_main
 from tileport.errors import EnvironmentBlocked
+from tileport.validators.analysis import analyze_op
 from tileport.validators.rust.build import BuildOptions, RustBuildResult, build_crate, prepare_crate
 from tileport.validators.rust.crate import crate_cache_root, write_crate
 from tileport.validators.rust.reference import derive_spec, find_instance, load_analysis, sync_spec
@@ -26,13 +27,22 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parent.parent
 PORTS = REPO / "ports"
-OUT = REPO / "out"
+OUT = REPO / "out"  # replaced by the fresh analyses of the `references` fixture
 PORT_NAMES = ["matmul", "rms_norm", "silu_and_mul", "softmax", "vector_add"]
 
 if shutil.which("cargo") is None:
     pytest.skip("cargo is not installed", allow_module_level=True)
-if not all((OUT / p / "analysis.json").is_file() for p in PORT_NAMES):
-    pytest.skip("reference analyses missing: run `tileport analyze examples/<op>.py`", allow_module_level=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def references(tmp_path_factory):
+    """Reference analyses of the ported examples, exported by the real stage A (sm_90; no cubins needed)."""
+    global OUT
+    OUT = tmp_path_factory.mktemp("references")
+    for port in PORT_NAMES:
+        analyze_op(REPO / "examples" / f"{port}.py", targets=["sm_90"], out_dir=OUT / port, run_tileiras=False,
+                   warm=True)
+    return OUT
 
 
 def build(layout) -> RustBuildResult:
