@@ -26,13 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", metavar="FILE", help="tileport.toml to use (default: ./tileport.toml if present)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"tileport.cli.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"tileport.cli.{name}":
-                continue  # a part still being built; its command is simply absent
-            raise
-        module.register(sub)
+        importlib.import_module(f"tileport.cli.{name}").register(sub)
     return parser
 
 
