@@ -716,6 +716,23 @@ def clear_caches() -> None:
         cache.clear()
 
 
+def release(ce: CanonEntry) -> None:
+    """Break the reference cycles of a canonical entry (node <-> result values, parent <-> children,
+    users, a value's `stripped` pointing at itself) so that it is freed by reference counting as soon
+    as it is dropped, instead of leaving tens of thousands of objects to the cyclic garbage collector.
+    Only for entries nothing else will use again: the entry is unusable afterwards."""
+    for v in ce.args:
+        v.stripped = v.node = v.reshape_src = None
+    for n in ce.nodes:
+        for vals in (n.operands, n.tok_operands, n.results):
+            for v in vals:
+                v.stripped = v.node = v.reshape_src = None
+        n.parent = n.children = n.users = n.operands = n.tok_operands = n.results = None
+    for fact in ce.assumes:
+        fact.node = fact.target = None
+    ce.nodes = ce.dead = ce.args = ce.assumes = []
+
+
 def canonicalize(entry: Entry, path: str | None = None, array_map: dict[int, int] | None = None) -> CanonEntry:
     """Canonical form of one entry. `array_map` renumbers pointer parameters (ordinal -> ordinal),
     for a port that takes its arrays in another order than the reference."""
