@@ -9,6 +9,11 @@ uses approximate rounding — the fast-math choices a port must keep.
 Keys past the end of the sequence are masked with ``-inf`` (the view load pads them with zeros).
 ``CAUSAL`` is a structural variant: it shortens the K loop to the diagonal and also masks the
 scores above it.
+
+Checking (``tileport.validators.correctness``; torch is imported only inside functions):
+``reference(q, k, v, causal=False, sm_scale=None)`` is the same op in plain torch;
+``make_inputs(shape, dtype, device, seed)`` builds deterministic arguments for one ``TILEPORT``
+shape; ``check_variants()`` lists the extra keyword arguments each shape is also checked with.
 """
 
 import cuda.tile as ct
@@ -83,3 +88,32 @@ def attention(q, k, v, causal=False, sm_scale=None):
     ct.launch(torch.cuda.current_stream(), grid, attention_fwd_kernel,
               (q, k, v, o, float(sm_scale), TILE_M, TILE_N, head_dim, causal))
     return o
+
+
+def make_inputs(shape, dtype, device="cuda", seed=0):
+    """Deterministic keyword arguments of ``attention`` and ``reference`` for one TILEPORT shape."""
+    import torch
+
+    g = torch.Generator(device=device).manual_seed(seed)
+    dims = (shape["bh"], shape["seq"], shape["head_dim"])
+    q, k, v = (torch.randn(dims, generator=g, device=device).to(getattr(torch, dtype)) for _ in range(3))
+    return {"q": q, "k": k, "v": v}
+
+
+def check_variants():
+    """Extra keyword arguments to check each shape with: full attention and the causal kernel variant."""
+    return [{"causal": False}, {"causal": True}]
+
+
+def reference(q, k, v, causal=False, sm_scale=None):
+    """Plain torch attention computed in float64 (scores materialised), cast back to q's dtype."""
+    import torch
+
+    seq = q.shape[1]
+    if sm_scale is None:
+        sm_scale = q.shape[2] ** -0.5
+    scores = (q.double() @ k.double().transpose(1, 2)) * float(sm_scale)
+    if causal:
+        above = torch.ones((seq, k.shape[1]), dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(above, float("-inf"))
+    return (torch.softmax(scores, dim=-1) @ v.double()).to(q.dtype)

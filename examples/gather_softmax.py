@@ -7,6 +7,11 @@ masked lanes. This is the shape of an MoE/sampling kernel where rows arrive in r
 
 ``LOG_SOFTMAX`` is a structural variant: it returns ``t - max - log(sum)`` instead of
 ``exp(t - max) / sum``.
+
+Checking (``tileport.validators.correctness``; torch is imported only inside functions):
+``reference(x, row_ids, log=False, out=None)`` is the same op in plain torch; ``make_inputs(shape,
+dtype, device, seed)`` builds deterministic arguments for one ``TILEPORT`` shape;
+``check_variants()`` lists the extra keyword arguments each shape is also checked with.
 """
 
 import cuda.tile as ct
@@ -49,4 +54,36 @@ def gather_softmax(x, row_ids, log=False, out=None):
     grid = (row_ids.shape[0], 1, 1)
     ct.launch(torch.cuda.current_stream(), grid, gather_softmax_kernel,
               (x, out, row_ids, n, TILE_N, log))
+    return out
+
+
+def make_inputs(shape, dtype, device="cuda", seed=0):
+    """Deterministic keyword arguments of ``gather_softmax`` and ``reference`` for one TILEPORT shape.
+
+    ``row_ids`` are ``rows`` distinct rows in shuffled order (so scattered rows never collide).
+    """
+    import torch
+
+    cpu = torch.Generator().manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+    x = 3.0 * torch.randn((shape["m"], shape["n"]), generator=g, device=device)
+    row_ids = torch.randperm(shape["m"], generator=cpu)[: shape["rows"]].to(torch.int32).to(device)
+    return {"x": x.to(getattr(torch, dtype)), "row_ids": row_ids}
+
+
+def check_variants():
+    """Extra keyword arguments to check each shape with: softmax and the log-softmax kernel variant."""
+    return [{"log": False}, {"log": True}]
+
+
+def reference(x, row_ids, log=False, out=None):
+    """Plain torch: rows ``row_ids`` of ``out`` (zeros when not given) get the (log-)softmax of x's rows."""
+    import torch
+
+    if out is None:
+        out = torch.zeros_like(x)
+    rows = row_ids.long()
+    t = x[rows].float()
+    result = torch.log_softmax(t, dim=-1) if log else torch.softmax(t, dim=-1)
+    out[rows] = result.to(out.dtype)
     return out

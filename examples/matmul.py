@@ -4,6 +4,10 @@ Each block owns one (TILE_M, TILE_N) output tile and walks K in TILE_K steps. Th
 dispatches between two tile configurations (a structural variant: different tile shapes change
 the loads, the MMA shape and the loop trip count): large problems use 128x128x64 tiles, small
 ones 64x64x32 so that enough blocks exist to fill the GPU.
+
+Checking (``tileport.validators.correctness``; torch is imported only inside functions):
+``reference(a, b)`` is the same op in plain torch; ``make_inputs(shape, dtype, device, seed)``
+builds deterministic arguments for one ``TILEPORT`` shape.
 """
 
 import cuda.tile as ct
@@ -46,3 +50,22 @@ def matmul(a, b):
     grid = (ct.cdiv(m, tm), ct.cdiv(n, tn), 1)
     ct.launch(torch.cuda.current_stream(), grid, matmul_kernel, (a, b, c, tm, tn, tk))
     return c
+
+
+def make_inputs(shape, dtype, device="cuda", seed=0):
+    """Deterministic keyword arguments of ``matmul`` and ``reference`` for one TILEPORT shape.
+
+    Entries are scaled by ``k ** -0.25`` so that the products have unit variance.
+    """
+    import torch
+
+    g = torch.Generator(device=device).manual_seed(seed)
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    a = torch.randn((m, k), generator=g, device=device) * k ** -0.25
+    b = torch.randn((k, n), generator=g, device=device) * k ** -0.25
+    return {"a": a.to(getattr(torch, dtype)), "b": b.to(getattr(torch, dtype))}
+
+
+def reference(a, b):
+    """Plain torch ``a @ b`` computed in float64 (no TF32 question), cast back to a's dtype."""
+    return (a.double() @ b.double()).to(a.dtype)

@@ -4,6 +4,10 @@ The grid is sized to the number of SMs (times an occupancy factor), not to the p
 block loops ``tile = bid, bid + num_blocks, ...`` and maps the linear tile id to (m, n) with a
 grouped ("swizzled") order so consecutive tiles of one block reuse the same rows of ``a`` in L2.
 The K loop uses ``ct.mma`` into a float32 accumulator, and the kernel carries an occupancy hint.
+
+Checking (``tileport.validators.correctness``; torch is imported only inside functions):
+``reference(a, b, num_sms=None)`` is the same op in plain torch; ``make_inputs(shape, dtype, device,
+seed)`` builds deterministic arguments for one ``TILEPORT`` shape.
 """
 
 import cuda.tile as ct
@@ -55,3 +59,22 @@ def persistent_matmul(a, b, num_sms=None):
     ct.launch(torch.cuda.current_stream(), grid, persistent_matmul_kernel,
               (a, b, c, TILE_M, TILE_N, TILE_K, GROUP_M))
     return c
+
+
+def make_inputs(shape, dtype, device="cuda", seed=0):
+    """Deterministic keyword arguments of ``persistent_matmul`` and ``reference`` for one TILEPORT shape.
+
+    Entries are scaled by ``k ** -0.25`` so that the products have unit variance.
+    """
+    import torch
+
+    g = torch.Generator(device=device).manual_seed(seed)
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    a = torch.randn((m, k), generator=g, device=device) * k ** -0.25
+    b = torch.randn((k, n), generator=g, device=device) * k ** -0.25
+    return {"a": a.to(getattr(torch, dtype)), "b": b.to(getattr(torch, dtype))}
+
+
+def reference(a, b, num_sms=None):
+    """Plain torch ``a @ b`` computed in float64 (no TF32 question), cast back to a's dtype."""
+    return (a.double() @ b.double()).to(a.dtype)

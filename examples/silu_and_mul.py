@@ -3,6 +3,10 @@
 The gate and up halves are two sliced views of the same input array (``Array.slice``), so
 the kernel reads each element once and never materialises ``silu(gate)``. Math runs in
 float32 and the result is cast back to the output dtype.
+
+Checking (``tileport.validators.correctness``; torch is imported only inside functions):
+``reference(x)`` is the same op in plain torch; ``make_inputs(shape, dtype, device, seed)`` builds
+deterministic arguments for one ``TILEPORT`` shape.
 """
 
 import cuda.tile as ct
@@ -39,3 +43,21 @@ def silu_and_mul(x):
     grid = (ct.cdiv(m, TILE_M), ct.cdiv(n, TILE_N), 1)
     ct.launch(torch.cuda.current_stream(), grid, silu_and_mul_kernel, (x, out, n, TILE_M, TILE_N))
     return out
+
+
+def make_inputs(shape, dtype, device="cuda", seed=0):
+    """Deterministic keyword arguments of ``silu_and_mul`` and ``reference`` for one TILEPORT shape."""
+    import torch
+
+    g = torch.Generator(device=device).manual_seed(seed)
+    x = 2.0 * torch.randn((shape["m"], 2 * shape["n"]), generator=g, device=device)
+    return {"x": x.to(getattr(torch, dtype))}
+
+
+def reference(x):
+    """Plain torch ``silu(x[:, :N]) * x[:, N:]`` in float32, cast back to x's dtype."""
+    import torch
+
+    n = x.shape[1] // 2
+    gate, up = x[:, :n].float(), x[:, n:].float()
+    return (torch.nn.functional.silu(gate) * up).to(x.dtype)

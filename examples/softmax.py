@@ -10,6 +10,11 @@ Two kernels, chosen by the host wrapper:
 
 ``FUSE_SCALE`` is a structural variant: with it the kernel multiplies by ``scale`` before the
 max (one extra ``mulf`` and one extra scalar parameter use); without it that code is absent.
+
+Checking (``tileport.validators.correctness``; torch is imported only inside functions):
+``reference(x, scale=None)`` is the same op in plain torch; ``make_inputs(shape, dtype, device,
+seed)`` builds deterministic arguments for one ``TILEPORT`` shape; ``check_variants()`` lists the
+extra keyword arguments each shape is also checked with.
 """
 
 import cuda.tile as ct
@@ -82,3 +87,27 @@ def softmax(x, scale=None):
     else:
         ct.launch(stream, (m, 1, 1), softmax_chunked_kernel, (x, out, scale_value, 2048, fuse))
     return out
+
+
+def make_inputs(shape, dtype, device="cuda", seed=0):
+    """Deterministic keyword arguments of ``softmax`` and ``reference`` for one TILEPORT shape."""
+    import torch
+
+    g = torch.Generator(device=device).manual_seed(seed)
+    x = 3.0 * torch.randn((shape["m"], shape["n"]), generator=g, device=device)
+    return {"x": x.to(getattr(torch, dtype))}
+
+
+def check_variants():
+    """Extra keyword arguments to check each shape with: unscaled, and the fused-scale kernel variant."""
+    return [{}, {"scale": 0.37}]
+
+
+def reference(x, scale=None):
+    """Plain torch softmax over the last axis in float32 (``x * scale`` first), cast back to x's dtype."""
+    import torch
+
+    t = x.float()
+    if scale is not None:
+        t = t * float(scale)
+    return torch.softmax(t, dim=-1).to(x.dtype)

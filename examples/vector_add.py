@@ -2,6 +2,10 @@
 
 The smallest useful op: it shows the plain partitioned ``ct.load``/``ct.store`` pair with
 zero padding on the ragged last tile, and a host wrapper that picks the tile size.
+
+Checking (``tileport.validators.correctness``; torch is imported only inside functions):
+``reference(x, y, out=None)`` is the same op in plain torch; ``make_inputs(shape, dtype, device,
+seed)`` builds deterministic arguments for one ``TILEPORT`` shape.
 """
 
 import cuda.tile as ct
@@ -31,4 +35,24 @@ def vector_add(x, y, out=None):
     TILE = 1024
     grid = (ct.cdiv(n, TILE), 1, 1)
     ct.launch(torch.cuda.current_stream(), grid, vector_add_kernel, (x, y, out, TILE))
+    return out
+
+
+def make_inputs(shape, dtype, device="cuda", seed=0):
+    """Deterministic keyword arguments of ``vector_add`` and ``reference`` for one TILEPORT shape."""
+    import torch
+
+    g = torch.Generator(device=device).manual_seed(seed)
+    n = shape["n"]
+    x = torch.randn(n, generator=g, device=device).to(getattr(torch, dtype))
+    y = torch.randn(n, generator=g, device=device).to(getattr(torch, dtype))
+    return {"x": x, "y": y}
+
+
+def reference(x, y, out=None):
+    """Plain torch ``x + y`` (float32 math, cast back to x's dtype); fills ``out`` when given."""
+    result = (x.float() + y.float()).to(x.dtype)
+    if out is None:
+        return result
+    out.copy_(result)
     return out
