@@ -27,8 +27,8 @@ Tolerances are the module's ``TILEPORT["tolerances"]`` for the dtype, else tilep
 (the defaults fall back to a copy kept equal to the config's by a test), so it imports on a CPU
 machine without torch and runs on a GPU machine that has only torch and cuda-tile.
 
-CLI: ``python -m tileport.validators.correctness examples/*.py [--json] [--device cuda]`` prints one
-line per case and a summary; exit 0 when all pass, 1 on any failure, 2 when it cannot run.
+CLI: ``python -m tileport.validators.correctness examples/*.py [--json] [--json-out FILE] [--device cuda]``
+prints one line per case and a summary (JSON objects with ``--json``; ``--json-out`` also writes them to FILE); exit 0 when all pass, 1 on any failure, 2 when it cannot run.
 """
 
 from __future__ import annotations
@@ -375,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Run op modules on the GPU and compare with their torch reference.")
     parser.add_argument("modules", nargs="+", help="op module files, e.g. examples/*.py")
     parser.add_argument("--json", action="store_true", help="one JSON object per line, then a summary object")
+    parser.add_argument("--json-out", metavar="FILE", help="also write the JSON lines to FILE (stdout stays as chosen)")
     parser.add_argument("--device", default="cuda")
     args = parser.parse_args(argv)
     try:
@@ -386,6 +387,13 @@ def main(argv: list[str] | None = None) -> int:
         print("correctness: torch sees no CUDA device; nothing can run", file=sys.stderr)
         return 2
 
+    sink = open(args.json_out, "w") if args.json_out else None
+
+    def emit(obj: dict, text: str) -> None:
+        print(json.dumps(obj) if args.json else text, flush=True)
+        if sink:
+            print(json.dumps(obj), file=sink, flush=True)
+
     results: list[CaseResult] = []
     errors: dict[str, str] = {}
     started = time.perf_counter()
@@ -394,11 +402,10 @@ def main(argv: list[str] | None = None) -> int:
             cases = check_example(module_path, device=args.device)
         except Exception as exc:
             errors[module_path] = _short_error(exc)
-            print(json.dumps({"module": module_path, "error": errors[module_path]}) if args.json
-                  else f"ERROR {module_path}: {errors[module_path]}", flush=True)
+            emit({"module": module_path, "error": errors[module_path]}, f"ERROR {module_path}: {errors[module_path]}")
             continue
         for case in cases:
-            print(json.dumps(asdict(case)) if args.json else case.line(), flush=True)
+            emit(asdict(case), case.line())
         results.extend(cases)
 
     per_op: dict[str, list[int]] = {}
@@ -409,11 +416,10 @@ def main(argv: list[str] | None = None) -> int:
                "module_errors": errors, "per_op": {k: {"passed": p, "failed": f} for k, (p, f) in per_op.items()},
                "device": torch.cuda.get_device_name(args.device), "torch": torch.__version__,
                "seconds": round(time.perf_counter() - started, 1)}
-    if args.json:
-        print(json.dumps(summary))
-    else:
-        print(f"{summary['passed']}/{summary['cases']} cases passed, {len(errors)} module errors "
-              f"on {summary['device']} in {summary['seconds']} s")
+    emit(summary, f"{summary['passed']}/{summary['cases']} cases passed, {len(errors)} module errors "
+                  f"on {summary['device']} in {summary['seconds']} s")
+    if sink:
+        sink.close()
     return 0 if failed == 0 and not errors and results else 1
 
 
