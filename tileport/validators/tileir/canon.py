@@ -19,12 +19,14 @@ and the hashes of its regions, never from SSA names or textual position. Consequ
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import struct
 from dataclasses import dataclass, field
 
-from tileport.validators.tileir.parse import Entry, Op, Region, TileIRParseError, type_info
+from tileport.validators.tileir.parse import (MEMO_SIZE, Entry, Op, Region, TileIRParseError, normalize_type,
+                                              type_info)
 
 # ---------------------------------------------------------------------------------------------
 # Op classification
@@ -297,27 +299,19 @@ def identity_values(text: str | None) -> list[str] | None:
     return out
 
 
-_types_key_cache: dict[tuple, str] = {}
-
-
 def _types_key(op: Op) -> str:
-    key = (op.name, tuple(op.in_types), tuple(op.out_types))
-    got = _types_key_cache.get(key)
-    if got is None:
-        got = _types_key_uncached(op)
-        if len(_types_key_cache) < 100_000:
-            _types_key_cache[key] = got
-    return got
+    return _types_key_of(op.name, tuple(op.in_types), tuple(op.out_types))
 
 
-def _types_key_uncached(op: Op) -> str:
-    ins = [t for t in op.in_types if t != "token"]
-    outs = [t for t in op.out_types if t != "token"]
-    if op.name in ELEMENTWISE:
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _types_key_of(name: str, in_types: tuple[str, ...], out_types: tuple[str, ...]) -> str:
+    ins = [t for t in in_types if t != "token"]
+    outs = [t for t in out_types if t != "token"]
+    if name in ELEMENTWISE:
         # elementwise results do not depend on unit dimensions: 1x1 and scalar tiles are alike
         ins = [squeeze(t) for t in ins]
         outs = [squeeze(t) for t in outs]
-    elif op.name == "broadcast" and len(ins) == 1 and len(outs) == 1:
+    elif name == "broadcast" and len(ins) == 1 and len(outs) == 1:
         ins = [_left_pad(ins[0], outs[0])]
     return ",".join(ins) + "->" + ",".join(outs)
 
@@ -325,20 +319,9 @@ def _types_key_uncached(op: Op) -> str:
 _TILE_SHAPE_RE = re.compile(r"^tile<((?:(?:\?|[0-9]+)x)*)([^x<>]*(?:<.*>)?)>$")
 
 
-_squeeze_cache: dict[str, str] = {}
-
-
+@functools.lru_cache(maxsize=MEMO_SIZE)
 def squeeze(t: str) -> str:
     """`tile<1x2048x1xf32>` -> `tile<2048xf32>`: the same elements in the same order."""
-    got = _squeeze_cache.get(t)
-    if got is None:
-        got = _squeeze(t)
-        if len(_squeeze_cache) < 100_000:
-            _squeeze_cache[t] = got
-    return got
-
-
-def _squeeze(t: str) -> str:
     m = _TILE_SHAPE_RE.match(t)
     if not m or not m.group(1):
         return t
@@ -709,10 +692,9 @@ def mark_data(nodes: list[Node]) -> None:
 
 def clear_caches() -> None:
     """Forget memoised type/constant normalisations (benchmarks measure cold runs with this)."""
-    from tileport.validators.tileir import parse as tileir_parse
-
-    for cache in (_types_key_cache, _squeeze_cache, _const_cache, _STATIC, tileir_parse._norm_cache,
-                  tileir_parse._type_cache):
+    for memo in (_types_key_of, squeeze, normalize_type, type_info):
+        memo.cache_clear()
+    for cache in (_const_cache, _STATIC):
         cache.clear()
 
 

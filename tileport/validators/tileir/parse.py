@@ -18,6 +18,7 @@ A malformed file raises `TileIRParseError`, a `UserError` whose message names fi
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,21 +213,14 @@ def _lex(text: str, path: str | None) -> list[_Tok]:
 _WS_RE = re.compile(r"\s+")
 
 
-_norm_cache: dict[str, str] = {}
+# Bound of the memos on the pure type normalisations here and in canon.py: types repeat a lot within
+# and across modules, but a long-running process (the dashboard) must not grow without limit.
+MEMO_SIZE = 100_000
 
 
+@functools.lru_cache(maxsize=MEMO_SIZE)
 def normalize_type(text: str) -> str:
     """Collapse whitespace in a type so that printer spacing never matters."""
-    got = _norm_cache.get(text)
-    if got is not None:
-        return got
-    got = _normalize_type(text)
-    if len(_norm_cache) < 100_000:
-        _norm_cache[text] = got
-    return got
-
-
-def _normalize_type(text: str) -> str:
     t = _WS_RE.sub(" ", text.strip())
     t = t.replace("< ", "<").replace(" >", ">").replace("( ", "(").replace(" )", ")")
     t = t.replace(" = ", "=").replace(" =", "=").replace("= ", "=").replace(" ,", ",")
@@ -812,19 +806,6 @@ _PAD_RE = re.compile(r"padding_value\s*=\s*([A-Za-z0-9_.+-]+)")
 _DIM_MAP_RE = re.compile(r"dim_map\s*=\s*\[([^\]]*)\]")
 _TV_RE = re.compile(r"(tensor_view<.*?>)(?:,|>$)")
 
-_type_cache: dict[str, TypeInfo] = {}
-
-
-def type_info(text: str) -> TypeInfo:
-    ti = _type_cache.get(text)
-    if ti is not None:
-        return ti
-    ti = _type_info(text)
-    if len(_type_cache) < 100_000:
-        _type_cache[text] = ti
-    return ti
-
-
 def _split_shape(body: str) -> tuple[tuple[str, ...], str]:
     """`128x64xf16` -> (("128", "64"), "f16"); `ptr<f16>` -> ((), "ptr<f16>"); `?x?xf16` works too."""
     # the element type is what follows the last 'x' that separates a dimension
@@ -839,7 +820,8 @@ def _split_shape(body: str) -> tuple[tuple[str, ...], str]:
     return tuple(parts), rest
 
 
-def _type_info(text: str) -> TypeInfo:
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def type_info(text: str) -> TypeInfo:
     if text == "token":
         return TypeInfo("token", text=text)
     m = _TILE_RE.match(text)
