@@ -129,3 +129,13 @@ def test_analyze_records_stage_a_in_the_store_and_status_reads_it(tmp_path, cli)
     data = {row["op_path"]: row for row in json.loads(st.stdout)}
     assert data[str(op)]["stages"] == {"A": "PASS"}
     assert list(data) == [str(op)]
+
+
+def test_conversion_update_moves_head_and_is_logged(store):
+    cid = store.add_conversion("examples/softmax.py", "softmax_row_kernel")
+    store.update_conversion(cid, head_commit="abc123", status="running")
+    c = store.conversion(cid)
+    assert (c["head_commit"], c["status"]) == ("abc123", "running") and c["updated_at"] >= c["created_at"]
+    assert store.events(cid)[-1]["payload"] == {"head_commit": "abc123", "status": "running"}
+    with pytest.raises(UserError, match="no conversion 99"):
+        store.update_conversion(99, status="x")

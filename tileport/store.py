@@ -11,7 +11,7 @@ import json
 import sqlite3
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import sqlite_utils
 
@@ -232,6 +232,3 @@ class Store:
 
     def approvals(self, conversion_id: int) -> list[dict]:
         return list(self.db["approvals"].rows_where("conversion_id = ?", [conversion_id], order_by="id"))
-
-    def __iter__(self) -> Iterator[dict]:
-        return iter(self.conversions())
