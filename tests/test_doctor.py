@@ -2,8 +2,8 @@
 
 import json
 
-from tileport import doctor
-from tileport.toolchain import Toolchain
+from tileport.exec import doctor
+from tileport.exec.toolchain import Toolchain
 
 
 def test_doctor_json_reports_every_part_with_real_tileiras_facts(cli):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tileport.proc import run_command
-from tileport.toolchain import resolve
+from tileport.exec.proc import run_command
+from tileport.exec.toolchain import resolve
 from tileport.validators.rust.build import BuildOptions, build_crate, prepare_crate, shared_target_dir
 from tileport.validators.rust.crate import crate_cache_root
 

@@ -82,7 +82,7 @@ class ModelEndpoint(_Section):
 
 
 class ToolchainPaths(_Section):
-    """Explicit tool locations; empty means "find it" (see tileport.toolchain)."""
+    """Explicit tool locations; empty means "find it" (see tileport.exec.toolchain)."""
 
     tileiras: str | None = None
     tileirdisasm: str | None = None

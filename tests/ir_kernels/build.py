@@ -12,8 +12,8 @@ from pathlib import Path
 import cuda.tile as ct
 from cuda.tile.compilation import ArrayConstraint, CallingConvention, KernelSignature, ScalarConstraint, export_kernel
 
-from tileport.proc import run_command
-from tileport.toolchain import resolve
+from tileport.exec.proc import run_command
+from tileport.exec.toolchain import resolve
 
 GPU = "sm_90"
 BYTECODE_VERSION = "13.4"

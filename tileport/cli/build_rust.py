@@ -29,7 +29,7 @@ from tileport.validators.rust.selfcheck import format_self_check, no_build_repor
 from tileport.validators.rust.spec import SPEC_FILENAME, load_spec
 from tileport.validators.rust import diagnostics as dg
 from tileport.validators.rust.build import BuildOptions, RustBuildResult, build_crate, prepare_crate, shared_target_dir
-from tileport.toolchain import resolve
+from tileport.exec.toolchain import resolve
 
 
 def register(sub: argparse._SubParsersAction) -> None:

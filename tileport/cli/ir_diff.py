@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from tileport.validators.tileir.diff import diff_modules
     from tileport.validators.tileir.report import format_report, load_module
 
-    from tileport.toolchain import resolve
+    from tileport.exec.toolchain import resolve
 
     tc = config_from(args).toolchain
     disasm = resolve(tileiras=tc.tileiras, tileirdisasm=tc.tileirdisasm, cuda_toolkit=tc.cuda_toolkit).tileirdisasm

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tileport.validators.analysis.schema import IRSummary
-from tileport.proc import CommandResult, run_command
+from tileport.exec.proc import CommandResult, run_command
 
 TOOL_TIMEOUT_S = 300.0
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import tileport
 from tileport.errors import EnvironmentBlocked, UserError
-from tileport.proc import CommandResult, run_command
+from tileport.exec.proc import CommandResult, run_command
 
 CHILD_MODULE = "tileport.validators.analysis.child"
 CHILD_TIMEOUT_S = 600.0

@@ -32,9 +32,9 @@ from tileport.validators.analysis.schema import (Analysis, Instance, SourceInfo,
 from tileport.validators.analysis.static import inspect_source
 from tileport.config import Config, check_target
 from tileport.errors import EnvironmentBlocked, UserError
-from tileport.proc import run_command
+from tileport.exec.proc import run_command
 from tileport.records import ArtifactRecord, CommandRecord, Stage, StageResult, sha256_file, utcnow
-from tileport.toolchain import Toolchain, resolve
+from tileport.exec.toolchain import Toolchain, resolve
 
 DEFAULT_OUT_ROOT = Path("out")
 

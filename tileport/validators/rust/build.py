@@ -1,6 +1,6 @@
 """Build one conversion crate and turn it into evidence: cargo build -> IR dump -> tileirdisasm -> tileiras.
 
-Every step runs through `tileport.proc.run_command` (time limit, process-group kill, capped output) inside the
+Every step runs through `tileport.exec.proc.run_command` (time limit, process-group kill, capped output) inside the
 crate directory, with `Toolchain.cargo_env()` (pip CUDA headers, pip libclang, pip tileiras, CUDA_HOME unset) and
 one CARGO_TARGET_DIR shared by all conversions (TILEPORT_CARGO_TARGET, default ~/.cache/tileport/cargo-target):
 the cutile dependency tree is compiled once, a changed kernel recompiles only the conversion crate.
@@ -20,9 +20,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from tileport import toolchain as toolchain_mod
+from tileport.exec import toolchain as toolchain_mod
 from tileport.errors import EnvironmentBlocked, UserError
-from tileport.proc import CommandResult, run_command
+from tileport.exec.proc import CommandResult, run_command
 from tileport.records import ArtifactRecord, CommandRecord, FailClass, Stage, StageResult
 from tileport.validators.rust import diagnostics as dg
 from tileport.validators.rust.crate import (CUTILE_VERSION, HOST_FILE, KERNEL_FILE, CrateLayout, default_crate_dir, open_crate,

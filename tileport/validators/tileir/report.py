@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tileport.errors import EnvironmentBlocked, UserError
-from tileport.proc import run_command
+from tileport.exec.proc import run_command
 from tileport.validators.tileir.diff import IRDiffReport, RowStatus, Severity
 from tileport.validators.tileir.parse import Module, parse_text
 
@@ -25,7 +25,7 @@ def is_bytecode(path: Path) -> bool:
 def disassemble(path: Path, tileirdisasm: str | Path | None = None, timeout: float = 120) -> str:
     """Run tileirdisasm on a bytecode file; a missing tool is an environment problem (BLOCKED)."""
     if tileirdisasm is None:
-        from tileport.toolchain import resolve
+        from tileport.exec.toolchain import resolve
 
         tileirdisasm = resolve().tileirdisasm
     if tileirdisasm is None:

@@ -18,8 +18,8 @@ from typing import Callable
 import httpx
 
 from tileport.config import Config
-from tileport.proc import run_command
-from tileport.toolchain import Toolchain, c_builtin_include_dir, resolve
+from tileport.exec.proc import run_command
+from tileport.exec.toolchain import Toolchain, c_builtin_include_dir, resolve
 
 OK, MISSING, TOO_OLD = "OK", "MISSING", "TOO OLD"
 
