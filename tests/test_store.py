@@ -139,3 +139,29 @@ def test_conversion_update_moves_head_and_is_logged(store):
     assert store.events(cid)[-1]["payload"] == {"head_commit": "abc123", "status": "running"}
     with pytest.raises(UserError, match="no conversion 99"):
         store.update_conversion(99, status="x")
+
+
+def test_v1_store_migrates_to_pipeline_columns_without_losing_runs(tmp_path):
+    """A store written by the previous tileport (schema v1) opens, keeps its runs, and gains the new columns."""
+    import sqlite_utils
+
+    from tileport.store import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    db = sqlite_utils.Database(path)
+    MIGRATIONS[0](db)
+    db.execute("PRAGMA user_version = 1")
+    db["conversions"].insert({"op_path": "op.py", "status": "pending", "created_at": "t", "updated_at": "t"})
+    db["stage_runs"].insert({"conversion_id": 1, "stage": "A", "attempt": 1, "verdict": "PASS", "started_at": "t"})
+    db.conn.close()
+
+    s = Store(path)
+    assert s.schema_version == SCHEMA_VERSION
+    [run] = s.stage_runs(1)
+    assert run["verdict"] == "PASS" and "routed_to" in run
+    rid = s.record_stage(1, StageResult(stage=Stage.WRITE_KERNEL, verdict="COMPILED", cap=2,
+                                        details={"self_check": "PASS"}), routed_to="D", route_reason="B COMPILED")
+    run = s.stage_runs(1)[-1]
+    assert (run["cap"], run["routed_to"], json.loads(run["details"])) == (2, "D", {"self_check": "PASS"})
+    assert s.events(1)[-1]["payload"]["stage_run_id"] == rid
+    s.close()

@@ -10,6 +10,7 @@ import hashlib
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -105,6 +106,10 @@ class StageResult(BaseModel):
     finished_at: datetime | None = None
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     model_id: str | None = None
+    cap: int | None = None  # the attempt cap this run counted against
+    # Stage-specific structured evidence the router or a reviewer reads (e.g. C: owner and next edit;
+    # B: diagnostics counts and IR self-check verdict; E: geomean and worst configuration).
+    details: dict[str, Any] = Field(default_factory=dict)
     summary: str = ""
 
     def model_post_init(self, __context: object) -> None:

@@ -76,8 +76,32 @@ def _v1(db: sqlite_utils.Database) -> None:
     )
 
 
+def _v2(db: sqlite_utils.Database) -> None:
+    """The pipeline's columns: where a conversion started, how each run was routed, gate evidence tables."""
+    for col, typ in (("repo", str), ("base_branch", str), ("base_commit", str), ("model", str), ("error", str)):
+        db["conversions"].add_column(col, typ)
+    for col, typ in (("cap", int), ("routed_to", str), ("route_reason", str), ("details", str)):
+        db["stage_runs"].add_column(col, typ)
+    for col, typ in (("comment", str), ("gate_snapshot", str)):
+        db["approvals"].add_column(col, typ)
+    # Stage D: one row per correctness case (shape x dtype), so a reviewer sees every case, not a count.
+    db["cases"].create(
+        {"id": int, "stage_run_id": int, "name": str, "dtype": str, "shape": str, "status": str,
+         "max_abs_err": float, "fail_class": str, "message": str},
+        pk="id", foreign_keys=[("stage_run_id", "stage_runs", "id")], not_null={"stage_run_id", "name", "status"},
+    )
+    # Stage E: per-configuration device times with every raw sample, kept apart from the verdict.
+    db["perf_rows"].create(
+        {"id": int, "stage_run_id": int, "config": str, "ref_ms": float, "port_ms": float, "ratio": float,
+         "ref_samples": str, "port_samples": str, "flags": str},
+        pk="id", foreign_keys=[("stage_run_id", "stage_runs", "id")], not_null={"stage_run_id", "config"},
+    )
+    db["cases"].create_index(["stage_run_id"])
+    db["perf_rows"].create_index(["stage_run_id"])
+
+
 # Migration i (0-based) takes the schema from version i to i+1. Append, never edit.
-MIGRATIONS = (_v1,)
+MIGRATIONS = (_v1, _v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -167,8 +191,10 @@ class Store:
             self.log_event("conversion.updated", conversion_id, **fields)
 
     # stage runs -------------------------------------------------------------------------------
-    def record_stage(self, conversion_id: int, result: StageResult, commit: str | None = None) -> int:
-        """Store one stage result with its commands and artifacts, atomically."""
+    def record_stage(self, conversion_id: int, result: StageResult, commit: str | None = None, *,
+                     routed_to: str | None = None, route_reason: str | None = None) -> int:
+        """Store one stage result with its commands and artifacts (and where the router sent the work next),
+        atomically."""
         self.conversion(conversion_id)
         finished = result.finished_at or utcnow()
         with self.db.atomic():
@@ -178,7 +204,9 @@ class Store:
                 "commit": commit, "started_at": _iso(result.started_at), "finished_at": _iso(finished),
                 "seconds": round((finished - result.started_at).total_seconds(), 4),
                 "prompt_tokens": result.tokens.prompt_tokens, "completion_tokens": result.tokens.completion_tokens,
-                "model_id": result.model_id, "summary": result.summary,
+                "model_id": result.model_id, "summary": result.summary, "cap": result.cap,
+                "routed_to": routed_to, "route_reason": route_reason,
+                "details": json.dumps(result.details, sort_keys=True, default=str) if result.details else None,
             }).last_pk
             if result.commands:
                 self.db["commands"].insert_all(
@@ -189,7 +217,7 @@ class Store:
             if result.artifacts:
                 self.db["artifacts"].insert_all({"stage_run_id": rid, **a.model_dump()} for a in result.artifacts)
             self.log_event("stage.finished", conversion_id, stage=result.stage.value, attempt=result.attempt,
-                           verdict=result.verdict, stage_run_id=rid)
+                           verdict=result.verdict, stage_run_id=rid, routed_to=routed_to)
         return rid
 
     def latest_verdicts(self, conversion_id: int) -> dict[str, dict]:
