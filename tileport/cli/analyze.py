@@ -9,6 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from tileport.agents.record import record_standalone
+from tileport.agents.stages.analyze import result_from_analysis
 from tileport.cli._common import config_from, open_store
 from tileport.errors import UserError
 from tileport.records import utcnow
@@ -72,8 +74,7 @@ def _record(config, op: str, kernel: str | None, result) -> None:
     """Stage A's verdict goes to the store, which `tileport status` and the dashboard read."""
     store = open_store(config)
     try:
-        cid = store.conversion_for(str(Path(op).resolve()), kernel)
-        store.record_stage(cid, result.model_copy(update={"attempt": store.attempts(cid, "A") + 1}))
+        record_standalone(store, str(Path(op).resolve()), kernel, result)
     finally:
         store.close()
 
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         started = utcnow()
         # Bad input raises before anything is written, the store included: nothing half-written.
         a = analyze_op(args.op, out_dir=args.out, kernel=args.kernel, **common)
-        _record(config, args.op, args.kernel, a.stage_result(started_at=started))
+        _record(config, args.op, args.kernel, result_from_analysis(a, started_at=started))
         _print_op(a)
         return 0
     if args.kernel:
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         if tty:
             print(" " * (name_w + 8), end="\r", file=sys.stderr, flush=True)
         if o.analysis is not None:
-            _record(config, str(o.path), None, o.analysis.stage_result())
+            _record(config, str(o.path), None, result_from_analysis(o.analysis))
             k, v, i, n = _counts(o.analysis)
             t = o.analysis.timings
             print(f"  {o.path.stem:<{name_w}}  {k:>7}  {v:>8}  {i:>9}  {n:>9}  {_fmt_s(t.total_s):>7}  "

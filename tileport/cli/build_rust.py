@@ -22,14 +22,17 @@ import json
 import sys
 from pathlib import Path
 
-from tileport.cli._common import config_from
-from tileport.errors import UserError
+from tileport.agents.record import record_standalone
+from tileport.agents.stages import write_kernel
+from tileport.cli._common import config_from, open_store
+from tileport.errors import EnvironmentBlocked, UserError
+from tileport.records import utcnow
 from tileport.validators.rust.reference import analysis_path, derive_spec, load_analysis, sync_spec
 from tileport.validators.rust.selfcheck import format_self_check, no_build_report, self_check
 from tileport.validators.rust.spec import SPEC_FILENAME, load_spec
 from tileport.validators.rust import diagnostics as dg
 from tileport.validators.rust.build import BuildOptions, RustBuildResult, build_crate, prepare_crate, shared_target_dir
-from tileport.exec.toolchain import resolve
+from tileport.exec.toolchain import from_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,8 +61,6 @@ def run(args: argparse.Namespace) -> int:
     if args.init_spec:
         return init_spec(args)
     config = config_from(args)
-    paths = config.toolchain.model_dump()
-    bytecode_version = paths.pop("bytecode_version", None)
     opts = BuildOptions(
         target_dir=shared_target_dir(),
         offline=False if args.fetch else None,
@@ -68,22 +69,31 @@ def run(args: argparse.Namespace) -> int:
         cubins=not args.no_cubin,
         deny_unsafe=args.deny_unsafe,
         artifacts_dir=Path(args.artifacts) if args.artifacts else None,
-        bytecode_version=bytecode_version,
-        toolchain=resolve(**paths),
+        bytecode_version=config.toolchain.bytecode_version,
+        toolchain=from_config(config),
     )
     analysis = load_analysis(args.reference) if args.reference else None  # bad input before a long build
     layout = prepare_crate(args.dir, spec_path=args.spec, out=args.out)
-    result = build_crate(layout, opts)
+    op_path = analysis.source.path if analysis is not None else str(Path(args.dir).resolve())
+    started = utcnow()
+    try:
+        result = build_crate(layout, opts)
+    except EnvironmentBlocked as e:
+        _record(config, op_path, write_kernel.result_from_blocked(e, started_at=started))
+        raise
     report = None
     if analysis is not None:
         report = (self_check(result, analysis, layout.spec, analysis_file=args.reference,
                              tileirdisasm=opts.toolchain.tileirdisasm if opts.toolchain else None)
                   if result.jobs else no_build_report(result, analysis, args.reference))
+    stage_result = write_kernel.result_from_build(result, report, started_at=started)
+    _record(config, op_path, stage_result)
     if args.json:
         payload = result.model_dump(mode="json")
         if report is not None:
             payload["self_check"] = report.model_dump(mode="json", exclude={"build_stage_result"})
-            payload["self_check"]["stage_result"] = report.stage_result().model_dump(mode="json")
+            payload["self_check"]["stage_result"] = stage_result.model_dump(mode="json")
+        payload["stage_result"] = stage_result.model_dump(mode="json")
         json.dump(payload, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
@@ -94,6 +104,15 @@ def run(args: argparse.Namespace) -> int:
     if not result.ok:
         return 1
     return report.exit_code if report is not None else 0
+
+
+def _record(config, op_path: str, result) -> None:
+    """Stage B's verdict goes to the store through the same path as `tileport run`."""
+    store = open_store(config)
+    try:
+        record_standalone(store, op_path, None, result)
+    finally:
+        store.close()
 
 
 def init_spec(args: argparse.Namespace) -> int:

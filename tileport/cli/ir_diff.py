@@ -30,10 +30,9 @@ def run(args: argparse.Namespace) -> int:
     from tileport.validators.tileir.diff import diff_modules
     from tileport.validators.tileir.report import format_report, load_module
 
-    from tileport.exec.toolchain import resolve
+    from tileport.exec.toolchain import from_config
 
-    tc = config_from(args).toolchain
-    disasm = resolve(tileiras=tc.tileiras, tileirdisasm=tc.tileirdisasm, cuda_toolkit=tc.cuda_toolkit).tileirdisasm
+    disasm = from_config(config_from(args)).tileirdisasm
     ref = load_module(args.ref, disasm)
     gen = load_module(args.gen, disasm)
     report = diff_modules(ref, gen)

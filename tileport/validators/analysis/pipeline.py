@@ -32,9 +32,10 @@ from tileport.validators.analysis.schema import (Analysis, Instance, SourceInfo,
 from tileport.validators.analysis.static import inspect_source
 from tileport.config import Config, check_target
 from tileport.errors import EnvironmentBlocked, UserError
+from tileport.exec import tileir
 from tileport.exec.proc import run_command
 from tileport.records import ArtifactRecord, CommandRecord, Stage, StageResult, sha256_file, utcnow
-from tileport.exec.toolchain import Toolchain, resolve
+from tileport.exec.toolchain import Toolchain, from_config
 
 DEFAULT_OUT_ROOT = Path("out")
 
@@ -78,9 +79,7 @@ def check_targets(targets: list[str]) -> list[str]:
 
 
 def toolchain_for(config: Config) -> Toolchain:
-    tc = config.toolchain
-    return resolve(tileiras=tc.tileiras, tileirdisasm=tc.tileirdisasm, cuda_toolkit=tc.cuda_toolkit,
-                   libclang_dir=tc.libclang_dir)
+    return from_config(config)
 
 
 @functools.lru_cache(maxsize=8)
@@ -174,8 +173,8 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
                 for target in targets:
                     rel = Path(exports[inst.stem]["builds"][target]["path"])
                     jobs.append(BackendJob(bytecode=stage / rel, target=target,
-                                           text_out=stage / rel.with_suffix(".tileir"),
-                                           cubin_out=stage / rel.with_suffix(".cubin") if run_tileiras else None))
+                                           text_out=stage / tileir.text_path(rel),
+                                           cubin_out=stage / tileir.cubin_path(rel) if run_tileiras else None))
                     where.append((vi, ii, target))
         env = toolchain.cargo_env()  # keeps a system CUDA's ptxas/nvvm away from tileiras
         t_backend = time.perf_counter()
@@ -207,8 +206,8 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
             builds.setdefault((vi, ii), []).append(TargetBuild(
                 target=target,
                 bytecode=_artifact("tileir_bytecode", stage, rel),
-                text=_artifact("tileir_text", stage, rel.with_suffix(".tileir")),
-                cubin=_artifact("cubin", stage, rel.with_suffix(".cubin")) if r.tileiras is not None else None,
+                text=_artifact("tileir_text", stage, tileir.text_path(rel)),
+                cubin=_artifact("cubin", stage, tileir.cubin_path(rel)) if r.tileiras is not None else None,
                 export_seconds=export["seconds"],
                 disasm_seconds=round(r.disasm.seconds, 4),
                 tileiras_seconds=round(r.tileiras.seconds, 4) if r.tileiras is not None else None,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from tileport.exec import settings, tileir
 from tileport.exec import toolchain as toolchain_mod
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec.proc import CommandResult, run_command
@@ -30,7 +31,7 @@ from tileport.validators.rust.crate import (CUTILE_VERSION, HOST_FILE, KERNEL_FI
 from tileport.validators.rust.policy import check_crate
 from tileport.validators.rust.spec import SPEC_FILENAME, job_stem, load_spec
 
-TARGET_DIR_ENV = "TILEPORT_CARGO_TARGET"
+TARGET_DIR_ENV = settings.CARGO_TARGET
 
 
 def dependencies_cached() -> bool:
@@ -46,8 +47,7 @@ def dependencies_cached() -> bool:
 
 def shared_target_dir() -> Path:
     """The CARGO_TARGET_DIR every conversion shares (outside any clone)."""
-    value = os.environ.get(TARGET_DIR_ENV)
-    return Path(value).expanduser() if value else Path.home() / ".cache" / "tileport" / "cargo-target"
+    return settings.cargo_target_dir()
 
 
 @dataclass
@@ -266,10 +266,10 @@ def _tool_outputs(job: JobResult, layout: CrateLayout, tc: toolchain_mod.Toolcha
     bc = Path(job.bytecode or "")
     ctx = {"entry": job.entry, "variant": job.variant, "target": job.target}
     if opts.cubins and tc.tileiras is not None:
-        cubin = bc.with_suffix(".cubin")
-        argv = [tc.tileiras, f"--gpu-name={job.target}", f"--opt-level={opts.opt_level}", bc, "-o", cubin]
+        cubin = tileir.cubin_path(bc)
         t0 = time.monotonic()
-        cmd = run_command(argv, cwd=layout.root, env=env, timeout=opts.tool_timeout, output_cap=opts.output_cap)
+        cmd = tileir.assemble(bc, job.target, tileiras=tc.tileiras, cubin_out=cubin, opt_level=opts.opt_level,
+                              cwd=layout.root, env=env, timeout=opts.tool_timeout, output_cap=opts.output_cap)
         times["tileiras"] = time.monotonic() - t0
         cmds.append(cmd)
         if cmd.timed_out:
@@ -281,13 +281,12 @@ def _tool_outputs(job: JobResult, layout: CrateLayout, tc: toolchain_mod.Toolcha
             job = job.model_copy(update={"cubin": str(cubin)})
     if opts.disasm and tc.tileirdisasm is not None:
         t0 = time.monotonic()
-        cmd = run_command([tc.tileirdisasm, bc], cwd=layout.root, env=env, timeout=opts.tool_timeout,
-                          output_cap=opts.output_cap)
+        text_path = tileir.text_path(bc)
+        cmd = tileir.disassemble(bc, tileirdisasm=tc.tileirdisasm, text_out=text_path, cwd=layout.root, env=env,
+                                 timeout=opts.tool_timeout, output_cap=opts.output_cap)
         times["disasm"] = time.monotonic() - t0
         cmds.append(cmd)
         if cmd.ok and not cmd.truncated:
-            text_path = bc.with_suffix(".mlir")
-            text_path.write_text(cmd.stdout, encoding="utf-8")
             job = job.model_copy(update={"tileir_text": str(text_path)})
         else:
             seen = {d.message for d in diags}  # the same reader fails the same way: say it once
@@ -304,7 +303,7 @@ def _clean_artifacts(out_dir: Path) -> None:
         raise UserError(f"{out_dir} is a symbolic link; refusing to write artifacts through it")
     out_dir.mkdir(parents=True, exist_ok=True)
     for p in out_dir.iterdir():
-        if p.is_file() and p.suffix in (".tileirbc", ".mlir", ".cubin"):
+        if p.is_file() and p.suffix in (tileir.BYTECODE_SUFFIX, tileir.TEXT_SUFFIX, ".mlir", tileir.CUBIN_SUFFIX):
             p.unlink()
 
 

@@ -21,12 +21,12 @@ The library keeps the fixed name `tileport_port`, so generated code can name it.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from tileport.errors import UserError
+from tileport.exec import settings
 from tileport.validators.rust.spec import SPEC_FILENAME, DumpSpec, TensorSpec, Variant, job_stem, load_spec
 
 # Version pinned for every conversion crate. 0.5.0 is the newest cutile on crates.io (November 2026) and builds
@@ -247,8 +247,7 @@ def open_crate(root: str | Path) -> CrateLayout:
 
 def crate_cache_root() -> Path:
     """Where crates generated from a loose kernel.rs + spec live: outside any clone, reused across runs."""
-    base = os.environ.get("TILEPORT_CACHE_DIR") or str(Path.home() / ".cache" / "tileport")
-    return Path(base) / "crates"
+    return settings.cache_dir() / "crates"
 
 
 def default_crate_dir(source_dir: str | Path) -> Path:

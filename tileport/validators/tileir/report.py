@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tileport.errors import EnvironmentBlocked, UserError
-from tileport.exec.proc import run_command
+from tileport.exec import tileir
 from tileport.validators.tileir.diff import IRDiffReport, RowStatus, Severity
 from tileport.validators.tileir.parse import Module, parse_text
 
@@ -25,13 +25,13 @@ def is_bytecode(path: Path) -> bool:
 def disassemble(path: Path, tileirdisasm: str | Path | None = None, timeout: float = 120) -> str:
     """Run tileirdisasm on a bytecode file; a missing tool is an environment problem (BLOCKED)."""
     if tileirdisasm is None:
-        from tileport.exec.toolchain import resolve
+        from tileport.exec.toolchain import from_config
 
-        tileirdisasm = resolve().tileirdisasm
+        tileirdisasm = from_config().tileirdisasm
     if tileirdisasm is None:
         raise EnvironmentBlocked(f"{path} is Tile IR bytecode and tileirdisasm was not found; "
                                  "install it with: pip install \"cuda-tile[tileiras]\" (or pass a text file)")
-    res = run_command([tileirdisasm, path], timeout=timeout)
+    res = tileir.disassemble(path, tileirdisasm=tileirdisasm, timeout=timeout)
     if not res.ok:
         first = (res.stderr.strip() or res.stdout.strip() or "no output").splitlines()[0]
         raise UserError(f"{path}: tileirdisasm failed (exit {res.returncode}): {first}")

@@ -1,0 +1,52 @@
+"""Stage A, Analyze (deterministic): the op's kernels, variants and reference Tile IR -> a StageResult.
+
+PASS with every artifact; FAIL_FIXABLE with the one-line reason when the op or a tool run is wrong;
+BLOCKED (fail class env) when a tool the analysis needs is missing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from tileport.errors import EnvironmentBlocked, UserError
+from tileport.records import ArtifactRecord, FailClass, Stage, StageResult, utcnow
+from tileport.validators.analysis.schema import Analysis
+
+STAGE = Stage.ANALYZE
+
+
+def result_from_analysis(a: Analysis, *, attempt: int = 1, started_at: datetime | None = None) -> StageResult:
+    root = Path(a.out_dir)
+    arts = [x.model_copy(update={"path": str(root / x.path)}) for x in a.artifacts()]
+    analysis_json = root / "analysis.json"
+    if analysis_json.is_file():
+        arts.insert(0, ArtifactRecord.of("analysis", analysis_json))
+    n_inst = sum(len(v.instances) for v in a.variants)
+    return StageResult(
+        stage=STAGE, attempt=attempt, verdict="PASS", commands=list(a.commands), artifacts=arts,
+        started_at=started_at or a.created_at, finished_at=utcnow(),
+        details={"kernels": len(a.kernels), "variants": len(a.variants), "instances": n_inst,
+                 "targets": list(a.targets), "out_dir": str(root)},
+        summary=(f"{a.op}: {len(a.kernels)} kernels, {len(a.variants)} variants, {n_inst} instances, "
+                 f"targets {', '.join(a.targets)}"))
+
+
+def result_from_error(error: UserError, *, attempt: int = 1, started_at: datetime | None = None) -> StageResult:
+    blocked = isinstance(error, EnvironmentBlocked)
+    return StageResult(stage=STAGE, attempt=attempt, verdict="BLOCKED" if blocked else "FAIL_FIXABLE",
+                       fail_class=FailClass.ENV if blocked else None, started_at=started_at or utcnow(),
+                       finished_at=utcnow(), details={"error": str(error)}, summary=str(error))
+
+
+def run(ctx) -> StageResult:
+    """Analyse the conversion's op into its worktree (`ctx.reference_dir`)."""
+    from tileport.validators.analysis.pipeline import analyze_op
+
+    started = utcnow()
+    try:
+        a = analyze_op(ctx.op_path, out_dir=ctx.reference_dir, kernel=ctx.kernel, config=ctx.config,
+                       toolchain=ctx.toolchain, workers=1)
+    except UserError as e:
+        return result_from_error(e, attempt=ctx.attempt, started_at=started)
+    return result_from_analysis(a, attempt=ctx.attempt, started_at=started)
