@@ -98,6 +98,16 @@ class ToolchainPaths(_Section):
         return v
 
 
+class ApprovalSettings(_Section):
+    """Who approves, and what the merge rule may let through."""
+
+    name: str | None = None  # the approver's name; empty means the OS user
+    allow_override: bool = False  # overrides of unsatisfied gates: off unless enabled here, and need a reason
+    # Paths whose changes on the target branch since the conversion's base do not invalidate its gates
+    # (gitignore-style globs); any other change on the target means rebase and re-run the gates.
+    base_ignore: list[str] = Field(default_factory=lambda: ["*.md", "docs/**"])
+
+
 class Config(_Section):
     targets: list[str] = Field(default_factory=lambda: ["sm_90", "sm_100"], min_length=1)
     caps: StageCaps = Field(default_factory=StageCaps)
@@ -105,6 +115,7 @@ class Config(_Section):
     tolerances: dict[str, Tolerance] = Field(default_factory=_default_tolerances)
     model: ModelEndpoint = Field(default_factory=ModelEndpoint)
     toolchain: ToolchainPaths = Field(default_factory=ToolchainPaths)
+    approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     store: str = ".tileport/tileport.db"
 
     @field_validator("targets")

@@ -116,3 +116,87 @@ class StageResult(BaseModel):
         allowed = STAGE_VERDICTS[self.stage]
         if self.verdict not in allowed:
             raise ValueError(f"verdict {self.verdict!r} is not one of stage {self.stage.value}'s {allowed}")
+
+
+# Merge gates and human decisions ------------------------------------------------------------------
+# What a merge gate records (GitHub checks, Gerrit submit requirements, merge queues): per gate its verdict, status,
+# the commit it was evaluated on, attempt and cap, and its evidence pinned by sha256; decisions name who, when and why.
+
+
+class GateStatus(str, Enum):
+    """Whether one required gate lets a merge of the branch HEAD through."""
+
+    SATISFIED = "satisfied"  # its newest run passed on a commit that still stands for HEAD
+    UNSATISFIED = "unsatisfied"  # its newest run did not pass
+    MISSING = "missing"  # no run at all
+    STALE = "stale"  # it passed, but on a commit HEAD has moved away from
+    ERROR = "error"  # its recorded evidence no longer matches the files (sha256 changed)
+    OVERRIDDEN = "overridden"  # not satisfied, let through by a recorded human override (never a pass)
+
+
+class GateEvidence(BaseModel):
+    kind: str
+    path: str
+    sha256: str
+
+
+class GateRecord(BaseModel):
+    """One required gate as evaluated for one commit of a conversion branch."""
+
+    name: str  # the stage letter (A, B, D, E)
+    status: GateStatus
+    required: list[str]  # verdicts that pass
+    verdict: str | None = None
+    stage_run_id: int | None = None
+    commit: str | None = None  # the commit the run was evaluated on
+    head: str  # the commit the gate was evaluated for
+    attempt: int | None = None
+    cap: int | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    model_id: str | None = None
+    exit_codes: list[int] = Field(default_factory=list)
+    evidence: list[GateEvidence] = Field(default_factory=list)
+    evidence_sha256: str | None = None  # digest over the run's verdict, commit, details and evidence hashes
+    reason: str = ""  # why it is not satisfied (one phrase), or the override's reason
+
+    @property
+    def passes(self) -> bool:
+        return self.status is GateStatus.SATISFIED
+
+
+class Decision(str, Enum):
+    APPROVE = "approve"
+    REJECT = "reject"
+    OVERRIDE = "override"  # an approval that also lets named unsatisfied gates through, with a reason
+
+
+class ApprovalRecord(BaseModel):
+    """A human decision bound to one commit, with the gate results the person saw."""
+
+    id: int | None = None
+    conversion_id: int
+    commit: str
+    approver: str
+    decision: Decision
+    ts: str
+    comment: str | None = None
+    reason: str | None = None
+    overrides: list[str] = Field(default_factory=list)  # gate names an override lets through
+    gates: list[GateRecord] = Field(default_factory=list)
+
+
+class MergeOutcome(BaseModel):
+    """The merge rule's answer: merged (with the merge commit) or refused (with every reason, gate by gate)."""
+
+    conversion_id: int
+    merged: bool
+    target: str
+    head: str | None = None
+    target_before: str | None = None
+    merge_commit: str | None = None
+    refusals: list[str] = Field(default_factory=list)  # one phrase each: "gate D missing (no D run)", ...
+    gates: list[GateRecord] = Field(default_factory=list)
+    approval: ApprovalRecord | None = None
+    geomean: float | None = None
+    hint: str = ""  # what to do next (rebase, re-run the gates, approve)

@@ -244,7 +244,8 @@ class Store:
 
     # approvals ---------------------------------------------------------------------------------
     def record_approval(self, conversion_id: int, commit: str, approver: str, decision: str,
-                        reason: str | None = None) -> int:
+                        reason: str | None = None, *, comment: str | None = None,
+                        gate_snapshot: list | dict | None = None) -> int:
         if decision not in ("approve", "reject", "override"):
             raise UserError(f"decision must be approve, reject or override, not {decision!r}")
         if decision == "override" and not (reason and reason.strip()):
@@ -253,7 +254,9 @@ class Store:
         with self.db.atomic():
             aid = self.db["approvals"].insert({
                 "conversion_id": conversion_id, "commit": commit, "approver": approver,
-                "decision": decision, "reason": reason, "ts": _iso(utcnow()),
+                "decision": decision, "reason": reason, "ts": _iso(utcnow()), "comment": comment,
+                "gate_snapshot": json.dumps(gate_snapshot, sort_keys=True, default=str)
+                if gate_snapshot is not None else None,
             }).last_pk
             self.log_event("approval." + decision, conversion_id, commit=commit, approver=approver, reason=reason)
         return aid

@@ -1,0 +1,89 @@
+"""Test helper: a real git repository with a conversion branch in its own worktree, stage commits with the
+pipeline's trailers, and the matching store rows (written through Store, as the pipeline writes them)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tileport.records import Stage, StageResult
+from tileport.store import Store
+
+PASSING = {"A": "PASS", "B": "COMPILED", "D": "ALL_PASS", "E": "DONE"}
+FAILING = {"A": "FAIL_FIXABLE", "B": "FAIL_COMPILE", "D": "FAIL", "E": "INVESTIGATE"}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+class Conv:
+    """One conversion: repo (main checked out), branch tileport/op-<id> in worktree wt, store rows."""
+
+    def __init__(self, root: Path, store: Store, op: str = "op"):
+        self.root, self.store = root, store
+        self.repo = root / "repo"
+        self.repo.mkdir(parents=True)
+        git(self.repo, "init", "-q", "-b", "main")
+        git(self.repo, "config", "user.name", "Test Person")
+        git(self.repo, "config", "user.email", "test@example.invalid")
+        (self.repo / f"{op}.py").write_text("# the cuTile op\n")
+        (self.repo / "README.md").write_text("readme\n")
+        git(self.repo, "add", "-A")
+        git(self.repo, "commit", "-q", "-m", "base")
+        self.base = git(self.repo, "rev-parse", "HEAD")
+        self.cid = store.add_conversion(f"{op}.py", "kern")
+        self.branch = f"tileport/{op}-{self.cid}"
+        self.wt = root / f"wt-{self.cid}"
+        git(self.repo, "worktree", "add", "-q", "-b", self.branch, str(self.wt), "main")
+        store.update_conversion(self.cid, repo=str(self.repo), branch=self.branch, worktree=str(self.wt),
+                                base_branch="main", base_commit=self.base, status="running")
+        self.n = 0
+
+    def head(self) -> str:
+        return git(self.repo, "rev-parse", self.branch)
+
+    def main(self) -> str:
+        return git(self.repo, "rev-parse", "main")
+
+    def stage_commit(self, stage: str, path: str | None = None) -> str:
+        """A pipeline-style stage commit: one file written, trailers naming stage and conversion."""
+        self.n += 1
+        f = self.wt / (path or f"evidence/{stage}-{self.n}.txt")
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(f"{stage} attempt {self.n}\n")
+        git(self.wt, "add", "-A")
+        git(self.wt, "commit", "-q", "-m", f"stage {stage} attempt {self.n}", "--trailer", f"Tileport-Stage: {stage}",
+            "--trailer", f"Tileport-Conversion: {self.cid}", "--trailer", "Tileport-Attempt: 1")
+        return self.head()
+
+    def human_commit(self, path: str = "kernel.rs") -> str:
+        self.n += 1
+        (self.wt / path).write_text(f"// edit {self.n}\n")
+        git(self.wt, "add", "-A")
+        git(self.wt, "commit", "-q", "-m", f"hand edit {self.n}")
+        return self.head()
+
+    def run(self, stage: str, passing: bool = True, commit: str | None = None, **details) -> int:
+        """Record a stage run on `commit` (default: a new stage commit of that stage)."""
+        commit = commit or self.stage_commit(stage)
+        verdict = (PASSING if passing else FAILING)[stage]
+        if stage == "B" and "self_check" not in details:
+            details["self_check"] = "PASS"
+        if stage == "E" and "geomean" not in details:
+            details["geomean"] = 0.97
+        r = StageResult(stage=Stage(stage), verdict=verdict, details=details)
+        rid = self.store.record_stage(self.cid, r, commit=commit)
+        self.store.update_conversion(self.cid, head_commit=self.head())
+        return rid
+
+    def all_pass(self) -> None:
+        for s in "ABDE":
+            self.run(s)
+
+    def base_move(self, path: str = "lib.py") -> str:
+        (self.repo / path).write_text(f"moved {self.n}\n")
+        self.n += 1
+        git(self.repo, "add", "-A")
+        git(self.repo, "commit", "-q", "-m", f"target moves ({path})")
+        return self.main()

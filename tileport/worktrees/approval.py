@@ -1,0 +1,149 @@
+"""Human decisions bound to one commit: approve, reject (with a reason), override (enabled in config, with a reason).
+
+Each decision is written twice, atomically with respect to each other: a row in the store's `approvals` table
+(with the gate snapshot the person saw) and a JSON line in a git note on the commit under `refs/notes/tileport`,
+so the branch carries its own review record. The store row is committed only after the note is written.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+from pathlib import Path
+
+from tileport.config import Config
+from tileport.errors import UserError
+from tileport.records import ApprovalRecord, Decision, GateRecord, GateStatus
+from tileport.store import Store
+from tileport.worktrees import _gitcli as g
+from tileport.worktrees.gates import GATE_NAMES, evaluate_gates
+
+
+def approver_name(config: Config) -> str:
+    return (config.approval.name or "").strip() or getpass.getuser()
+
+
+def identity_env(repo: str | Path, name: str) -> dict[str, str]:
+    """Author/committer for git objects tileport writes, only where the repository has no identity configured."""
+    if g.git(repo, "var", "GIT_COMMITTER_IDENT", check=False).ok:
+        return {}
+    email = f"{name.replace(' ', '.')}@tileport.invalid"
+    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email}
+
+
+def conversion_repo(store: Store, conversion_id: int) -> tuple[dict, Path, str]:
+    """The conversion row, its repository and its branch; one clear line when either is not there."""
+    conv = store.conversion(conversion_id)
+    if not conv.get("branch"):
+        raise UserError(f"conversion {conversion_id} has no branch yet; start it with `tileport run`")
+    for cand in (conv.get("repo"), conv.get("worktree")):
+        if cand and Path(cand).is_dir():
+            return conv, Path(cand), conv["branch"]
+    raise UserError(f"conversion {conversion_id}: its repository {conv.get('repo') or conv.get('worktree')!s} "
+                    f"is gone; `tileport worktrees recover` says what is left")
+
+
+def branch_head(repo: Path, conversion_id: int, branch: str) -> str:
+    head = g.rev(repo, g.branch_ref(branch))
+    if head is None:
+        raise UserError(f"conversion {conversion_id}: branch {branch} is missing; run `tileport worktrees recover`")
+    return head
+
+
+def evidence_roots(conv: dict, repo: Path) -> list[Path]:
+    return [Path(p) for p in (conv.get("worktree"), str(repo)) if p]
+
+
+def _record(row: dict) -> ApprovalRecord:
+    snap = json.loads(row["gate_snapshot"]) if row.get("gate_snapshot") else {}
+    return ApprovalRecord(
+        id=row["id"], conversion_id=row["conversion_id"], commit=row["commit"], approver=row["approver"],
+        decision=Decision(row["decision"]), ts=row["ts"], comment=row.get("comment"), reason=row.get("reason"),
+        overrides=snap.get("overrides", []), gates=[GateRecord(**gr) for gr in snap.get("gates", [])],
+    )
+
+
+def decisions(store: Store, conversion_id: int) -> list[ApprovalRecord]:
+    """Every decision on the conversion, oldest first."""
+    return [_record(r) for r in store.approvals(conversion_id)]
+
+
+def decision_for(store: Store, conversion_id: int, head: str) -> tuple[ApprovalRecord | None, ApprovalRecord | None]:
+    """(the newest decision on `head`, the newest approval on another commit: stale once HEAD moved)."""
+    current = stale = None
+    for d in decisions(store, conversion_id):
+        if d.commit == head:
+            current = d
+        elif d.decision is not Decision.REJECT:
+            stale = d
+    return current, stale
+
+
+def notes_on(repo: str | Path, commit: str) -> list[dict]:
+    """The tileport decisions attached to a commit (one JSON object per line of its note)."""
+    res = g.git(repo, "notes", f"--ref={g.NOTES_REF}", "show", commit, check=False)
+    if not res.ok:
+        return []
+    return [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+
+
+def decide(store: Store, config: Config, conversion_id: int, decision: Decision, *, comment: str | None = None,
+           reason: str | None = None, overrides: list[str] | tuple[str, ...] = ()) -> ApprovalRecord:
+    """Record a decision on the branch HEAD as it is now, with the gates as they are now."""
+    comment = (comment or "").strip() or None
+    reason = (reason or "").strip() or None
+    if decision is Decision.REJECT and not reason:
+        raise UserError("a rejection needs a reason: pass --reason \"...\"")
+    overrides = sorted({o.strip().upper() for o in overrides if o.strip()})
+    if decision is Decision.OVERRIDE:
+        if not config.approval.allow_override:
+            raise UserError("overrides are off; enable them with `[approval] allow_override = true` in tileport.toml")
+        if not reason:
+            raise UserError("an override needs a reason: pass --reason \"...\"")
+        if not overrides:
+            raise UserError(f"name the gates to override: --override {' '.join(GATE_NAMES)}")
+        unknown = [o for o in overrides if o not in GATE_NAMES]
+        if unknown:
+            raise UserError(f"no required gate {unknown[0]}; the gates are {', '.join(GATE_NAMES)}")
+    conv, repo, branch = conversion_repo(store, conversion_id)
+    who = approver_name(config)
+    with g.repo_lock(repo):
+        head = branch_head(repo, conversion_id, branch)
+        gates = evaluate_gates(store, repo, conversion_id, head, evidence_roots(conv, repo))
+        if decision is Decision.OVERRIDE:
+            passing = [gr.name for gr in gates if gr.name in overrides and gr.status is GateStatus.SATISFIED]
+            if passing:
+                raise UserError(f"gate {passing[0]} is satisfied on {head[:10]}; there is nothing to override")
+        snapshot = {"head": head, "gates": [gr.model_dump(mode="json") for gr in gates], "overrides": overrides}
+        with store.db.atomic():
+            aid = store.record_approval(conversion_id, head, who, decision.value, reason, comment=comment,
+                                        gate_snapshot=snapshot)
+            row = store.db["approvals"].get(aid)
+            rec = _record(row)
+            note = {"approval_id": aid, "conversion_id": conversion_id, "decision": decision.value,
+                    "approver": who, "ts": rec.ts, "commit": head, "comment": comment, "reason": reason,
+                    "overrides": overrides,
+                    "gates": [{"name": gr.name, "status": gr.status.value, "verdict": gr.verdict,
+                               "stage_run_id": gr.stage_run_id, "evidence_sha256": gr.evidence_sha256}
+                              for gr in gates]}
+            g.git(repo, "notes", f"--ref={g.NOTES_REF}", "append", "-m", json.dumps(note, sort_keys=True), head,
+                  env=identity_env(repo, who))
+            if decision is Decision.REJECT:
+                store.update_conversion(conversion_id, status="rejected")
+            elif conv["status"] == "rejected":
+                store.update_conversion(conversion_id, status="approved")
+    return rec
+
+
+def approve(store: Store, config: Config, conversion_id: int, comment: str | None = None) -> ApprovalRecord:
+    return decide(store, config, conversion_id, Decision.APPROVE, comment=comment)
+
+
+def reject(store: Store, config: Config, conversion_id: int, reason: str) -> ApprovalRecord:
+    return decide(store, config, conversion_id, Decision.REJECT, reason=reason)
+
+
+def override(store: Store, config: Config, conversion_id: int, gates: list[str], reason: str,
+             comment: str | None = None) -> ApprovalRecord:
+    return decide(store, config, conversion_id, Decision.OVERRIDE, reason=reason, overrides=gates, comment=comment)

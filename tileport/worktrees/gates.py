@@ -1,0 +1,193 @@
+"""The required merge gates as data, and their evaluation for one commit of a conversion branch.
+
+A gate is the newest stored run of its stage. It is satisfied only when that run passed and was evaluated on the
+branch HEAD itself, or on an ancestor of HEAD from which every later commit is a tileport stage commit of this
+conversion by a stage that cannot change what the gate judged (its `survives` set), and none of those commits
+touches a file the gate's own commit wrote. Any other commit (a human edit, a rebase, another conversion's commit,
+a writer re-writing the kernel) makes the gate stale. Recorded evidence files that still exist must keep their
+sha256; a changed file is an error, not a pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from tileport.records import GateEvidence, GateRecord, GateStatus, Stage
+from tileport.store import Store
+from tileport.worktrees import _gitcli as g
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """One required gate: the stage whose newest run decides it and the verdicts that pass."""
+
+    stage: Stage
+    passes: tuple[str, ...]
+    # details key -> values that pass (a value may be a string or a dict with a "verdict" key)
+    detail_passes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # later stage commits (by their Tileport-Stage trailer) that do not change what this gate judged
+    survives: frozenset[str] = frozenset()
+
+    @property
+    def name(self) -> str:
+        return self.stage.value
+
+
+# The one place that says what a merge needs. A (analysis of the Python op) is not changed by anything the writers
+# commit; B (the kernel compiles and its IR matches the reference) survives the host writer, the diagnoses and the
+# perf run; D (host + correctness) survives diagnoses and the perf run; E (device time) only diagnoses.
+REQUIRED_GATES: tuple[GateSpec, ...] = (
+    GateSpec(Stage.ANALYZE, ("PASS",), survives=frozenset("BCDEF")),
+    GateSpec(Stage.WRITE_KERNEL, ("COMPILED",), (("self_check", ("PASS", "PASS_WITH_NOTES")),),
+             survives=frozenset("CDEF")),
+    GateSpec(Stage.HOST_CORRECTNESS, ("ALL_PASS",), survives=frozenset("CEF")),
+    GateSpec(Stage.PERFORMANCE, ("DONE",), survives=frozenset("CF")),
+)
+GATE_NAMES = tuple(s.name for s in REQUIRED_GATES)
+
+
+def _stage_letter(value: str) -> str:
+    value = value.strip()
+    if value in {s.value for s in Stage}:
+        return value
+    try:
+        return Stage[value.upper()].value
+    except KeyError:
+        return value
+
+
+def _detail_verdict(value: object) -> str | None:
+    if isinstance(value, dict):
+        value = value.get("verdict")
+    return value if isinstance(value, str) else None
+
+
+def stage_commits(repo: str | Path, a: str, b: str) -> list[tuple[str, str | None, str | None]]:
+    """Commits in a..b as (sha, Tileport-Stage letter, Tileport-Conversion), oldest first."""
+    fmt = "%H%x1f%(trailers:key=Tileport-Stage,valueonly,separator=%x2C)%x1f" \
+          "%(trailers:key=Tileport-Conversion,valueonly,separator=%x2C)%x1e"
+    text = g.out(repo, "log", "--reverse", f"--format={fmt}", f"{a}..{b}")
+    commits = []
+    for rec in text.split("\x1e"):
+        rec = rec.strip()
+        if not rec:
+            continue
+        sha, stage, conv = (rec.split("\x1f") + ["", ""])[:3]
+        stage_l = _stage_letter(stage) if stage.strip() and "," not in stage else None
+        commits.append((sha, stage_l, conv.strip() or None))
+    return commits
+
+
+def _own_paths(repo: str | Path, commit: str) -> set[str]:
+    return set(p for p in g.out(repo, "diff-tree", "--root", "--no-commit-id", "--name-only", "-r", "-z",
+                                 commit).split("\0") if p)
+
+
+def stands_for(repo: str | Path, conversion_id: int, spec: GateSpec, commit: str, head: str) -> tuple[bool, str]:
+    """Whether a run evaluated on `commit` still judges `head` (see the module docstring), and why not."""
+    if commit == head:
+        return True, ""
+    if g.rev(repo, commit) is None:
+        return False, f"its commit {commit[:10]} is not in the repository"
+    if not g.is_ancestor(repo, commit, head):
+        return False, f"passed on {commit[:10]}, which HEAD {head[:10]} no longer contains"
+    between = stage_commits(repo, commit, head)
+    for sha, stage, conv in between:
+        if stage is None or conv != str(conversion_id):
+            return False, f"passed on {commit[:10]}; {sha[:10]} since is not a tileport stage commit of this conversion"
+        if stage not in spec.survives:
+            return False, f"passed on {commit[:10]}; stage {stage} committed {sha[:10]} since"
+    own_stage = next(iter(stage_commits(repo, f"{commit}~1", commit)), (None, None, None))[1] \
+        if g.rev(repo, f"{commit}~1") else None
+    if own_stage == spec.name:
+        touched = set(g.changed_paths(repo, commit, head)) & _own_paths(repo, commit)
+        if touched:
+            return False, f"passed on {commit[:10]}; later commits changed its files ({', '.join(sorted(touched)[:3])})"
+    return True, ""
+
+
+def _evidence(store: Store, run_id: int) -> list[GateEvidence]:
+    return [GateEvidence(kind=a["kind"] or "", path=a["path"], sha256=a["sha256"])
+            for a in store.stage_artifacts(run_id)]
+
+
+def _evidence_digest(run: dict, evidence: list[GateEvidence]) -> str:
+    body = {"stage_run_id": run["id"], "stage": run["stage"], "verdict": run["verdict"], "commit": run["commit"],
+            "details": json.loads(run["details"]) if run.get("details") else {},
+            "evidence": sorted((e.path, e.sha256) for e in evidence)}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _changed_evidence(evidence: list[GateEvidence], roots: list[Path]) -> str | None:
+    """The first recorded evidence file that still exists but no longer has its recorded sha256."""
+    from tileport.records import sha256_file
+
+    for e in evidence:
+        p = Path(e.path)
+        for cand in ([p] if p.is_absolute() else [r / p for r in roots]):
+            if cand.is_file():
+                if sha256_file(cand) != e.sha256:
+                    return e.path
+                break
+    return None
+
+
+def evaluate_gates(store: Store, repo: str | Path, conversion_id: int, head: str,
+                   evidence_roots: list[Path] | None = None) -> list[GateRecord]:
+    """Every required gate's status for `head`, in REQUIRED_GATES order."""
+    runs = store.stage_runs(conversion_id)
+    roots = evidence_roots or [Path(repo)]
+    records = []
+    for spec in REQUIRED_GATES:
+        mine = [r for r in runs if r["stage"] == spec.name]
+        base = dict(name=spec.name, required=list(spec.passes), head=head)
+        if not mine:
+            records.append(GateRecord(status=GateStatus.MISSING, reason=f"no {spec.name} run", **base))
+            continue
+        run = max(mine, key=lambda r: r["id"])
+        evidence = _evidence(store, run["id"])
+        details = json.loads(run["details"]) if run.get("details") else {}
+        rec = dict(
+            verdict=run["verdict"], stage_run_id=run["id"], commit=run["commit"], attempt=run["attempt"],
+            cap=run.get("cap"), started_at=run["started_at"], finished_at=run["finished_at"],
+            model_id=run["model_id"], evidence=evidence, evidence_sha256=_evidence_digest(run, evidence),
+            exit_codes=[c["exit_code"] for c in store.stage_commands(run["id"])], **base,
+        )
+        status, reason = GateStatus.SATISFIED, ""
+        if run["verdict"] not in spec.passes:
+            status, reason = GateStatus.UNSATISFIED, f"newest {spec.name} run #{run['id']} is {run['verdict']}"
+        for key, ok in spec.detail_passes:
+            if status is GateStatus.SATISFIED and _detail_verdict(details.get(key)) not in ok:
+                got = _detail_verdict(details.get(key)) or "not recorded"
+                status, reason = GateStatus.UNSATISFIED, f"{spec.name} run #{run['id']} {key} is {got}"
+        if status is GateStatus.SATISFIED:
+            if not run["commit"]:
+                status, reason = GateStatus.STALE, f"{spec.name} run #{run['id']} recorded no commit"
+            else:
+                fresh, why = stands_for(repo, conversion_id, spec, run["commit"], head)
+                if not fresh:
+                    status, reason = GateStatus.STALE, why
+        if status is GateStatus.SATISFIED:
+            changed = _changed_evidence(evidence, roots)
+            if changed:
+                status, reason = GateStatus.ERROR, f"evidence {changed} changed since run #{run['id']}"
+        records.append(GateRecord(status=status, reason=reason, **rec))
+    return records
+
+
+def geomean_of(store: Store, gates: list[GateRecord]) -> float | None:
+    """The perf gate's geomean (port / reference device time): its run's details, else its per-config rows."""
+    e = next((gr for gr in gates if gr.name == Stage.PERFORMANCE.value and gr.stage_run_id), None)
+    if e is None:
+        return None
+    run = store.db["stage_runs"].get(e.stage_run_id)
+    details = json.loads(run["details"]) if run.get("details") else {}
+    if isinstance(details.get("geomean"), (int, float)):
+        return float(details["geomean"])
+    ratios = [r["ratio"] for r in store.db["perf_rows"].rows_where("stage_run_id = ?", [e.stage_run_id])
+              if r["ratio"] and r["ratio"] > 0]
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else None
