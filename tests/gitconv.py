@@ -37,7 +37,7 @@ class Conv:
         self.wt = root / f"wt-{self.cid}"
         git(self.repo, "worktree", "add", "-q", "-b", self.branch, str(self.wt), "main")
         store.update_conversion(self.cid, repo=str(self.repo), branch=self.branch, worktree=str(self.wt),
-                                base_branch="main", base_commit=self.base, status="running")
+                                base_branch="main", base_commit=self.base, head_commit=self.base, status="running")
         self.n = 0
 
     def head(self) -> str:
@@ -45,6 +45,9 @@ class Conv:
 
     def main(self) -> str:
         return git(self.repo, "rev-parse", "main")
+
+    def contains(self, ref: str, commit: str) -> bool:
+        return subprocess.run(["git", "merge-base", "--is-ancestor", commit, ref], cwd=self.repo).returncode == 0
 
     def stage_commit(self, stage: str, path: str | None = None) -> str:
         """A pipeline-style stage commit: one file written, trailers naming stage and conversion."""
