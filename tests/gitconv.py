@@ -20,17 +20,19 @@ def git(cwd: Path, *args: str) -> str:
 class Conv:
     """One conversion: repo (main checked out), branch tileport/op-<id> in worktree wt, store rows."""
 
-    def __init__(self, root: Path, store: Store, op: str = "op"):
+    def __init__(self, root: Path, store: Store, op: str = "op", repo: Path | None = None):
+        """A new repository under root, or (repo=...) another conversion in an existing one."""
         self.root, self.store = root, store
-        self.repo = root / "repo"
-        self.repo.mkdir(parents=True)
-        git(self.repo, "init", "-q", "-b", "main")
-        git(self.repo, "config", "user.name", "Test Person")
-        git(self.repo, "config", "user.email", "test@example.invalid")
-        (self.repo / f"{op}.py").write_text("# the cuTile op\n")
-        (self.repo / "README.md").write_text("readme\n")
-        git(self.repo, "add", "-A")
-        git(self.repo, "commit", "-q", "-m", "base")
+        self.repo = repo or root / "repo"
+        if repo is None:
+            self.repo.mkdir(parents=True)
+            git(self.repo, "init", "-q", "-b", "main")
+            git(self.repo, "config", "user.name", "Test Person")
+            git(self.repo, "config", "user.email", "test@example.invalid")
+            (self.repo / f"{op}.py").write_text("# the cuTile op\n")
+            (self.repo / "README.md").write_text("readme\n")
+            git(self.repo, "add", "-A")
+            git(self.repo, "commit", "-q", "-m", "base")
         self.base = git(self.repo, "rev-parse", "HEAD")
         self.cid = store.add_conversion(f"{op}.py", "kern")
         self.branch = f"tileport/{op}-{self.cid}"
@@ -52,7 +54,7 @@ class Conv:
     def stage_commit(self, stage: str, path: str | None = None) -> str:
         """A pipeline-style stage commit: one file written, trailers naming stage and conversion."""
         self.n += 1
-        f = self.wt / (path or f"evidence/{stage}-{self.n}.txt")
+        f = self.wt / (path or f"evidence/{self.cid}/{stage}-{self.n}.txt")
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(f"{stage} attempt {self.n}\n")
         git(self.wt, "add", "-A")
