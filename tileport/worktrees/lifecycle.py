@@ -122,7 +122,8 @@ def _recorded_merge(repo: Path, conv: dict, head: str) -> str | None:
     base = conv.get("base_branch")
     if not base or g.rev(repo, g.branch_ref(base)) is None:
         return None
-    fmt = "%H%x1f%(trailers:key=Tileport-Conversion,valueonly)%x1f%(trailers:key=Tileport-Head,valueonly)"
+    fmt = "%H%x1f%(trailers:key=Tileport-Conversion,valueonly,separator=%x2C)%x1f" \
+          "%(trailers:key=Tileport-Head,valueonly,separator=%x2C)"
     for line in g.out(repo, "log", "--merges", f"--format={fmt}", g.branch_ref(base)).splitlines():
         sha, cid, h = (line.split("\x1f") + ["", ""])[:3]
         if cid.strip() == str(conv["id"]) and h.strip() == head:
