@@ -243,3 +243,11 @@ def test_unknown_conversion_and_branchless_conversion_are_one_line(env):
     cid = conv.store.add_conversion("other.py")
     r = tp(cfg, "approve", str(cid))
     assert r.returncode == 2 and "has no branch yet" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_misspelt_approval_key_is_one_line(env, tmp_path):
+    conv, cfg = env
+    bad = tmp_path / "bad.toml"
+    bad.write_text(cfg.read_text() + "allow_overide = true\n")
+    r = tp(bad, "merge", str(conv.cid))
+    assert r.returncode == 2 and "unknown key 'approval.allow_overide'" in r.stderr
