@@ -14,7 +14,7 @@ from tileport import __version__
 from tileport.errors import UserError
 
 # Subcommand modules, in the order `tileport --help` lists them. Each defines register(subparsers).
-COMMANDS = ("analyze", "build_rust", "ir_diff", "model", "status", "doctor")
+COMMANDS = ("run", "analyze", "build_rust", "ir_diff", "model", "status", "doctor")
 
 
 def build_parser() -> argparse.ArgumentParser:
