@@ -10,9 +10,9 @@ def gate(name: str) -> tuple[Callable[..., Any] | None, str | None]:
     """(the gate function, None) or (None, why it is missing)."""
     try:
         from tileport.validators import gpu  # type: ignore[attr-defined]
-    except ImportError as e:
-        return None, (f"the GPU gates are not installed (tileport.validators.gpu: {e}); stage D/E need them and a "
-                      "CUDA GPU")
+    except ImportError:
+        return None, ("the GPU gates (tileport.validators.gpu) are not installed; stages D and E need them, torch "
+                      "and a CUDA GPU")
     fn = getattr(gpu, name, None)
     if fn is None:
         return None, f"tileport.validators.gpu has no {name}(); update tileport"
