@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
+import signal
 import threading
 import time
 import traceback
@@ -29,12 +31,14 @@ from tileport.agents.router import Action, Outcome, RunState
 from tileport.agents.writers import make_writer
 from tileport.config import Config
 from tileport.errors import UserError
+from tileport.exec import settings
 from tileport.exec.toolchain import from_config
 from tileport.local_models.protocol import CancelToken
 from tileport.records import Stage, StageResult, utcnow
 from tileport.store import Store
 from tileport.worktrees import git as wgit
-from tileport.worktrees.conversion import (ConversionWorktree, WorktreeEscape, check_commands_inside, check_repo,
+from tileport.worktrees.conversion import (ConversionWorktree, WorktreeEscape, branch_name, check_commands_inside,
+                                           check_repo,
                                            commit_stage, create_conversion_worktree, discard_uncommitted,
                                            open_conversion_worktree, stage_commits)
 
@@ -42,6 +46,12 @@ EXIT_OK, EXIT_FAILED, EXIT_USER, EXIT_BLOCKED = 0, 1, 2, 3
 STATUS_EXIT = {"done": EXIT_OK, "blocked": EXIT_BLOCKED, "failed": EXIT_FAILED, "error": EXIT_FAILED,
                "stopped": EXIT_FAILED}
 STOP_STATUS = {router.DONE: "done", router.BLOCKED: "blocked", router.FAILED: "failed"}
+
+
+def _die_at(point: str, stage: str, attempt: int) -> None:
+    """Fault injection for the resume tests: a real SIGKILL at a named point (never set in normal use)."""
+    if settings.fault_kill_point() == f"{point}:{stage}:{attempt}":
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass
@@ -83,7 +93,28 @@ class Runner:
         if not op.is_file() or op.suffix != ".py":
             raise UserError(f"{op}: not a Python file; pass the cuTile Python op, e.g. examples/vector_add.py")
         make_writer(self.model or self.config.model.base_url, self.config)  # a bad --model is bad input
-        return check_repo(repo)
+        base = check_repo(repo)
+        branch = branch_name(op.stem, self._next_id())
+        if wgit.branch_exists(wgit.open_repo(base.root), branch):
+            raise UserError(f"branch {branch} already exists in {base.root}; delete it (git branch -D {branch}) or "
+                            "point `store` at the store that made it")
+        return base
+
+    def _next_id(self) -> int:
+        """The id the next conversion will get, read without creating the store (checks before anything exists)."""
+        path = Path(self.config.store)
+        if not path.is_file():
+            return 1
+        import sqlite3
+
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        try:
+            row = conn.execute("select max(id) from conversions").fetchone()
+        except sqlite3.DatabaseError:
+            return 1
+        finally:
+            conn.close()
+        return (row[0] or 0) + 1
 
     def start(self, op_path: str | Path, *, kernel: str | None = None, repo: str | Path = ".") -> int:
         """Create the conversion: checks first (nothing is created for bad input), then row + branch + worktree."""
@@ -217,9 +248,11 @@ class Runner:
         discard_uncommitted(wt, paths.committed)  # what an interrupted attempt left behind
         before = wgit.snapshot(parent)
         store.log_event("stage.started", cid, stage=stage, attempt=ctx.attempt, cap=ctx.cap, repair=ctx.repair)
+        _die_at("started", stage, ctx.attempt)
         t1 = time.perf_counter()
         result = STAGES[stage](ctx)
         t2 = time.perf_counter()
+        _die_at("ran", stage, ctx.attempt)
         result = result.model_copy(update={"attempt": ctx.attempt, "cap": ctx.cap,
                                            "details": {**result.details, **({"repair": True} if ctx.repair else {})}})
         check_commands_inside(wt, result.commands)
@@ -238,10 +271,12 @@ class Runner:
                            summary=f"{result.summary}\n\nnext: {action.target} ({action.reason})",
                            paths=paths.committed)
         t4 = time.perf_counter()
+        _die_at("committed", stage, ctx.attempt)
         with store.db.atomic():
             record_result(store, cid, result, commit=sha, routed_to=action.target, route_reason=action.reason)
             store.update_conversion(cid, head_commit=sha)
         t5 = time.perf_counter()
+        _die_at("recorded", stage, ctx.attempt)
         # wall = stage (its tools) + git commit (a tool) + orchestration (routing, checks, JSON, store, events)
         self.timing.setdefault(cid, []).append({
             "stage": stage, "attempt": ctx.attempt, "wall_s": t5 - t0, "stage_s": t2 - t1, "commit_s": t4 - t3,
