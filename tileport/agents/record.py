@@ -18,8 +18,11 @@ def record_result(store: Store, conversion_id: int, result: StageResult, *, comm
 
 
 def record_standalone(store: Store, op_path: str, kernel: str | None, result: StageResult) -> int:
-    """A stage run outside `tileport run` (`analyze`, `build-rust`): the op's newest conversion, next attempt."""
-    cid = store.conversion_for(op_path, kernel)
+    """A stage run outside `tileport run` (`analyze`, `build-rust`): recorded on the op's newest conversion that has
+    no worktree (never on a `tileport run` conversion, whose attempts the router counts), next attempt."""
+    rows = list(store.db["conversions"].rows_where(
+        "op_path = ? and kernel is ? and worktree is null", [op_path, kernel], order_by="id desc", limit=1))
+    cid = rows[0]["id"] if rows else store.add_conversion(op_path, kernel)
     attempt = next_attempt(store, cid, result.stage.value)
     store.log_event("stage.started", cid, stage=result.stage.value, attempt=attempt, source="standalone")
     return record_result(store, cid, result.model_copy(update={"attempt": attempt}))

@@ -14,7 +14,8 @@ from tileport import __version__
 from tileport.errors import UserError
 
 # Subcommand modules, in the order `tileport --help` lists them. Each defines register(subparsers).
-COMMANDS = ("analyze", "build_rust", "ir_diff", "model", "status", "approve", "reject", "merge", "worktrees", "doctor")
+COMMANDS = ("run", "analyze", "build_rust", "ir_diff", "model", "status", "approve", "reject", "merge", "worktrees",
+            "doctor")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("dir", metavar="DIR", help="conversion crate, or a directory with kernel.rs + spec.json")
     p.add_argument("--spec", metavar="FILE", help="spec (JSON or TOML) when DIR is a kernel.rs or has no spec.json")
     p.add_argument("--out", metavar="DIR", help="where to generate the crate (default ~/.cache/tileport/crates/...)")
-    p.add_argument("--artifacts", metavar="DIR", help="where .tileirbc/.mlir/.cubin go (default <crate>/artifacts)")
+    p.add_argument("--artifacts", metavar="DIR", help="where .tileirbc/.tileir/.cubin go (default <crate>/artifacts)")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON (diagnostics included)")
     p.add_argument("--no-cubin", action="store_true", help="skip tileiras")
     p.add_argument("--no-disasm", action="store_true", help="skip tileirdisasm")

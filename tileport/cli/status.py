@@ -1,7 +1,5 @@
-"""`tileport status [--json] [ID]`: what the store knows — conversions and their stage verdicts.
-
-Reads only the store, exactly what the dashboard reads.
-"""
+"""`tileport status [--json] [ID]`: what the store knows — conversions, their stage verdicts, attempts against
+caps, branch and worktree. Reads only the store, exactly what the dashboard reads."""
 
 from __future__ import annotations
 
@@ -11,58 +9,89 @@ import json
 from tileport.cli._common import config_from, open_store
 from tileport.records import Stage
 
-STAGE_ORDER = [s.value for s in (Stage.ANALYZE, Stage.WRITE_KERNEL, Stage.DIAGNOSE_TRANSLATION,
-                                 Stage.HOST_CORRECTNESS, Stage.PERFORMANCE, Stage.DIAGNOSE_PERFORMANCE)]
+STAGE_ORDER = [s.value for s in Stage]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("status", help="conversions and stage verdicts recorded in the store",
-                       description="List conversions with the newest verdict per stage; with ID, every stage run "
-                                   "with its commands and artifacts.")
+    p = sub.add_parser("status", help="conversions, stage verdicts, attempts against caps, branches",
+                       description="List conversions with the newest verdict per stage and attempts against caps; "
+                                   "with ID, every stage run with its route, commit, commands and artifacts.")
     p.add_argument("id", nargs="?", type=int, help="one conversion's full record")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
 
-def _detail(store, cid: int) -> dict:
+def _attempts(runs: list[dict], caps: dict[str, int]) -> dict[str, str]:
+    used: dict[str, int] = {}
+    for r in runs:
+        used[r["stage"]] = used.get(r["stage"], 0) + 1
+    return {s: f"{used[s]}/{caps[s]}" for s in STAGE_ORDER if s in used}
+
+
+def _summary(store, c: dict, caps: dict[str, int]) -> dict:
+    runs = store.stage_runs(c["id"])
+    latest = store.latest_verdicts(c["id"])
+    last = runs[-1] if runs else None
+    return {"id": c["id"], "op_path": c["op_path"], "kernel": c["kernel"], "status": c["status"],
+            "stage": last["stage"] if last else None, "verdict": last["verdict"] if last else None,
+            "next": last["routed_to"] if last else None,
+            "stages": {s: latest[s]["verdict"] for s in STAGE_ORDER if s in latest},
+            "attempts": _attempts(runs, caps), "branch": c["branch"], "worktree": c["worktree"],
+            "base": f"{c.get('base_branch')}@{(c.get('base_commit') or '')[:10]}" if c.get("base_commit") else None,
+            "head_commit": c["head_commit"], "model": c.get("model"), "error": c.get("error")}
+
+
+def _detail(store, cid: int, caps: dict[str, int]) -> dict:
     runs = []
     for r in store.stage_runs(cid):
-        runs.append({**r, "commands": store.stage_commands(r["id"]), "artifacts": store.stage_artifacts(r["id"])})
-    return {"conversion": store.conversion(cid), "stage_runs": runs, "approvals": store.approvals(cid)}
+        details = json.loads(r["details"]) if r.get("details") else {}
+        runs.append({**r, "details": details, "commands": store.stage_commands(r["id"]),
+                     "artifacts": store.stage_artifacts(r["id"])})
+    conv = store.conversion(cid)
+    return {"conversion": conv, "summary": _summary(store, conv, caps), "stage_runs": runs,
+            "approvals": store.approvals(cid)}
 
 
 def run(args: argparse.Namespace) -> int:
     config = config_from(args)
+    caps = config.caps.model_dump()
     store = open_store(config)
     try:
         if args.id is not None:
-            detail = _detail(store, args.id)
+            detail = _detail(store, args.id, caps)
             if args.json:
-                print(json.dumps(detail, indent=2))
+                print(json.dumps(detail, indent=2, default=str))
                 return 0
-            c = detail["conversion"]
+            c, s = detail["conversion"], detail["summary"]
             print(f"#{c['id']} {c['op_path']} kernel={c['kernel'] or '*'} status={c['status']}")
+            if c["branch"]:
+                print(f"  branch {c['branch']} (base {s['base']}), worktree {c['worktree']}")
+                print(f"  attempts {'  '.join(f'{k}:{v}' for k, v in s['attempts'].items())}"
+                      + (f"  next {s['next']}" if s["next"] else ""))
+            if c.get("error"):
+                print(f"  error: {c['error']}")
             for r in detail["stage_runs"]:
-                print(f"  {r['stage']} attempt {r['attempt']}: {r['verdict']}"
-                      f"{' (' + r['fail_class'] + ')' if r['fail_class'] else ''}  {r['seconds']:.1f} s  "
-                      f"{len(r['commands'])} commands, {len(r['artifacts'])} artifacts  {r['summary']}")
+                cap = f"/{r['cap']}" if r.get("cap") else ""
+                route = f" -> {r['routed_to']}" if r.get("routed_to") else ""
+                commit = f" @{r['commit'][:10]}" if r.get("commit") else ""
+                print(f"  {r['stage']} attempt {r['attempt']}{cap}: {r['verdict']}"
+                      f"{' (' + r['fail_class'] + ')' if r['fail_class'] else ''}{route}  {r['seconds']:.1f} s"
+                      f"{commit}  {len(r['commands'])} commands, {len(r['artifacts'])} artifacts  {r['summary']}")
                 for cmd in r["commands"]:
                     if cmd["exit_code"] != 0:
                         print(f"    exit {cmd['exit_code']}: {' '.join(cmd['argv'])[:160]}")
             return 0
-        rows = []
-        for c in store.conversions():
-            latest = store.latest_verdicts(c["id"])
-            rows.append({"id": c["id"], "op_path": c["op_path"], "kernel": c["kernel"], "status": c["status"],
-                         "stages": {s: latest[s]["verdict"] for s in STAGE_ORDER if s in latest}})
+        rows = [_summary(store, c, caps) for c in store.conversions()]
         if args.json:
             print(json.dumps(rows, indent=2))
         elif not rows:
-            print(f"no conversions in {config.store} yet; run `tileport analyze` first")
+            print(f"no conversions in {config.store} yet; run `tileport run OP.py` or `tileport analyze` first")
         else:
             for r in rows:
                 stages = "  ".join(f"{s}:{v}" for s, v in r["stages"].items())
-                print(f"#{r['id']:<3} {r['op_path']}  {r['kernel'] or ''}  {stages}")
+                att = " ".join(f"{k}{v}" for k, v in r["attempts"].items())
+                where = f"  {r['branch']}" if r["branch"] else ""
+                print(f"#{r['id']:<3} {r['status']:<8} {r['op_path']}  {r['kernel'] or ''}  {stages}  [{att}]{where}")
         return 0
     finally:
         store.close()

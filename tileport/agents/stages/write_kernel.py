@@ -73,3 +73,163 @@ def result_from_blocked(error: Exception, *, attempt: int = 1, started_at: datet
     return StageResult(stage=STAGE, attempt=attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
                        started_at=started_at or utcnow(), finished_at=utcnow(), details={"error": str(error)},
                        summary=str(error))
+
+
+# ------------------------------------------------------------------------------------------------- the stage
+
+
+def _reference_ir(analysis, limit: int = 3) -> str:
+    root = Path(analysis.out_dir)
+    texts = []
+    for v in analysis.variants:
+        for inst in v.instances:
+            for b in inst.builds[:1]:
+                if b.text is not None and (root / b.text.path).is_file():
+                    texts.append(f"// {v.kernel} [{v.name}] {inst.dtype} {b.target}\n"
+                                 + (root / b.text.path).read_text(encoding="utf-8"))
+            if len(texts) >= limit:
+                return "\n".join(texts)
+    return "\n".join(texts)
+
+
+def _analysis_summary(analysis) -> str:
+    lines = [f"kernels: {', '.join(k.name for k in analysis.kernels)}; targets {', '.join(analysis.targets)}"]
+    for v in analysis.variants:
+        lines.append(f"- {v.kernel} [{v.name or 'no constants'}] dtypes "
+                     f"{', '.join(i.dtype for i in v.instances)}")
+    return "\n".join(lines)
+
+
+def _feedback(ctx) -> str:
+    """What the writer must fix: the diagnoser's next edit, else the previous B attempt's diagnostics."""
+    prev = ctx.latest()
+    if prev is None:
+        return ""
+    details = prev.get("details") or {}
+    if prev["stage"] in ("C", "F") and details.get("next_edit"):
+        return f"The diagnoser ({prev['stage']}) says: {details['next_edit']}\nEvidence: {details.get('evidence', '')}"
+    if prev["stage"] == "B":
+        return (details.get("feedback") or prev.get("summary") or "")
+    return prev.get("summary") or ""
+
+
+class _Builder:
+    """Build + IR self-check of whatever kernel.rs/spec.json hold now; the tool the writer calls and the judge."""
+
+    def __init__(self, ctx, analysis):
+        self.ctx, self.analysis = ctx, analysis
+        self.last = None
+        self.last_key: str | None = None
+
+    def _key(self) -> str:
+        import hashlib
+
+        h = hashlib.sha256()
+        for f in (self.ctx.paths.kernel_rs, self.ctx.paths.spec_json, self.ctx.paths.host_rs):
+            h.update(f.read_bytes() if f.is_file() else b"\0")
+        return h.hexdigest()
+
+    def __call__(self):
+        """Build the current sources; the same sources as the last call give the last result (no rebuild)."""
+        key = self._key()
+        if self.last is not None and key == self.last_key:
+            return self.last
+        self.last_key = key
+        return self._build()
+
+    def _build(self):
+        from tileport.agents.writers import BuildCheck
+        from tileport.errors import EnvironmentBlocked, UserError
+        from tileport.validators.rust import diagnostics as dg
+        from tileport.validators.rust.build import BuildOptions, build_crate
+        from tileport.validators.rust.crate import write_crate
+        from tileport.validators.rust.selfcheck import format_self_check, no_build_report, self_check
+        from tileport.validators.rust.spec import load_spec
+
+        p = self.ctx.paths
+        try:
+            spec = load_spec(p.spec_json)
+            host = p.host_rs.read_text(encoding="utf-8") if spec.host and p.host_rs.is_file() else None
+            if spec.host and host is None:
+                spec = spec.model_copy(update={"host": False})
+            layout = write_crate(p.crate, spec, p.kernel_rs.read_text(encoding="utf-8"), host)
+        except (UserError, OSError) as e:
+            self.last = BuildCheck(False, f"FAILED: {e}")
+            return self.last
+        opts = BuildOptions(toolchain=self.ctx.toolchain,
+                            bytecode_version=self.ctx.config.toolchain.bytecode_version)
+        try:
+            with self.ctx.limits.cargo:
+                build = build_crate(layout, opts)
+        except EnvironmentBlocked as e:
+            self.last = BuildCheck(False, f"BLOCKED: {e}", blocked=str(e))
+            return self.last
+        report = (self_check(build, self.analysis, layout.spec, tileirdisasm=self.ctx.toolchain.tileirdisasm)
+                  if build.jobs else no_build_report(build, self.analysis, None))
+        text = dg.render_text(build.diagnostics)
+        errors = len(build.errors)
+        status = "OK:" if build.ok else f"FAILED at {build.stage}:"
+        text = (text + "\n\n" if text else "") + f"{status} {errors} error(s)"
+        if build.ok:
+            text += "\n\n" + format_self_check(report, notes=False)
+        self.last = BuildCheck(build.ok, text, build, report)
+        return self.last
+
+
+def run(ctx) -> StageResult:
+    """One B attempt: the writer writes (its own build loop inside), then the build and self-check judge."""
+    from tileport.agents.writers import KernelTask
+    from tileport.errors import UserError
+    from tileport.validators.rust.reference import derive_spec, load_analysis
+
+    started = utcnow()
+    p = ctx.paths
+    try:
+        analysis = load_analysis(p.reference)
+    except UserError as e:
+        return StageResult(stage=STAGE, attempt=ctx.attempt, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL,
+                           started_at=started, finished_at=utcnow(), summary=f"no reference analysis: {e}")
+    p.port.mkdir(parents=True, exist_ok=True)
+    if not p.spec_json.is_file():
+        spec = derive_spec(analysis, module=ctx.op)
+        p.spec_json.write_text(spec.to_json(), encoding="utf-8")
+    builder = _Builder(ctx, analysis)
+    task = KernelTask(op=ctx.op, op_source=Path(ctx.op_path).read_text(encoding="utf-8"),
+                      kernels=sorted({v.kernel for v in analysis.variants}),
+                      analysis_summary=_analysis_summary(analysis), reference_ir=_reference_ir(analysis),
+                      kernel_path=p.kernel_rs, spec_path=p.spec_json, feedback=_feedback(ctx), build=builder,
+                      analysis=analysis)
+    out = ctx.writer.write_kernel(ctx, task)
+    base = dict(out.details)
+    common = dict(stage=STAGE, attempt=ctx.attempt, started_at=started, tokens=out.tokens, model_id=out.model_id)
+    if out.no_writer:
+        return StageResult(**common, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL, finished_at=utcnow(),
+                           details={**base, "no_writer": True}, summary=out.no_writer)
+    if out.fault is not None and not out.fault.is_model_fault:
+        return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV, finished_at=utcnow(),
+                           details={**base, "fault": out.fault.kind.value},
+                           summary=f"model endpoint: {out.fault.message}")
+    if not p.kernel_rs.is_file():
+        why = out.fault.message if out.fault is not None else "the writer wrote no kernel.rs"
+        return StageResult(**common, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL, finished_at=utcnow(),
+                           details=base, summary=why)
+    check = builder()  # the judge: the build and self-check of what the writer left, never its own verdict
+    if check.blocked:
+        return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV, finished_at=utcnow(),
+                           details=base, summary=check.blocked)
+    if check.build is None:
+        return StageResult(**common, verdict="FAIL_COMPILE", fail_class=FailClass.KERNEL, finished_at=utcnow(),
+                           details={**base, "feedback": check.text}, summary=check.text[:300])
+    r = result_from_build(check.build, check.report, attempt=ctx.attempt, started_at=started)
+    diag_file = p.runs / f"B-{ctx.attempt}.diagnostics.txt"
+    diag_file.parent.mkdir(parents=True, exist_ok=True)
+    diag_file.write_text(check.text + "\n", encoding="utf-8")
+    details = {**base, **r.details, "feedback": check.text[-6000:]}
+    if out.fault is not None:
+        details["fault"] = out.fault.kind.value
+    arts = list(r.artifacts) + [ArtifactRecord.of("diagnostics", diag_file)]
+    for kind, f in (("kernel", p.kernel_rs), ("spec", p.spec_json)):
+        if f.is_file():
+            arts.append(ArtifactRecord.of(kind, f))
+    return r.model_copy(update={"tokens": out.tokens, "model_id": out.model_id, "details": details,
+                                "artifacts": arts})

@@ -1,0 +1,108 @@
+"""What a stage is given: the conversion, its worktree paths, config and toolchain, the writer, the limits,
+the attempt it is and the runs before it. Stages read it; only the runner builds it."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from tileport.config import Config
+from tileport.exec.toolchain import Toolchain
+from tileport.local_models.protocol import CancelToken
+from tileport.worktrees.conversion import ConversionWorktree
+
+EVIDENCE_DIR = ".tileport"
+
+
+@dataclass(frozen=True)
+class ConversionPaths:
+    """Where a conversion's files live inside its worktree. `port` is committed (the deliverable and its
+    evidence); `build` (the generated crate) is not: worktrees share the cargo dependency build, not outputs."""
+
+    worktree: Path
+    op: str
+
+    @property
+    def port(self) -> Path:
+        return self.worktree / "ports" / self.op
+
+    @property
+    def evidence(self) -> Path:
+        return self.port / EVIDENCE_DIR
+
+    @property
+    def reference(self) -> Path:
+        return self.evidence / "reference"
+
+    @property
+    def runs(self) -> Path:
+        return self.evidence / "runs"
+
+    @property
+    def kernel_rs(self) -> Path:
+        return self.port / "kernel.rs"
+
+    @property
+    def spec_json(self) -> Path:
+        return self.port / "spec.json"
+
+    @property
+    def host_rs(self) -> Path:
+        return self.port / "host.rs"
+
+    @property
+    def crate(self) -> Path:
+        return self.worktree / ".tileport-build" / "crate"
+
+    @property
+    def committed(self) -> list[str]:
+        return [str(self.port.relative_to(self.worktree))]
+
+
+@dataclass
+class Limits:
+    """Separate concurrency limits for model calls, cargo builds and GPU gates (shared by all conversions)."""
+
+    model: threading.BoundedSemaphore = field(default_factory=lambda: threading.BoundedSemaphore(2))
+    cargo: threading.BoundedSemaphore = field(default_factory=lambda: threading.BoundedSemaphore(1))
+    gpu: threading.BoundedSemaphore = field(default_factory=lambda: threading.BoundedSemaphore(1))
+
+    @classmethod
+    def of(cls, model: int = 2, cargo: int = 1, gpu: int = 1) -> "Limits":
+        return cls(threading.BoundedSemaphore(model), threading.BoundedSemaphore(cargo),
+                   threading.BoundedSemaphore(gpu))
+
+
+@dataclass
+class StageContext:
+    conversion_id: int
+    op: str
+    op_path: Path
+    kernel: str | None
+    worktree: ConversionWorktree
+    paths: ConversionPaths
+    config: Config
+    toolchain: Toolchain
+    writer: Any  # tileport.agents.writers.Writer
+    limits: Limits
+    attempt: int = 1
+    cap: int = 1
+    repair: bool = False
+    history: list[dict] = field(default_factory=list)  # earlier stage runs of this conversion (store rows)
+    cancel: CancelToken = field(default_factory=CancelToken)
+    log: Callable[[str], None] = lambda _msg: None
+
+    @property
+    def reference_dir(self) -> Path:
+        return self.paths.reference
+
+    def last(self, stage: str) -> dict | None:
+        for run in reversed(self.history):
+            if run["stage"] == stage:
+                return run
+        return None
+
+    def latest(self) -> dict | None:
+        return self.history[-1] if self.history else None

@@ -1,0 +1,331 @@
+"""The runner: worktree -> stage -> commit -> store -> events, routed by the table, for one or many conversions.
+
+Plain functions for the CLI and the dashboard: `start`, `drive` (run until the router stops), `resume`,
+`stop`, `rerun_stage`, `run_many`. Each stage attempt is: log `stage.started` -> run the stage -> check every
+command it ran stayed in the conversion's worktree (and the parent checkout did not move) -> route -> write the
+result as JSON in the worktree -> commit with trailers -> record in the store (with where it was routed).
+A kill -9 anywhere loses nothing finished and repeats nothing recorded: on resume, commits the store missed are
+recorded from their JSON, a half-done attempt's files are discarded and the attempt is run again under the
+same number, and the next step is recomputed from the recorded runs with the same pure router.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from tileport.agents import router
+from tileport.agents.context import ConversionPaths, Limits, StageContext
+from tileport.agents.record import record_result
+from tileport.agents.router import Action, Outcome, RunState
+from tileport.agents.writers import make_writer
+from tileport.config import Config
+from tileport.errors import UserError
+from tileport.exec import settings
+from tileport.exec.toolchain import from_config
+from tileport.local_models.protocol import CancelToken
+from tileport.records import Stage, StageResult, utcnow
+from tileport.store import Store
+from tileport.worktrees import git as wgit
+from tileport.worktrees.conversion import (ConversionWorktree, WorktreeEscape, branch_name, check_commands_inside,
+                                           check_repo,
+                                           commit_stage, create_conversion_worktree, discard_uncommitted,
+                                           open_conversion_worktree, stage_commits)
+
+EXIT_OK, EXIT_FAILED, EXIT_USER, EXIT_BLOCKED = 0, 1, 2, 3
+STATUS_EXIT = {"done": EXIT_OK, "blocked": EXIT_BLOCKED, "failed": EXIT_FAILED, "error": EXIT_FAILED,
+               "stopped": EXIT_FAILED}
+STOP_STATUS = {router.DONE: "done", router.BLOCKED: "blocked", router.FAILED: "failed"}
+
+
+def _die_at(point: str, stage: str, attempt: int) -> None:
+    """Fault injection for the resume tests: a real SIGKILL at a named point (never set in normal use)."""
+    if settings.fault_kill_point() == f"{point}:{stage}:{attempt}":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass
+class Finished:
+    conversion_id: int
+    status: str  # done | blocked | failed | stopped | error
+    reason: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        return STATUS_EXIT.get(self.status, EXIT_FAILED)
+
+
+Printer = Callable[[str], None]
+
+
+@dataclass
+class Runner:
+    config: Config
+    model: str | None = None  # --model: URL | scripted:TRANSCRIPT | none (default: the config's endpoint)
+    limits: Limits = field(default_factory=Limits)
+    out: Printer = print
+    timing: dict = field(default_factory=dict)  # per-stage wall vs stage time (the benchmark reads it)
+    _cancels: dict[int, CancelToken] = field(default_factory=dict)
+    _print_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # ---------------------------------------------------------------------------------------- helpers
+    def store(self) -> Store:
+        return Store(Path(self.config.store))
+
+    def say(self, line: str) -> None:
+        with self._print_lock:
+            self.out(line)
+
+    # ---------------------------------------------------------------------------------------- start
+    def check(self, op_path: str | Path, repo: str | Path = "."):
+        """Every refusal `start` can make, made before anything exists (for several ops: before any starts)."""
+        op = Path(op_path)
+        if not op.is_file() or op.suffix != ".py":
+            raise UserError(f"{op}: not a Python file; pass the cuTile Python op, e.g. examples/vector_add.py")
+        make_writer(self.model or self.config.model.base_url, self.config)  # a bad --model is bad input
+        base = check_repo(repo)
+        branch = branch_name(op.stem, self._next_id())
+        if wgit.branch_exists(wgit.open_repo(base.root), branch):
+            raise UserError(f"branch {branch} already exists in {base.root}; delete it (git branch -D {branch}) or "
+                            "point `store` at the store that made it")
+        return base
+
+    def _next_id(self) -> int:
+        """The id the next conversion will get, read without creating the store (checks before anything exists)."""
+        path = Path(self.config.store)
+        if not path.is_file():
+            return 1
+        import sqlite3
+
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        try:
+            row = conn.execute("select max(id) from conversions").fetchone()
+        except sqlite3.DatabaseError:
+            return 1
+        finally:
+            conn.close()
+        return (row[0] or 0) + 1
+
+    def start(self, op_path: str | Path, *, kernel: str | None = None, repo: str | Path = ".") -> int:
+        """Create the conversion: checks first (nothing is created for bad input), then row + branch + worktree."""
+        op = Path(op_path)
+        base = self.check(op, repo)
+        model = self.model or self.config.model.base_url
+        store = self.store()
+        try:
+            with store.db.atomic():  # a refused worktree rolls the conversion row back: nothing changed
+                cid = store.add_conversion(str(op.resolve()), kernel)
+                wt = create_conversion_worktree(base.root, op.stem, cid, base)
+                store.update_conversion(cid, branch=wt.branch, worktree=str(wt.path), repo=str(base.root),
+                                        base_branch=base.branch, base_commit=base.commit, model=model,
+                                        status="pending")
+        finally:
+            store.close()
+        return cid
+
+    # ---------------------------------------------------------------------------------------- drive
+    def stop(self, conversion_id: int) -> None:
+        """Ask a running conversion to stop after its current model call / stage (status `stopped`)."""
+        tok = self._cancels.get(conversion_id)
+        if tok is not None:
+            tok.cancel()
+
+    def resume(self, conversion_id: int) -> Finished:
+        return self.drive(conversion_id)
+
+    def rerun_stage(self, conversion_id: int, stage: str) -> Finished:
+        """Run one more attempt of `stage` (if its cap allows), then follow the router from its verdict."""
+        return self.drive(conversion_id, force=stage)
+
+    def run_many(self, ops: list[tuple[str, str | None]], *, repo: str | Path = ".", jobs: int = 1,
+                 ) -> list[Finished]:
+        """Start every op (bad input refuses them all before any starts), then drive them from a bounded pool."""
+        for op, _ in ops:
+            self.check(op, repo)
+        cids = [self.start(op, kernel=k, repo=repo) for op, k in ops]
+        return self.drive_many(cids, jobs=jobs)
+
+    def drive_many(self, cids: list[int], *, jobs: int = 1) -> list[Finished]:
+        if jobs <= 1 or len(cids) <= 1:
+            return [self.drive(c) for c in cids]
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="conversion") as pool:
+            return list(pool.map(self.drive, cids))
+
+    @contextmanager
+    def _exclusive(self, wt: ConversionWorktree) -> Iterator[None]:
+        lock = wt.path.parent / f"{wt.path.name}.lock"
+        with open(lock, "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise UserError(f"conversion {wt.conversion_id} is being run by another tileport process; "
+                                "wait for it or stop it first") from None
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def drive(self, conversion_id: int, force: str | None = None) -> Finished:
+        store = self.store()
+        try:
+            conv = store.conversion(conversion_id)
+            wt = open_conversion_worktree(conv)
+            with self._exclusive(wt):
+                return self._drive(store, conv, wt, force)
+        finally:
+            store.close()
+
+    def _drive(self, store: Store, conv: dict, wt: ConversionWorktree, force: str | None) -> Finished:
+        cid = conv["id"]
+        op_path = Path(conv["op_path"])
+        paths = ConversionPaths(wt.path, op_path.stem)
+        self._recover(store, cid, wt, paths)
+        runs = self._runs(store, cid)
+        state, action = self._replay(runs)
+        if force is not None:
+            if force not in state.caps:
+                raise UserError(f"no stage {force!r}; stages are {', '.join(state.caps)}")
+            if state.used(force) >= state.budget(force):
+                raise UserError(f"stage {force} has used its cap ({state.used(force)}/{state.caps[force]})")
+            action = Action(stage=force, reason=f"rerun of {force} asked for")
+        if action.stop:
+            status = STOP_STATUS[action.stop]
+            if conv["status"] != status:
+                store.update_conversion(cid, status=status)
+            return Finished(cid, status, action.reason)
+        model = conv.get("model") or self.model
+        skip = sum(int((r["details"] or {}).get("model_requests", 0)) for r in runs)
+        writer = make_writer(model, self.config, skip_requests=skip)
+        cancel = self._cancels.setdefault(cid, CancelToken())
+        toolchain = from_config(self.config)
+        parent = wgit.open_repo(wt.repo_root)
+        store.update_conversion(cid, status="running")
+        try:
+            while action.stage:
+                if cancel.cancelled:
+                    store.update_conversion(cid, status="stopped")
+                    return Finished(cid, "stopped", "stopped by request")
+                stage = action.stage
+                attempt = store.attempts(cid, stage) + 1
+                state = state.start(stage, action.repair)
+                ctx = StageContext(cid, paths.op, op_path, conv["kernel"], wt, paths, self.config, toolchain,
+                                   writer, self.limits, attempt=attempt, cap=state.caps[stage],
+                                   repair=action.repair, history=runs, cancel=cancel, log=self.say)
+                result, action, sha = self._attempt(store, stage, ctx, state, parent)
+                runs = self._runs(store, cid)
+            status = STOP_STATUS[action.stop]
+            store.update_conversion(cid, status=status)
+            return Finished(cid, status, action.reason)
+        except WorktreeEscape as e:
+            store.update_conversion(cid, status="failed", error=str(e))
+            self.say(f"#{cid} {paths.op}: stopped: {e}")
+            return Finished(cid, "failed", str(e))
+        except UserError:
+            raise
+        except Exception as e:  # a bug in tileport: keep the conversion resumable, say so in one line
+            store.update_conversion(cid, status="error", error=f"{type(e).__name__}: {e}")
+            store.log_event("conversion.error", cid, error=f"{type(e).__name__}: {e}",
+                            traceback=traceback.format_exc()[-4000:])
+            self.say(f"#{cid} {paths.op}: internal error: {type(e).__name__}: {e} (tileport run --resume {cid})")
+            return Finished(cid, "error", str(e))
+
+    def _attempt(self, store: Store, stage: str, ctx: StageContext, state: RunState,
+                 parent) -> tuple[StageResult, Action, str]:
+        from tileport.agents.stages import STAGES
+
+        cid, wt, paths = ctx.conversion_id, ctx.worktree, ctx.paths
+        t0 = time.perf_counter()
+        discard_uncommitted(wt, paths.committed)  # what an interrupted attempt left behind
+        before = wgit.snapshot(parent)
+        store.log_event("stage.started", cid, stage=stage, attempt=ctx.attempt, cap=ctx.cap, repair=ctx.repair)
+        _die_at("started", stage, ctx.attempt)
+        t1 = time.perf_counter()
+        result = STAGES[stage](ctx)
+        t2 = time.perf_counter()
+        _die_at("ran", stage, ctx.attempt)
+        result = result.model_copy(update={"attempt": ctx.attempt, "cap": ctx.cap,
+                                           "details": {**result.details, **({"repair": True} if ctx.repair else {})}})
+        check_commands_inside(wt, result.commands)
+        if wgit.snapshot(parent) != before:
+            raise WorktreeEscape(f"stage {stage} changed the parent checkout {wt.repo_root} (HEAD, branch or "
+                                 "tracked files); only the conversion worktree may change")
+        action = router.next_action(state, Outcome.of(result))
+        seq = len(ctx.history) + 1
+        record = {"seq": seq, "result": result.model_dump(mode="json"), "routed_to": action.target,
+                  "route_reason": action.reason, "repair": ctx.repair}
+        paths.runs.mkdir(parents=True, exist_ok=True)
+        (paths.runs / f"{seq:03d}-{stage}-{ctx.attempt}.json").write_text(
+            json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        t3 = time.perf_counter()
+        sha = commit_stage(wt, stage=stage, verdict=result.verdict, attempt=ctx.attempt, op=paths.op,
+                           summary=f"{result.summary}\n\nnext: {action.target} ({action.reason})",
+                           paths=paths.committed)
+        t4 = time.perf_counter()
+        _die_at("committed", stage, ctx.attempt)
+        with store.db.atomic():
+            record_result(store, cid, result, commit=sha, routed_to=action.target, route_reason=action.reason)
+            store.update_conversion(cid, head_commit=sha)
+        t5 = time.perf_counter()
+        _die_at("recorded", stage, ctx.attempt)
+        # wall = stage (its tools) + git commit (a tool) + orchestration (routing, checks, JSON, store, events)
+        self.timing.setdefault(cid, []).append({
+            "stage": stage, "attempt": ctx.attempt, "wall_s": t5 - t0, "stage_s": t2 - t1, "commit_s": t4 - t3,
+            "overhead_s": (t5 - t0) - (t2 - t1) - (t4 - t3)})
+        self.print_verdict(ctx, stage, result, action)
+        return result, action, sha
+
+    def print_verdict(self, ctx: StageContext, stage: str, result: StageResult, action: Action) -> None:
+        secs = (result.finished_at - result.started_at).total_seconds() if result.finished_at else 0.0
+        fc = f" ({result.fail_class.value})" if result.fail_class else ""
+        nxt = f"-> {action.stage}" if action.stage else f"STOP {action.stop}"
+        tokens = result.tokens.prompt_tokens + result.tokens.completion_tokens
+        tok = f", {tokens} tokens" if tokens else ""
+        self.say(f"#{ctx.conversion_id} {ctx.op} {stage} attempt {ctx.attempt}/{ctx.cap}: {result.verdict}{fc} "
+                 f"[{secs:.1f} s{tok}] {result.summary[:160]}  {nxt}"
+                 + (f" ({action.reason})" if action.stop else ""))
+
+    # ---------------------------------------------------------------------------------------- replay
+    @staticmethod
+    def _runs(store: Store, cid: int) -> list[dict]:
+        runs = store.stage_runs(cid)
+        for r in runs:
+            r["details"] = json.loads(r["details"]) if isinstance(r.get("details"), str) else (r.get("details") or {})
+        return runs
+
+    def _replay(self, runs: list[dict]) -> tuple[RunState, Action]:
+        """The router's state after the recorded runs, and the next action (the same pure function decides)."""
+        state = RunState(router.caps_of(self.config))
+        action = router.first_action()
+        for r in runs:
+            state = state.start(r["stage"], bool(r["details"].get("repair")))
+            action = router.next_action(state, Outcome(r["stage"], r["verdict"], r["fail_class"],
+                                                       r["details"].get("owner")))
+        return state, action
+
+    def _recover(self, store: Store, cid: int, wt: ConversionWorktree, paths: ConversionPaths) -> None:
+        """Record stage commits the store missed (a kill between commit and store write), from their JSON."""
+        recorded = {(r["stage"], r["attempt"]) for r in store.stage_runs(cid)}
+        for c in stage_commits(wt):
+            if (c["stage"], c["attempt"]) in recorded:
+                continue
+            files = sorted(paths.runs.glob(f"*-{c['stage']}-{c['attempt']}.json"))
+            if not files:
+                raise UserError(f"conversion {cid}: commit {c['sha'][:10]} has no stage record; the worktree "
+                                f"{wt.path} was edited by hand")
+            rec = json.loads(files[-1].read_text(encoding="utf-8"))
+            result = StageResult.model_validate(rec["result"])
+            with store.db.atomic():
+                record_result(store, cid, result, commit=c["sha"], routed_to=rec["routed_to"],
+                              route_reason=rec["route_reason"])
+                store.update_conversion(cid, head_commit=c["sha"])
+            store.log_event("stage.recovered", cid, stage=c["stage"], attempt=c["attempt"], commit=c["sha"])

@@ -1,0 +1,20 @@
+"""Stage F, Diagnose performance: reads the perf rows and both IRs, names an owner and one next edit."""
+
+from __future__ import annotations
+
+from tileport.agents.stages.diagnose import _port_texts, _reference_texts, diagnose_with
+from tileport.agents.writers import DiagnosisTask
+from tileport.records import Stage, StageResult, utcnow
+
+STAGE = Stage.DIAGNOSE_PERFORMANCE
+
+
+def run(ctx) -> StageResult:
+    started = utcnow()
+    perf = ctx.last("E") or {}
+    d = perf.get("details") or {}
+    failure = (f"performance gate: geomean port/reference {d.get('geomean')} > {ctx.config.perf.geomean_max}; "
+               f"worst configuration {d.get('worst')}")
+    task = DiagnosisTask(kind="performance", op=ctx.op, failure=failure, reference_ir=_reference_texts(ctx),
+                         port_ir=_port_texts(ctx), findings="\n".join(str(r) for r in d.get("rows", [])[:40]))
+    return diagnose_with(ctx, task, STAGE, started)

@@ -1,0 +1,47 @@
+"""Stage D, Host + correctness: the launcher and the port against the reference on the GPU, every declared
+shape x dtype. ALL_PASS; FAIL with fail class host (wiring / FFI / launch) or kernel (device math);
+BLOCKED(env) when the GPU, the driver or the gates themselves are missing."""
+
+from __future__ import annotations
+
+from tileport.agents.stages._gates import gate, inputs
+from tileport.records import FailClass, Stage, StageResult, utcnow
+
+STAGE = Stage.HOST_CORRECTNESS
+
+
+def _case(c) -> dict:
+    if hasattr(c, "model_dump"):
+        return c.model_dump(mode="json")
+    return dict(c) if isinstance(c, dict) else {"case": str(c)}
+
+
+def result_from_report(report, *, attempt: int, started_at) -> StageResult:
+    cases = [_case(c) for c in (getattr(report, "cases", None) or [])]
+    common = dict(stage=STAGE, attempt=attempt, started_at=started_at, finished_at=utcnow(),
+                  commands=list(getattr(report, "commands", None) or []))
+    if getattr(report, "env_missing", None):
+        return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV,
+                           details={"env_missing": report.env_missing}, summary=f"blocked: {report.env_missing}")
+    failed = [c for c in cases if str(c.get("status", "")).lower() not in ("pass", "ok", "passed")]
+    if report.all_pass:
+        return StageResult(**common, verdict="ALL_PASS", details={"cases": len(cases)},
+                           summary=f"{len(cases)} case(s) pass")
+    fc = getattr(report, "fail_class", None)
+    fc = FailClass(fc.value if hasattr(fc, "value") else fc) if fc else None
+    return StageResult(**common, verdict="FAIL", fail_class=fc,
+                       details={"cases": len(cases), "failed": len(failed), "failed_cases": failed[:20]},
+                       summary=f"{len(failed)} of {len(cases)} case(s) fail ({fc.value if fc else 'unclassified'})")
+
+
+def run(ctx) -> StageResult:
+    started = utcnow()
+    fn, missing = gate("host_and_correctness")
+    if fn is None:
+        return StageResult(stage=STAGE, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
+                           started_at=started, finished_at=utcnow(), details={"env_missing": missing},
+                           summary=f"blocked: {missing}")
+    analysis, spec = inputs(ctx)
+    with ctx.limits.gpu:
+        report = fn(ctx.paths.crate, analysis, spec, ctx.config)
+    return result_from_report(report, attempt=ctx.attempt, started_at=started)

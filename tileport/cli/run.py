@@ -1,0 +1,74 @@
+"""`tileport run OP.py... | --resume ID`: convert ops end to end (A -> B -> D -> E, routed by verdicts, capped).
+
+Each conversion gets its own branch `tileport/<op>-<id>` and git worktree in the repository (`--repo`, default
+the current one); every stage attempt is a commit with Tileport-* trailers and a stage run in the store.
+Prints each verdict as it happens. Exit status: 0 when every gate passed, 1 when a gate failed (or a cap was
+reached), 3 when a conversion stopped at BLOCKED (the environment), 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tileport.cli._common import config_from
+from tileport.errors import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="convert cuTile Python ops to cutile-rs end to end (stages, routing, worktrees)",
+                       description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("ops", nargs="*", metavar="OP.py", help="the cuTile Python op modules to convert")
+    p.add_argument("--kernel", metavar="NAME", help="only this kernel of the op(s)")
+    p.add_argument("--repo", metavar="DIR", default=".", help="the git repository to branch from (default: .)")
+    p.add_argument("--model", metavar="URL|scripted:TRANSCRIPT|none",
+                   help="who writes the kernel: a vLLM URL, a scripted transcript, or none (the draft translator); "
+                        "default: [model] base_url of tileport.toml")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="conversions at once (default 1)")
+    p.add_argument("--model-jobs", type=int, default=2, metavar="N", help="model calls at once (default 2)")
+    p.add_argument("--cargo-jobs", type=int, default=1, metavar="N", help="cargo builds at once (default 1)")
+    p.add_argument("--gpu-jobs", type=int, default=1, metavar="N", help="GPU gates at once (default 1)")
+    p.add_argument("--resume", type=int, metavar="ID", help="continue a stopped conversion from the store")
+    p.set_defaults(func=run)
+
+
+def exit_code(finished) -> int:
+    codes = {f.exit_code for f in finished}
+    for code in (1, 3):
+        if code in codes:
+            return code
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from tileport.agents.context import Limits
+    from tileport.agents.runner import Runner
+
+    for name in ("jobs", "model_jobs", "cargo_jobs", "gpu_jobs"):
+        if getattr(args, name) < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.resume is not None and args.ops:
+        raise UserError("--resume ID continues one conversion; drop the OP arguments")
+    if args.resume is None and not args.ops:
+        raise UserError("nothing to run: pass OP.py (e.g. tileport run examples/vector_add.py) or --resume ID")
+    config = config_from(args)
+    runner = Runner(config, model=args.model,
+                    limits=Limits.of(model=args.model_jobs, cargo=args.cargo_jobs, gpu=args.gpu_jobs),
+                    out=lambda line: print(line, flush=True))
+    if args.resume is not None:
+        finished = [runner.resume(args.resume)]
+    else:
+        for op in args.ops:
+            runner.check(op, args.repo)  # every op's bad input before any conversion exists
+        cids = [runner.start(op, kernel=args.kernel, repo=args.repo) for op in args.ops]
+        store = runner.store()
+        try:
+            for cid in cids:
+                c = store.conversion(cid)
+                print(f"#{cid} {c['op_path']}: branch {c['branch']} at {c['base_branch']}@{c['base_commit'][:10]}, "
+                      f"worktree {c['worktree']}, model {c['model']}", flush=True)
+        finally:
+            store.close()
+        finished = runner.drive_many(cids, jobs=args.jobs)
+    for f in finished:
+        print(f"#{f.conversion_id}: {f.status.upper()}" + (f" ({f.reason})" if f.reason else ""), flush=True)
+    return exit_code(finished)

@@ -1,0 +1,161 @@
+"""One branch and one git worktree per conversion, and one commit (with trailers) per stage attempt.
+
+    wt = create_conversion_worktree(repo_dir, "vector_add", 7)      # branch tileport/vector_add-7
+    sha = commit_stage(wt, stage="B", verdict="COMPILED", attempt=1, conversion_id=7, summary="...")
+    stage_commits(wt)   # [{"sha", "stage", "verdict", "attempt", "conversion"}, ...] oldest first
+
+Worktrees live in `<repo>/.tileport/worktrees/<op>-<id>`; `<repo>/.tileport/` carries its own `.gitignore`
+(`*`), so neither the worktrees nor the store show up in the user's `git status`. The base commit is pinned
+when the worktree is made; every later check runs against it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from tileport.errors import UserError
+from tileport.records import CommandRecord
+from tileport.worktrees.git import BaseRef, branch_exists, check_branchable, identity_env, open_repo, repo_lock
+
+BRANCH_PREFIX = "tileport/"
+STATE_DIR = ".tileport"
+TRAILERS = ("Stage", "Verdict", "Attempt", "Conversion")
+_TRAILER_RE = re.compile(r"^Tileport-(Stage|Verdict|Attempt|Conversion):\s*(\S+)\s*$", re.M)
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class WorktreeEscape(Exception):
+    """A command of a stage ran outside its conversion's worktree (or changed the parent checkout)."""
+
+
+@dataclass(frozen=True)
+class ConversionWorktree:
+    conversion_id: int
+    repo_root: Path
+    path: Path
+    branch: str
+    base_branch: str
+    base_commit: str
+
+    @property
+    def repo(self) -> git.Repo:
+        return git.Repo(self.path)
+
+    def head(self) -> str:
+        return self.repo.head.commit.hexsha
+
+
+def branch_name(op: str, conversion_id: int) -> str:
+    return f"{BRANCH_PREFIX}{_SAFE.sub('-', op).strip('-') or 'op'}-{conversion_id}"
+
+
+def worktrees_root(repo_root: Path) -> Path:
+    return repo_root / STATE_DIR / "worktrees"
+
+
+def _ignore_state_dir(repo_root: Path) -> None:
+    d = repo_root / STATE_DIR
+    d.mkdir(exist_ok=True)
+    gi = d / ".gitignore"
+    if not gi.exists():
+        gi.write_text("# tileport's store and conversion worktrees: never part of the project\n*\n", encoding="utf-8")
+
+
+def check_repo(repo_dir: str | Path) -> BaseRef:
+    """Refuse a missing, dirty or detached repository before anything is created."""
+    return check_branchable(open_repo(repo_dir))
+
+
+def create_conversion_worktree(repo_dir: str | Path, op: str, conversion_id: int,
+                               base: BaseRef | None = None) -> ConversionWorktree:
+    """Branch `tileport/<op>-<id>` at the base commit, checked out in its own worktree."""
+    repo = open_repo(repo_dir)
+    base = base or check_branchable(repo)
+    branch = branch_name(op, conversion_id)
+    path = worktrees_root(base.root) / branch.removeprefix(BRANCH_PREFIX)
+    with repo_lock(repo):
+        if branch_exists(repo, branch):
+            raise UserError(f"branch {branch} already exists in {base.root}; delete it (git branch -D {branch}) or "
+                            "point `store` at the store that made it")
+        if path.exists():
+            raise UserError(f"{path} already exists; remove it (git worktree remove --force {path})")
+        _ignore_state_dir(base.root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            repo.git.worktree("add", "-b", branch, str(path), base.commit)
+        except git.GitCommandError as e:
+            raise UserError(f"git worktree add failed for {branch}: {e.stderr.strip().splitlines()[-1] if e.stderr else e}") from None
+    return ConversionWorktree(conversion_id, base.root, path.resolve(), branch, base.branch, base.commit)
+
+
+def open_conversion_worktree(conversion: dict) -> ConversionWorktree:
+    """The worktree of a stored conversion (for --resume); a one-line error when it is gone."""
+    path = Path(conversion.get("worktree") or "")
+    if not conversion.get("worktree") or not (path / ".git").exists():
+        raise UserError(f"conversion {conversion['id']}: its worktree {path} is gone; start a new conversion")
+    repo = git.Repo(path)
+    if repo.head.is_detached or repo.active_branch.name != conversion["branch"]:
+        raise UserError(f"conversion {conversion['id']}: {path} is not on {conversion['branch']} any more; "
+                        f"check it out again (git -C {path} switch {conversion['branch']})")
+    return ConversionWorktree(conversion["id"], Path(conversion["repo"]), path.resolve(), conversion["branch"],
+                              conversion["base_branch"], conversion["base_commit"])
+
+
+def commit_message(*, stage: str, verdict: str, attempt: int, conversion_id: int, op: str, summary: str) -> str:
+    body = summary.strip()[:2000]
+    return (f"tileport: {stage} attempt {attempt} {verdict} ({op} #{conversion_id})\n\n"
+            + (body + "\n\n" if body else "")
+            + f"Tileport-Stage: {stage}\nTileport-Verdict: {verdict}\nTileport-Attempt: {attempt}\n"
+              f"Tileport-Conversion: {conversion_id}\n")
+
+
+def commit_stage(wt: ConversionWorktree, *, stage: str, verdict: str, attempt: int, op: str, summary: str = "",
+                 paths: list[str | Path] | None = None) -> str:
+    """Commit `paths` (default: everything under the worktree that git does not ignore) with the stage trailers;
+    returns the commit sha. A commit is made even when nothing changed, so every attempt has one."""
+    repo = wt.repo
+    rel = [str(Path(p).resolve().relative_to(wt.path)) if Path(p).is_absolute() else str(p) for p in (paths or [])]
+    if rel:
+        repo.git.add("--all", "--", *rel)
+    else:
+        repo.git.add("--all")
+    msg = commit_message(stage=stage, verdict=verdict, attempt=attempt, conversion_id=wt.conversion_id, op=op,
+                         summary=summary)
+    repo.git.commit("--allow-empty", "--no-verify", "-q", "-m", msg, env=identity_env(repo))
+    return repo.head.commit.hexsha
+
+
+def parse_trailers(message: str) -> dict[str, str]:
+    return {k.lower(): v for k, v in _TRAILER_RE.findall(message)}
+
+
+def stage_commits(wt: ConversionWorktree) -> list[dict]:
+    """The stage commits on the conversion branch since its base, oldest first."""
+    out = []
+    for c in wt.repo.iter_commits(f"{wt.base_commit}..HEAD", reverse=True):
+        t = parse_trailers(c.message)
+        if set(t) == {x.lower() for x in TRAILERS} and t["conversion"] == str(wt.conversion_id):
+            out.append({"sha": c.hexsha, "stage": t["stage"], "verdict": t["verdict"], "attempt": int(t["attempt"])})
+    return out
+
+
+def discard_uncommitted(wt: ConversionWorktree, paths: list[str]) -> None:
+    """Throw away what an interrupted attempt left in `paths` (tracked changes and untracked files)."""
+    repo = wt.repo
+    repo.git.reset("-q", "--hard", "HEAD")
+    existing = [p for p in paths if (wt.path / p).exists()]
+    if existing:
+        repo.git.clean("-fdq", "--", *existing)
+
+
+def check_commands_inside(wt: ConversionWorktree, commands: list[CommandRecord]) -> None:
+    """Every command a stage ran must have run inside this worktree."""
+    for c in commands:
+        cwd = Path(c.cwd).resolve() if c.cwd else None
+        if cwd is None or not cwd.is_relative_to(wt.path):
+            raise WorktreeEscape(f"`{' '.join(c.argv)[:120]}` ran in {c.cwd or 'the parent process directory'}, "
+                                 f"outside the conversion worktree {wt.path}")
