@@ -6,12 +6,13 @@ error naming the key and the file (pydantic `extra="forbid"`), never a silent de
 
 from __future__ import annotations
 
+import os
 import re
-import tomllib
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tileport import limits
 from tileport.errors import UserError
 
 CONFIG_NAME = "tileport.toml"
@@ -19,7 +20,32 @@ KNOWN_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_103", "sm_110
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False, strict=True)
+
+
+# Element dtypes a tolerance can be given for (cuda.tile's names).
+DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "int8", "int16", "int32",
+               "int64", "uint8", "uint16", "uint32", "uint64", "bool_")
+
+
+def check_url(v: str) -> str:
+    """An http(s) URL with a host and a port in 1..65535, or ValueError saying what is wrong."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(v, str) or not re.match(r"^https?://", v):
+        raise ValueError("must start with http:// or https://")
+    if len(v) > 2048 or any(ord(c) < 33 for c in v):
+        raise ValueError("must be a URL without spaces or control characters, at most 2048 characters")
+    try:
+        parts = urlsplit(v)
+        port = parts.port
+    except ValueError as e:
+        raise ValueError(f"is not a valid URL ({e})") from None
+    if not parts.hostname:
+        raise ValueError("has no host; e.g. http://127.0.0.1:8000/v1")
+    if port is not None and not 1 <= port <= 65535:
+        raise ValueError("port must be in 1..65535")
+    return v.rstrip("/")
 
 
 def check_target(target: str) -> str:
@@ -42,15 +68,15 @@ class StageCaps(_Section):
 class PerfGate(_Section):
     """Port/reference device-time gate: geomean of ratios must not exceed `geomean_max`."""
 
-    geomean_max: float = Field(1.05, gt=0)
-    warmup: int = Field(10, ge=0)
-    repetitions: int = Field(50, ge=1)
-    flush_l2: bool = True
+    geomean_max: float = Field(1.05, gt=0, le=1000)
+    warmup: int = Field(10, ge=0, le=1_000_000)
+    repetitions: int = Field(50, ge=1, le=1_000_000)
+    flush_l2: bool = Field(True, strict=True)
 
 
 class Tolerance(_Section):
-    atol: float = Field(ge=0)
-    rtol: float = Field(ge=0)
+    atol: float = Field(ge=0, le=1e6, strict=True)
+    rtol: float = Field(ge=0, le=1e6, strict=True)
 
 
 def _default_tolerances() -> dict[str, Tolerance]:
@@ -68,7 +94,7 @@ class ModelEndpoint(_Section):
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "tileport-coder"
     api_key: str = "EMPTY"
-    timeout_s: float = Field(120.0, gt=0)
+    timeout_s: float = Field(120.0, gt=0, le=86400)
     max_retries: int = Field(2, ge=0, le=10)
     schema_retries: int = Field(2, ge=0, le=10)
     vllm_python: str | None = None  # python of the venv with vllm, for `tileport model serve`
@@ -76,9 +102,7 @@ class ModelEndpoint(_Section):
     @field_validator("base_url")
     @classmethod
     def _url(cls, v: str) -> str:
-        if not re.match(r"^https?://", v):
-            raise ValueError("must start with http:// or https://")
-        return v.rstrip("/")
+        return check_url(v)
 
 
 class ToolchainPaths(_Section):
@@ -116,16 +140,27 @@ class Config(_Section):
     model: ModelEndpoint = Field(default_factory=ModelEndpoint)
     toolchain: ToolchainPaths = Field(default_factory=ToolchainPaths)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
-    store: str = ".tileport/tileport.db"
+    store: str = Field(".tileport/tileport.db", min_length=1, max_length=1024)
 
     @field_validator("targets")
     @classmethod
     def _targets(cls, v: list[str]) -> list[str]:
         return [check_target(t) for t in v]
 
+    @field_validator("store")
+    @classmethod
+    def _store(cls, v: str) -> str:
+        if "\0" in v:
+            raise ValueError("must not contain a NUL character")
+        return v
+
     @field_validator("tolerances")
     @classmethod
     def _dtypes(cls, v: dict[str, Tolerance]) -> dict[str, Tolerance]:
+        for name in v:
+            if name not in DTYPE_NAMES:
+                raise ValueError(f"unknown dtype {name!r} in [tolerances.{name[:40]}]; use one of "
+                                 f"{', '.join(DTYPE_NAMES)}")
         merged = _default_tolerances()
         merged.update(v)
         return merged
@@ -148,12 +183,9 @@ def load_config(path: str | Path | None = None, *, search_from: Path | None = No
             return Config()
         path = cand
     p = Path(path)
-    try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{p}: config file not found; create it or drop --config") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{p}: not valid TOML ({e}); fix the syntax") from None
+    if not os.path.lexists(p):
+        raise UserError(f"{p}: config file not found; create it or drop --config")
+    raw = limits.loads_toml(limits.read_text(p, "a tileport.toml", limits.CONFIG_BYTES), str(p))
     try:
         return Config.model_validate(raw)
     except ValidationError as e:

@@ -7,14 +7,20 @@ and migrated forward on open; a store newer than this tileport is refused, not g
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import random
 import sqlite3
+import stat
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
+from tileport import limits
 from tileport.errors import UserError
 from tileport.records import StageResult, utcnow
 
@@ -105,22 +111,99 @@ MIGRATIONS = (_v1, _v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def _busy(e: sqlite3.OperationalError) -> bool:
+    msg = str(e).lower()
+    return "locked" in msg or "busy" in msg
+
+
+def _retrying(what: str, path: object, fn):
+    """Run fn, retrying while SQLite says the store is locked (another tileport writes), for at most STORE_BUSY.
+
+    Each try already waits SQLite's busy timeout; the retries cover the cases SQLite does not wait for
+    (a WAL switch, a snapshot that moved). When the budget is spent: one line, never a traceback.
+    """
+    budget = limits.STORE_BUSY.value
+    deadline = time.monotonic() + budget
+    delay = 0.01
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as e:
+            if not _busy(e) or time.monotonic() > deadline:
+                if _busy(e):
+                    raise UserError(f"{path}: the store stayed locked by another process while {what} for longer "
+                                    f"than the {limits.STORE_BUSY.describe()}; retry, or raise "
+                                    f"{limits.STORE_BUSY.env}") from None
+                raise
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 0.5)
+
+
 class Store:
-    """Typed access to the tileport database; every write also appends an event."""
+    """Typed access to the tileport database; every write also appends an event.
+
+    Safe for several processes at once (CLI runs, the runner, the dashboard): a busy timeout, every write
+    transaction taken with `BEGIN IMMEDIATE` (so a writer never has to upgrade a read lock, which SQLite
+    refuses without waiting), bounded retries, and a migration that re-reads the schema version under the
+    write lock, so two processes opening a fresh store create the schema once.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        memory = str(path) == ":memory:"
+        if not memory:
+            self._check_path()
         try:
-            conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+            conn = sqlite3.connect(str(path), timeout=min(30.0, limits.STORE_BUSY.value), check_same_thread=False,
+                                   isolation_level=None)
             self.db = sqlite_utils.Database(conn)
-            if str(path) != ":memory:":
-                self.db.enable_wal()
+            if not memory:
+                _retrying("switching it to WAL", self.path, self._enable_wal)
             self.db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.OperationalError as e:
+            raise UserError(f"{path}: cannot use the store ({e}); check the file and its directory, or point "
+                            "`store` elsewhere") from None
         except sqlite3.DatabaseError as e:
             raise UserError(f"{path}: not a tileport store ({e}); move it aside or point `store` elsewhere") from None
-        self._migrate()
+
+    def _check_path(self) -> None:
+        p = self.path
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"{p}: cannot create the store's directory ({e.strerror}); point `store` elsewhere") \
+                from None
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise UserError(f"{p}: cannot use it as the store ({e.strerror}); point `store` elsewhere") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"{p}: is not a regular file (a directory, FIFO or device); point `store` at a file")
+
+    def _enable_wal(self) -> None:
+        if self.db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            self.db.execute("PRAGMA journal_mode = wal")
+
+    @contextlib.contextmanager
+    def _write(self):
+        """One write transaction: BEGIN IMMEDIATE (retried while busy); nested calls become savepoints."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            with self.db.atomic():
+                yield
+            return
+        _retrying("starting a write", self.path, lambda: conn.execute("BEGIN IMMEDIATE"))
+        try:
+            yield
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        else:
+            _retrying("committing", self.path, lambda: conn.execute("COMMIT"))
 
     @property
     def schema_version(self) -> int:
@@ -135,8 +218,12 @@ class Store:
             raise UserError(
                 f"{self.path}: store schema v{current} is newer than this tileport (v{SCHEMA_VERSION}); upgrade tileport"
             )
-        for version in range(current, SCHEMA_VERSION):
-            with self.db.atomic():
+        if current == SCHEMA_VERSION:
+            return
+        with self._write():
+            # Re-read under the write lock: another process may have migrated meanwhile (a race at start-up).
+            current = self.schema_version
+            for version in range(current, SCHEMA_VERSION):
                 MIGRATIONS[version](self.db)
                 self.db.execute(f"PRAGMA user_version = {version + 1}")
 
@@ -147,7 +234,8 @@ class Store:
     def log_event(self, kind: str, conversion_id: int | None = None, **payload: Any) -> int:
         row = {"ts": _iso(utcnow()), "conversion_id": conversion_id, "kind": kind,
                "payload": json.dumps(payload, sort_keys=True, default=str)}
-        return self.db["events"].insert(row).last_pk
+        with self._write():
+            return self.db["events"].insert(row).last_pk
 
     def events(self, conversion_id: int | None = None, after_id: int = 0) -> list[dict]:
         where, args = "id > ?", [after_id]
@@ -161,7 +249,7 @@ class Store:
     def add_conversion(self, op_path: str, kernel: str | None = None, branch: str | None = None,
                        worktree: str | None = None) -> int:
         now = _iso(utcnow())
-        with self.db.atomic():
+        with self._write():
             cid = self.db["conversions"].insert({
                 "op_path": op_path, "kernel": kernel, "branch": branch, "worktree": worktree,
                 "head_commit": None, "status": "pending", "created_at": now, "updated_at": now,
@@ -171,9 +259,10 @@ class Store:
 
     def conversion_for(self, op_path: str, kernel: str | None = None) -> int:
         """The newest conversion of this op (and kernel), created if there is none yet."""
-        rows = list(self.db["conversions"].rows_where(
-            "op_path = ? and kernel is ?", [op_path, kernel], order_by="id desc", limit=1))
-        return rows[0]["id"] if rows else self.add_conversion(op_path, kernel)
+        with self._write():  # look up and create under one lock: two runs of one op share one conversion
+            rows = list(self.db["conversions"].rows_where(
+                "op_path = ? and kernel is ?", [op_path, kernel], order_by="id desc", limit=1))
+            return rows[0]["id"] if rows else self.add_conversion(op_path, kernel)
 
     def conversion(self, conversion_id: int) -> dict:
         try:
@@ -186,7 +275,7 @@ class Store:
 
     def update_conversion(self, conversion_id: int, **fields: Any) -> None:
         self.conversion(conversion_id)
-        with self.db.atomic():
+        with self._write():
             self.db["conversions"].update(conversion_id, {**fields, "updated_at": _iso(utcnow())})
             self.log_event("conversion.updated", conversion_id, **fields)
 
@@ -197,7 +286,7 @@ class Store:
         atomically."""
         self.conversion(conversion_id)
         finished = result.finished_at or utcnow()
-        with self.db.atomic():
+        with self._write():
             rid = self.db["stage_runs"].insert({
                 "conversion_id": conversion_id, "stage": result.stage.value, "attempt": result.attempt,
                 "verdict": result.verdict, "fail_class": result.fail_class.value if result.fail_class else None,
@@ -251,7 +340,7 @@ class Store:
         if decision == "override" and not (reason and reason.strip()):
             raise UserError("an override needs a reason: pass --reason \"...\"")
         self.conversion(conversion_id)
-        with self.db.atomic():
+        with self._write():
             aid = self.db["approvals"].insert({
                 "conversion_id": conversion_id, "commit": commit, "approver": approver,
                 "decision": decision, "reason": reason, "ts": _iso(utcnow()), "comment": comment,

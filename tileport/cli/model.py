@@ -10,6 +10,7 @@ import sys
 from urllib.parse import urlparse
 
 from tileport.cli._common import config_from
+from tileport.config import check_url
 from tileport.errors import UserError
 from tileport.local_models.protocol import EndpointInfo
 from tileport.local_models.server import (
@@ -74,7 +75,11 @@ def _print_info(info: EndpointInfo, wanted: str | None) -> None:
 
 def _status(args: argparse.Namespace) -> int:
     cfg = config_from(args)
-    url = (args.url or cfg.model.base_url).rstrip("/")
+    url = (args.url if args.url is not None else cfg.model.base_url).rstrip("/")
+    try:
+        url = check_url(url)
+    except ValueError as e:
+        raise UserError(f"--url {url[:200]!r}: {e}") from None
     info = probe_endpoint(url, cfg.model.api_key)
     if args.json:
         print(json.dumps(info.model_dump() | {"configured_model": cfg.model.model}, indent=2))

@@ -18,6 +18,42 @@ from tileport.records import CommandRecord
 
 DEFAULT_OUTPUT_CAP = 1 << 20  # 1 MiB per stream: a runaway compiler must not fill memory or the store
 
+_PR_SET_PDEATHSIG = 1
+try:  # bound once, before any fork: the pre-exec hook must not load libraries in the child
+    import ctypes
+
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+    _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+except (OSError, AttributeError):  # not Linux: no parent-death signal, the process-group kill still applies
+    _prctl = None
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux PR_SET_PDEATHSIG).
+
+    Called in every child tileport starts, between fork and exec (and by tileport's own Python children at
+    start-up), so `kill -9 tileport` does not leave compilers, IR-dump binaries or the analysis child running
+    in their own sessions. If the parent died before the call, exit at once.
+    """
+    if _prctl is None:
+        return
+    parent = os.getppid() if parent is None else parent
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(137)
+
+
+def _die_with(parent: int):
+    return lambda: die_with_parent(parent)
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL what is left of a child's process group (its own children that outlived it)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
 
 @dataclass
 class CommandResult:
@@ -77,6 +113,7 @@ def run_command(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_die_with(os.getpid()),
         )
     except FileNotFoundError:
         return CommandResult(args, 127, "", f"{args[0]}: not found", time.monotonic() - start,
@@ -86,11 +123,14 @@ def run_command(
         out, err = proc.communicate(input=input, timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_group(proc.pid)
         out, err = proc.communicate()
+    except BaseException:  # KeyboardInterrupt, a cancelled worker: the child's group goes with us
+        kill_group(proc.pid)
+        proc.wait()
+        raise
+    finally:
+        kill_group(proc.pid)  # grandchildren left in the group after a normal exit
     seconds = time.monotonic() - start
     out_s, t1 = _cap(out or b"", output_cap)
     err_s, t2 = _cap(err or b"", output_cap)

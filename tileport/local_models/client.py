@@ -327,8 +327,11 @@ class ModelClient:
             data = self.transport.get_json("models", timeout=timeout_s) or {}
             for m in data.get("data", []):
                 info.models.append(str(m.get("id")))
-                if m.get("max_model_len") and info.max_model_len is None:
-                    info.max_model_len = int(m["max_model_len"])
+                n = m.get("max_model_len")
+                if n is not None and info.max_model_len is None:
+                    if type(n) is not int or not 0 < n < 1 << 40:
+                        raise ValueError(f"max_model_len {str(n)[:40]} is not a positive integer")
+                    info.max_model_len = n
         except (TransportError, AttributeError, TypeError, ValueError) as e:
             info.error = f"/v1/models failed: {e}"
         return info

@@ -30,6 +30,7 @@ from typing import Callable, TextIO
 
 from tileport.errors import UserError
 from tileport.exec import settings
+from tileport.exec.proc import die_with_parent
 from tileport.local_models.client import ModelClient
 from tileport.local_models.protocol import CancelToken, EndpointInfo
 from tileport.local_models.transport import HttpTransport
@@ -203,6 +204,7 @@ class VllmServer:
         self.proc = subprocess.Popen(
             self.opts.argv(), env=self.opts.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True, text=True, errors="replace", bufsize=1,
+            preexec_fn=lambda parent=os.getpid(): die_with_parent(parent),
         )
         self._pump = threading.Thread(target=self._pump_log, name="vllm-log", daemon=True)
         self._pump.start()

@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import sys
 import time
 import traceback
@@ -47,7 +48,15 @@ def _where_in(path: Path, tb) -> str:
     return f"{path.name}:{line}" if line else path.name
 
 
-def load_module(path: Path):
+class ImportTimeout(BaseException):
+    """Raised by SIGALRM inside a too-slow import (a BaseException: an op's `except Exception` cannot eat it)."""
+
+
+def _alarm(signum, frame):
+    raise ImportTimeout()
+
+
+def load_module(path: Path, timeout: float | None = None, limit_text: str = "import time limit"):
     name = "tileport_op_" + re.sub(r"\W", "_", path.stem)
     sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(name, path)
@@ -55,8 +64,18 @@ def load_module(path: Path):
         raise ChildError("import", f"{path.name}: cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    if timeout:
+        signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            if timeout:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    except ImportTimeout:
+        raise ChildError("timeout", f"{path.name}: importing it did not finish within the {limit_text}; move "
+                                    "long work at import time into functions, or raise the limit") from None
     except BaseException as e:  # SystemExit and friends included: the module must not end the child
         where = _where_in(path, e.__traceback__)
         msg = f"{where}: import failed: {type(e).__name__}: {one_line(e)}"
@@ -167,7 +186,7 @@ def run(req: dict) -> dict:
     from tileport.validators.analysis.static import StaticInfo
     from tileport.errors import UserError
 
-    module = load_module(path)
+    module = load_module(path, req.get("import_timeout"), req.get("import_limit", "import time limit"))
     t_import = time.perf_counter()
     kernels = find_kernels(module, path)
     if not kernels:
@@ -203,7 +222,14 @@ def guarded(req: dict) -> dict:
                 "traceback": traceback.format_exc()}
 
 
+def _die_with_parent() -> None:
+    from tileport.exec.proc import die_with_parent
+
+    die_with_parent()
+
+
 def main() -> int:
+    _die_with_parent()
     reply_fd = os.dup(1)
     os.dup2(2, 1)  # the op module's prints (Python or C) go to stderr
     sys.stdout = sys.stderr
@@ -240,6 +266,9 @@ def _forked_job(job: dict) -> None:
     """In the forked process: run one request with its own stdout/stderr file, then _exit."""
     code = 0
     try:
+        _die_with_parent()  # the warm server is its parent; the server dies with tileport
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)  # the op must not read the server's job stream
         fd = os.open(job["stderr_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
@@ -260,6 +289,7 @@ def _forked_job(job: dict) -> None:
 def serve() -> int:
     """Line-delimited JSON on stdin/stdout: {request, reply_file, stderr_file, cwd, timeout} ->
     {status, timed_out, cpu_s, seconds}. The server itself never imports an op module."""
+    _die_with_parent()
     for name in ("cuda.tile", "cuda.tile._compile", "tileport.validators.analysis.plan", "tileport.validators.analysis.signature"):
         importlib.import_module(name)  # the expensive imports, done once before any fork
 

@@ -29,12 +29,14 @@ other run-time constant must be declared (the error says so).
 from __future__ import annotations
 
 import ast
-from typing import Any, Literal
+import math
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tileport.validators.analysis.schema import ConstantValue, ToleranceSpec
 from tileport.errors import UserError
+from tileport.limits import MAX_DECLARED_INT
 
 DECLARATION_NAME = "TILEPORT"
 DEFAULT_DTYPES = ("float16", "float32")
@@ -86,7 +88,8 @@ class VariantDecl(_Strict):
 
 class OpDeclaration(_Strict):
     dtypes: list[str] = Field(default_factory=lambda: list(DEFAULT_DTYPES), min_length=1)
-    shapes: list[dict[str, int]] = Field(default_factory=list)
+    shapes: list[dict[str, Annotated[int, Field(gt=0, le=MAX_DECLARED_INT, strict=True)]]] = \
+        Field(default_factory=list)
     tolerances: dict[str, ToleranceSpec] = Field(default_factory=dict)
     constants: dict[str, list[ConstantValue]] = Field(default_factory=dict)
     params: dict[str, ParamDecl] = Field(default_factory=dict)
@@ -135,22 +138,54 @@ _BINOPS = {
 }
 
 
-def _literal(node: ast.AST) -> Any:
-    """ast.literal_eval plus integer arithmetic (`1 << 20`, `4 * 1024`)."""
+class _OutOfRange(ValueError):
+    """A number in the declaration beyond what any size, count or tolerance can be (names where)."""
+
+
+def _bounded(x: Any, where: str) -> Any:
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, int) and abs(x) > MAX_DECLARED_INT:
+        raise _OutOfRange(f"{where}: integer out of range (at most 2**62 in magnitude)")
+    if isinstance(x, float) and not math.isfinite(x):
+        raise _OutOfRange(f"{where}: {x} is not a finite number")
+    if isinstance(x, complex):
+        raise _OutOfRange(f"{where}: complex numbers are not allowed")
+    return x
+
+
+def _literal(node: ast.AST, where: str = DECLARATION_NAME) -> Any:
+    """ast.literal_eval plus integer arithmetic (`1 << 20`, `4 * 1024`), every value and intermediate bounded."""
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise ValueError("** in a dict")
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values)}
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            key = _literal(k, where)
+            out[key] = _literal(v, f"{where}[{str(key)[:40]!r}]")
+        return out
     if isinstance(node, (ast.List, ast.Tuple)):
-        return [_literal(e) for e in node.elts]
+        return [_literal(e, f"{where}[{i}]") for i, e in enumerate(node.elts)]
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        a, b = _literal(node.left), _literal(node.right)
+        a, b = _literal(node.left, where), _literal(node.right, where)
         if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
-            raise ValueError("arithmetic on non-numbers")
+            raise _OutOfRange(f"{where}: arithmetic on non-numbers; write the value out")
         if isinstance(node.op, (ast.Pow, ast.LShift)) and abs(b) > 256:
-            raise ValueError("number too large")
-        return _BINOPS[type(node.op)](a, b)
-    return ast.literal_eval(node)
+            raise _OutOfRange(f"{where}: number too large (exponent or shift over 256)")
+        try:
+            return _bounded(_BINOPS[type(node.op)](a, b), where)
+        except OverflowError:
+            raise _OutOfRange(f"{where}: number too large") from None
+        except ZeroDivisionError:
+            raise _OutOfRange(f"{where}: division by zero") from None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _literal(node.operand, where)
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise ValueError("sign on a non-number")
+        return _bounded(-v if isinstance(node.op, ast.USub) else v, where)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) > 4096:
+        raise _OutOfRange(f"{where}: string longer than 4096 characters")
+    return _bounded(ast.literal_eval(node), where)
 
 
 def find_declaration_node(tree: ast.Module) -> ast.expr | None:
@@ -172,7 +207,9 @@ def read_declaration(tree: ast.Module, filename: str) -> OpDeclaration:
     where = f"{filename}:{node.lineno}"
     try:
         raw = _literal(node)
-    except (ValueError, TypeError, SyntaxError, ZeroDivisionError):
+    except _OutOfRange as e:
+        raise UserError(f"{where}: {e}") from None
+    except (ValueError, TypeError, SyntaxError, ZeroDivisionError, RecursionError, MemoryError):
         raise UserError(f"{where}: {DECLARATION_NAME} must be a literal dict (numbers, strings, lists, "
                         f"dicts); tileport reads it without running the module") from None
     if not isinstance(raw, dict):

@@ -26,12 +26,23 @@ from pathlib import Path
 from typing import Any
 
 import tileport
+from tileport import limits
 from tileport.errors import EnvironmentBlocked, UserError
-from tileport.exec.proc import CommandResult, run_command
+from tileport.exec.proc import CommandResult, die_with_parent, kill_group, run_command
 
 CHILD_MODULE = "tileport.validators.analysis.child"
-CHILD_TIMEOUT_S = 600.0
 SERVER_START_TIMEOUT_S = 120.0
+
+
+def child_timeout() -> float:
+    """The whole child's time limit: importing the op plus exporting its kernels."""
+    return limits.IMPORT_TIMEOUT.value + limits.EXPORT_TIMEOUT.value
+
+
+def with_limits(request: dict[str, Any]) -> dict[str, Any]:
+    """The request as the child gets it: the import time limit travels with it (the child enforces it)."""
+    return {**request, "import_timeout": limits.IMPORT_TIMEOUT.value,
+            "import_limit": limits.IMPORT_TIMEOUT.describe()}
 
 
 def child_env() -> dict[str, str]:
@@ -48,8 +59,9 @@ def interpret(reply: Any, res: CommandResult, request: dict[str, Any], timeout: 
     """The child's reply, or a one-line UserError saying what went wrong."""
     name = Path(request["path"]).name
     if res.timed_out:
-        raise UserError(f"{name}: loading and exporting took longer than {timeout:g} s; check the module "
-                        "for work at import time")
+        raise UserError(f"{name}: importing and exporting took longer than {timeout:g} s (the "
+                        f"{limits.IMPORT_TIMEOUT.describe()} plus the {limits.EXPORT_TIMEOUT.describe()}); check "
+                        "the module for work at import time")
     if not isinstance(reply, dict):
         why = f"killed by signal {-res.returncode}" if res.returncode < 0 else f"exit status {res.returncode}"
         tail = res.stderr.strip().splitlines()[-1:] or [""]
@@ -59,6 +71,8 @@ def interpret(reply: Any, res: CommandResult, request: dict[str, Any], timeout: 
         err = reply.get("error") or {}
         if err.get("kind") == "env":
             raise EnvironmentBlocked(err.get("message", "cuda-tile is missing"))
+        if err.get("kind") == "timeout":
+            raise UserError(err.get("message", f"{name}: import timed out"))
         if err.get("kind") == "internal":
             raise UserError(f"{name}: tileport's child process failed: {err.get('message')} (a tileport bug; "
                             "please report it with the module)")
@@ -67,10 +81,12 @@ def interpret(reply: Any, res: CommandResult, request: dict[str, Any], timeout: 
 
 
 def run_child(request: dict[str, Any], *, cwd: Path, python: str | None = None,
-              timeout: float = CHILD_TIMEOUT_S) -> tuple[dict[str, Any], CommandResult]:
+              timeout: float | None = None) -> tuple[dict[str, Any], CommandResult]:
     """One fresh child for one op: send the request, return (reply, command)."""
+    timeout = timeout or child_timeout()
     argv = [python or sys.executable, "-m", CHILD_MODULE]
-    res = run_command(argv, cwd=cwd, env=child_env(), timeout=timeout, input=json.dumps(request).encode())
+    res = run_command(argv, cwd=cwd, env=child_env(), timeout=timeout,
+                      input=json.dumps(with_limits(request)).encode())
     try:
         reply = json.loads(res.stdout)
     except json.JSONDecodeError:
@@ -87,7 +103,8 @@ class WarmChild:
         self.last_cpu_s = 0.0  # CPU seconds of the last forked run (it is not this process's child)
         self._proc = subprocess.Popen([self.python, "-m", CHILD_MODULE, "--serve"], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env(),
-                                      start_new_session=True, text=True, bufsize=1)
+                                      start_new_session=True, text=True, bufsize=1,
+                                      preexec_fn=lambda parent=os.getpid(): die_with_parent(parent))
         if self._readline(SERVER_START_TIMEOUT_S) is None:
             self.close()
             raise OSError("the warm export server did not start")
@@ -107,10 +124,11 @@ class WarmChild:
     def alive(self) -> bool:
         return self._proc.poll() is None
 
-    def run(self, request: dict[str, Any], *, cwd: Path, timeout: float = CHILD_TIMEOUT_S,
+    def run(self, request: dict[str, Any], *, cwd: Path, timeout: float | None = None,
             **_: Any) -> tuple[dict[str, Any], CommandResult]:
+        timeout = timeout or child_timeout()
         with self._lock, tempfile.TemporaryDirectory(prefix="tileport-child-") as tmp:
-            job = {"request": request, "cwd": str(cwd), "timeout": timeout,
+            job = {"request": with_limits(request), "cwd": str(cwd), "timeout": timeout,
                    "reply_file": os.path.join(tmp, "reply.json"), "stderr_file": os.path.join(tmp, "stderr.txt")}
             assert self._proc.stdin is not None
             self._proc.stdin.write(json.dumps(job) + "\n")
@@ -139,6 +157,7 @@ class WarmChild:
             except Exception:
                 self._proc.kill()
                 self._proc.wait()
+        kill_group(self._proc.pid)  # a forked per-op process that outlived the server
         for stream in (self._proc.stdin, self._proc.stdout):
             try:
                 stream.close()  # type: ignore[union-attr]

@@ -22,14 +22,17 @@ import sys
 import time
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from tileport.validators.analysis.backend import BackendJob, run_backend, summarize_ir
 from tileport.validators.analysis.declaration import read_declaration
 from tileport.validators.analysis.loader import run_child, shared_warm_child
-from tileport.validators.analysis.outdir import staged_dir
+from tileport.validators.analysis.outdir import check_output_dir, staged_dir
 from tileport.validators.analysis.plan import Plan
 from tileport.validators.analysis.schema import (Analysis, Instance, SourceInfo, TargetBuild, Timings, ToleranceSpec, ToolInfo,
                                       Variant)
 from tileport.validators.analysis.static import inspect_source
+from tileport import limits
 from tileport.config import Config, check_target
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec import tileir
@@ -46,23 +49,25 @@ def default_out_dir(op_path: str | Path) -> Path:
 
 def read_source(path: Path) -> tuple[str, ast.Module]:
     """The module's text and AST, or a one-line error saying what is wrong with the file."""
-    if not path.exists():
-        raise UserError(f"{path}: no such file; pass the path of a cuTile Python module, e.g. examples/softmax.py")
-    if path.is_dir():
-        raise UserError(f"{path}: is a directory; pass one .py file (or no argument to analyse examples/)")
+    if path.suffix != ".py" and not path.is_dir():
+        raise UserError(f"{path}: not a Python file (expected a .py module with @ct.kernel functions)")
+    what = "one cuTile Python .py module (or no argument to analyse examples/)"
+    data = limits.read_bytes(path, what, limits.SOURCE_BYTES)
     if path.suffix != ".py":
         raise UserError(f"{path}: not a Python file (expected a .py module with @ct.kernel functions)")
-    data = path.read_bytes()
     if b"\x00" in data:
         raise UserError(f"{path}: not Python source (binary content); pass a .py module")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # Python itself accepts a UTF-8 BOM
     except UnicodeDecodeError as e:
         raise UserError(f"{path}: not UTF-8 text (byte {e.start}); save the module as UTF-8") from None
+    limits.check_depth(text, str(path))
     try:
         tree = ast.parse(text, filename=str(path))
     except SyntaxError as e:
         raise UserError(f"{path}:{e.lineno}: syntax error: {e.msg}; fix the module and rerun") from None
+    except (RecursionError, MemoryError):
+        raise UserError(f"{path}: nested too deeply for the parser ({limits.DEPTH.describe()}); simplify it") from None
     return text, tree
 
 
@@ -148,7 +153,10 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
     t_static = time.perf_counter()
     toolchain = toolchain or toolchain_for(config)
     _require_tools(toolchain, run_tileiras)
+    if out_dir is None and path.stem in ("", ".", ".."):
+        raise UserError(f"{path}: its name gives no output directory name; rename the op or pass --out DIR")
     final = Path(out_dir if out_dir is not None else default_out_dir(path)).absolute()
+    check_output_dir(final)  # refuse before the long part: never replace what tileport did not make
     notes: list[str] = []
 
     with staged_dir(final) as stage:
@@ -247,10 +255,19 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
 def load_analysis(out_dir: str | Path) -> Analysis:
     """Read `<out_dir>/analysis.json` back (later stages start here)."""
     p = Path(out_dir) / "analysis.json"
+    if not p.exists() and not p.is_symlink():
+        raise UserError(f"{p}: no analysis here; run `tileport analyze OP.py` first")
+    data = limits.read_json(p, "the analysis.json that `tileport analyze` wrote")
     try:
-        return Analysis.model_validate(json.loads(p.read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise UserError(f"{p}: no analysis here; run `tileport analyze OP.py` first") from None
+        return Analysis.model_validate(data)
+    except ValidationError as e:
+        raise UserError(f"{p}: not an analysis tileport wrote ({_first_problem(e)}); rerun `tileport analyze`") \
+            from None
+
+
+def _first_problem(e: ValidationError) -> str:
+    err = e.errors()[0]
+    return f"{'.'.join(str(x) for x in err['loc']) or 'top level'}: {err['msg']}"[:200]
 
 
 def failed_stage_result(error: UserError, *, attempt: int = 1, started_at=None) -> StageResult:

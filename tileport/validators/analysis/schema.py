@@ -147,8 +147,10 @@ class ToolInfo(BaseModel):
 
 
 class ToleranceSpec(BaseModel):
-    atol: float
-    rtol: float
+    """Absolute and relative tolerance: finite, non-negative (1e999 or nan would pass anything)."""
+
+    atol: float = Field(ge=0, le=1e6, allow_inf_nan=False)
+    rtol: float = Field(ge=0, le=1e6, allow_inf_nan=False)
 
 
 class Analysis(BaseModel):

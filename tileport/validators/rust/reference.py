@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tileport import limits
 from tileport.errors import UserError
 from tileport.validators.analysis.schema import Analysis, Instance, TargetBuild, Variant as RefVariant
 from tileport.validators.rust.spec import DumpSpec, Entry, ReferenceKey, TensorSpec, Variant
@@ -40,13 +41,7 @@ def analysis_path(path: str | Path) -> Path:
 def load_analysis(path: str | Path) -> Analysis:
     """Read out/<op>/analysis.json (or the directory holding it)."""
     p = analysis_path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise UserError(f"cannot read the reference analysis {p}: {e.strerror or e} "
-                        "(run `tileport analyze OP.py` first)") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{p} is not valid JSON: {e}") from None
+    data = limits.read_json(p, "the reference analysis.json (run `tileport analyze OP.py` first)")
     try:
         return Analysis.model_validate(data)
     except ValidationError as e:

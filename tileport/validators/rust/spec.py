@@ -17,6 +17,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from tileport import limits
 from tileport.errors import UserError
 
 SPEC_FILENAME = "tileport-spec.json"
@@ -153,14 +154,8 @@ def job_stem(entry: str, variant: str, target: str) -> str:
 def load_spec(path: str | Path) -> DumpSpec:
     """Read a spec from JSON or TOML; a malformed one is bad input (UserError, exit 2)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise UserError(f"cannot read spec {p}: {e.strerror or e}") from None
-    try:
-        data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
-        raise UserError(f"spec {p} is not valid {'TOML' if p.suffix == '.toml' else 'JSON'}: {e}") from None
+    text = limits.read_text(p, "the port's spec.json", limits.DOC_BYTES)
+    data = limits.loads_toml(text, f"spec {p}") if p.suffix == ".toml" else limits.loads_json(text, f"spec {p}")
     try:
         return DumpSpec.model_validate(data)
     except ValidationError as e:

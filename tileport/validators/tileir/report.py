@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tileport import limits
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec import tileir
 from tileport.validators.tileir.diff import IRDiffReport, RowStatus, Severity
@@ -41,18 +42,23 @@ def disassemble(path: Path, tileirdisasm: str | Path | None = None, timeout: flo
 def load_module(path: str | Path, tileirdisasm: str | Path | None = None) -> Module:
     """Parse a tileirdisasm text file, or disassemble a `.tileirbc` first."""
     p = Path(path)
-    if not p.exists():
-        raise UserError(f"{p}: no such file")
-    if p.is_dir():
-        raise UserError(f"{p}: is a directory; pass a Tile IR text file or a .tileirbc")
-    if is_bytecode(p):
-        return parse_text(disassemble(p, tileirdisasm), str(p))
+    data = limits.read_bytes(p, "a Tile IR text file or a .tileirbc", limits.IR_BYTES)
+    if p.suffix == ".tileirbc" or data.startswith(BYTECODE_MAGIC):
+        text = disassemble(p, tileirdisasm)
+        if len(text) > limits.IR_BYTES.value:
+            raise UserError(f"{p}: its disassembly is over the {limits.IR_BYTES.describe()}")
+    else:
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise UserError(f"{p}:1:1: malformed Tile IR: not UTF-8 text; pass tileirdisasm output or a .tileirbc") \
+                from None
+    limits.check_depth(text, str(p))
     try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UserError(f"{p}:1:1: malformed Tile IR: not UTF-8 text; pass tileirdisasm output or a .tileirbc") \
-            from None
-    return parse_text(text, str(p))
+        return parse_text(text, str(p))
+    except (RecursionError, MemoryError):
+        raise UserError(f"{p}: too deeply nested or too large to parse ({limits.DEPTH.describe()}, "
+                        f"{limits.IR_BYTES.describe()})") from None
 
 
 _MARK = {Severity.ERROR: "ERROR", Severity.WARNING: "WARN ", Severity.NOTE: "note "}
