@@ -1,0 +1,132 @@
+"""The dashboard, driven through Textual's Pilot against a real SQLite store.
+
+What a person would notice: the table lists the store's conversions with stage, verdict, attempts
+against caps and approval; another process writing the store shows up live; the conversion screen
+shows each attempt with where it was routed; refused actions say why; q quits.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tileport.config import Config
+from tileport.records import CommandRecord, FailClass, Stage, StageResult
+from tileport.store import Store
+from tileport.tui import TileportApp
+
+pytestmark = pytest.mark.asyncio
+
+
+def seed(path, n=3):
+    s = Store(path)
+    ids = []
+    for i in range(n):
+        cid = s.add_conversion(f"/x/examples/op{i}.py", f"k{i}", branch=f"tileport/op{i}-{i + 1}", worktree=None)
+        s.record_stage(cid, StageResult(stage=Stage.ANALYZE, verdict="PASS", cap=1), routed_to="B",
+                       route_reason="A PASS")
+        ids.append(cid)
+    s.record_stage(ids[0], StageResult(stage=Stage.WRITE_KERNEL, verdict="FAIL_COMPILE", fail_class=FailClass.KERNEL,
+                                       cap=2, commands=[CommandRecord(argv=["cargo", "build"], exit_code=101,
+                                                                      seconds=3.5)],
+                                       summary="E0308 mismatched types"), routed_to="B",
+                   route_reason="B FAIL_COMPILE: retry 2/2")
+    s.close()
+    return ids
+
+
+def app_for(path, **kw):
+    return TileportApp(path, Config(), doctor=False, poll_interval=0.05, **kw)
+
+
+async def test_main_table_shows_conversions_with_stage_verdict_attempts(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db)
+    app = app_for(db)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#conversions")
+        assert table.row_count == 3
+        first = [str(c) for c in table.get_row_at(0)]
+        assert first[1] == "op0" and first[3] == "B" and first[4] == "FAIL_COMPILE"
+        assert "A1/1" in first[5] and "B1/2" in first[5]
+        assert [str(c) for c in table.get_row_at(1)][4] == "PASS"
+
+
+async def test_another_process_writing_the_store_shows_up_live(tmp_path):
+    db = tmp_path / "t.db"
+    ids = seed(db, 1)
+    app = app_for(db)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        script = textwrap.dedent(f"""
+            from tileport.store import Store
+            from tileport.records import StageResult, Stage
+            s = Store({str(db)!r})
+            s.record_stage({ids[0]}, StageResult(stage=Stage.WRITE_KERNEL, verdict="COMPILED", cap=2), routed_to="D")
+            s.add_conversion("/x/examples/newop.py", "nk")
+            s.close()
+        """)
+        subprocess.run([sys.executable, "-c", script], check=True)
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if app.screen.query_one("#conversions").row_count == 2:
+                break
+        table = app.screen.query_one("#conversions")
+        assert table.row_count == 2
+        assert [str(c) for c in table.get_row_at(0)][4] == "COMPILED"
+        assert [str(c) for c in table.get_row_at(1)][1] == "newop"
+
+
+async def test_conversion_screen_timeline_commands_and_routing(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db)
+    app = app_for(db)
+    async with app.run_test(size=(180, 45)) as pilot:
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert screen.__class__.__name__ == "ConversionScreen" and screen.conversion_id == 1
+        t = screen.query_one("#timeline-table")
+        assert t.row_count == 2
+        row = [str(c) for c in t.get_row_at(1)]
+        assert row[1].startswith("B") and row[2] == "1/2" and row[3] == "FAIL_COMPILE" and row[7] == "B"
+        assert "retry 2/2" in row[8]
+        cmds = screen.query_one("#commands-table")
+        assert cmds.row_count == 1 and "cargo build" in str(cmds.get_row_at(0)[3])
+        counters = str(screen.query_one("#conv-counters").render())
+        assert "B write kernel 1/2" in counters
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "MainScreen"
+
+
+async def test_readonly_refuses_actions_and_says_why(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db)
+    app = app_for(db, readonly=True)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("s")
+        await pilot.pause()
+        texts = [n.message for n in app._notifications]
+        assert any("read-only" in t for t in texts)
+
+
+async def test_help_screen_and_quit(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db, 1)
+    app = app_for(db)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "HelpScreen"
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code in (0, None)

@@ -1,0 +1,225 @@
+"""One conversion: stage timeline, retry counters, commands, artifacts, live log, IR diff, performance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, RichLog, Select, Static, TabbedContent, TabPane
+
+from tileport.tui._ir_diff_view import IRDiffView
+from tileport.tui._perf_view import PerfPanel
+from tileport.tui.view import (STAGE_NAMES, STAGE_ORDER, AttemptRow, conversion_rows, ir_pairs, perf_view, timeline,
+                               verdict_style)
+
+LOG_LINES = 2000  # bounded scrollback; `l` opens the whole log in $PAGER
+
+
+def event_line(ev: dict) -> Text:
+    payload = ev.get("payload")
+    if isinstance(payload, str):
+        try:
+            payload = json.loads(payload)
+        except ValueError:
+            payload = {"text": payload}
+    payload = payload or {}
+    line = Text(f"{(ev.get('ts') or '')[11:19]} ", style="dim")
+    kind = ev.get("kind", "")
+    if kind == "log":
+        line.append(str(payload.get("text", "")))
+        return line
+    line.append(kind, style="bold")
+    verdict = payload.get("verdict")
+    if verdict:
+        line.append(f" {payload.get('stage', '')}{payload.get('attempt', '')} ")
+        line.append(str(verdict), style=verdict_style(verdict))
+        if payload.get("routed_to"):
+            line.append(f" -> {payload['routed_to']}")
+    rest = {k: v for k, v in payload.items() if k not in ("verdict", "stage", "attempt", "routed_to", "stage_run_id")}
+    if rest:
+        line.append(" " + " ".join(f"{k}={v}" for k, v in rest.items()), style="dim")
+    return line
+
+
+class ConversionScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "back"),
+        Binding("1", "tab('timeline')", "timeline", show=False),
+        Binding("2", "tab('commands')", "commands", show=False),
+        Binding("3", "tab('artifacts')", "artifacts", show=False),
+        Binding("4", "tab('log')", "log", show=False),
+        Binding("5", "tab('irdiff')", "IR diff"),
+        Binding("6", "tab('perf')", "perf"),
+        Binding("r", "app.rerun", "rerun stage"),
+        Binding("a", "app.approve", "approve"),
+        Binding("j", "app.reject", "reject"),
+        Binding("m", "app.merge", "merge"),
+        Binding("e", "app.edit", "edit kernel.rs"),
+        Binding("o", "app.shell", "worktree shell", show=False),
+        Binding("l", "app.pager", "full log"),
+    ]
+
+    def __init__(self, conversion_id: int) -> None:
+        super().__init__()
+        self.conversion_id = conversion_id
+        self._attempts: list[AttemptRow] = []
+        self._pairs = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="conv-head")
+        yield Static("", id="conv-counters")
+        with TabbedContent(initial="timeline"):
+            with TabPane("Timeline", id="timeline"):
+                yield DataTable(id="timeline-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("Commands", id="commands"):
+                yield DataTable(id="commands-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("Artifacts", id="artifacts"):
+                yield DataTable(id="artifacts-table", cursor_type="row", zebra_stripes=True)
+            with TabPane("Log", id="log"):
+                yield RichLog(id="conv-log", max_lines=LOG_LINES, wrap=False)
+            with TabPane("IR diff", id="irdiff"):
+                with Vertical():
+                    yield Select([], id="ir-pair", prompt="IR self-check pair")
+                    yield IRDiffView(id="ir-view")
+            with TabPane("Performance", id="perf"):
+                yield PerfPanel(id="perf-panel")
+        yield Static("", id="why-not")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        t = self.query_one("#timeline-table", DataTable)
+        for key, label in (("n", "#"), ("stage", "stage"), ("attempt", "attempt/cap"), ("verdict", "verdict"),
+                           ("class", "class"), ("secs", "seconds"), ("tokens", "tokens"), ("next", "routed to"),
+                           ("why", "why"), ("commit", "commit"), ("summary", "summary")):
+            t.add_column(label, key=key)
+        c = self.query_one("#commands-table", DataTable)
+        for key, label in (("seq", "#"), ("exit", "exit"), ("secs", "seconds"), ("argv", "command"), ("cwd", "cwd")):
+            c.add_column(label, key=key)
+        a = self.query_one("#artifacts-table", DataTable)
+        for key, label in (("kind", "kind"), ("bytes", "bytes"), ("sha", "sha256"), ("path", "path")):
+            a.add_column(label, key=key)
+        self.refresh_all()
+        log = self.query_one("#conv-log", RichLog)
+        for ev in self.app.store.events(self.conversion_id)[-LOG_LINES:]:
+            log.write(event_line(ev))
+
+    # --- data ------------------------------------------------------------------------------
+    def refresh_all(self) -> None:
+        app = self.app
+        rows = conversion_rows(app.store, app.caps, [self.conversion_id])
+        if not rows:
+            self.query_one("#conv-head", Static).update(f"conversion {self.conversion_id} is not in the store")
+            return
+        row = rows[0]
+        head = Text()
+        head.append(f"#{row.id} {row.op} {row.kernel}  ", style="bold")
+        head.append(row.status, style=verdict_style(row.verdict) if row.status != "running" else "yellow")
+        head.append(f"  branch {row.branch or '-'}  head {(row.head_commit or '-')[:12]}  worktree {row.worktree or '-'}")
+        head.append(f"  approval {row.approval}")
+        self.query_one("#conv-head", Static).update(head)
+        counters = Text("retries: ")
+        for s in STAGE_ORDER:
+            n, cap = row.attempts[s]
+            counters.append(f"{s} {STAGE_NAMES[s]} {n}/{cap}  ", style="red" if cap and n >= cap else "")
+        self.query_one("#conv-counters", Static).update(counters)
+        self._refresh_timeline()
+        self.query_one("#perf-panel", PerfPanel).show(perf_view(app.store, self.conversion_id, app.gate))
+        self._refresh_pairs()
+        self._refresh_why_not()
+
+    def _refresh_why_not(self) -> None:
+        parts = []
+        for action in ("approve", "merge"):
+            reason = self.app.actions.why_not(action, self.conversion_id)
+            parts.append(f"{action}: {'ready' if reason is None else reason}")
+        self.query_one("#why-not", Static).update(Text("  |  ".join(parts), style="dim"))
+
+    def _refresh_timeline(self) -> None:
+        t = self.query_one("#timeline-table", DataTable)
+        attempts = timeline(self.app.store, self.conversion_id)
+        for i, r in enumerate(attempts[len(self._attempts):], start=len(self._attempts)):
+            t.add_row(str(i + 1), f"{r.stage} {STAGE_NAMES.get(r.stage, '')}",
+                      f"{r.attempt}/{r.cap if r.cap is not None else '-'}",
+                      Text(r.verdict, style=verdict_style(r.verdict)), r.fail_class or "",
+                      "-" if r.seconds is None else f"{r.seconds:.1f}", str(r.tokens or ""),
+                      r.routed_to or "", r.route_reason or "", (r.commit or "")[:10], r.summary[:120],
+                      key=str(r.run_id))
+        if len(attempts) > len(self._attempts) and attempts:
+            t.move_cursor(row=len(attempts) - 1)
+            self._show_run(attempts[-1].run_id)
+        self._attempts = attempts
+
+    def _show_run(self, run_id: int) -> None:
+        store = self.app.store
+        c = self.query_one("#commands-table", DataTable)
+        c.clear()
+        for cmd in store.stage_commands(run_id):
+            c.add_row(str(cmd["seq"]), Text(str(cmd["exit_code"]), style="green" if cmd["exit_code"] == 0 else "red"),
+                      f"{cmd['seconds'] or 0:.2f}", " ".join(cmd["argv"])[:200], cmd.get("cwd") or "")
+        a = self.query_one("#artifacts-table", DataTable)
+        a.clear()
+        for art in store.stage_artifacts(run_id):
+            a.add_row(art["kind"], str(art["bytes"]), (art["sha256"] or "")[:16], art["path"])
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "timeline-table" and event.row_key.value:
+            self._show_run(int(event.row_key.value))
+
+    def _refresh_pairs(self) -> None:
+        pairs = ir_pairs(self.app.store, self.conversion_id)
+        if [(p.label, p.reference, p.port) for p in pairs] == [(p.label, p.reference, p.port) for p in self._pairs]:
+            return
+        self._pairs = pairs
+        sel = self.query_one("#ir-pair", Select)
+        sel.set_options([(f"{p.label} ({p.verdict or '?'})", i) for i, p in enumerate(pairs)])
+        view = self.query_one("#ir-view", IRDiffView)
+        if pairs:
+            sel.value = 0
+        else:
+            view.show_message("no IR self-check yet: stage B writes the kernel, then compares its Tile IR "
+                              "with the reference's")
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "ir-pair" and isinstance(event.value, int):
+            pair = self._pairs[event.value]
+            self.query_one("#ir-view", IRDiffView).show_message(f"diffing {pair.label} ...")
+            self._diff(pair)
+
+    @work(thread=True, exclusive=True, group="ir-diff")
+    def _diff(self, pair) -> None:
+        from tileport.errors import UserError
+        from tileport.validators.tileir.diff import diff_modules
+        from tileport.validators.tileir.report import load_module
+
+        try:
+            report = diff_modules(load_module(pair.reference), load_module(pair.port))
+        except (UserError, OSError) as e:
+            self.app.call_from_thread(self.query_one("#ir-view", IRDiffView).show_message, f"cannot diff: {e}")
+            return
+        self.app.call_from_thread(self.query_one("#ir-view", IRDiffView).show_report, report, pair.label)
+
+    # --- live updates ------------------------------------------------------------------------
+    def store_changed(self, touched: set, events: list[dict]) -> None:
+        if self.conversion_id not in touched:
+            return
+        log = self.query_one("#conv-log", RichLog)
+        for ev in events:
+            if ev["conversion_id"] == self.conversion_id:
+                log.write(event_line(ev))
+        self.refresh_all()
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def kernel_path(self) -> Path | None:
+        rows = conversion_rows(self.app.store, self.app.caps, [self.conversion_id])
+        if not rows or not rows[0].worktree:
+            return None
+        hits = sorted(Path(rows[0].worktree).glob("**/kernel.rs"))
+        return hits[0] if hits else None

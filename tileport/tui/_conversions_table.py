@@ -1,0 +1,58 @@
+"""The main table: one row per conversion, updated cell by cell as store events arrive."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from tileport.tui.view import ConversionRow, verdict_style
+
+COLUMNS = (("id", "id"), ("op", "op"), ("kernel", "kernel"), ("stage", "stage"), ("verdict", "verdict"),
+           ("attempts", "attempts / caps"), ("geomean", "geomean"), ("approval", "approval"), ("status", "status"))
+
+
+def cells(row: ConversionRow, gate: float) -> dict[str, object]:
+    geo = Text("-", style="dim") if row.geomean is None else Text(
+        f"{row.geomean:.3f}", style="green" if row.geomean <= gate else "red")
+    return {
+        "id": str(row.id), "op": row.op, "kernel": row.kernel,
+        "stage": row.stage or "-",
+        "verdict": Text(row.verdict or "-", style=verdict_style(row.verdict)),
+        "attempts": row.attempts_text() or "-",
+        "geomean": geo,
+        "approval": Text(row.approval, style="green" if row.approval == "approved" else
+                         "yellow" if row.approval.startswith("stale") else "red" if row.approval == "rejected" else "dim"),
+        "status": row.status,
+    }
+
+
+class ConversionsTable(DataTable):
+    """Rows keyed by conversion id; `upsert` changes only the cells that differ."""
+
+    def __init__(self, gate: float, **kw) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **kw)
+        self.gate = gate
+        self._shown: dict[int, dict[str, str]] = {}
+
+    def on_mount(self) -> None:
+        for key, label in COLUMNS:
+            self.add_column(label, key=key)
+
+    def upsert(self, rows: list[ConversionRow]) -> None:
+        for row in rows:
+            values = cells(row, self.gate)
+            plain = {k: str(v) for k, v in values.items()}
+            old = self._shown.get(row.id)
+            if old is None:
+                self.add_row(*(values[k] for k, _ in COLUMNS), key=str(row.id))
+            else:
+                for key, _ in COLUMNS:
+                    if old[key] != plain[key]:
+                        self.update_cell(str(row.id), key, values[key])
+            self._shown[row.id] = plain
+
+    def selected_id(self) -> int | None:
+        if not self.row_count:
+            return None
+        key = self.coordinate_to_cell_key((self.cursor_row, 0)).row_key
+        return int(key.value) if key.value is not None else None

@@ -1,0 +1,62 @@
+"""The main screen: the toolchain line and the table of conversions."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from tileport.tui._conversions_table import ConversionsTable
+from tileport.tui.view import conversion_rows
+
+
+class MainScreen(Screen):
+    BINDINGS = [
+        Binding("enter", "open", "open", show=True),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        yield Static(self.app.toolchain_text, id="toolchain")
+        yield ConversionsTable(self.app.gate, id="conversions")
+        yield Static("", id="main-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.reload()
+        self.query_one(ConversionsTable).focus()
+
+    def show_toolchain(self, text: str) -> None:
+        self.query_one("#toolchain", Static).update(text)
+
+    def reload(self) -> None:
+        table = self.query_one(ConversionsTable)
+        rows = conversion_rows(self.app.store, self.app.caps)
+        table.upsert(rows)
+        self._status(len(rows))
+
+    def _status(self, n: int) -> None:
+        mode = "  [read-only]" if self.app.readonly else ""
+        self.query_one("#main-status", Static).update(
+            f"{n} conversion{'s' * (n != 1)} in {self.app.store_path}{mode}   enter: open  ?: help  ctrl+p: commands")
+
+    def store_changed(self, touched: set, events: list[dict]) -> None:
+        ids = [i for i in touched if i is not None]
+        if not ids:
+            return
+        table = self.query_one(ConversionsTable)
+        table.upsert(conversion_rows(self.app.store, self.app.caps, ids))
+        self._status(table.row_count)
+
+    def selected_id(self) -> int | None:
+        return self.query_one(ConversionsTable).selected_id()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.app.open_conversion(int(event.row_key.value))
+
+    def action_open(self) -> None:
+        cid = self.selected_id()
+        if cid is not None:
+            self.app.open_conversion(cid)

@@ -1,0 +1,61 @@
+"""The performance view: per-configuration ratio table and a plot against the gate."""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+from textual_plotext import PlotextPlot
+
+from tileport.tui.view import PerfView
+
+
+def _fmt(x: float | None, nd: int = 4) -> str:
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
+class PerfPanel(Vertical):
+    def compose(self):
+        yield Static("", id="perf-summary")
+        yield DataTable(id="perf-table", cursor_type="row", zebra_stripes=True)
+        yield PlotextPlot(id="perf-plot")
+
+    def on_mount(self) -> None:
+        t = self.query_one("#perf-table", DataTable)
+        for key, label in (("config", "configuration"), ("ref", "reference ms"), ("port", "port ms"),
+                           ("ratio", "port/ref"), ("flags", "flags")):
+            t.add_column(label, key=key)
+
+    def show(self, pv: PerfView) -> None:
+        summary = Text()
+        if not pv.rows and pv.verdict is None:
+            summary.append("no performance run yet (stage E runs after correctness passes)", style="dim")
+        else:
+            summary.append(f"E {pv.verdict or '-'}  ", style="bold")
+            if pv.geomean is not None:
+                summary.append(f"geomean {pv.geomean:.3f} ", style="green" if pv.geomean <= pv.gate else "red")
+            summary.append(f"(gate <= {pv.gate:g})")
+            if pv.worst:
+                summary.append(f"  worst: {pv.worst}")
+            for side, value in sorted(pv.hardware.items()):
+                summary.append(f"\n  {side}: {value}")
+        self.query_one("#perf-summary", Static).update(summary)
+        t = self.query_one("#perf-table", DataTable)
+        t.clear()
+        for r in pv.rows:
+            ratio = Text(_fmt(r.ratio, 3), style="green" if r.ratio is not None and r.ratio <= pv.gate else "red")
+            t.add_row(r.config, _fmt(r.ref_ms), _fmt(r.port_ms), ratio, r.flags)
+        plot = self.query_one("#perf-plot", PlotextPlot)
+        plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        ratios = [r.ratio for r in pv.rows if r.ratio is not None and math.isfinite(r.ratio)]
+        if ratios:
+            xs = list(range(1, len(ratios) + 1))
+            plt.bar(xs, ratios, label="port / reference")
+            plt.plot(xs, [pv.gate] * len(xs), label=f"gate {pv.gate:g}")
+            plt.title("device time ratio per configuration")
+            plt.xlabel("configuration #")
+        plot.refresh()

@@ -1,0 +1,245 @@
+"""The Textual app: renders the store, sends the user's commands to the runner and the approval rules.
+
+Live updates come from the store's append-only event log: every `poll_interval` the app reads the
+events after the last one it saw and refreshes only the conversions they touch, so another process
+(`tileport run`, a second dashboard) shows up live and 1,000 events a second cost one query per tick.
+Long work (a conversion, an IR diff) runs in thread workers, one exclusive group per conversion.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+
+from tileport.config import Config
+from tileport.errors import UserError
+from tileport.store import Store
+from tileport.tui._conversion_screen import ConversionScreen, event_line
+from tileport.tui._main_screen import MainScreen
+from tileport.tui._modals import HelpScreen, ReasonScreen
+from tileport.tui._palette import TileportCommands
+from tileport.tui.actions import Actions
+from tileport.tui.view import changed_conversions, conversion_rows, newest_event_id
+
+EVENTS_PER_TICK = 20_000  # events read per poll; more than that waits for the next tick
+
+
+class TileportApp(App):
+    TITLE = "tileport"
+    SUB_TITLE = "cuTile Python -> cuTile Rust"
+    CSS_PATH = "tileport.tcss"
+    COMMANDS = App.COMMANDS | {TileportCommands}
+    BINDINGS = [
+        Binding("q", "quit", "quit"),
+        Binding("question_mark", "help", "help"),
+        Binding("s", "start", "start/resume"),
+        Binding("x", "stop", "stop"),
+        Binding("ctrl+p", "command_palette", "commands", show=False),
+    ]
+
+    def __init__(self, store_path: str | Path, config: Config | None = None, *, repo: str | Path | None = None,
+                 readonly: bool = False, poll_interval: float = 0.25, doctor: bool = True,
+                 autostart: list[str] | None = None) -> None:
+        super().__init__()
+        self.store_path = Path(store_path)
+        self.config = config or Config()
+        self.repo = Path(repo) if repo else None
+        self.readonly = readonly
+        self.poll_interval = poll_interval
+        self.run_doctor = doctor
+        self.autostart = list(autostart or [])
+        self.caps = self.config.caps.model_dump()
+        self.gate = self.config.perf.geomean_max
+        self.actions = Actions(self.store_path, self.config, self.repo, readonly)
+        self.store = Store(self.store_path)
+        self._last_event = newest_event_id(self.store)
+        self.toolchain_text = "toolchain: checking ..."
+        self.events_seen = 0  # for the benchmark and tests: events rendered so far
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        if self.readonly:
+            self.sub_title += "  [read-only]"
+        self.push_screen(MainScreen())
+        self.set_interval(self.poll_interval, self.poll_store)
+        if self.run_doctor:
+            self._doctor()
+        else:
+            self._set_toolchain("toolchain: not checked")
+        if self.autostart and not self.readonly:
+            self.run_worker(lambda: self.actions.do("start", self.autostart), thread=True, group="start",
+                            exit_on_error=False)
+
+    def on_unmount(self) -> None:
+        self.store.close()
+
+    def _set_toolchain(self, text: str) -> None:
+        self.toolchain_text = text
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen) and screen.is_mounted:
+                screen.show_toolchain(text)
+
+    @work(thread=True, group="doctor")
+    def _doctor(self) -> None:
+        from tileport.exec.doctor import run_checks
+
+        checks = {c.name: c for c in run_checks(self.config)}
+        keys = ("model-endpoint", "gpu", "cargo", "tileiras", "cutile-crates")
+        parts = []
+        for k in keys:
+            c = checks.get(k)
+            if c is not None:
+                parts.append(f"{k} {c.status}" + (f" ({c.detail[:48]})" if k in ("model-endpoint", "gpu") else ""))
+        self.call_from_thread(self._set_toolchain, "toolchain: " + "  ".join(parts))
+
+    # --- live updates ------------------------------------------------------------------------
+    def poll_store(self) -> None:
+        last, touched, events = changed_conversions(self.store, self._last_event, EVENTS_PER_TICK)
+        if not events:
+            return
+        self._last_event = last
+        self.events_seen += len(events)
+        for screen in self.screen_stack:
+            handler = getattr(screen, "store_changed", None)
+            if handler is not None:
+                handler(touched, events)
+        for ev in events:
+            if ev["kind"] == "stage.finished" and isinstance(self.screen, MainScreen):
+                pass  # the table shows it; toasts are for the conversion the user watches
+
+    # --- navigation --------------------------------------------------------------------------
+    def open_conversion(self, conversion_id: int) -> None:
+        self.push_screen(ConversionScreen(conversion_id))
+
+    def palette_conversions(self):
+        return conversion_rows(self.store, self.caps)[:200]
+
+    def current_id(self) -> int | None:
+        screen = self.screen
+        if isinstance(screen, ConversionScreen):
+            return screen.conversion_id
+        if isinstance(screen, MainScreen):
+            return screen.selected_id()
+        return None
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    # --- actions: each asks the owning layer first and says why not -------------------------------
+    def _refuse(self, action: str, cid: int | None) -> bool:
+        if cid is None and action not in ("start",):
+            self.notify(f"{action}: select a conversion first", severity="warning")
+            return True
+        reason = self.actions.why_not(action, cid)
+        if reason:
+            self.notify(f"{action}: {reason}", severity="warning", timeout=6)
+            return True
+        return False
+
+    def _background(self, action: str, cid: int, *args) -> None:
+        def job():
+            try:
+                self.actions.do(action, cid, *args)
+            except UserError as e:
+                self.call_from_thread(self.notify, f"{action}: {e}", severity="error", timeout=8)
+            else:
+                self.call_from_thread(self.notify, f"{action} #{cid}: done")
+        self.run_worker(job, thread=True, group=f"conv-{cid}", exclusive=action != "stop", exit_on_error=False)
+
+    def action_start(self) -> None:
+        cid = self.current_id()
+        if cid is None:
+            self.notify("start: select a conversion (new ones: `tileport run OP.py` or the palette)",
+                        severity="warning")
+            return
+        if not self._refuse("resume", cid):
+            self._background("resume", cid)
+            self.notify(f"resuming #{cid}")
+
+    def action_stop(self) -> None:
+        cid = self.current_id()
+        if not self._refuse("stop", cid):
+            self.actions.do("stop", cid)
+            self.notify(f"stop requested for #{cid}; it stops after the running step and keeps its state")
+
+    def action_rerun(self) -> None:
+        cid = self.current_id()
+        if self._refuse("rerun", cid):
+            return
+
+        def chosen(stage: str | None) -> None:
+            if not stage:
+                return
+            stage = stage.strip().upper()
+            reason = self.actions.why_not("rerun", cid, stage=stage)
+            if reason:
+                self.notify(f"rerun {stage}: {reason}", severity="warning")
+            else:
+                self._background("rerun", cid, stage)
+        self.push_screen(ReasonScreen("Rerun which stage? (A, B, C, D, E or F)"), chosen)
+
+    def action_approve(self) -> None:
+        cid = self.current_id()
+        if not self._refuse("approve", cid):
+            self._background("approve", cid)
+
+    def action_reject(self) -> None:
+        cid = self.current_id()
+        if self._refuse("reject", cid):
+            return
+
+        def chosen(reason: str | None) -> None:
+            if reason:
+                self._background("reject", cid, reason)
+        self.push_screen(ReasonScreen(f"Reject conversion #{cid}: why? (stored with the rejection)"), chosen)
+
+    def action_merge(self) -> None:
+        cid = self.current_id()
+        if not self._refuse("merge", cid):
+            self._background("merge", cid)
+
+    # --- hand-offs to the user's tools ---------------------------------------------------------
+    def _external(self, argv: list[str], cwd: Path | None = None) -> None:
+        with self.suspend():
+            try:
+                subprocess.run(argv, cwd=cwd)
+            except OSError as e:
+                self.notify(f"cannot run {argv[0]}: {e}", severity="error")
+
+    def action_edit(self) -> None:
+        screen = self.screen
+        path = screen.kernel_path() if isinstance(screen, ConversionScreen) else None
+        if path is None:
+            self.notify("edit: this conversion has no kernel.rs yet (stage B writes it)", severity="warning")
+            return
+        if self.readonly:
+            self.notify(f"read-only: kernel.rs is at {path}", severity="warning")
+            return
+        self._external([*shlex.split(os.environ.get("EDITOR", "vi")), str(path)])
+
+    def action_shell(self) -> None:
+        cid = self.current_id()
+        rows = conversion_rows(self.store, self.caps, [cid]) if cid is not None else []
+        if not rows or not rows[0].worktree or not Path(rows[0].worktree).is_dir():
+            self.notify("this conversion has no worktree on disk", severity="warning")
+            return
+        self._external([os.environ.get("SHELL", "/bin/sh")], cwd=Path(rows[0].worktree))
+
+    def action_pager(self) -> None:
+        cid = self.current_id()
+        if cid is None:
+            return
+        lines = [event_line(ev).plain for ev in self.store.events(cid)]
+        for run in self.store.stage_runs(cid):
+            lines.append(f"--- {run['stage']}{run['attempt']} {run['verdict']}: {run.get('summary') or ''}")
+        with tempfile.NamedTemporaryFile("w", suffix=f"-conversion-{cid}.log", delete=False) as f:
+            f.write("\n".join(lines) + "\n")
+        self._external([*shlex.split(os.environ.get("PAGER", "less")), f.name])
+        Path(f.name).unlink(missing_ok=True)

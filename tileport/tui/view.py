@@ -1,0 +1,237 @@
+"""Read models: what the dashboard shows, read straight from the store in a few SQL queries.
+
+Nothing here decides anything about a conversion: it turns store rows into the rows and cells
+the screens render (op, stage, verdict, attempts against caps, geomean, approval state).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tileport.records import Stage
+from tileport.store import Store
+
+STAGE_NAMES = {
+    "A": "analyze", "B": "write kernel", "C": "diagnose", "D": "host+correctness", "E": "performance",
+    "F": "perf diagnosis",
+}
+STAGE_ORDER = ("A", "B", "C", "D", "E", "F")
+PASSING = {"PASS", "PASS_WITH_NOTES", "COMPILED", "ALL_PASS", "DONE"}
+
+
+def verdict_style(verdict: str | None) -> str:
+    """The colour a verdict word gets everywhere on screen."""
+    if not verdict:
+        return "dim"
+    if verdict in PASSING:
+        return "green"
+    if verdict == "BLOCKED":
+        return "magenta"
+    if verdict in ("RUNNING", "PENDING"):
+        return "yellow"
+    return "red"
+
+
+@dataclass
+class ConversionRow:
+    id: int
+    op: str
+    kernel: str
+    status: str
+    stage: str | None
+    verdict: str | None
+    attempts: dict[str, tuple[int, int]]  # stage letter -> (attempts used, cap)
+    geomean: float | None
+    approval: str
+    branch: str | None
+    worktree: str | None
+    head_commit: str | None
+    updated_at: str
+
+    def attempts_text(self) -> str:
+        return " ".join(f"{s}{n}/{c}" for s, (n, c) in self.attempts.items() if n)
+
+
+def _op_name(op_path: str) -> str:
+    return Path(op_path).stem if op_path else "?"
+
+
+def _details(raw: str | None) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _approval_text(decision: str | None, commit: str | None, head: str | None) -> str:
+    if not decision:
+        return "-"
+    if decision == "reject":
+        return "rejected"
+    if head and commit != head:
+        return f"stale ({decision})"
+    return "approved" if decision == "approve" else "overridden"
+
+
+def conversion_rows(store: Store, caps: dict[str, int], ids: list[int] | None = None) -> list[ConversionRow]:
+    """Every conversion (or just `ids`) with its newest stage, attempts per stage, geomean and approval."""
+    db = store.db
+    where, args = "", []
+    if ids is not None:
+        if not ids:
+            return []
+        where = f" where c.id in ({','.join('?' * len(ids))})"
+        args = list(ids)
+    convs = db.execute(f"select c.* from conversions c{where} order by c.id", args).fetchall()
+    cols = [d[0] for d in db.execute("select * from conversions limit 0").description]
+    rows = [dict(zip(cols, r)) for r in convs]
+    if not rows:
+        return []
+    idset = ",".join(str(r["id"]) for r in rows)
+    counts: dict[int, dict[str, int]] = {}
+    for cid, stage, n in db.execute(
+            f"select conversion_id, stage, count(*) from stage_runs where conversion_id in ({idset}) "
+            "group by conversion_id, stage"):
+        counts.setdefault(cid, {})[stage] = n
+    latest: dict[int, tuple[str, str]] = {}
+    for cid, stage, verdict in db.execute(
+            f"select s.conversion_id, s.stage, s.verdict from stage_runs s join (select conversion_id, max(id) m "
+            f"from stage_runs where conversion_id in ({idset}) group by conversion_id) t on s.id = t.m"):
+        latest[cid] = (stage, verdict)
+    geo: dict[int, float] = {}
+    for cid, details in db.execute(
+            f"select s.conversion_id, s.details from stage_runs s join (select conversion_id, max(id) m from "
+            f"stage_runs where stage = 'E' and conversion_id in ({idset}) group by conversion_id) t on s.id = t.m"):
+        g = _details(details).get("geomean")
+        if isinstance(g, (int, float)):
+            geo[cid] = float(g)
+    appr: dict[int, tuple[str, str]] = {}
+    for cid, decision, commit in db.execute(
+            f"select a.conversion_id, a.decision, a.\"commit\" from approvals a join (select conversion_id, "
+            f"max(id) m from approvals where conversion_id in ({idset}) group by conversion_id) t on a.id = t.m"):
+        appr[cid] = (decision, commit)
+    out = []
+    for r in rows:
+        cid = r["id"]
+        stage, verdict = latest.get(cid, (None, None))
+        used = counts.get(cid, {})
+        decision, commit = appr.get(cid, (None, None))
+        out.append(ConversionRow(
+            id=cid, op=_op_name(r["op_path"]), kernel=r.get("kernel") or "*", status=r.get("status") or "?",
+            stage=stage, verdict=verdict,
+            attempts={s: (used.get(s, 0), int(caps.get(s, 0))) for s in STAGE_ORDER},
+            geomean=geo.get(cid), approval=_approval_text(decision, commit, r.get("head_commit")),
+            branch=r.get("branch"), worktree=r.get("worktree"), head_commit=r.get("head_commit"),
+            updated_at=r.get("updated_at") or ""))
+    return out
+
+
+@dataclass
+class AttemptRow:
+    run_id: int
+    stage: str
+    attempt: int
+    cap: int | None
+    verdict: str
+    fail_class: str | None
+    seconds: float | None
+    tokens: int
+    routed_to: str | None
+    route_reason: str | None
+    commit: str | None
+    summary: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def timeline(store: Store, conversion_id: int) -> list[AttemptRow]:
+    """Every stage attempt of one conversion, oldest first."""
+    out = []
+    for r in store.stage_runs(conversion_id):
+        out.append(AttemptRow(
+            run_id=r["id"], stage=r["stage"], attempt=r["attempt"], cap=r.get("cap"), verdict=r["verdict"],
+            fail_class=r.get("fail_class"), seconds=r.get("seconds"),
+            tokens=(r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0),
+            routed_to=r.get("routed_to"), route_reason=r.get("route_reason"), commit=r.get("commit"),
+            summary=r.get("summary") or "", details=_details(r.get("details"))))
+    return out
+
+
+@dataclass
+class PerfRowView:
+    config: str
+    ref_ms: float | None
+    port_ms: float | None
+    ratio: float | None
+    flags: str
+
+
+@dataclass
+class PerfView:
+    rows: list[PerfRowView]
+    geomean: float | None
+    worst: str | None
+    gate: float
+    hardware: dict[str, Any]
+    verdict: str | None
+
+
+def perf_view(store: Store, conversion_id: int, gate: float) -> PerfView:
+    """The newest E run's per-configuration ratios (table `perf_rows`), geomean and hardware figures."""
+    runs = [r for r in store.stage_runs(conversion_id) if r["stage"] == Stage.PERFORMANCE.value]
+    if not runs:
+        return PerfView([], None, None, gate, {}, None)
+    run = runs[-1]
+    details = _details(run.get("details"))
+    rows = []
+    if "perf_rows" in store.db.table_names():
+        for r in store.db["perf_rows"].rows_where("stage_run_id = ?", [run["id"]], order_by="id"):
+            rows.append(PerfRowView(r["config"], r.get("ref_ms"), r.get("port_ms"), r.get("ratio"),
+                                    r.get("flags") or ""))
+    worst = details.get("worst")
+    if isinstance(worst, dict):
+        worst = f"{worst.get('config')} ({worst.get('ratio')})"
+    return PerfView(rows, details.get("geomean"), worst, gate, details.get("hw") or details.get("hardware") or {},
+                    run["verdict"])
+
+
+@dataclass
+class IRPair:
+    label: str
+    reference: str
+    port: str
+    verdict: str | None
+
+
+def ir_pairs(store: Store, conversion_id: int) -> list[IRPair]:
+    """Reference/port Tile IR text pairs of the newest B run's IR self-check (from its details)."""
+    runs = [r for r in store.stage_runs(conversion_id) if r["stage"] == Stage.WRITE_KERNEL.value]
+    for run in reversed(runs):
+        details = _details(run.get("details"))
+        pairs = details.get("ir_pairs") or details.get("self_check_pairs") or []
+        out = [IRPair(str(p.get("label", "?")), str(p.get("reference", "")), str(p.get("port", "")),
+                      p.get("verdict")) for p in pairs if isinstance(p, dict)]
+        if out:
+            return out
+    return []
+
+
+def newest_event_id(store: Store) -> int:
+    return store.db.execute("select coalesce(max(id), 0) from events").fetchone()[0]
+
+
+def changed_conversions(store: Store, after_id: int, limit: int = 50_000) -> tuple[int, set[int | None], list[dict]]:
+    """Events after `after_id`: (newest id, conversion ids they touch, the log lines to show)."""
+    rows = store.db.execute(
+        "select id, ts, conversion_id, kind, payload from events where id > ? order by id limit ?",
+        [after_id, limit]).fetchall()
+    if not rows:
+        return after_id, set(), []
+    touched = {r[2] for r in rows}
+    events = [{"id": r[0], "ts": r[1], "conversion_id": r[2], "kind": r[3], "payload": r[4]} for r in rows]
+    return rows[-1][0], touched, events
