@@ -130,3 +130,63 @@ async def test_help_screen_and_quit(tmp_path):
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code in (0, None)
+
+
+async def test_ir_diff_view_aligns_real_ir_and_jumps_between_findings(tmp_path):
+    """The IR diff tab diffs the B run's self-check pair (real reference vs real cutile-rs IR)."""
+    from pathlib import Path
+
+    irdir = Path(__file__).parent / "ir_kernels" / "rust"
+    ref, port = irdir / "softmax_f16.ref.tileir", irdir / "softmax_f16.rust.tileir"
+    db = tmp_path / "t.db"
+    s = Store(db)
+    cid = s.add_conversion("/x/examples/softmax.py", "softmax_kernel")
+    s.record_stage(cid, StageResult(stage=Stage.WRITE_KERNEL, verdict="COMPILED", cap=2, details={
+        "ir_pairs": [{"label": "softmax_kernel/f16/sm_90", "reference": str(ref), "port": str(port),
+                      "verdict": "PASS_WITH_NOTES"}]}))
+    s.close()
+    app = app_for(db)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.pause()
+        app.open_conversion(cid)
+        await pilot.pause()
+        await pilot.press("5")
+        for _ in range(60):
+            await pilot.pause(0.05)
+            summary = str(app.screen.query_one("#ir-summary").render())
+            if "PASS" in summary or "FAIL" in summary:
+                break
+        assert "softmax_kernel/f16/sm_90" in summary and ("PASS" in summary or "FAIL" in summary)
+        rows = app.screen.query_one("#ir-rows").render()
+        assert rows is not None
+        view = app.screen.query_one("#ir-view")
+        view.focus()
+        await pilot.press("n")
+        await pilot.pause()
+
+
+async def test_perf_view_shows_ratios_geomean_and_gate(tmp_path):
+    db = tmp_path / "t.db"
+    s = Store(db)
+    cid = s.add_conversion("/x/examples/softmax.py", "softmax_kernel")
+    rid = s.record_stage(cid, StageResult(stage=Stage.PERFORMANCE, verdict="INVESTIGATE", cap=2,
+                                          details={"geomean": 1.08, "worst": {"config": "4096x4096 f16",
+                                                                              "ratio": 1.2}}))
+    s.db["perf_rows"].insert_all([
+        {"stage_run_id": rid, "config": "1024x1024 f16", "ref_ms": 0.010, "port_ms": 0.0097, "ratio": 0.97},
+        {"stage_run_id": rid, "config": "4096x4096 f16", "ref_ms": 0.026, "port_ms": 0.0312, "ratio": 1.2},
+    ])
+    s.close()
+    app = app_for(db)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#conversions")
+        assert "1.080" in str(table.get_row_at(0)[6])
+        app.open_conversion(cid)
+        await pilot.pause()
+        await pilot.press("6")
+        await pilot.pause()
+        pt = app.screen.query_one("#perf-table")
+        assert pt.row_count == 2 and str(pt.get_row_at(1)[3]) == "1.200"
+        summary = str(app.screen.query_one("#perf-summary").render())
+        assert "geomean 1.080" in summary and "gate <= 1.05" in summary and "4096x4096 f16" in summary

@@ -1,0 +1,47 @@
+"""`tileport tui [--repo DIR] [--readonly]`: the dashboard on a repository's store.
+
+It renders what the store says (a second dashboard on the same store sees the first one's runs live)
+and sends actions to the same runner and approval functions the CLI uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tileport.cli._common import config_from
+from tileport.errors import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tui", help="open the dashboard: conversions, live stages, IR diffs, perf, approval",
+                       description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--repo", metavar="DIR", help="the git repository whose conversions to show and drive "
+                                                 "(default: the current directory)")
+    p.add_argument("--store", metavar="DB", help="store to open (default: the config's store)")
+    p.add_argument("--readonly", action="store_true", help="watch only: every action that writes is refused")
+    p.add_argument("--no-doctor", action="store_true", help="skip the toolchain check in the header")
+    p.set_defaults(func=run)
+
+
+def store_path(args: argparse.Namespace, config) -> Path:
+    if getattr(args, "store", None):
+        return Path(args.store)
+    base = Path(args.repo) if getattr(args, "repo", None) else Path.cwd()
+    p = Path(config.store)
+    return p if p.is_absolute() else base / p
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from(args)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UserError("the dashboard needs a terminal; use `tileport status` or `tileport run` when piping")
+    if args.repo and not Path(args.repo).is_dir():
+        raise UserError(f"{args.repo}: no such directory; pass the git repository to watch with --repo")
+    from tileport.tui import TileportApp
+
+    app = TileportApp(store_path(args, config), config, repo=args.repo, readonly=args.readonly,
+                      doctor=not args.no_doctor)
+    app.run()
+    return int(app.return_code or 0)
