@@ -48,7 +48,7 @@ class ConversionsTable(DataTable):
             else:
                 for key, _ in COLUMNS:
                     if old[key] != plain[key]:
-                        self.update_cell(str(row.id), key, values[key])
+                        self.update_cell(str(row.id), key, values[key], update_width=True)
             self._shown[row.id] = plain
 
     def selected_id(self) -> int | None:
