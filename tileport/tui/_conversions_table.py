@@ -7,15 +7,21 @@ from textual.widgets import DataTable
 
 from tileport.tui.view import ConversionRow, verdict_style
 
-COLUMNS = (("id", "id"), ("op", "op"), ("kernel", "kernel"), ("stage", "stage"), ("verdict", "verdict"),
-           ("attempts", "attempts / caps"), ("geomean", "geomean"), ("approval", "approval"), ("status", "status"))
+# (key, label, width): fixed widths, so a thousand rows need no per-cell measuring (open < 1 s)
+COLUMNS = (("id", "id", 5), ("op", "op", 22), ("kernel", "kernel", 26), ("stage", "stage", 5),
+           ("verdict", "verdict", 15), ("attempts", "attempts / caps", 24), ("geomean", "geomean", 7),
+           ("approval", "approval", 18), ("status", "status", 10))
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def cells(row: ConversionRow, gate: float) -> dict[str, object]:
     geo = Text("-", style="dim") if row.geomean is None else Text(
         f"{row.geomean:.3f}", style="green" if row.geomean <= gate else "red")
     return {
-        "id": str(row.id), "op": row.op, "kernel": row.kernel,
+        "id": str(row.id), "op": _clip(row.op, 22), "kernel": _clip(row.kernel, 26),
         "stage": row.stage or "-",
         "verdict": Text(row.verdict or "-", style=verdict_style(row.verdict)),
         "attempts": row.attempts_text() or "-",
@@ -35,8 +41,8 @@ class ConversionsTable(DataTable):
         self._shown: dict[int, dict[str, str]] = {}
 
     def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            self.add_column(label, key=key)
+        for key, label, width in COLUMNS:
+            self.add_column(label, key=key, width=width)
 
     def upsert(self, rows: list[ConversionRow]) -> None:
         for row in rows:
@@ -44,11 +50,11 @@ class ConversionsTable(DataTable):
             plain = {k: str(v) for k, v in values.items()}
             old = self._shown.get(row.id)
             if old is None:
-                self.add_row(*(values[k] for k, _ in COLUMNS), key=str(row.id))
+                self.add_row(*(values[k] for k, _, _ in COLUMNS), key=str(row.id), height=1)
             else:
-                for key, _ in COLUMNS:
+                for key, _, _ in COLUMNS:
                     if old[key] != plain[key]:
-                        self.update_cell(str(row.id), key, values[key], update_width=True)
+                        self.update_cell(str(row.id), key, values[key])
             self._shown[row.id] = plain
 
     def selected_id(self) -> int | None:

@@ -30,11 +30,24 @@ class MainScreen(Screen):
     def show_toolchain(self, text: str) -> None:
         self.query_one("#toolchain", Static).update(text)
 
+    FIRST_PAGE = 100  # rows shown before the first paint; the rest follow in chunks, so a big store opens fast
+    CHUNK = 250
+
     def reload(self) -> None:
         table = self.query_one(ConversionsTable)
         rows = conversion_rows(self.app.store, self.app.caps)
-        table.upsert(rows)
+        table.upsert(rows[: self.FIRST_PAGE])
         self._status(len(rows))
+        self._pending = rows[self.FIRST_PAGE:]
+        if self._pending:
+            self.call_after_refresh(self._load_more)
+
+    def _load_more(self) -> None:
+        chunk, self._pending = self._pending[: self.CHUNK], self._pending[self.CHUNK:]
+        # rows changed since the snapshot are re-read by store_changed; upsert keeps the newest cells
+        self.query_one(ConversionsTable).upsert(chunk)
+        if self._pending:
+            self.call_after_refresh(self._load_more)
 
     def _status(self, n: int) -> None:
         mode = "  [read-only]" if self.app.readonly else ""
