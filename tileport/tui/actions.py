@@ -1,85 +1,191 @@
 """What the dashboard can ask for, and why it may not: a thin seam to the runner and the approval rules.
 
-The dashboard owns no pipeline logic. Every action here calls the same functions the CLI calls
-(`tileport.agents.runner`, `tileport.worktrees.approval` / `merge`), and every "may I?" question is
-answered by those layers too, so the dashboard and `tileport approve` refuse for the same reasons.
-A read-only dashboard refuses everything that writes, and says so.
+The dashboard owns no pipeline logic. Every action calls the functions the CLI calls
+(`tileport.agents.runner.Runner`, `tileport.worktrees.approval` / `merge`), and every "may I?" is
+answered from the same rules (the merge rule's refusals, the runner's caps), so the dashboard and
+`tileport approve` / `merge` refuse for the same reasons. A read-only dashboard refuses every write.
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tileport.config import Config
 from tileport.errors import UserError
+from tileport.store import Store
 
 READONLY = "read-only dashboard (started with --readonly): use the CLI or a writable dashboard"
-
-# action name -> (module, function) of the layer that owns it
-_OWNERS: dict[str, tuple[str, str]] = {
-    "start": ("tileport.agents.runner", "start_conversions"),
-    "resume": ("tileport.agents.runner", "resume_conversion"),
-    "stop": ("tileport.agents.runner", "stop_conversion"),
-    "rerun": ("tileport.agents.runner", "rerun_stage"),
-    "approve": ("tileport.worktrees.approval", "approve"),
-    "reject": ("tileport.worktrees.approval", "reject"),
-    "merge": ("tileport.worktrees.merge", "merge"),
-}
-# action name -> (module, function) answering "why not?" (None when allowed)
-_CHECKS: dict[str, tuple[str, str]] = {
-    "resume": ("tileport.agents.runner", "why_not_resume"),
-    "stop": ("tileport.agents.runner", "why_not_stop"),
-    "rerun": ("tileport.agents.runner", "why_not_rerun"),
-    "approve": ("tileport.worktrees.approval", "why_not_approve"),
-    "reject": ("tileport.worktrees.approval", "why_not_reject"),
-    "merge": ("tileport.worktrees.merge", "why_not_merge"),
-}
-WRITES = set(_OWNERS)
+WRITES = {"start", "resume", "stop", "rerun", "approve", "reject", "merge"}
+_CID = re.compile(r"^#(\d+) ")
 
 
-def _resolve(spec: tuple[str, str]) -> Callable[..., Any] | None:
-    module, name = spec
-    try:
-        return getattr(importlib.import_module(module), name, None)
-    except ImportError:
-        return None
-
-
-@dataclass
 class Actions:
-    """Bound to one store, config and repository; used from worker threads and the UI thread alike."""
+    """Bound to one store, config and repository; called from worker threads and the UI thread alike."""
 
-    store_path: Path
-    config: Config
-    repo: Path | None = None
-    readonly: bool = False
+    def __init__(self, store_path: Path, config: Config, repo: Path | None = None, readonly: bool = False,
+                 model: str | None = None, jobs: int = 2) -> None:
+        self.store_path = Path(store_path).absolute()
+        self.config = config.model_copy(update={"store": str(self.store_path)})
+        self.repo = Path(repo) if repo else Path.cwd()
+        self.readonly = readonly
+        self.model = model
+        self.jobs = jobs
+        self._running: set[int] = set()
+        self._lock = threading.Lock()
+        self._runner = None
 
+    # --- plumbing ----------------------------------------------------------------------------
+    @property
+    def runner(self):
+        if self._runner is None:
+            from tileport.agents.runner import Runner
+
+            self._runner = Runner(self.config, model=self.model, out=self._log)
+        return self._runner
+
+    def _log(self, line: str) -> None:
+        """Runner output becomes `log` events, so every dashboard on this store shows it live."""
+        m = _CID.match(line)
+        store = Store(self.store_path)
+        try:
+            store.log_event("log", int(m.group(1)) if m else None, text=line)
+        finally:
+            store.close()
+
+    def _with_store(self, fn, *args, **kw):
+        store = Store(self.store_path)
+        try:
+            return fn(store, self.config, *args, **kw)
+        finally:
+            store.close()
+
+    def running(self, conversion_id: int) -> bool:
+        with self._lock:
+            return conversion_id in self._running
+
+    # --- "why not?" -------------------------------------------------------------------------------
     def why_not(self, action: str, conversion_id: int | None = None, **kw: Any) -> str | None:
         """One line saying why `action` is not possible now, or None when it is."""
         if self.readonly and action in WRITES:
             return READONLY
-        owner = _OWNERS.get(action)
-        if owner is None:
-            return f"unknown action {action!r}"
-        if _resolve(owner) is None:
-            return f"{action} is not available in this tileport ({owner[0]}.{owner[1]} missing)"
-        check = _CHECKS.get(action)
-        fn = _resolve(check) if check else None
-        if fn is None or conversion_id is None:
+        if action == "start":
             return None
+        if conversion_id is None:
+            return "select a conversion first"
+        store = Store(self.store_path)
         try:
-            return fn(self.store_path, conversion_id, config=self.config, **kw)
+            conv = store.conversion(conversion_id)
         except UserError as e:
             return str(e)
+        finally:
+            store.close()
+        status = conv.get("status")
+        if action in ("resume", "rerun"):
+            if self.running(conversion_id):
+                return f"conversion {conversion_id} is running; stop it first (x)"
+            if not conv.get("worktree"):
+                return f"conversion {conversion_id} has no worktree (it was recorded by `tileport analyze`)"
+            if action == "resume" and status in ("done", "merged", "rejected"):
+                return f"conversion {conversion_id} is {status}; rerun a stage (r) to change it"
+            return None
+        if action == "stop":
+            return None if self.running(conversion_id) else (
+                f"conversion {conversion_id} is not running in this dashboard")
+        if action in ("approve", "reject", "merge"):
+            if not conv.get("branch") or not conv.get("repo"):
+                return f"conversion {conversion_id} has no branch to {action}"
+            if self.running(conversion_id):
+                return f"conversion {conversion_id} is running; decide once it stops on a commit"
+            if action == "reject":
+                return None
+            from tileport.worktrees.merge import check_merge
 
-    def do(self, action: str, *args: Any, **kw: Any) -> Any:
-        """Run `action` through its owner (blocking: call it from a worker for long work)."""
-        reason = self.why_not(action, args[0] if args and isinstance(args[0], int) else None)
+            try:
+                outcome = self._with_store(check_merge, conversion_id)
+            except UserError as e:
+                return str(e)
+            # approving needs every gate passed on HEAD; merging needs that and the approval
+            refusals = [r for r in outcome.refusals if action == "merge" or not r.startswith(("approval", "rejected"))]
+            return "; ".join(refusals) if refusals else None
+        return f"unknown action {action!r}"
+
+    # --- doing ---------------------------------------------------------------------------------
+    def _drive(self, conversion_id: int, fn) -> Any:
+        with self._lock:
+            if conversion_id in self._running:
+                raise UserError(f"conversion {conversion_id} is already running")
+            self._running.add(conversion_id)
+        try:
+            return fn()
+        finally:
+            with self._lock:
+                self._running.discard(conversion_id)
+
+    def start(self, op_paths: list[str]) -> list[int]:
+        """Start a conversion per op (or pick up the existing, unfinished one), then drive them from a pool."""
+        if self.readonly:
+            raise UserError(READONLY)
+        store = Store(self.store_path)
+        try:
+            existing = {Path(c["op_path"]).resolve(): c for c in store.conversions() if c.get("worktree")}
+        finally:
+            store.close()
+        cids = []
+        for op in op_paths:
+            conv = existing.get(Path(op).resolve())
+            cids.append(conv["id"] if conv else self.runner.start(op, repo=self.repo))
+        todo = [c for c in cids if not self.why_not("resume", c)]
+        with ThreadPoolExecutor(max_workers=max(1, self.jobs), thread_name_prefix="dashboard") as pool:
+            list(pool.map(self.resume, todo))
+        return cids
+
+    def resume(self, conversion_id: int):
+        reason = self.why_not("resume", conversion_id)
         if reason:
             raise UserError(reason)
-        fn = _resolve(_OWNERS[action])
-        assert fn is not None
-        return fn(self.store_path, *args, config=self.config, repo=self.repo, **kw)
+        return self._drive(conversion_id, lambda: self.runner.resume(conversion_id))
+
+    def rerun(self, conversion_id: int, stage: str):
+        reason = self.why_not("rerun", conversion_id)
+        if reason:
+            raise UserError(reason)
+        return self._drive(conversion_id, lambda: self.runner.rerun_stage(conversion_id, stage))
+
+    def stop(self, conversion_id: int) -> None:
+        reason = self.why_not("stop", conversion_id)
+        if reason:
+            raise UserError(reason)
+        self.runner.stop(conversion_id)
+
+    def approve(self, conversion_id: int, comment: str | None = None):
+        from tileport.worktrees.approval import approve
+
+        reason = self.why_not("approve", conversion_id)
+        if reason:
+            raise UserError(reason)
+        return self._with_store(approve, conversion_id, comment)
+
+    def reject(self, conversion_id: int, reason_text: str):
+        from tileport.worktrees.approval import reject
+
+        reason = self.why_not("reject", conversion_id)
+        if reason:
+            raise UserError(reason)
+        return self._with_store(reject, conversion_id, reason_text)
+
+    def merge(self, conversion_id: int):
+        from tileport.worktrees.merge import merge
+
+        if self.readonly:
+            raise UserError(READONLY)
+        outcome = self._with_store(merge, conversion_id)
+        if not outcome.merged:
+            raise UserError("; ".join(outcome.refusals) or "merge refused")
+        return outcome
+
+    def do(self, action: str, *args: Any) -> Any:
+        return getattr(self, action)(*args)

@@ -46,7 +46,7 @@ class TileportApp(App):
 
     def __init__(self, store_path: str | Path, config: Config | None = None, *, repo: str | Path | None = None,
                  readonly: bool = False, poll_interval: float = 0.25, doctor: bool = True,
-                 autostart: list[str] | None = None) -> None:
+                 autostart: list[str] | None = None, model: str | None = None) -> None:
         super().__init__()
         self.store_path = Path(store_path)
         self.config = config or Config()
@@ -57,7 +57,7 @@ class TileportApp(App):
         self.autostart = list(autostart or [])
         self.caps = self.config.caps.model_dump()
         self.gate = self.config.perf.geomean_max
-        self.actions = Actions(self.store_path, self.config, self.repo, readonly)
+        self.actions = Actions(self.store_path, self.config, self.repo, readonly, model=model)
         self.store = Store(self.store_path)
         self._last_event = newest_event_id(self.store)
         self.toolchain_text = "toolchain: checking ..."
@@ -74,8 +74,13 @@ class TileportApp(App):
         else:
             self._set_toolchain("toolchain: not checked")
         if self.autostart and not self.readonly:
-            self.run_worker(lambda: self.actions.do("start", self.autostart), thread=True, group="start",
-                            exit_on_error=False)
+            self.run_worker(self._autostart, thread=True, group="start", exit_on_error=False)
+
+    def _autostart(self) -> None:
+        try:
+            self.actions.start(self.autostart)
+        except UserError as e:
+            self.call_from_thread(self.notify, f"start: {e}", severity="error", timeout=10)
 
     def on_unmount(self) -> None:
         self.store.close()
@@ -166,7 +171,7 @@ class TileportApp(App):
     def action_stop(self) -> None:
         cid = self.current_id()
         if not self._refuse("stop", cid):
-            self.actions.do("stop", cid)
+            self.actions.stop(cid)
             self.notify(f"stop requested for #{cid}; it stops after the running step and keeps its state")
 
     def action_rerun(self) -> None:
