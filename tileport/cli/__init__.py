@@ -37,8 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+        # `tileport` alone: the dashboard converting the bundled examples (headless without a terminal)
+        from tileport.cli.tui import run_default
+
+        args.func = lambda a: run_default(a.config)
     try:
         return int(args.func(args) or 0)
     except UserError as e:

@@ -45,3 +45,44 @@ def run(args: argparse.Namespace) -> int:
                       doctor=not args.no_doctor)
     app.run()
     return int(app.return_code or 0)
+
+
+SCRATCH = Path(".tileport") / "examples-repo"
+
+
+def run_default(argv_config: str | None = None) -> int:
+    """`tileport` with no arguments: the bundled examples, converted live in a scratch repository with the
+    embedded defaults (no model: the deterministic draft writer; no GPU: D stops at BLOCKED(env))."""
+    from tileport.config import load_config
+    from tileport.validators.analysis.corpus import find_examples
+    from tileport.worktrees.scratch import examples_repo
+
+    config = load_config(argv_config)
+    root, ops = examples_repo(SCRATCH, find_examples())
+    store = root / ".tileport" / "tileport.db"
+    config = config.model_copy(update={"store": str(store)})
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # no terminal (piped, CI): the same conversions, headless, one line per verdict
+        from tileport.agents.runner import Runner
+
+        print(f"tileport: no terminal for the dashboard; converting {len(ops)} examples headless in {root} "
+              f"(store {store}; `tileport tui --repo {root}` to watch)")
+        runner = Runner(config, model="none")
+        existing = {}
+        from tileport.store import Store
+
+        s = Store(store)
+        try:
+            existing = {Path(c["op_path"]).resolve(): c["id"] for c in s.conversions() if c.get("worktree")}
+        finally:
+            s.close()
+        cids = [existing.get(op.resolve()) or runner.start(op, repo=root) for op in ops]
+        finished = runner.drive_many(cids, jobs=2)
+        for f in finished:
+            print(f"#{f.conversion_id}: {f.status}" + (f" ({f.reason})" if f.reason else ""))
+        return max((f.exit_code for f in finished), default=0)
+    from tileport.tui import TileportApp
+
+    app = TileportApp(store, config, repo=root, autostart=[str(op) for op in ops], model="none")
+    app.run()
+    return int(app.return_code or 0)
