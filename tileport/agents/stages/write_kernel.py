@@ -45,6 +45,10 @@ def result_from_build(build: RustBuildResult, report: SelfCheckReport | None = N
         bad = [p for p in report.pairs if p.failed]
         details.update(self_check=report.verdict.value, pairs=len(report.pairs), pairs_failed=len(bad),
                        uncovered=len(report.uncovered),
+                       # reference/port Tile IR text pairs: the dashboard's IR diff view reads these
+                       ir_pairs=[{"label": f"{p.entry}/{p.variant}/{p.target}", "reference": p.ref_text,
+                                  "port": p.port_text, "verdict": p.verdict}
+                                 for p in report.pairs if p.ref_text and p.port_text][:64],
                        categories=sorted({f.category for p in bad for f in p.findings
                                           if f.severity == Severity.ERROR}))
         if report.verdict == Verdict.FAIL_FIXABLE:
