@@ -190,3 +190,50 @@ async def test_perf_view_shows_ratios_geomean_and_gate(tmp_path):
         assert pt.row_count == 2 and str(pt.get_row_at(1)[3]) == "1.200"
         summary = str(app.screen.query_one("#perf-summary").render())
         assert "geomean 1.080" in summary and "gate <= 1.05" in summary and "4096x4096 f16" in summary
+
+
+async def test_approval_flow_refuses_until_gates_pass_then_approves_and_merges(tmp_path):
+    """On a real repository: approve is refused (and says which gate) until A, B, D and E pass on HEAD; then
+    `a` approves the exact HEAD, `m` merges it into main, and the table shows it."""
+    from gitconv import Conv, git
+
+    db = tmp_path / "t.db"
+    store = Store(db)
+    conv = Conv(tmp_path, store)
+    conv.run("A")
+    conv.run("B")
+    store.close()
+    app = app_for(db, repo=conv.repo)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.pause()
+        app.open_conversion(conv.cid)
+        await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        refusal = [n.message for n in app._notifications][-1]
+        assert refusal.startswith("approve:") and "gate D" in refusal
+        why = str(app.screen.query_one("#why-not").render())
+        assert "gate D" in why and "gate E" in why
+        s2 = Store(db)
+        conv.store = s2
+        conv.run("D")
+        conv.run("E")
+        head = conv.head()
+        s2.close()
+        await pilot.pause(0.3)
+        await pilot.press("a")
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.3)
+        s3 = Store(db)
+        [appr] = s3.approvals(conv.cid)
+        assert appr["decision"] == "approve" and appr["commit"] == head
+        s3.close()
+        await pilot.press("m")
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.3)
+        assert conv.contains("main", head)
+        assert "Tileport" in git(conv.repo, "log", "-1", "--format=%B", "main")
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        row = [str(c) for c in app.screen.query_one("#conversions").get_row_at(0)]
+        assert row[7] == "approved"
