@@ -9,8 +9,8 @@ from pathlib import Path
 from tileport.records import Stage, StageResult
 from tileport.store import Store
 
-PASSING = {"A": "PASS", "B": "COMPILED", "D": "ALL_PASS", "E": "DONE"}
-FAILING = {"A": "FAIL_FIXABLE", "B": "FAIL_COMPILE", "D": "FAIL", "E": "INVESTIGATE"}
+PASSING = {"A": "PASS", "B": "COMPILED", "C": "PASS", "D": "ALL_PASS", "E": "DONE"}
+FAILING = {"A": "FAIL_FIXABLE", "B": "FAIL_COMPILE", "C": "FAIL_FIXABLE", "D": "FAIL", "E": "INVESTIGATE"}
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -41,6 +41,8 @@ class Conv:
         store.update_conversion(self.cid, repo=str(self.repo), branch=self.branch, worktree=str(self.wt),
                                 base_branch="main", base_commit=self.base, head_commit=self.base, status="running")
         self.n = 0
+        self.attempts: dict[str, int] = {}  # stage -> newest attempt number
+        self.commit_attempt: dict[str, tuple[str, int]] = {}  # stage commit -> (stage, attempt)
 
     def head(self) -> str:
         return git(self.repo, "rev-parse", self.branch)
@@ -51,16 +53,20 @@ class Conv:
     def contains(self, ref: str, commit: str) -> bool:
         return subprocess.run(["git", "merge-base", "--is-ancestor", commit, ref], cwd=self.repo).returncode == 0
 
-    def stage_commit(self, stage: str, path: str | None = None) -> str:
-        """A pipeline-style stage commit: one file written, trailers naming stage and conversion."""
+    def stage_commit(self, stage: str, path: str | None = None, attempt: int | None = None) -> str:
+        """A pipeline-style stage commit: one file written, trailers naming stage, attempt and conversion."""
+        if attempt is None:
+            self.attempts[stage] = attempt = self.attempts.get(stage, 0) + 1
         self.n += 1
         f = self.wt / (path or f"evidence/{self.cid}/{stage}-{self.n}.txt")
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(f"{stage} attempt {self.n}\n")
         git(self.wt, "add", "-A")
         git(self.wt, "commit", "-q", "-m", f"stage {stage} attempt {self.n}", "--trailer", f"Tileport-Stage: {stage}",
-            "--trailer", f"Tileport-Conversion: {self.cid}", "--trailer", "Tileport-Attempt: 1")
-        return self.head()
+            "--trailer", f"Tileport-Conversion: {self.cid}", "--trailer", f"Tileport-Attempt: {attempt}")
+        sha = self.head()
+        self.commit_attempt[sha] = (stage, attempt)
+        return sha
 
     def human_commit(self, path: str = "kernel.rs") -> str:
         self.n += 1
@@ -72,12 +78,16 @@ class Conv:
     def run(self, stage: str, passing: bool = True, commit: str | None = None, **details) -> int:
         """Record a stage run on `commit` (default: a new stage commit of that stage)."""
         commit = commit or self.stage_commit(stage)
+        if self.commit_attempt.get(commit, (None,))[0] == stage:
+            attempt = self.commit_attempt[commit][1]
+        else:  # a run recorded on a commit that is not its own stage commit: a new attempt
+            self.attempts[stage] = attempt = self.attempts.get(stage, 0) + 1
         verdict = (PASSING if passing else FAILING)[stage]
         if stage == "B" and "self_check" not in details:
             details["self_check"] = "PASS"
         if stage == "E" and "geomean" not in details:
             details["geomean"] = 0.97
-        r = StageResult(stage=Stage(stage), verdict=verdict, details=details)
+        r = StageResult(stage=Stage(stage), verdict=verdict, details=details, attempt=attempt)
         rid = self.store.record_stage(self.cid, r, commit=commit)
         self.store.update_conversion(self.cid, head_commit=self.head())
         return rid

@@ -251,3 +251,17 @@ def test_a_misspelt_approval_key_is_one_line(env, tmp_path):
     bad.write_text(cfg.read_text() + "allow_overide = true\n")
     r = tp(bad, "merge", str(conv.cid))
     assert r.returncode == 2 and "unknown key 'approval.allow_overide'" in r.stderr
+
+
+def test_a_runs_own_evidence_commit_after_the_judged_commit_keeps_it_fresh(env):
+    conv, cfg = env
+    for s in "ABD":
+        conv.run(s)
+    judged = conv.head()
+    conv.run("E", commit=judged)  # E judged HEAD, attempt 1 ...
+    conv.stage_commit("E", attempt=1)  # ... then committed its own evidence as attempt 1: not a change
+    assert [gr.status for gr in merge.check_merge(conv.store, load_config(cfg), conv.cid).gates] == \
+        [GateStatus.SATISFIED] * 4
+    conv.stage_commit("E", attempt=2)  # another E attempt's commit is a change the first run did not judge
+    gates = merge.check_merge(conv.store, load_config(cfg), conv.cid).gates
+    assert gates[3].status is GateStatus.STALE and gates[2].status is GateStatus.SATISFIED

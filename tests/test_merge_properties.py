@@ -17,15 +17,12 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from gitconv import Conv, git
 from tileport.config import Config
-from tileport.records import Stage, StageResult
 from tileport.store import Store
 from tileport.worktrees import approval, merge
 from tileport.worktrees.approval import notes_on
 from tileport.worktrees.gates import REQUIRED_GATES
 
 SURVIVES = {s.name: s.survives for s in REQUIRED_GATES}
-PASS = {"A": "PASS", "B": "COMPILED", "C": "PASS", "D": "ALL_PASS", "E": "DONE"}
-FAIL = {"A": "FAIL_FIXABLE", "B": "FAIL_COMPILE", "C": "FAIL_FIXABLE", "D": "FAIL", "E": "INVESTIGATE"}
 
 ops = st.one_of(
     st.tuples(st.just("run"), st.sampled_from("ABCDE"), st.booleans()),
@@ -64,11 +61,7 @@ class Model:
 
 
 def _record(conv: Conv, stage: str, passed: bool, commit: str) -> None:
-    verdict = (PASS if passed else FAIL)[stage]
-    details = {"self_check": "PASS"} if stage == "B" else {"geomean": 0.98} if stage == "E" else {}
-    conv.store.record_stage(conv.cid, StageResult(stage=Stage(stage), verdict=verdict, details=details),
-                            commit=commit)
-    conv.store.update_conversion(conv.cid, head_commit=conv.head())
+    conv.run(stage, passing=passed, commit=commit)
 
 
 def _all_shas(repo: Path) -> set[str]:

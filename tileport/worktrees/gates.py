@@ -66,19 +66,20 @@ def _detail_verdict(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def stage_commits(repo: str | Path, a: str, b: str) -> list[tuple[str, str | None, str | None]]:
-    """Commits in a..b as (sha, Tileport-Stage letter, Tileport-Conversion), oldest first."""
+def stage_commits(repo: str | Path, a: str, b: str) -> list[tuple[str, str | None, str | None, str | None]]:
+    """Commits in a..b as (sha, Tileport-Stage letter, Tileport-Conversion, Tileport-Attempt), oldest first."""
     fmt = "%H%x1f%(trailers:key=Tileport-Stage,valueonly,separator=%x2C)%x1f" \
-          "%(trailers:key=Tileport-Conversion,valueonly,separator=%x2C)%x1e"
+          "%(trailers:key=Tileport-Conversion,valueonly,separator=%x2C)%x1f" \
+          "%(trailers:key=Tileport-Attempt,valueonly,separator=%x2C)%x1e"
     text = g.out(repo, "log", "--reverse", f"--format={fmt}", f"{a}..{b}")
     commits = []
     for rec in text.split("\x1e"):
         rec = rec.strip()
         if not rec:
             continue
-        sha, stage, conv = (rec.split("\x1f") + ["", ""])[:3]
+        sha, stage, conv, attempt = (rec.split("\x1f") + ["", "", ""])[:4]
         stage_l = _stage_letter(stage) if stage.strip() and "," not in stage else None
-        commits.append((sha, stage_l, conv.strip() or None))
+        commits.append((sha, stage_l, conv.strip() or None, attempt.strip() or None))
     return commits
 
 
@@ -87,8 +88,10 @@ def _own_paths(repo: str | Path, commit: str) -> set[str]:
                                  commit).split("\0") if p)
 
 
-def stands_for(repo: str | Path, conversion_id: int, spec: GateSpec, commit: str, head: str) -> tuple[bool, str]:
-    """Whether a run evaluated on `commit` still judges `head` (see the module docstring), and why not."""
+def stands_for(repo: str | Path, conversion_id: int, spec: GateSpec, commit: str, head: str,
+               attempt: int | None = None) -> tuple[bool, str]:
+    """Whether a run evaluated on `commit` still judges `head` (see the module docstring), and why not.
+    A commit of the same stage and attempt after `commit` is the run's own record (its evidence), not a change."""
     if commit == head:
         return True, ""
     if g.rev(repo, commit) is None:
@@ -96,12 +99,14 @@ def stands_for(repo: str | Path, conversion_id: int, spec: GateSpec, commit: str
     if not g.is_ancestor(repo, commit, head):
         return False, f"passed on {commit[:10]}, which HEAD {head[:10]} no longer contains"
     between = stage_commits(repo, commit, head)
-    for sha, stage, conv in between:
+    for sha, stage, conv, att in between:
         if stage is None or conv != str(conversion_id):
             return False, f"passed on {commit[:10]}; {sha[:10]} since is not a tileport stage commit of this conversion"
+        if stage == spec.name and attempt is not None and att == str(attempt):
+            continue
         if stage not in spec.survives:
             return False, f"passed on {commit[:10]}; stage {stage} committed {sha[:10]} since"
-    own_stage = next(iter(stage_commits(repo, f"{commit}~1", commit)), (None, None, None))[1] \
+    own_stage = next(iter(stage_commits(repo, f"{commit}~1", commit)), (None, None, None, None))[1] \
         if g.rev(repo, f"{commit}~1") else None
     if own_stage == spec.name:
         touched = set(g.changed_paths(repo, commit, head)) & _own_paths(repo, commit)
@@ -168,7 +173,7 @@ def evaluate_gates(store: Store, repo: str | Path, conversion_id: int, head: str
             if not run["commit"]:
                 status, reason = GateStatus.STALE, f"{spec.name} run #{run['id']} recorded no commit"
             else:
-                fresh, why = stands_for(repo, conversion_id, spec, run["commit"], head)
+                fresh, why = stands_for(repo, conversion_id, spec, run["commit"], head, run["attempt"])
                 if not fresh:
                     status, reason = GateStatus.STALE, why
         if status is GateStatus.SATISFIED:
