@@ -349,3 +349,25 @@ class Store:
 
     def approvals(self, conversion_id: int) -> list[dict]:
         return list(self.db["approvals"].rows_where("conversion_id = ?", [conversion_id], order_by="id"))
+
+
+def _damage_is_user_error(fn):
+    """A damaged store (malformed page, dropped table) is one line naming the file, never a traceback."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except sqlite3.DatabaseError as e:
+            if type(e) not in (sqlite3.DatabaseError, sqlite3.OperationalError):
+                raise  # integrity and programming errors are tileport bugs, not damage
+            raise UserError(f"{self.path}: the store is damaged or unreadable ({e}); move it aside (tileport starts "
+                            "a new one) or restore it from a backup") from None
+    return wrapper
+
+
+for _name in ("log_event", "events", "add_conversion", "conversion_for", "conversion", "conversions",
+              "update_conversion", "record_stage", "latest_verdicts", "stage_runs", "stage_commands",
+              "stage_artifacts", "attempts", "record_approval", "approvals"):
+    setattr(Store, _name, _damage_is_user_error(getattr(Store, _name)))

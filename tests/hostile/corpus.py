@@ -580,7 +580,7 @@ def ir_semantic_cases() -> list[Case]:
         Case("ir/same", ["ir-diff", "ref.tileir", "gen.tileir"],
              _all(_w("ref.tileir", IR_TEXT), _w("gen.tileir", IR_TEXT)), expect=(0,), group="ir"),
         Case("ir/huge-constant", ["ir-diff", "ref.tileir", "gen.tileir"],
-             _all(_w("ref.tileir", IR_TEXT), _w("gen.tileir", IR_TEXT.replace("<i32: 1>", "<i32: 1" + "0" * 100000 + ">"))),
+             _all(_w("ref.tileir", IR_TEXT), _w("gen.tileir", IR_TEXT.replace("tile=(1024)", "tile=(1" + "0" * 100000 + ")"))),
              expect=(1, 2), group="ir"),
         Case("ir/huge-shape", ["ir-diff", "ref.tileir", "gen.tileir"],
              _all(_w("ref.tileir", IR_TEXT), _w("gen.tileir", IR_TEXT.replace("1024xf32", "9" * 5000 + "xf32"))),
@@ -666,6 +666,8 @@ def _snapshot(root: Path) -> dict[str, str]:
         for name in dirnames + filenames:
             p = Path(dirpath) / name
             rel = str(p.relative_to(root))
+            if name.endswith(("-wal", "-shm", "-journal")):
+                continue  # SQLite's own files: it may reset a garbage WAL, which holds no committed data
             st = os.lstat(p)
             if stat.S_ISLNK(st.st_mode):
                 snap[rel] = "link:" + os.readlink(p)

@@ -22,7 +22,7 @@ import json
 import sys
 from pathlib import Path
 
-from tileport.cli._common import config_from
+from tileport.cli._common import config_from, seconds
 from tileport.errors import UserError
 from tileport.validators.rust.reference import analysis_path, derive_spec, load_analysis, sync_spec
 from tileport.validators.rust.selfcheck import format_self_check, no_build_report, self_check
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-disasm", action="store_true", help="skip tileirdisasm")
     p.add_argument("--fetch", action="store_true", help="allow cargo to use the network (first build only)")
     p.add_argument("--deny-unsafe", action="store_true", help="refuse `unsafe` in kernel.rs")
-    p.add_argument("--timeout", type=float, default=1200.0, metavar="S", help="cargo build time limit (s)")
+    p.add_argument("--timeout", type=seconds(0, 86400), default=1200.0, metavar="S", help="cargo build time limit (s)")
     p.add_argument("--reference", metavar="ANALYSIS",
                    help="after the build, IR self-check every variant against out/<op> (or its analysis.json)")
     p.add_argument("--no-notes", action="store_true", help="self-check: list errors and warnings only")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tileport.cli._common import config_from, open_store
+from tileport.cli._common import config_from, int_in, open_store
 from tileport.records import Stage
 
 STAGE_ORDER = [s.value for s in (Stage.ANALYZE, Stage.WRITE_KERNEL, Stage.DIAGNOSE_TRANSLATION,
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("status", help="conversions and stage verdicts recorded in the store",
                        description="List conversions with the newest verdict per stage; with ID, every stage run "
                                    "with its commands and artifacts.")
-    p.add_argument("id", nargs="?", type=int, help="one conversion's full record")
+    p.add_argument("id", nargs="?", type=int_in(1, (1 << 63) - 1), help="one conversion's full record")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
@@ -43,8 +43,9 @@ def run(args: argparse.Namespace) -> int:
             c = detail["conversion"]
             print(f"#{c['id']} {c['op_path']} kernel={c['kernel'] or '*'} status={c['status']}")
             for r in detail["stage_runs"]:
+                secs = r["seconds"] if isinstance(r["seconds"], (int, float)) else float("nan")
                 print(f"  {r['stage']} attempt {r['attempt']}: {r['verdict']}"
-                      f"{' (' + r['fail_class'] + ')' if r['fail_class'] else ''}  {r['seconds']:.1f} s  "
+                      f"{' (' + str(r['fail_class']) + ')' if r['fail_class'] else ''}  {secs:.1f} s  "
                       f"{len(r['commands'])} commands, {len(r['artifacts'])} artifacts  {r['summary']}")
                 for cmd in r["commands"]:
                     if cmd["exit_code"] != 0:
