@@ -853,7 +853,7 @@ if __name__ == "__main__":
             print(c.name)
         raise SystemExit(0)
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="tileport-hostile-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="tileport-hostile-", ignore_cleanup_errors=True) as tmp:
         res = run_corpus(Path(tmp), cs, log=lambda s: print(s, flush=True))
     by_group: dict[str, list[Outcome]] = {}
     for o in res:
