@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import sqlite3
 import stat
 import time
@@ -22,7 +23,7 @@ import sqlite_utils
 
 from tileport import limits
 from tileport.errors import UserError
-from tileport.records import StageResult, utcnow
+from tileport.records import ArtifactRecord, StageResult, sha256_file, utcnow
 
 
 def _iso(ts: datetime | None) -> str | None:
@@ -285,6 +286,7 @@ class Store:
         """Store one stage result with its commands and artifacts (and where the router sent the work next),
         atomically."""
         self.conversion(conversion_id)
+        pinned = [self.pin(a) for a in result.artifacts]  # file copies outside the write lock
         finished = result.finished_at or utcnow()
         with self._write():
             rid = self.db["stage_runs"].insert({
@@ -303,11 +305,42 @@ class Store:
                      "exit_code": c.exit_code, "seconds": c.seconds, "timed_out": int(c.timed_out),
                      "output_truncated": int(c.output_truncated)} for i, c in enumerate(result.commands)
                 )
-            if result.artifacts:
-                self.db["artifacts"].insert_all({"stage_run_id": rid, **a.model_dump()} for a in result.artifacts)
+            if pinned:
+                self.db["artifacts"].insert_all({"stage_run_id": rid, **a.model_dump()} for a in pinned)
             self.log_event("stage.finished", conversion_id, stage=result.stage.value, attempt=result.attempt,
                            verdict=result.verdict, stage_run_id=rid, routed_to=routed_to)
         return rid
+
+    @property
+    def evidence_dir(self) -> Path | None:
+        """Content-addressed copies of every artifact a stage run points at (beside the store file)."""
+        return None if str(self.path) == ":memory:" else self.path.absolute().parent / "evidence"
+
+    def pin(self, art: ArtifactRecord) -> ArtifactRecord:
+        """The artifact with `path` moved to an immutable, content-addressed copy: evidence/<sha[:2]>/<sha>/<name>.
+
+        Later runs overwrite out/<op>/..., so a row pointing there would stop matching its sha256; the copy
+        never changes (same content, same path; a copy is made once per content). A file that is missing or
+        already changed since it was hashed is recorded as given: there is nothing true left to pin.
+        """
+        root = self.evidence_dir
+        src = Path(art.path)
+        if root is None or not src.is_file():
+            return art
+        dest = root / art.sha256[:2] / art.sha256 / src.name
+        try:
+            if not dest.is_file():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                tmp = dest.parent / f".{src.name}.{os.getpid()}.tmp"
+                shutil.copyfile(src, tmp)
+                if sha256_file(tmp) != art.sha256:
+                    tmp.unlink()
+                    return art
+                os.chmod(tmp, 0o444)
+                os.replace(tmp, dest)
+        except OSError:
+            return art
+        return art.model_copy(update={"path": str(dest)})
 
     def latest_verdicts(self, conversion_id: int) -> dict[str, dict]:
         """Stage letter -> its newest run (what the dashboard and `tileport status` show)."""
@@ -352,3 +385,25 @@ class Store:
 
     def approvals(self, conversion_id: int) -> list[dict]:
         return list(self.db["approvals"].rows_where("conversion_id = ?", [conversion_id], order_by="id"))
+
+
+def _damage_is_user_error(fn):
+    """A damaged store (malformed page, dropped table) is one line naming the file, never a traceback."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except sqlite3.DatabaseError as e:
+            if type(e) not in (sqlite3.DatabaseError, sqlite3.OperationalError):
+                raise  # integrity and programming errors are tileport bugs, not damage
+            raise UserError(f"{self.path}: the store is damaged or unreadable ({e}); move it aside (tileport starts "
+                            "a new one) or restore it from a backup") from None
+    return wrapper
+
+
+for _name in ("log_event", "events", "add_conversion", "conversion_for", "conversion", "conversions",
+              "update_conversion", "record_stage", "latest_verdicts", "stage_runs", "stage_commands",
+              "stage_artifacts", "attempts", "record_approval", "approvals"):
+    setattr(Store, _name, _damage_is_user_error(getattr(Store, _name)))

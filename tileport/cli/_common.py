@@ -16,3 +16,33 @@ def config_from(args: argparse.Namespace) -> Config:
 def open_store(config: Config) -> Store:
     """The store named by the config (relative paths are relative to the working directory)."""
     return Store(Path(config.store))
+
+
+def int_in(lo: int, hi: int):
+    """An argparse type: an integer in [lo, hi], else argparse's one-line usage error (exit 2)."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{text[:40]} is out of range ({lo}..{hi})")
+        return v
+    parse.__name__ = "integer"
+    return parse
+
+
+def seconds(lo: float, hi: float):
+    """An argparse type: a finite number of seconds in (lo, hi]."""
+    import math
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of seconds") from None
+        if not math.isfinite(v) or not lo < v <= hi:
+            raise argparse.ArgumentTypeError(f"{text[:40]} is out of range (more than {lo:g}, at most {hi:g} s)")
+        return v
+    parse.__name__ = "seconds"
+    return parse

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tileport.agents.record import record_standalone
 from tileport.agents.stages.analyze import result_from_analysis
-from tileport.cli._common import config_from, open_store
+from tileport.cli._common import config_from, int_in, open_store
 from tileport.errors import UserError
 from tileport.records import utcnow
 
@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="GPU targets, e.g. --target sm_90 sm_100 (default: tileport.toml targets)")
     p.add_argument("--no-cubin", action="store_true",
                    help="skip tileiras (faster, but no proof the backend accepts the IR)")
-    p.add_argument("--jobs", type=int, metavar="N", help="parallel tileiras/tileirdisasm runs (default: up to 4)")
+    p.add_argument("--jobs", type=int_in(1, 256), metavar="N", help="parallel tileiras/tileirdisasm runs (default: up to 4)")
     p.set_defaults(func=run)
 
 

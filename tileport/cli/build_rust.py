@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tileport.agents.record import record_standalone
 from tileport.agents.stages import write_kernel
-from tileport.cli._common import config_from, open_store
+from tileport.cli._common import config_from, open_store, seconds
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.records import utcnow
 from tileport.validators.rust.reference import analysis_path, derive_spec, load_analysis, sync_spec
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-disasm", action="store_true", help="skip tileirdisasm")
     p.add_argument("--fetch", action="store_true", help="allow cargo to use the network (first build only)")
     p.add_argument("--deny-unsafe", action="store_true", help="refuse `unsafe` in kernel.rs")
-    p.add_argument("--timeout", type=float, default=1200.0, metavar="S", help="cargo build time limit (s)")
+    p.add_argument("--timeout", type=seconds(0, 86400), default=1200.0, metavar="S", help="cargo build time limit (s)")
     p.add_argument("--reference", metavar="ANALYSIS",
                    help="after the build, IR self-check every variant against out/<op> (or its analysis.json)")
     p.add_argument("--no-notes", action="store_true", help="self-check: list errors and warnings only")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tileport.cli._common import config_from
+from tileport.cli._common import config_from, int_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("gen", metavar="GEN", help="generated (port) Tile IR (text or .tileirbc)")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
     p.add_argument("--side-by-side", action="store_true", help="also print the aligned reference/port view")
-    p.add_argument("--width", type=int, default=160, help="line width of the side-by-side view (default 160)")
+    p.add_argument("--width", type=int_in(40, 10000), default=160, help="line width of the side-by-side view (default 160)")
     p.set_defaults(func=run)
 
 

