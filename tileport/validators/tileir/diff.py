@@ -115,22 +115,22 @@ def infer_array_order(ref: CanonEntry, port: CanonEntry, al: Alignment,
 
 
 def diff_entries(ref: CanonEntry, port: CanonEntry, entry_name: str | None = None,
-                 port_path: str | None = None) -> tuple[list[Finding], list[AlignedRow]]:
+                 port_path: str | None = None, target: str | None = None) -> tuple[list[Finding], list[AlignedRow]]:
     name = entry_name or ref.name
     al = Alignment(ref, port)
     perm = infer_array_order(ref, port, al, port_path)
     if not perm:
-        return _diff_aligned(name, ref, port, al, perm)
+        return _diff_aligned(name, ref, port, al, perm, target)
     remapped = canonicalize(port.entry, port_path, array_map=perm)
     try:
-        return _diff_aligned(name, ref, remapped, Alignment(ref, remapped), perm)
+        return _diff_aligned(name, ref, remapped, Alignment(ref, remapped), perm, target)
     finally:
         release(remapped)
 
 
 def _diff_aligned(name: str, ref: CanonEntry, port: CanonEntry, al: Alignment,
-                  perm: dict[int, int] | None) -> tuple[list[Finding], list[AlignedRow]]:
-    ctx = Ctx(name, ref, port, al)
+                  perm: dict[int, int] | None, target: str | None = None) -> tuple[list[Finding], list[AlignedRow]]:
+    ctx = Ctx(name, ref, port, al, target)
     if perm:
         desc = ", ".join(f"reference #{v} = port #{k}" for k, v in sorted(perm.items(), key=lambda kv: kv[1])
                          if k != v)
@@ -197,19 +197,21 @@ def _gc_paused():
                 gc.enable()
 
 
-def diff_modules(ref: Module, port: Module) -> IRDiffReport:
+def diff_modules(ref: Module, port: Module, target: str | None = None) -> IRDiffReport:
+    """`target` (e.g. "sm_90"): the GPU target both modules were compiled for; hints are judged by the values
+    that apply there. None: every target either side names is judged."""
     with _gc_paused():
         canon_r = {id(e): canonicalize(e, ref.path) for e in ref.entries}
         canon_p = {id(e): canonicalize(e, port.path) for e in port.entries}
         try:
-            return _diff_canonical(ref, port, canon_r, canon_p)
+            return _diff_canonical(ref, port, canon_r, canon_p, target)
         finally:
             for ce in (*canon_r.values(), *canon_p.values()):
                 release(ce)
 
 
 def _diff_canonical(ref: Module, port: Module, canon_r: dict[int, CanonEntry],
-                    canon_p: dict[int, CanonEntry]) -> IRDiffReport:
+                    canon_p: dict[int, CanonEntry], target: str | None = None) -> IRDiffReport:
     findings: list[Finding] = []
     rows: list[AlignedRow] = []
     entries: list[EntryPair] = []
@@ -242,7 +244,7 @@ def _diff_canonical(ref: Module, port: Module, canon_r: dict[int, CanonEntry],
             findings.append(Finding(category="entries", check="entries.position", severity=Severity.NOTE,
                                     entry=r.name, ref_line=r.line, port_line=p.line,
                                     message=f"reference entry {r.name} matched to port entry {p.name} by position"))
-        f, rw = diff_entries(cr, cp, r.name, port.path)
+        f, rw = diff_entries(cr, cp, r.name, port.path, target)
         findings.extend(f)
         rows.extend(rw)
     if ref.has_debug_info or port.has_debug_info:
@@ -259,16 +261,17 @@ def _diff_canonical(ref: Module, port: Module, canon_r: dict[int, CanonEntry],
         counts[f"rows_{row.status.value}"] += 1
     stats = {"ref_entries": len(ref.entries), "port_entries": len(port.entries), "identical_entries": identical,
              "ref_ops": n_ref_ops, "port_ops": n_port_ops, **counts}
-    return IRDiffReport(verdict=verdict_of(findings), ref_path=ref.path, port_path=port.path, entries=entries,
+    return IRDiffReport(verdict=verdict_of(findings), ref_path=ref.path, port_path=port.path, target=target,
+                        entries=entries,
                         groups=group_findings(findings), rows=rows, stats=stats)
 
 
 def diff_texts(ref_text: str, port_text: str, ref_path: str | None = None,
-               port_path: str | None = None) -> IRDiffReport:
+               port_path: str | None = None, target: str | None = None) -> IRDiffReport:
     with _gc_paused():
-        return diff_modules(parse_text(ref_text, ref_path), parse_text(port_text, port_path))
+        return diff_modules(parse_text(ref_text, ref_path), parse_text(port_text, port_path), target)
 
 
-def diff_files(ref_path: str | Path, port_path: str | Path) -> IRDiffReport:
+def diff_files(ref_path: str | Path, port_path: str | Path, target: str | None = None) -> IRDiffReport:
     with _gc_paused():
-        return diff_modules(parse_file(ref_path), parse_file(port_path))
+        return diff_modules(parse_file(ref_path), parse_file(port_path), target)

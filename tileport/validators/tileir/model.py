@@ -89,6 +89,7 @@ class IRDiffReport(BaseModel):
     verdict: Verdict
     ref_path: str | None = None
     port_path: str | None = None
+    target: str | None = None  # the GPU target hints were judged for (None: every target named)
     entries: list[EntryPair] = Field(default_factory=list)
     groups: list[FindingGroup] = Field(default_factory=list)
     rows: list[AlignedRow] = Field(default_factory=list)

@@ -11,11 +11,12 @@ from tileport.validators.tileir.model import Finding, Severity
 class Ctx:
     """Findings for one entry pair."""
 
-    def __init__(self, entry: str, ref: CanonEntry, port: CanonEntry, al: Alignment):
+    def __init__(self, entry: str, ref: CanonEntry, port: CanonEntry, al: Alignment, target: str | None = None):
         self.entry = entry
         self.ref = ref
         self.port = port
         self.al = al
+        self.target = target  # the GPU target the modules were compiled for, when known
         self.findings: list[Finding] = []
 
     def add(self, category: str, check: str, severity: Severity, message: str, r: Node | None = None,

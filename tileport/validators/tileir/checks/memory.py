@@ -140,10 +140,18 @@ def _compare_mem(ctx: Ctx, rm: Mem, pm: Mem) -> None:
                 r, p, rm.order, pm.order)
     if rm.kind == "view":
         if rm.dir == "load" and rm.padding != pm.padding:
-            ctx.add("memory", "padding", Severity.ERROR,
-                    f"{rm.what()} pads out-of-bounds elements with {rm.padding or 'nothing (undefined)'} in the "
-                    f"reference but {pm.padding or 'nothing (undefined)'} in the port", r, p,
-                    rm.padding or "none", pm.padding or "none")
+            if rm.padding is None:
+                # the reference leaves out-of-bounds lanes undefined, so nothing it computes may depend on them:
+                # a port that defines them is at least as defined
+                ctx.add("memory", "padding", Severity.NOTE,
+                        f"{rm.what()} leaves out-of-bounds elements undefined in the reference; the port pads them "
+                        f"with {pm.padding} (at least as defined: cannot change a result the reference defines)",
+                        r, p, "none", pm.padding)
+            else:
+                ctx.add("memory", "padding", Severity.ERROR,
+                        f"{rm.what()} pads out-of-bounds elements with {rm.padding} in the reference but "
+                        f"{pm.padding or 'nothing (undefined)'} in the port: results that read those lanes change",
+                        r, p, rm.padding, pm.padding or "none")
         if rm.dim_map != pm.dim_map:
             ctx.add("memory", "dim_map", Severity.ERROR,
                     f"{rm.what()} maps dimensions [{rm.dim_map or 'identity'}] in the reference but "

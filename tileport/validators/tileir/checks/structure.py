@@ -8,6 +8,8 @@ from tileport.validators.tileir.checks.math import CANDIDATE
 from tileport.validators.tileir.model import RowStatus, Severity
 
 _EXPLAINING = (Severity.ERROR, Severity.WARNING)
+# notes that account for a difference (an equivalent form, a port at least as defined, a specialisation)
+EXPLAINING_NOTES = frozenset({"memory.padding", "structure.equivalent_form", "loops.specialised"})
 
 
 def _unexplained(nodes: list[Node], status: dict[int, RowStatus], mentioned: set[int],
@@ -99,7 +101,8 @@ def check_structure(ctx: Ctx) -> None:
     left = len(un_r) + len(un_p) - reported - len(seen_pairs)
     if left > 0:
         ctx.add("structure", "more", Severity.ERROR, f"and {left} more differing op(s) (see the side-by-side view)")
-    if reported or any(f.severity in _EXPLAINING and f.category not in ("assumptions", "hints", "benign")
+    if reported or any((f.severity in _EXPLAINING or f.check in EXPLAINING_NOTES)
+                       and f.category not in ("assumptions", "hints", "benign")
                        for f in ctx.findings):
         return
     # nothing differs locally, yet the graphs differ: operands are wired differently
