@@ -25,6 +25,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from tileport.validators.tileir import intforms
 from tileport.validators.tileir.parse import (MEMO_SIZE, Entry, Op, Region, TileIRParseError, normalize_type,
                                               type_info)
 
@@ -146,7 +147,8 @@ class Node:
 
     __slots__ = ("op", "idx", "depth", "parent", "region_index", "hash", "local", "operands", "tok_operands",
                  "results", "category", "effect", "escapes", "barrier", "live", "regions_hash", "children",
-                 "is_load", "family", "region_hashes", "entry", "data", "users", "attrs_key", "transparent")
+                 "is_load", "family", "region_hashes", "entry", "data", "users", "attrs_key", "transparent",
+                 "form", "form_inputs")
 
     def __init__(self, op: Op, idx: int, depth: int, parent: "Node | None", region_index: int):
         self.op = op
@@ -175,6 +177,8 @@ class Node:
         # computes nothing of its own: an assume, an identity reshape, or a splat constant only
         # re-shaped into another splat
         self.transparent = False
+        self.form = None  # intforms.Form: how this side wrote an integer form normalised before hashing
+        self.form_inputs: tuple = ()
 
     @property
     def address_only(self) -> bool:
@@ -349,6 +353,7 @@ class _Builder:
         self.env: dict[str, Val] = {}
         self.scopes: list[list] = [[]]
         self.assumes: list[AssumeFact] = []
+        self.signs = intforms.Signs()
 
     def error(self, msg: str, op: Op) -> TileIRParseError:
         return TileIRParseError(msg, path=self.path, line=op.line, col=op.col)
@@ -540,6 +545,8 @@ class _Builder:
         elif name == "get_index_space_shape" and len(node.operands) == 1 and node.operands[0].nopad:
             # the index space of a view does not depend on its padding value
             node.hash = _h(name, _PAD_TYPE_RE.sub("", types_key), node.operands[0].nopad)
+        elif name in intforms.FORM_OPS and (nh := intforms.normalize(node, self.signs, _h)) is not None:
+            node.hash = nh
         else:
             ohs = [v.hash for v in node.operands]
             if name in COMMUTATIVE:
