@@ -84,7 +84,8 @@ class Alignment:
         for p in self.port.nodes:
             by_hash[p.hash].append(p)
         used: dict[str, int] = defaultdict(int)
-        for r in self.ref.nodes:
+        # ops a normalised form consumes (transparent) pair last: the form's own op pairs with the other side's
+        for r in sorted(self.ref.nodes, key=lambda n: n.transparent):
             lst = by_hash.get(r.hash)
             if not lst:
                 continue

@@ -200,6 +200,7 @@ def normalize(node, signs: Signs, h: Callable[..., str]) -> str | None:
         how = "rounding toward zero" if trunc else "rounding<negative_inf>"
         if kb is not None and kb > 0 and k == kb - 1 and x is not a:
             written = f"(x + {kb} - 1) / {kb} ({how})"
+            _absorb(node, stop={id(x), id(b)})
             if not trunc:
                 return _set(node, h, "ceil-division", written, (x, b), rt)
             return _set(node, h, "ceil-division", written, (x, b), rt, "x >= 0", signs.of(x) >= NONNEG,

@@ -47,7 +47,7 @@ def _unexplained(nodes: list[Node], status: dict[int, RowStatus], mentioned: set
             if n.idx in expl or status[n.idx] not in CANDIDATE:
                 continue
             users = [u for u in n.users if u.live]
-            if users and all(u.idx in expl or status[u.idx] == RowStatus.BENIGN for u in users):
+            if users and all(u.idx in expl or (status[u.idx] == RowStatus.BENIGN and not u.transparent) for u in users):
                 expl.add(n.idx)
         if len(expl) == before:
             break
