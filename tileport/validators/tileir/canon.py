@@ -573,6 +573,32 @@ class _Builder:
         self.define(v.name, v, self.scopes[-1])
 
 
+@functools.lru_cache(maxsize=1024)
+def python_array_layout(name: str, n_args: int) -> tuple[tuple[int, int], ...] | None:
+    """For an entry cuTile Python compiled (a mangled `<kernel>_K<cc>_...` name): (pointer argument index, ndim)
+    per array parameter, read with cuda.tile's own demangler; None for other names or when the layout does not
+    account for exactly `n_args` arguments (then roles come from the dataflow alone)."""
+    if "_K" not in name:
+        return None
+    try:
+        from cuda.tile.compilation import ArrayConstraint, ScalarConstraint, demangle_kernel_name
+
+        _, sig = demangle_kernel_name(name)
+    except Exception:  # not a cuTile Python name, or cuda-tile absent / changed: fall back to the dataflow
+        return None
+    out: list[tuple[int, int]] = []
+    k = 0
+    for param in sig.parameters:
+        if isinstance(param, ArrayConstraint):
+            out.append((k, param.ndim))
+            k += 1 + 2 * param.ndim
+        elif isinstance(param, ScalarConstraint):
+            k += 1
+        elif type(param).__name__ != "ConstantConstraint":
+            return None  # lists, tuples, pointers...: layout not known here
+    return tuple(out) if k == n_args else None
+
+
 def arg_roles(entry: Entry, array_map: dict[int, int] | None = None) -> tuple[dict[int, int], dict[int, str]]:
     """Name entry arguments by what they are, not where they sit: pointer arguments by their order
     among pointers, shape/stride scalars by the tensor view they describe, other scalars by their
@@ -585,6 +611,17 @@ def arg_roles(entry: Entry, array_map: dict[int, int] | None = None) -> tuple[di
     if array_map:
         ptr_ordinal = {k: array_map.get(o, o) for k, o in ptr_ordinal.items()}
     roles: dict[int, str] = {k: f"array #{o}" for k, o in ptr_ordinal.items()}
+    # cuTile Python's calling convention says which scalars describe which array (its mangled entry name
+    # encodes the signature): each array passes its pointer, then its shape, then its strides
+    layout = python_array_layout(entry.name, len(entry.args))
+    if layout:
+        for ptr_arg, ndim in layout:
+            if ptr_arg not in ptr_ordinal:
+                break
+            o = ptr_ordinal[ptr_arg]
+            for d in range(ndim):
+                roles[ptr_arg + 1 + d] = f"shape{d}(array #{o})"
+                roles[ptr_arg + 1 + ndim + d] = f"stride{d}(array #{o})"
     root: dict[str, str] = {}  # value name -> the argument it is (through assumes)
 
     def arg_of(name: str) -> int | None:
@@ -761,7 +798,8 @@ def render(v: Val, ce: CanonEntry | None = None, depth: int = 3) -> str:
         return v.splat[1]
     if v.node is None:
         if v.arg_index is not None:
-            return f"arg{v.arg_index}"
+            role = ce.arg_roles.get(v.arg_index) if ce is not None else None
+            return role if role and not role.startswith("unused") else f"arg{v.arg_index}"
         if v.barg is not None:
             pos = v.barg[1]
             if v.owner == "for":

@@ -69,6 +69,30 @@ class Mem:
         return f"{self.kind} {self.dir} of {self.target()}"
 
 
+def conjuncts(v: Val | None, limit: int = 64) -> list[Val]:
+    """The conditions an i1 mask is the conjunction of (andi trees flattened; reshapes and broadcasts looked through)."""
+    if v is None:
+        return []
+    n = v.node
+    while n is not None and n.op.name in ("reshape", "broadcast") and n.operands and limit > 0:
+        v, n, limit = n.operands[0], n.operands[0].node, limit - 1
+    if n is None or n.op.name != "andi" or limit <= 0:
+        return [v]
+    return [c for o in n.operands for c in conjuncts(o, limit - 1)]
+
+
+_PREDICATES = ("less_than_or_equal", "less_than", "greater_than_or_equal", "greater_than", "equal", "not_equal")
+
+
+def condition_text(v: Val, ce: CanonEntry) -> str:
+    n = v.node
+    if n is not None and n.op.name == "cmpi" and len(n.operands) == 2:
+        pred = next((f for f in n.op.flags if f in _PREDICATES), "?")
+        sign = "unsigned" if "unsigned" in n.op.flags else "signed"
+        return f"cmpi {pred} {sign}({render(n.operands[0], ce)}, {render(n.operands[1], ce)})"
+    return render(v, ce)
+
+
 def _zero_vs_block_id(a: Val, b: Val) -> bool:
     b = b.stripped
     return (a.splat is not None and a.splat[1] == "0" and b.node is not None
@@ -176,9 +200,19 @@ def _compare_mem(ctx: Ctx, rm: Mem, pm: Mem) -> None:
                 rm.mask is not None and pm.mask is not None and rm.mask.hash != pm.mask.hash):
             rt = f"{rm.mask_terms} condition(s)" if rm.mask is not None else "no mask"
             pt = f"{pm.mask_terms} condition(s)" if pm.mask is not None else "no mask"
-            lost = " (a mask or bounds check was lost)" if pm.mask_terms < rm.mask_terms else ""
+            rc, pc = conjuncts(rm.mask), conjuncts(pm.mask)
+            ph, rh = {v.hash for v in pc}, {v.hash for v in rc}
+            lost = [condition_text(v, ctx.ref) for v in rc if v.hash not in ph]
+            added = [condition_text(v, ctx.port) for v in pc if v.hash not in rh]
+            what = []
+            if lost:
+                what.append("the port lacks " + ", ".join(f"`{t}`" for t in lost))
+            if added:
+                what.append("the port adds " + ", ".join(f"`{t}`" for t in added))
             ctx.add("memory", "mask", Severity.ERROR,
-                    f"{rm.what()} is masked by {rt} in the reference but {pt} in the port{lost}", r, p, rt, pt)
+                    f"{rm.what()} is masked by {rt} in the reference and {pt} in the port: {'; '.join(what)} "
+                    f"(lanes masked differently read {'padding' if rm.dir == 'load' else 'nothing'} instead of data)",
+                    r, p, rt, pt)
         if rm.dir == "load":
             rpad, ppad = _pad_text(rm.pad_value), _pad_text(pm.pad_value)
             if rpad != ppad:
