@@ -753,7 +753,8 @@ def release(ce: CanonEntry) -> None:
         for vals in (n.operands, n.tok_operands, n.results):
             for v in vals:
                 v.stripped = v.node = v.reshape_src = None
-        n.parent = n.children = n.users = n.operands = n.tok_operands = n.results = None
+        n.parent = n.children = n.users = n.operands = n.tok_operands = n.results = n.form = None
+        n.form_inputs = ()
     for fact in ce.assumes:
         fact.node = fact.target = None
     ce.nodes = ce.dead = ce.args = ce.assumes = []
@@ -824,6 +825,11 @@ def render(v: Val, ce: CanonEntry | None = None, depth: int = 3) -> str:
         t = type_info(n.op.result_types[0]) if n.op.result_types else None
         shape = "x".join(t.shape) if t else "?"
         return f"view(tile={shape})"
+    if n.form is not None and n.form_inputs:
+        # a normalised integer form reads as what it computes, whichever way it was written
+        if depth <= 0:
+            return f"{n.form.computes}(...)"
+        return f"{n.form.computes}({', '.join(render(o, ce, depth - 1) for o in n.form_inputs)})"
     if depth <= 0:
         return f"{n.op.name}(...)"
     inner = ", ".join(render(o, ce, depth - 1) for o in n.operands)

@@ -40,6 +40,16 @@ class Form:
     written: str  # "divi rounding<positive_inf>", "remi (truncating)", "if/yield clamp", ...
     needs: str | None = None  # "x >= 0 and y > 0" where the form equals `computes` only then
     proven: bool = True
+    named: tuple = ()  # (label, value) pairs the condition is about, rendered in findings
+
+    def needs_text(self, ce=None) -> str | None:
+        if not self.needs:
+            return None
+        if not self.named:
+            return self.needs
+        from tileport.validators.tileir.canon import render  # canon imports this module
+
+        return self.needs + " (" + ", ".join(f"{label} = {render(v, ce)}" for label, v in self.named) + ")"
 
 
 def _int_literal(v) -> int | None:
@@ -256,20 +266,12 @@ def normalize(node, signs: Signs, h: Callable[..., str]) -> str | None:
 
 def _set(node, h, computes: str, written: str, inputs: tuple, rtype: str, needs: str | None = None,
          proven: bool = True, *named, commutative: bool = False, tag: str = "") -> str:
-    node.form = Form(computes, written, _needs_text(needs, named) if needs else None, proven)
+    node.form = Form(computes, written, needs, proven, named)
     node.form_inputs = inputs
     hs = [v.hash for v in inputs]
     if commutative:
         hs.sort()
     return h("intform", computes, tag, rtype, ",".join(hs))
-
-
-def _needs_text(needs: str, named: tuple) -> str:
-    from tileport.validators.tileir.canon import render  # canon imports this module
-
-    if not named:
-        return needs
-    return needs + " (" + ", ".join(f"{label} = {render(v)}" for label, v in named) + ")"
 
 
 def _floor_mod_select(ops) -> tuple[object, object, object] | None:

@@ -21,9 +21,9 @@ def check_benign(ctx: Ctx) -> None:
                     f"does not: {detail}", dead[0] if side == "reference" else None,
                     dead[0] if side == "port" else None)
     dup_r = [n for n in ctx.ref.nodes if n.live and n.idx not in al.r2p and n.hash in al.port_hashes
-             and n.op.name != "assume"]
+             and n.op.name != "assume" and not n.transparent]
     dup_p = [n for n in ctx.port.nodes if n.live and n.idx not in al.p2r and n.hash in al.ref_hashes
-             and n.op.name != "assume"]
+             and n.op.name != "assume" and not n.transparent]
     for side, dups in (("reference", dup_r), ("port", dup_p)):
         if dups:
             names = ", ".join(sorted({n.op.name for n in dups}))

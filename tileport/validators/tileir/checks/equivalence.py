@@ -25,8 +25,8 @@ def check_equivalent_forms(ctx: Ctx) -> None:
         if key in seen:
             continue
         seen.add(key)
-        needs = [f.needs for f in (rf, pf) if f.needs]
-        unproven = [f.needs for f in (rf, pf) if f.needs and not f.proven]
+        needs = [f.needs_text(ce) for f, ce in ((rf, ctx.ref), (pf, ctx.port)) if f.needs]
+        unproven = [f.needs_text(ce) for f, ce in ((rf, ctx.ref), (pf, ctx.port)) if f.needs and not f.proven]
         what = f"{rf.computes}: the reference writes `{rf.written}`, the port `{pf.written}`"
         if unproven:
             ctx.add("structure", "equivalent_form", Severity.WARNING,
