@@ -7,6 +7,7 @@ relies on), the really different port must fail under the category that names th
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,19 @@ def test_four_loads_per_k_step_where_the_reference_issues_two_fails():
     rep = diff_texts(ir(matmul, matmul_sig()), ir(P.matmul_split_a, matmul_sig()))
     assert rep.verdict == Verdict.FAIL_FIXABLE
     assert "memory" in rep.categories(Severity.ERROR)
+
+
+# --- pairing by role ------------------------------------------------------------------------------
+
+
+def test_loop_bound_constants_pair_by_role():
+    rep = diff_texts(ir(P.two_loops, P.ROW_SUM_SIG), ir(P.two_loops_other_bounds, P.ROW_SUM_SIG))
+    assert rep.verdict == Verdict.FAIL_FIXABLE
+    assert sorted((f.check, f.ref, f.port) for f in rep.findings if f.severity == Severity.ERROR) == [
+        ("loops.bounds", "0", "1"), ("loops.bounds", "2", "3")]
+    # the side-by-side view pairs the second loop's step 2 with the port's step 3, not with another loop's bound
+    const = re.compile(r"= constant <([^>]*)>")
+    pairs = {(const.search(r.ref_text).group(1), const.search(r.port_text).group(1)) for r in rep.rows
+             if r.ref_text and r.port_text and const.search(r.ref_text) and const.search(r.port_text)}
+    assert ("i32: 2", "i32: 3") in pairs
+    assert all(a.split(":")[0] == b.split(":")[0] for a, b in pairs)  # never a constant of another type

@@ -260,3 +260,30 @@ def matmul_split_a(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.C
         right = ct.load(b, index=(2 * k + 1, bn), shape=(TK // 2, TN), padding_mode=ZERO)
         acc = ct.mma(ct.cat((top, bottom), axis=0), ct.cat((left, right), axis=0), acc)
     ct.store(c, index=(bm, bn), tile=ct.astype(acc, c.dtype))
+
+# ---------------------------------------------------------------------------------------------
+# two loops whose bounds differ: constants must pair by the role they play (step with step)
+# ---------------------------------------------------------------------------------------------
+
+
+@ct.kernel
+def two_loops(x, y, K: ct.Constant[int], TK: ct.Constant[int]):
+    pid = ct.bid(0)
+    acc = ct.zeros((1, TK), dtype=f32)
+    for k in range(ct.num_tiles(x, axis=1, shape=(1, TK))):
+        acc = acc + ct.astype(ct.load(x, index=(pid, k), shape=(1, TK), padding_mode=ZERO), f32)
+    for k in range(0, ct.num_tiles(x, axis=1, shape=(1, TK)), 2):
+        acc = acc * 0.5
+    ct.store(y, index=(pid,), tile=ct.astype(ct.sum(acc, axis=1), y.dtype))
+
+
+@ct.kernel
+def two_loops_other_bounds(x, y, K: ct.Constant[int], TK: ct.Constant[int]):
+    """Different: the first loop starts at 1, the second steps by 3."""
+    pid = ct.bid(0)
+    acc = ct.zeros((1, TK), dtype=f32)
+    for k in range(1, ct.num_tiles(x, axis=1, shape=(1, TK))):
+        acc = acc + ct.astype(ct.load(x, index=(pid, k), shape=(1, TK), padding_mode=ZERO), f32)
+    for k in range(0, ct.num_tiles(x, axis=1, shape=(1, TK)), 3):
+        acc = acc * 0.5
+    ct.store(y, index=(pid,), tile=ct.astype(ct.sum(acc, axis=1), y.dtype))

@@ -56,6 +56,13 @@ def match_entries(ref: list[Entry], port: list[Entry]) -> list[tuple[Entry | Non
 
 # assumptions are compared as facts and token plumbing as ordering facts: never paired by similarity
 _UNPAIRED_KINDS = frozenset({"assume"}) | TOKEN_OPS
+# a constant is judged by where it is used: paired only by role, never by resemblance to another constant
+_NO_SIMILARITY = _UNPAIRED_KINDS | {"constant"}
+_ANCHOR_OPS = frozenset({"if", "for", "loop", "reduce", "scan", "mmaf", "mmai", "yield", "continue", "break", "return"})
+
+
+def _is_anchor(n: Node) -> bool:
+    return n.effect or n.is_load or n.op.name in _ANCHOR_OPS
 
 
 class Alignment:
@@ -70,7 +77,13 @@ class Alignment:
         self.status_r: dict[int, RowStatus] = {}
         self.status_p: dict[int, RowStatus] = {}
         self._pair_exact()
-        self._pair_similar()
+        # ops that anchor a kernel (memory ops, loops, branches, reductions, MMAs, terminators) pair by similarity;
+        # what feeds them pairs by role, from user to operand (a loop's step with that loop's step, a compare
+        # with the compare in the same place); only then the rest by similarity, constants never
+        self._pair_similar(anchors=True)
+        self._pair_by_role()
+        self._pair_similar(anchors=False)
+        self._pair_by_role()
         self._statuses()
 
     def pair(self, r: Node, p: Node) -> None:
@@ -120,15 +133,34 @@ class Alignment:
         s -= abs(r.idx / nr - p.idx / np_) * 2
         return s
 
-    def _pair_similar(self) -> None:
+    def _pair_by_role(self) -> None:
+        """Operands of paired ops pair with the operands in the same place (users before producers)."""
+        r2p = self.r2p
+        p2r = self.p2r
+        for r in reversed(self.ref.nodes):
+            p = r2p.get(r.idx)
+            if p is None or r.hash == p.hash or len(r.operands) != len(p.operands):
+                continue
+            for ro, po in zip(r.operands, p.operands):
+                a, b = ro.node, po.node
+                if (a is None or b is None or a.idx in r2p or b.idx in p2r or a.transparent or b.transparent
+                        or a.family != b.family or a.op.name in _UNPAIRED_KINDS or not a.live or not b.live):
+                    continue
+                if a.op.name == "constant" and a.local[2] != b.local[2]:
+                    continue  # a constant pairs only with a constant of the same type
+                self.pair(a, b)
+
+    def _pair_similar(self, anchors: bool = False) -> None:
         buckets: dict[str, list[Node]] = defaultdict(list)
         for p in self.port.nodes:
-            if p.idx not in self.p2r and p.live and p.op.name not in _UNPAIRED_KINDS and not p.transparent:
+            if p.idx not in self.p2r and p.live and p.op.name not in _NO_SIMILARITY and not p.transparent and (
+                    not anchors or _is_anchor(p)):
                 buckets[p.family].append(p)
         nr = max(1, len(self.ref.nodes))
         np_ = max(1, len(self.port.nodes))
         for r in self.ref.nodes:
-            if r.idx in self.r2p or not r.live or r.transparent or r.op.name in _UNPAIRED_KINDS:
+            if r.idx in self.r2p or not r.live or r.transparent or r.op.name in _NO_SIMILARITY or (
+                    anchors and not _is_anchor(r)):
                 continue
             cands = buckets.get(r.family)
             if not cands:
