@@ -215,3 +215,28 @@ def test_loop_bound_constants_pair_by_role():
              if r.ref_text and r.port_text and const.search(r.ref_text) and const.search(r.port_text)}
     assert ("i32: 2", "i32: 3") in pairs
     assert all(a.split(":")[0] == b.split(":")[0] for a, b in pairs)  # never a constant of another type
+
+
+# --- a raw-pointer cutile-rs port (rust/src/rowptr, built with build-rust) -----------------------------
+
+
+def test_raw_pointer_port_with_plain_scalar_bounds_passes_with_host_warnings():
+    rep = diff_texts(ir(P.row_double, P.ROW_DOUBLE_SIG), (RUST / "rowptr_row_double.rust.tileir").read_text())
+    assert passes(rep), errors(rep)
+    # the reference's shape/stride facts are not paired with the port's n_rows / n_cols / row strides
+    assert "assumptions.div_by" not in rep.checks()
+    bound = [f for f in rep.findings if f.check == "memory.mask_bound"]
+    assert bound and all(f.severity == Severity.WARNING for f in bound)
+    assert "shape0(array #0)" in bound[0].message and "scalar i32 #0" in bound[0].message
+    # the port leaves masked-off lanes undefined where the reference pads with 0, and never stores them
+    f = next(f for f in rep.findings if f.check == "memory.padding")
+    assert f.severity == Severity.NOTE
+
+
+def test_raw_pointer_port_without_the_row_bound_fails_naming_it():
+    rep = diff_texts(ir(P.row_double, P.ROW_DOUBLE_SIG),
+                     (RUST / "rowptr_row_double_cols_only.rust.tileir").read_text())
+    assert rep.verdict == Verdict.FAIL_FIXABLE
+    masks = [f for f in rep.findings if f.check == "memory.mask"]
+    assert masks and all(f.severity == Severity.ERROR for f in masks)
+    assert "lacks" in masks[0].message and "bid(x)" in masks[0].message and "shape0(array #0)" in masks[0].message

@@ -287,3 +287,20 @@ def two_loops_other_bounds(x, y, K: ct.Constant[int], TK: ct.Constant[int]):
     for k in range(0, ct.num_tiles(x, axis=1, shape=(1, TK)), 3):
         acc = acc * 0.5
     ct.store(y, index=(pid,), tile=ct.astype(ct.sum(acc, axis=1), y.dtype))
+
+# ---------------------------------------------------------------------------------------------
+# a raw-pointer port (base pointers plus row count, column count and row strides as plain scalars):
+# the cutile-rs side is rust/src/rowptr, built with build-rust
+# ---------------------------------------------------------------------------------------------
+
+
+@ct.kernel
+def row_double(x, y, BLOCK: ct.Constant[int]):
+    row = ct.bid(0)
+    cols = ct.arange(BLOCK, dtype=i32)
+    t = ct.gather(x, (row, cols))
+    ct.scatter(y, (row, cols), t * 2.0)
+
+
+ROW_DOUBLE_SIG = signature(array(f32, 2, shape_divisible_by=(1, 16), stride_divisible_by=(16, 1)),
+                           array(f32, 2, shape_divisible_by=(1, 16), stride_divisible_by=(16, 1)), 256)
