@@ -25,7 +25,7 @@ from typing import Callable
 
 # sign facts: 0 unknown, 1 known >= 0, 2 known > 0
 UNKNOWN, NONNEG, POS = 0, 1, 2
-_NONNEG_OPS = frozenset({"get_tile_block_id", "get_index_space_shape", "get_tensor_shape"})
+_NONNEG_OPS = frozenset({"get_tile_block_id", "get_index_space_shape", "get_tensor_shape", "iota"})
 _POS_OPS = frozenset({"get_num_tile_blocks"})
 _PASS_THROUGH = frozenset({"reshape", "broadcast", "exti"})
 # the ops `normalize` may rewrite (a cheap test before the call)

@@ -39,6 +39,8 @@ def check_assumptions(ctx: Ctx) -> None:
     rf, pf = facts(ctx.ref), facts(ctx.port)
     bounded: dict[tuple[str, str], list[tuple[str, Node | None, Node | None]]] = defaultdict(list)
     vacuous: list[tuple[str, str, Node | None, Node | None]] = []
+    absent: list[tuple[str, str, Node | None]] = []
+    port_roles = {role for k, role in ctx.port.arg_roles.items() if not role.startswith("unused")}
     for key in sorted(set(rf) | set(pf)):
         pred = key[0]
         a, b = rf.get(key), pf.get(key)
@@ -54,6 +56,10 @@ def check_assumptions(ctx: Ctx) -> None:
         r_node = a[1] if a else None
         p_node = b[1] if b else None
         what = (a or b)[2]
+        if pred == "div_by" and b is None and key[1].startswith("arg:") and key[1][4:] not in port_roles:
+            # the port takes no such parameter (a raw-pointer port passes its own scalars): nothing to pair with
+            absent.append((what.removeprefix("parameter "), a[0], r_node))
+            continue
         if pred == "bounded":
             if a is None:
                 bounded[("port adds", f"bounded<{b[0]}>")].append((what, r_node, p_node))
@@ -82,6 +88,21 @@ def check_assumptions(ctx: Ctx) -> None:
                 a[0] if a else "none", b[0] if b else "none")
 
 
+    if absent:
+        own = sorted({key[1][4:] for key in pf if key[0] == "div_by" and key[1].startswith("arg:")})
+        names = ", ".join(f"{w} by {d}" for w, d, _ in absent[:6]) + (
+            f" and {len(absent) - 6} more" if len(absent) > 6 else "")
+        if own:
+            ctx.add("assumptions", "div_by_other_parameters", Severity.NOTE,
+                    f"the reference assumes divisibility of parameters the port does not take ({names}); the port "
+                    f"describes its arrays with its own parameters and states its own facts on {', '.join(own)}",
+                    absent[0][2], None)
+        else:
+            ctx.add("assumptions", "div_by_other_parameters", Severity.WARNING,
+                    f"the reference assumes divisibility of parameters the port does not take ({names}) and the port "
+                    f"states none on its own ({', '.join(sorted(r for r in port_roles if r.startswith('scalar')))}): "
+                    f"aligned (vectorised/TMA) access may be lost, which changes speed, not results (the perf gate "
+                    f"confirms)", absent[0][2], None)
     for side in ("reference", "port"):
         items = [(w, r, p) for s_, w, r, p in vacuous if s_ == side]
         if items:
