@@ -177,6 +177,14 @@ def test_dropped_scalar_bound_fails_under_memory_mask_and_says_which_condition()
     assert "cmpi less_than" in f.message and "scalar" in f.message
 
 
+def test_gather_reading_other_elements_fails_naming_both_addresses():
+    rep = diff_texts(ir(P.gather_scaled, P.GATHER_SIG), ir(P.gather_scaled_shifted, P.GATHER_SIG))
+    assert rep.verdict == Verdict.FAIL_FIXABLE
+    f = next(f for f in rep.findings if f.check == "memory.address")
+    assert f.severity == Severity.ERROR
+    assert f.ref == "256*bid(x) + iota()" and f.port == "256*bid(x) + iota() + 1"
+
+
 # --- specialised vs general -----------------------------------------------------------------------
 
 
@@ -228,6 +236,9 @@ def test_raw_pointer_port_with_plain_scalar_bounds_passes_with_host_warnings():
     bound = [f for f in rep.findings if f.check == "memory.mask_bound"]
     assert bound and all(f.severity == Severity.WARNING for f in bound)
     assert "shape0(array #0)" in bound[0].message and "scalar i32 #0" in bound[0].message
+    # rows are addressed by the port's row-stride scalar where the reference uses the array's stride
+    strides = [f for f in rep.findings if f.check == "memory.address_stride"]
+    assert strides and all(f.severity == Severity.WARNING and "stride0(array #" in f.message for f in strides)
     # the port leaves masked-off lanes undefined where the reference pads with 0, and never stores them
     f = next(f for f in rep.findings if f.check == "memory.padding")
     assert f.severity == Severity.NOTE

@@ -211,6 +211,15 @@ def gather_scaled_n_first_unmasked(n, x, y, TILE: ct.Constant[int]):
     ct.store(y, index=(pid,), tile=t * 2.0 + 0.0 * n)
 
 
+@ct.kernel
+def gather_scaled_shifted(x, y, n, TILE: ct.Constant[int]):
+    """Different: reads one element further (offs + 1), under the same `offs < n` bound."""
+    pid = ct.bid(0)
+    offs = pid * TILE + ct.arange(TILE, dtype=i32)
+    t = ct.gather(x, offs + 1, mask=offs < n)
+    ct.store(y, index=(pid,), tile=t * 2.0)
+
+
 _X16 = dict(shape_divisible_by=(16,))
 GATHER_SIG = signature(array(f32, 1, **_X16), array(f32, 1, **_X16), scalar(i32), 256)
 GATHER_SIG_N_FIRST = signature(scalar(i32), array(f32, 1, **_X16), array(f32, 1, **_X16), 256)

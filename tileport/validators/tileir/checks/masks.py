@@ -98,14 +98,19 @@ def compare_masks(rmask: Val | None, pmask: Val | None, ref: CanonEntry, port: C
             return True
         return (rs.of(_strip(a.val.node.operands[0])) >= NONNEG and ps.of(_strip(b.val.node.operands[0])) >= NONNEG)
 
-    for a in rb:
+    exact: dict[int, int] = {}  # identical conditions pair first, so a near match never takes one's partner
+    for i, a in enumerate(rb):
+        k = next((k for k, b in enumerate(pb) if k not in used and b.val.hash == a.val.hash), None)
+        if k is not None:
+            exact[i] = k
+            used.add(k)
+    for i, a in enumerate(rb):
+        if i in exact:
+            continue
         match = None
         for k, b in enumerate(pb):
             if k in used:
                 continue
-            if a.val.hash == b.val.hash:
-                match = (k, None)
-                break
             if a.pred is None or a.pred != b.pred or a.index != b.index or not sign_free(a, b):
                 continue
             if a.limit.hash == b.limit.hash:

@@ -7,6 +7,7 @@ from tileport.validators.tileir.canon import MEM_LOADS, MEM_WRITES, CanonEntry, 
 from tileport.validators.tileir.checks.context import Ctx
 from tileport.validators.tileir.checks.hints import check_op_hints
 from tileport.validators.tileir.checks.masks import compare_masks, masked_lanes_unobservable
+from tileport.validators.tileir.checks.pointers import compare_addresses
 from tileport.validators.tileir.model import RowStatus, Severity
 from tileport.validators.tileir.parse import type_info
 
@@ -194,6 +195,16 @@ def _compare_mem(ctx: Ctx, rm: Mem, pm: Mem) -> None:
                 ctx.add("memory", "index", Severity.ERROR,
                         f"{rm.what()} is indexed [{ri}] in the reference but [{pi}] in the port", r, p, ri, pi)
     else:
+        if rm.index != pm.index and r.operands and p.operands:
+            got = compare_addresses(r.operands[0], p.operands[0], ctx.ref, ctx.port)
+            if got is not None and not got[2] and got[0] != got[1]:
+                ctx.add("memory", "address", Severity.ERROR,
+                        f"{rm.what()} addresses base + {got[0]} in the reference but base + {got[1]} in the port "
+                        f"(other elements are read or written)", r, p, got[0], got[1])
+            elif got is not None and got[2]:
+                ctx.add("memory", "address_stride", Severity.WARNING,
+                        f"{rm.what()} multiplies by " + "; ".join(got[2]) + ": the same elements when the host "
+                        "passes that stride (the host stage's correctness tests confirm it)", r, p)
         if (rm.mask is None) != (pm.mask is None) or rm.mask_terms != pm.mask_terms or (
                 rm.mask is not None and pm.mask is not None and rm.mask.hash != pm.mask.hash):
             _compare_masks(ctx, rm, pm)
