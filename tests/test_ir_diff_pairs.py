@@ -15,7 +15,7 @@ import pytest
 from ir_kernels import pairs as P
 from ir_kernels.build import compile_text, tileirdisasm
 from ir_kernels.kernels import matmul, matmul_sig
-from tileport.validators.tileir.diff import Severity, Verdict, diff_texts
+from tileport.validators.tileir.diff import Consequence, Severity, Verdict, diff_texts
 
 pytestmark = pytest.mark.skipif(tileirdisasm() is None, reason="tileirdisasm not installed")
 
@@ -150,7 +150,7 @@ def test_op_hint_judged_by_its_effective_value():
     assert rep.verdict == Verdict.PASS, rep.findings
     rep = diff_texts(ref, port, target="sm_100")
     f = next(f for f in rep.findings if f.check == "hints.latency")
-    assert f.severity == Severity.WARNING and "sm_100" in f.message
+    assert f.severity == Severity.WARNING and "sm_100" in f.message and f.consequence == Consequence.SPEED
 
 
 def test_occupancy_hint_the_port_drops_still_fails():
@@ -239,6 +239,7 @@ def test_raw_pointer_port_with_plain_scalar_bounds_passes_with_host_warnings():
     # rows are addressed by the port's row-stride scalar where the reference uses the array's stride
     strides = [f for f in rep.findings if f.check == "memory.address_stride"]
     assert strides and all(f.severity == Severity.WARNING and "stride0(array #" in f.message for f in strides)
+    assert {f.consequence for f in strides + bound} == {Consequence.HOST}
     # the port leaves masked-off lanes undefined where the reference pads with 0, and never stores them
     f = next(f for f in rep.findings if f.check == "memory.padding")
     assert f.severity == Severity.NOTE
@@ -251,3 +252,4 @@ def test_raw_pointer_port_without_the_row_bound_fails_naming_it():
     masks = [f for f in rep.findings if f.check == "memory.mask"]
     assert masks and all(f.severity == Severity.ERROR for f in masks)
     assert "lacks" in masks[0].message and "bid(x)" in masks[0].message and "shape0(array #0)" in masks[0].message
+    assert masks[0].consequence == Consequence.VALUES

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 class Verdict(str, Enum):
     PASS = "PASS"
@@ -37,6 +37,37 @@ CATEGORIES: dict[str, str] = {
 }
 
 
+class Consequence(str, Enum):
+    """What a difference can change: the severity follows it (values: error; speed: warning, unless the issue's
+    list of consequential hints says error; host: equal when the host passes what it says, confirmed by the host
+    stage's correctness tests; neither: note)."""
+
+    VALUES = "values"
+    SPEED = "speed"
+    HOST = "host"
+    NEITHER = "neither"
+
+
+# checks whose consequence is not the default of their severity (error: values, warning: values, note: neither)
+_CONSEQUENCE: dict[tuple[str, Severity | None], Consequence] = {
+    ("hints", None): Consequence.SPEED,
+    ("assumptions.div_by", Severity.ERROR): Consequence.SPEED,
+    ("assumptions.div_by", Severity.WARNING): Consequence.HOST,
+    ("assumptions.div_by_other_parameters", Severity.WARNING): Consequence.SPEED,
+    ("memory.mask_bound", None): Consequence.HOST,
+    ("memory.address_stride", None): Consequence.HOST,
+    ("memory.index_grid", None): Consequence.HOST,
+    ("structure.runtime_check", None): Consequence.NEITHER,
+}
+
+
+def consequence_of(check: str, severity: Severity) -> Consequence:
+    for key in ((check, severity), (check, None), (check.split(".")[0], None)):
+        if key in _CONSEQUENCE:
+            return _CONSEQUENCE[key]
+    return Consequence.NEITHER if severity == Severity.NOTE else Consequence.VALUES
+
+
 class Finding(BaseModel):
     category: str
     check: str  # e.g. "memory.padding"
@@ -47,6 +78,13 @@ class Finding(BaseModel):
     port_line: int | None = None
     ref: str | None = None  # the reference side's value of what differs
     port: str | None = None  # the port side's value
+    consequence: Consequence | None = None  # what the difference can change; filled from the check when not given
+
+    @model_validator(mode="after")
+    def _fill_consequence(self) -> "Finding":
+        if self.consequence is None:
+            self.consequence = consequence_of(self.check, self.severity)
+        return self
 
 
 class FindingGroup(BaseModel):
