@@ -313,3 +313,36 @@ def row_double(x, y, BLOCK: ct.Constant[int]):
 
 ROW_DOUBLE_SIG = signature(array(f32, 2, shape_divisible_by=(1, 16), stride_divisible_by=(16, 1)),
                            array(f32, 2, shape_divisible_by=(1, 16), stride_divisible_by=(16, 1)), 256)
+
+
+# ---------------------------------------------------------------------------------------------
+# a bound folded to a constant in the reference, passed at run time by the port
+# ---------------------------------------------------------------------------------------------
+
+
+@ct.kernel
+def gather_const_n(x, y, N: ct.Constant[int], TILE: ct.Constant[int]):
+    pid = ct.bid(0)
+    offs = pid * TILE + ct.arange(TILE, dtype=i32)
+    t = ct.gather(x, offs, mask=offs < N)
+    ct.store(y, index=(pid,), tile=t * 2.0)
+
+
+@ct.kernel
+def gather_runtime_n(x, y, n, TILE: ct.Constant[int]):
+    pid = ct.bid(0)
+    offs = pid * TILE + ct.arange(TILE, dtype=i32)
+    t = ct.gather(x, offs, mask=offs < n)
+    ct.store(y, index=(pid,), tile=t * 2.0)
+
+
+@ct.kernel
+def gather_runtime_n_le(x, y, n, TILE: ct.Constant[int]):
+    """Different: `<=` reads one element past the bound."""
+    pid = ct.bid(0)
+    offs = pid * TILE + ct.arange(TILE, dtype=i32)
+    t = ct.gather(x, offs, mask=offs <= n)
+    ct.store(y, index=(pid,), tile=t * 2.0)
+
+
+GATHER_CONST_SIG = signature(array(f32, 1, **_X16), array(f32, 1, **_X16), 1000, 256)

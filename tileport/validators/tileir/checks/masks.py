@@ -120,6 +120,11 @@ def compare_masks(rmask: Val | None, pmask: Val | None, ref: CanonEntry, port: C
             if ra and pa and ra.startswith("shape") and pa.startswith("scalar"):
                 match = (k, f"`{condition_text(b.val, port)}` bounds by {pa} where the reference bounds by {ra}")
                 break
+            if a.limit.splat is not None and pa:
+                # the reference was specialised on the bound; the port takes it at run time
+                match = (k, f"`{condition_text(b.val, port)}` bounds by {pa} where the reference bounds by the "
+                            f"constant {a.limit.splat[1]}")
+                break
         if match is None:
             out.lost.append(condition_text(a.val, ref))
             continue
