@@ -123,3 +123,31 @@ def _write(path: Path, data: str | bytes) -> Path:
     else:
         path.write_text(data)
     return path
+
+
+@needs_disasm
+def test_target_judges_hints_and_comes_from_the_reference_path(cli, tmp_path):
+    from ir_kernels import pairs as P
+    from ir_kernels.build import compile_text
+
+    # the reference applies occupancy 2 on every target, the port only on sm_90
+    for target in ("sm_90", "sm_100"):
+        (tmp_path / target).mkdir()
+        (tmp_path / target / "ref.tileir").write_text(compile_text(P.copy_occ_default, P.COPY_SIG))
+    port = tmp_path / "port.tileir"
+    port.write_text(compile_text(P.copy_occ_sm90, P.COPY_SIG))
+    r = cli("ir-diff", str(tmp_path / "sm_90" / "ref.tileir"), str(port), "--json")
+    assert r.returncode == 0, r.stdout
+    assert json.loads(r.stdout)["target"] == "sm_90"
+    r = cli("ir-diff", str(tmp_path / "sm_100" / "ref.tileir"), str(port))
+    assert r.returncode == 1 and "ERROR hints.occupancy" in r.stdout and "on sm_100" in r.stdout
+    # an explicit --target wins over the path
+    r = cli("ir-diff", str(tmp_path / "sm_100" / "ref.tileir"), str(port), "--target", "sm_90")
+    assert r.returncode == 0, r.stdout
+
+
+def test_bad_target_is_one_line_and_exit_2(cli):
+    f = RUST / "matmul_f16.ref.tileir"
+    r = cli("ir-diff", str(f), str(f), "--target", "hopper")
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "sm_90" in r.stderr and "Traceback" not in r.stderr

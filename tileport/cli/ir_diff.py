@@ -7,9 +7,11 @@ REF and GEN are tileirdisasm text files, or `.tileirbc` bytecode (disassembled f
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from tileport.cli._common import config_from, int_in
+from tileport.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,8 +24,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("gen", metavar="GEN", help="generated (port) Tile IR (text or .tileirbc)")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
     p.add_argument("--side-by-side", action="store_true", help="also print the aligned reference/port view")
+    p.add_argument("--target", metavar="SM",
+                   help="GPU target the modules were compiled for (judges hints by the values that apply there); "
+                        "default: the sm_NN named in REF's path, else every target either side names")
     p.add_argument("--width", type=int_in(40, 10000), default=160, help="line width of the side-by-side view (default 160)")
     p.set_defaults(func=run)
+
+
+_TARGET_RE = re.compile(r"(?:^|[/_.])(sm_[0-9]+[a-z]?)(?=$|[/_.])")
+
+
+def target_in_path(path: str) -> str | None:
+    """`out/softmax/sm_90/softmax__TILE-1024__float16.tileir` -> "sm_90" (analyze's and build-rust's layouts)."""
+    found = _TARGET_RE.findall(path)
+    return found[-1] if found else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
     disasm = from_config(config_from(args)).tileirdisasm
     ref = load_module(args.ref, disasm)
     gen = load_module(args.gen, disasm)
-    report = diff_modules(ref, gen)
+    if args.target and not re.fullmatch(r"sm_[0-9]+[a-z]?", args.target):
+        raise UserError(f"--target {args.target!r} is not a GPU target: give one like sm_90 or sm_100")
+    report = diff_modules(ref, gen, target=args.target or target_in_path(args.ref))
     if args.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:

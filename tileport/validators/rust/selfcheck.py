@@ -171,7 +171,8 @@ def self_check(build: RustBuildResult, analysis: Analysis, spec: DumpSpec, *,
         port_path = Path(job.tileir_text or job.bytecode or "")
         pr.port_text = str(port_path)
         try:
-            rep = diff_modules(load_module(ref_path, tileirdisasm), load_module(port_path, tileirdisasm))
+            rep = diff_modules(load_module(ref_path, tileirdisasm), load_module(port_path, tileirdisasm),
+                               target=target)
         except UserError as e:
             pr.verdict, pr.reason = UNMATCHED, f"cannot read the Tile IR: {e}"
             continue

@@ -25,6 +25,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from tileport.validators.tileir import intforms
 from tileport.validators.tileir.parse import (MEMO_SIZE, Entry, Op, Region, TileIRParseError, normalize_type,
                                               type_info)
 
@@ -146,7 +147,8 @@ class Node:
 
     __slots__ = ("op", "idx", "depth", "parent", "region_index", "hash", "local", "operands", "tok_operands",
                  "results", "category", "effect", "escapes", "barrier", "live", "regions_hash", "children",
-                 "is_load", "family", "region_hashes", "entry", "data", "users", "attrs_key", "transparent")
+                 "is_load", "family", "region_hashes", "entry", "data", "users", "attrs_key", "transparent",
+                 "form", "form_inputs")
 
     def __init__(self, op: Op, idx: int, depth: int, parent: "Node | None", region_index: int):
         self.op = op
@@ -175,6 +177,8 @@ class Node:
         # computes nothing of its own: an assume, an identity reshape, or a splat constant only
         # re-shaped into another splat
         self.transparent = False
+        self.form = None  # intforms.Form: how this side wrote an integer form normalised before hashing
+        self.form_inputs: tuple = ()
 
     @property
     def address_only(self) -> bool:
@@ -349,6 +353,7 @@ class _Builder:
         self.env: dict[str, Val] = {}
         self.scopes: list[list] = [[]]
         self.assumes: list[AssumeFact] = []
+        self.signs = intforms.Signs()
 
     def error(self, msg: str, op: Op) -> TileIRParseError:
         return TileIRParseError(msg, path=self.path, line=op.line, col=op.col)
@@ -540,6 +545,8 @@ class _Builder:
         elif name == "get_index_space_shape" and len(node.operands) == 1 and node.operands[0].nopad:
             # the index space of a view does not depend on its padding value
             node.hash = _h(name, _PAD_TYPE_RE.sub("", types_key), node.operands[0].nopad)
+        elif name in intforms.FORM_OPS and (nh := intforms.normalize(node, self.signs, _h)) is not None:
+            node.hash = nh
         else:
             ohs = [v.hash for v in node.operands]
             if name in COMMUTATIVE:
@@ -566,6 +573,32 @@ class _Builder:
         self.define(v.name, v, self.scopes[-1])
 
 
+@functools.lru_cache(maxsize=1024)
+def python_array_layout(name: str, n_args: int) -> tuple[tuple[int, int], ...] | None:
+    """For an entry cuTile Python compiled (a mangled `<kernel>_K<cc>_...` name): (pointer argument index, ndim)
+    per array parameter, read with cuda.tile's own demangler; None for other names or when the layout does not
+    account for exactly `n_args` arguments (then roles come from the dataflow alone)."""
+    if "_K" not in name:
+        return None
+    try:
+        from cuda.tile.compilation import ArrayConstraint, ScalarConstraint, demangle_kernel_name
+
+        _, sig = demangle_kernel_name(name)
+    except Exception:  # not a cuTile Python name, or cuda-tile absent / changed: fall back to the dataflow
+        return None
+    out: list[tuple[int, int]] = []
+    k = 0
+    for param in sig.parameters:
+        if isinstance(param, ArrayConstraint):
+            out.append((k, param.ndim))
+            k += 1 + 2 * param.ndim
+        elif isinstance(param, ScalarConstraint):
+            k += 1
+        elif type(param).__name__ != "ConstantConstraint":
+            return None  # lists, tuples, pointers...: layout not known here
+    return tuple(out) if k == n_args else None
+
+
 def arg_roles(entry: Entry, array_map: dict[int, int] | None = None) -> tuple[dict[int, int], dict[int, str]]:
     """Name entry arguments by what they are, not where they sit: pointer arguments by their order
     among pointers, shape/stride scalars by the tensor view they describe, other scalars by their
@@ -578,6 +611,17 @@ def arg_roles(entry: Entry, array_map: dict[int, int] | None = None) -> tuple[di
     if array_map:
         ptr_ordinal = {k: array_map.get(o, o) for k, o in ptr_ordinal.items()}
     roles: dict[int, str] = {k: f"array #{o}" for k, o in ptr_ordinal.items()}
+    # cuTile Python's calling convention says which scalars describe which array (its mangled entry name
+    # encodes the signature): each array passes its pointer, then its shape, then its strides
+    layout = python_array_layout(entry.name, len(entry.args))
+    if layout:
+        for ptr_arg, ndim in layout:
+            if ptr_arg not in ptr_ordinal:
+                break
+            o = ptr_ordinal[ptr_arg]
+            for d in range(ndim):
+                roles[ptr_arg + 1 + d] = f"shape{d}(array #{o})"
+                roles[ptr_arg + 1 + ndim + d] = f"stride{d}(array #{o})"
     root: dict[str, str] = {}  # value name -> the argument it is (through assumes)
 
     def arg_of(name: str) -> int | None:
@@ -709,7 +753,8 @@ def release(ce: CanonEntry) -> None:
         for vals in (n.operands, n.tok_operands, n.results):
             for v in vals:
                 v.stripped = v.node = v.reshape_src = None
-        n.parent = n.children = n.users = n.operands = n.tok_operands = n.results = None
+        n.parent = n.children = n.users = n.operands = n.tok_operands = n.results = n.form = None
+        n.form_inputs = ()
     for fact in ce.assumes:
         fact.node = fact.target = None
     ce.nodes = ce.dead = ce.args = ce.assumes = []
@@ -754,7 +799,8 @@ def render(v: Val, ce: CanonEntry | None = None, depth: int = 3) -> str:
         return v.splat[1]
     if v.node is None:
         if v.arg_index is not None:
-            return f"arg{v.arg_index}"
+            role = ce.arg_roles.get(v.arg_index) if ce is not None else None
+            return role if role and not role.startswith("unused") else f"arg{v.arg_index}"
         if v.barg is not None:
             pos = v.barg[1]
             if v.owner == "for":
@@ -779,6 +825,11 @@ def render(v: Val, ce: CanonEntry | None = None, depth: int = 3) -> str:
         t = type_info(n.op.result_types[0]) if n.op.result_types else None
         shape = "x".join(t.shape) if t else "?"
         return f"view(tile={shape})"
+    if n.form is not None and n.form_inputs:
+        # a normalised integer form reads as what it computes, whichever way it was written
+        if depth <= 0:
+            return f"{n.form.computes}(...)"
+        return f"{n.form.computes}({', '.join(render(o, ce, depth - 1) for o in n.form_inputs)})"
     if depth <= 0:
         return f"{n.op.name}(...)"
     inner = ", ".join(render(o, ce, depth - 1) for o in n.operands)

@@ -66,6 +66,10 @@ _ROW_MARK = {RowStatus.SAME: " ", RowStatus.CHANGED: "~", RowStatus.DOWNSTREAM: 
              RowStatus.PORT_ONLY: "+", RowStatus.BENIGN: "="}
 
 
+_CHANGES = {"values": "results", "speed": "speed only", "host": "results, if the host passes other values",
+            "neither": "neither results nor speed"}
+
+
 def format_report(rep: IRDiffReport, side_by_side: bool = False, width: int = 160) -> str:
     out: list[str] = []
     s = rep.stats
@@ -93,7 +97,7 @@ def format_report(rep: IRDiffReport, side_by_side: bool = False, width: int = 16
             if f.port_line is not None:
                 where.append(f"port:{f.port_line}")
             loc = f" [{' '.join(where)}]" if where else ""
-            out.append(f"  {_MARK[f.severity]} {f.check}{loc}: {f.message}")
+            out.append(f"  {_MARK[f.severity]} {f.check}{loc}: {f.message} [can change: {_CHANGES[f.consequence.value]}]")
     counts = {sev: sum(1 for f in rep.findings if f.severity == sev) for sev in Severity}
     out.append("")
     out.append(f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARNING]} warning(s), "

@@ -1,0 +1,164 @@
+"""Masks of pointer loads and stores, compared condition by condition, and whether masked-off lanes can matter.
+
+A mask is a conjunction of compares. Two conditions are the same bound when they compare the same index (widened,
+reshaped or broadcast alike: `exti`, `reshape` and `broadcast` keep every value) with the same predicate, against
+the same value, signed or unsigned alike when the index is known to be non-negative. A reference that bounds an
+index by an array's own shape (cuTile Python passes shapes with every array) and a port that bounds it by a plain
+scalar parameter (a raw-pointer port passes `n_rows`, `hidden_size`) are equal exactly when the host passes that
+shape: a warning naming it, for the host stage's correctness tests to confirm. A condition only one side has is an
+error: a bound dropped (a row mask missing) reads or writes out of bounds, a bound added drops data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tileport.validators.tileir.canon import MEM_WRITES, CanonEntry, Node, Val, render
+from tileport.validators.tileir.intforms import NONNEG, Signs
+
+_PREDICATES = ("less_than_or_equal", "less_than", "greater_than_or_equal", "greater_than", "equal", "not_equal")
+_VALUE_KEEPING = frozenset({"exti", "reshape", "broadcast", "assume"})
+# elementwise ops a masked-off lane's value can only reach the same lane through
+_LANEWISE = frozenset({
+    "addf", "subf", "mulf", "divf", "remf", "negf", "absf", "fma", "maxf", "minf", "exp", "exp2", "log", "log2",
+    "rsqrt", "sqrt", "tanh", "sin", "cos", "ftof", "itof", "ftoi", "exti", "trunci", "bitcast", "addi", "subi",
+    "muli", "select", "cmpf", "cmpi", "andi", "ori", "xori",
+})
+
+
+def conjuncts(v: Val | None, limit: int = 64) -> list[Val]:
+    """The conditions an i1 mask is the conjunction of (andi trees flattened; reshapes and broadcasts looked through)."""
+    if v is None:
+        return []
+    n = v.node
+    while n is not None and n.op.name in ("reshape", "broadcast") and n.operands and limit > 0:
+        v, n, limit = n.operands[0], n.operands[0].node, limit - 1
+    if n is None or n.op.name != "andi" or limit <= 0:
+        return [v]
+    return [c for o in n.operands for c in conjuncts(o, limit - 1)]
+
+
+def condition_text(v: Val, ce: CanonEntry) -> str:
+    n = v.node
+    if n is not None and n.op.name == "cmpi" and len(n.operands) == 2:
+        pred = next((f for f in n.op.flags if f in _PREDICATES), "?")
+        sign = "unsigned" if "unsigned" in n.op.flags else "signed"
+        return f"cmpi {pred} {sign}({render(n.operands[0], ce)}, {render(n.operands[1], ce)})"
+    return render(v, ce)
+
+
+def _strip(v: Val) -> Val:
+    for _ in range(16):
+        n = v.node
+        if n is None or n.op.name not in _VALUE_KEEPING or not n.operands:
+            return v
+        v = n.operands[-1] if n.op.name == "assume" else n.operands[0]
+    return v
+
+
+@dataclass
+class Bound:
+    val: Val
+    pred: str | None
+    signed: bool
+    index: str | None  # stripped hash of the compared index
+    limit: Val | None  # stripped bound value
+
+
+def _bound(v: Val) -> Bound:
+    n = v.node
+    if n is None or n.op.name != "cmpi" or len(n.operands) != 2:
+        return Bound(v, None, True, None, None)
+    pred = next((f for f in n.op.flags if f in _PREDICATES), None)
+    return Bound(v, pred, "unsigned" not in n.op.flags, _strip(n.operands[0]).hash, _strip(n.operands[1]))
+
+
+def _arg_role(v: Val, ce: CanonEntry) -> str | None:
+    if v.node is None and v.arg_index is not None:
+        return ce.arg_roles.get(v.arg_index)
+    return None
+
+
+@dataclass
+class MaskVerdict:
+    lost: list[str]  # conditions only the reference has
+    added: list[str]  # conditions only the port has
+    host: list[str]  # conditions equal only when the host passes a shape as a scalar
+
+
+def compare_masks(rmask: Val | None, pmask: Val | None, ref: CanonEntry, port: CanonEntry) -> MaskVerdict:
+    rs, ps = Signs(), Signs()
+    rb = [_bound(v) for v in conjuncts(rmask)]
+    pb = [_bound(v) for v in conjuncts(pmask)]
+    used: set[int] = set()
+    out = MaskVerdict([], [], [])
+
+    def sign_free(a: Bound, b: Bound) -> bool:
+        if a.signed == b.signed:
+            return True
+        return (rs.of(_strip(a.val.node.operands[0])) >= NONNEG and ps.of(_strip(b.val.node.operands[0])) >= NONNEG)
+
+    exact: dict[int, int] = {}  # identical conditions pair first, so a near match never takes one's partner
+    for i, a in enumerate(rb):
+        k = next((k for k, b in enumerate(pb) if k not in used and b.val.hash == a.val.hash), None)
+        if k is not None:
+            exact[i] = k
+            used.add(k)
+    for i, a in enumerate(rb):
+        if i in exact:
+            continue
+        match = None
+        for k, b in enumerate(pb):
+            if k in used:
+                continue
+            if a.pred is None or a.pred != b.pred or a.index != b.index or not sign_free(a, b):
+                continue
+            if a.limit.hash == b.limit.hash:
+                match = (k, None)
+                break
+            ra, pa = _arg_role(a.limit, ref), _arg_role(b.limit, port)
+            if ra and pa and ra.startswith("shape") and pa.startswith("scalar"):
+                match = (k, f"`{condition_text(b.val, port)}` bounds by {pa} where the reference bounds by {ra}")
+                break
+            if a.limit.splat is not None and pa:
+                # the reference was specialised on the bound; the port takes it at run time
+                match = (k, f"`{condition_text(b.val, port)}` bounds by {pa} where the reference bounds by the "
+                            f"constant {a.limit.splat[1]}")
+                break
+        if match is None:
+            out.lost.append(condition_text(a.val, ref))
+            continue
+        used.add(match[0])
+        if match[1]:
+            out.host.append(match[1])
+    out.added = [condition_text(b.val, port) for k, b in enumerate(pb) if k not in used]
+    return out
+
+
+def masked_lanes_unobservable(load: Node, mask: Val | None) -> bool:
+    """True when the lanes `mask` turns off in `load` can never reach memory or another lane: every use of the
+    loaded value is lane-wise and ends in pointer stores masked by at least the same conditions."""
+    if mask is None or not load.results:
+        return False
+    need = {v.hash for v in conjuncts(mask)}
+    stack = [(u, load) for u in load.users]
+    seen: set[tuple[int, int]] = set()
+    while stack:
+        u, src = stack.pop()
+        if (id(u), id(src)) in seen:
+            continue
+        seen.add((id(u), id(src)))
+        name = u.op.name
+        if name in MEM_WRITES:
+            # only as the stored value (never an address or a mask), under at least the load's conditions
+            if name != "store_ptr_tko" or len(u.operands) < 3 or u.operands[1].node is not src:
+                return False
+            if any(v.node is src for v in (u.operands[0], u.operands[2])):
+                return False
+            if not need <= {v.hash for v in conjuncts(u.operands[2])}:
+                return False
+            continue
+        if name not in _LANEWISE:
+            return False
+        stack.extend((w, u) for w in u.users)
+    return True
