@@ -42,7 +42,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             args_fn=lambda cfg: (a, b, c, cfg.TILE_M, cfg.TILE_N, cfg.TILE_K),
             hints_fn=lambda cfg: {"occupancy": cfg.occupancy},
             quiet=True)
-        best = result.best_config
+        best = result.best.config
         _tune_cache[key] = (best, gemm_kernel.replace_hints(occupancy=best.occupancy))
     cfg, kernel = _tune_cache[key]
     grid = (ct.cdiv(M, cfg.TILE_M), ct.cdiv(N, cfg.TILE_N), 1)
