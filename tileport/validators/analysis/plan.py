@@ -70,6 +70,7 @@ class Plan(BaseModel):
     launches: list[LaunchInfo]
     variants: list[VariantPlan]
     notes: list[str] = Field(default_factory=list)
+    failed: dict[str, str] = Field(default_factory=dict)  # kernel -> why (collect_failures=True)
 
 
 _KIND_DTYPE = {"float": "float32", "int": "int32", "bool": "bool_"}
@@ -83,6 +84,9 @@ def fmt_value(v: ConstantValue) -> str:
 
 def _slug_value(v: ConstantValue) -> str:
     return fmt_value(v).replace("-", "m").replace(".", "p").replace("+", "")
+
+
+slug_value = _slug_value
 
 
 def _coerce(kernel: str, name: str, ctype: str | None, value: Any, where: str) -> ConstantValue:
@@ -262,7 +266,7 @@ def _check_declaration(decl: OpDeclaration, kernels: list[KernelMeta], filename:
 
 
 def build_plan(kernels: list[KernelMeta], static: StaticInfo, decl: OpDeclaration, *, filename: str,
-               kernel_filter: str | None = None) -> Plan:
+               kernel_filter: str | None = None, collect_failures: bool = False) -> Plan:
     notes = list(static.notes)
     _check_declaration(decl, kernels, filename)
     if kernel_filter is not None and kernel_filter not in {k.name for k in kernels}:
@@ -272,7 +276,27 @@ def build_plan(kernels: list[KernelMeta], static: StaticInfo, decl: OpDeclaratio
     infos: list[KernelInfo] = []
     all_launches: list[LaunchInfo] = []
     variants: list[VariantPlan] = []
+    failed: dict[str, str] = {}
     for k in kernels:
+        if not collect_failures:
+            _plan_kernel(k, by_static, static, decl, filename, kernel_filter, notes, infos, all_launches, variants)
+            continue
+        marks = (len(infos), len(all_launches), len(variants), len(notes))
+        try:
+            _plan_kernel(k, by_static, static, decl, filename, kernel_filter, notes, infos, all_launches, variants)
+        except UserError as e:
+            failed[k.name] = str(e)
+            del infos[marks[0]:], all_launches[marks[1]:], variants[marks[2]:], notes[marks[3]:]
+    # keep notes unique, in order
+    seen_notes: set[str] = set()
+    notes = [n for n in notes if not (n in seen_notes or seen_notes.add(n))]
+    return Plan(kernels=infos, launches=all_launches, variants=variants, notes=notes, failed=failed)
+
+
+def _plan_kernel(k: KernelMeta, by_static: dict, static: StaticInfo, decl: OpDeclaration, filename: str,
+                 kernel_filter: str | None, notes: list[str], infos: list[KernelInfo],
+                 all_launches: list[LaunchInfo], variants: list[VariantPlan]) -> None:
+    if True:
         s = by_static.get(k.name)
         launches = [ln for ln in static.launches if ln.kernel == k.name]
         params = _classify(k, s, decl, launches, filename, notes)
@@ -287,7 +311,7 @@ def build_plan(kernels: list[KernelMeta], static: StaticInfo, decl: OpDeclaratio
         resolved = _launch_infos(k, params, launches, filename, notes)
         all_launches.extend(info for info, _ in resolved)
         if kernel_filter is not None and k.name != kernel_filter:
-            continue
+            return
         for values, sources in _variants_for(k, params, decl, resolved, filename, notes):
             name = ",".join(f"{c}={fmt_value(v)}" for c, v in values.items())
             slug = "__".join(f"{c}-{_slug_value(v)}" for c, v in values.items())
@@ -309,7 +333,3 @@ def build_plan(kernels: list[KernelMeta], static: StaticInfo, decl: OpDeclaratio
                 instances.append(InstancePlan(dtype=op_dtype, param_dtypes=pdt, stem=stem))
             variants.append(VariantPlan(kernel=k.name, function=k.function, name=name, constants=values,
                                         sources=sources, instances=instances))
-    # keep notes unique, in order
-    seen_notes: set[str] = set()
-    notes = [n for n in notes if not (n in seen_notes or seen_notes.add(n))]
-    return Plan(kernels=infos, launches=all_launches, variants=variants, notes=notes)
