@@ -179,7 +179,7 @@ def _launch_infos(k: KernelMeta, params: list[ParamInfo], launches: list, filena
 
 def _variants_for(k: KernelMeta, params: list[ParamInfo], decl: OpDeclaration,
                   launches: list[tuple[LaunchInfo, dict[str, ArgValue] | None]], filename: str,
-                  notes: list[str]) -> list[tuple[dict[str, ConstantValue], list[str]]]:
+                  notes: list[str], s: KernelStatic | None = None) -> list[tuple[dict[str, ConstantValue], list[str]]]:
     consts = [p for p in params if p.kind == "constant"]
     ctype = {p.name: p.constant_type for p in consts}
     where = f"{filename}:{k.line}"
@@ -221,6 +221,12 @@ def _variants_for(k: KernelMeta, params: list[ParamInfo], decl: OpDeclaration,
                              f"{', '.join(fmt_value(x) for x in declared_vals)}")
             elif ctype[c] == "bool" or (arg is not None and arg.kind == "bool"):
                 choices.append([(False, f"enumerated {c}"), (True, f"enumerated {c}")])
+            elif s is not None and c not in s.reads:
+                # The body never reads it: every value compiles to the same code, so any one will do.
+                placeholder: ConstantValue = {"bool": False, "float": 0.0}.get(ctype[c] or (arg.kind if arg else None) or "", 0)
+                choices.append([(placeholder, f"unread {c}")])
+                notes.append(f"{k.name}.{c} is computed at run time{expr} but the kernel body never reads it; "
+                             f"analysed with {fmt_value(placeholder)}")
             elif arg is not None and arg.default is not None and arg.expr.isidentifier():
                 choices.append([(_coerce(k.name, c, ctype[c], arg.default, where), f"default {c}")])
                 notes.append(f"{k.name}.{c} comes from wrapper argument `{arg.expr}`; analysed its default "
@@ -312,7 +318,7 @@ def _plan_kernel(k: KernelMeta, by_static: dict, static: StaticInfo, decl: OpDec
         all_launches.extend(info for info, _ in resolved)
         if kernel_filter is not None and k.name != kernel_filter:
             return
-        for values, sources in _variants_for(k, params, decl, resolved, filename, notes):
+        for values, sources in _variants_for(k, params, decl, resolved, filename, notes, s):
             name = ",".join(f"{c}={fmt_value(v)}" for c, v in values.items())
             slug = "__".join(f"{c}-{_slug_value(v)}" for c, v in values.items())
             instances: list[InstancePlan] = []

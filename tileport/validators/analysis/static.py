@@ -537,7 +537,21 @@ class HostWalker:
             if isinstance(v, tuple):
                 arg_values = [self.value_to_arg(f"{ast.unparse(args)}[{i}]", x) for i, x in enumerate(v)]
         self.launches.append(LaunchStatic(function=self.function, line=call.lineno, kernel=kname,
-                                          grid=ast.unparse(grid), args=arg_values, guards=list(path.guards)))
+                                          grid=self.grid_text(grid, path.env), args=arg_values,
+                                          guards=list(path.guards)))
+
+    def grid_text(self, grid: ast.expr, env: dict[str, Any]) -> str:
+        """The grid as an expression: a name bound earlier (`grid = (cdiv(m, T), 1, 1)`) shows what it holds."""
+        text = ast.unparse(grid)
+        if not isinstance(grid, ast.Name):
+            return text
+        v = self.ev.eval(grid, env)
+        if isinstance(v, tuple):
+            parts = [x.expr if isinstance(x, Unknown) else repr(x) for x in v]
+            return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        if isinstance(v, Unknown) and v.expr != text:
+            return v.expr
+        return text
 
     def arg_value(self, node: ast.expr, env: dict[str, Any]) -> ArgValue:
         return self.value_to_arg(ast.unparse(node), self.ev.eval(node, env))
