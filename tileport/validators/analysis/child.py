@@ -173,11 +173,6 @@ def find_kernels(module, path: Path) -> dict[str, Any]:
 
 def export_all(kernels: dict[Any, Any], plan, params_by_kernel: dict[str, list[dict]], req: dict) -> dict:
     """kernels: kernel object per kernel name, or per (kernel, variant name) for captured variants."""
-    from cuda.tile import TileError
-    from cuda.tile.compilation import export_kernel
-
-    from tileport.validators.analysis.signature import build_signature, describe
-
     out_dir = Path(req["out_dir"])
     results: dict[str, Any] = {}
     for v in list(plan.variants):
@@ -185,6 +180,9 @@ def export_all(kernels: dict[Any, Any], plan, params_by_kernel: dict[str, list[d
             try:
                 results.update(_export_variant(kernels, v, params_by_kernel, req, out_dir))
             except ChildError as e:
+                for inst in v.instances:
+                    for target in req["targets"]:
+                        (out_dir / target / f"{inst.stem}.tileirbc").unlink(missing_ok=True)
                 plan.variants.remove(v)
                 plan.notes.append(f"captured variant dropped: {e.message.split(': ', 1)[-1]}")
                 if not any(x.kernel == v.kernel for x in plan.variants):
@@ -202,30 +200,30 @@ def _export_variant(kernels: dict[Any, Any], v, params_by_kernel: dict[str, list
     from tileport.validators.analysis.signature import build_signature, describe
 
     results: dict[str, Any] = {}
-    if True:
-        for inst in v.instances:
-            sig = build_signature(params_by_kernel[v.kernel], inst.param_dtypes, v.constants, v.function)
-            entry = {"symbol": sig.symbol, "signature": [describe(c) for c in sig.parameters], "builds": {}}
-            for target in req["targets"]:
-                rel = Path(target) / f"{inst.stem}.tileirbc"
-                (out_dir / target).mkdir(parents=True, exist_ok=True)
-                t0 = time.perf_counter()
-                try:
-                    export_kernel(kernels.get((v.kernel, v.name)) or kernels[v.kernel], [sig], str(out_dir / rel), output_format="tileir_bytecode",
-                                  gpu_code=target, bytecode_version=req["bytecode_version"])
-                except TileError as e:
-                    loc = getattr(e, "loc", None)
-                    where = f"{Path(loc.filename).name}:{loc.line}" if loc and getattr(loc, "filename", None) else \
-                        Path(req["path"]).name
-                    label = f"{v.kernel}[{v.name}]" if v.name else v.kernel
-                    raise ChildError("rejected", f"{where}: cuda-tile rejected kernel {label} ({inst.dtype}, "
-                                     f"{target}): {type(e).__name__}: {one_line(getattr(e, 'message', e))}") from None
-                except Exception as e:
-                    label = f"{v.kernel}[{v.name}]" if v.name else v.kernel
-                    raise ChildError("rejected", f"{Path(req['path']).name}: exporting {label} ({inst.dtype}, "
-                                     f"{target}) failed: {type(e).__name__}: {one_line(e)}") from None
-                entry["builds"][target] = {"path": str(rel), "seconds": round(time.perf_counter() - t0, 4)}
-            results[inst.stem] = entry
+    for inst in v.instances:
+        sig = build_signature(params_by_kernel[v.kernel], inst.param_dtypes, v.constants, v.function)
+        entry = {"symbol": sig.symbol, "signature": [describe(c) for c in sig.parameters], "builds": {}}
+        for target in req["targets"]:
+            rel = Path(target) / f"{inst.stem}.tileirbc"
+            (out_dir / target).mkdir(parents=True, exist_ok=True)
+            t0 = time.perf_counter()
+            try:
+                export_kernel(kernels.get((v.kernel, v.name)) or kernels[v.kernel], [sig], str(out_dir / rel),
+                              output_format="tileir_bytecode", gpu_code=target,
+                              bytecode_version=req["bytecode_version"])
+            except TileError as e:
+                loc = getattr(e, "loc", None)
+                where = f"{Path(loc.filename).name}:{loc.line}" if loc and getattr(loc, "filename", None) else \
+                    Path(req["path"]).name
+                label = f"{v.kernel}[{v.name}]" if v.name else v.kernel
+                raise ChildError("rejected", f"{where}: cuda-tile rejected kernel {label} ({inst.dtype}, "
+                                 f"{target}): {type(e).__name__}: {one_line(getattr(e, 'message', e))}") from None
+            except Exception as e:
+                label = f"{v.kernel}[{v.name}]" if v.name else v.kernel
+                raise ChildError("rejected", f"{Path(req['path']).name}: exporting {label} ({inst.dtype}, "
+                                 f"{target}) failed: {type(e).__name__}: {one_line(e)}") from None
+            entry["builds"][target] = {"path": str(rel), "seconds": round(time.perf_counter() - t0, 4)}
+        results[inst.stem] = entry
     return results
 
 
@@ -257,7 +255,7 @@ def run(req: dict) -> dict:
     objects: dict[Any, Any] = dict(kernels)
     # Capture runs when static analysis left something open: a kernel it could not plan, a launch whose
     # kernel it could not name, a kernel defined inside a function (factory), or no module-level kernel.
-    open_kernels = set(plan.failed) | {v.kernel for v in plan.variants if v.sources == ["no launch found"]}
+    open_kernels = set(plan.failed) | {v.kernel for v in plan.variants if "no launch found" in v.sources}
     need = bool(open_kernels) or not kernels or static.factory_kernels or \
         any(ln.kernel is None for ln in static.launches)
     capture_info = None

@@ -302,40 +302,39 @@ def build_plan(kernels: list[KernelMeta], static: StaticInfo, decl: OpDeclaratio
 def _plan_kernel(k: KernelMeta, by_static: dict, static: StaticInfo, decl: OpDeclaration, filename: str,
                  kernel_filter: str | None, notes: list[str], infos: list[KernelInfo],
                  all_launches: list[LaunchInfo], variants: list[VariantPlan]) -> None:
-    if True:
-        s = by_static.get(k.name)
-        launches = [ln for ln in static.launches if ln.kernel == k.name]
-        params = _classify(k, s, decl, launches, filename, notes)
-        const_names = {p.name for p in params if p.kind == "constant"}
-        infos.append(KernelInfo(
-            name=k.name, line=k.line, params=params, compiler_options=k.compiler_options,
-            constant_branches=[ConstantBranch(line=i.line, condition=i.condition,
-                                              constants=[n for n in i.names if n in const_names])
-                               for i in (s.if_sites if s else []) if const_names & set(i.names)],
-            memory_ops=[MemoryOp(**m.model_dump()) for m in (s.memory if s else [])],
-            math_ops=s.math_ops if s else [], loops=s.loops if s else 0))
-        resolved = _launch_infos(k, params, launches, filename, notes)
-        all_launches.extend(info for info, _ in resolved)
-        if kernel_filter is not None and k.name != kernel_filter:
-            return
-        for values, sources in _variants_for(k, params, decl, resolved, filename, notes, s):
-            name = ",".join(f"{c}={fmt_value(v)}" for c, v in values.items())
-            slug = "__".join(f"{c}-{_slug_value(v)}" for c, v in values.items())
-            instances: list[InstancePlan] = []
-            seen: set[tuple] = set()
-            for op_dtype in decl.dtypes:
-                pdt: dict[str, str] = {}
-                for p in params:
-                    if p.kind == "array":
-                        pd = decl.param(k.name, p.name)
-                        pdt[p.name] = (pd.dtype_for(op_dtype) if pd and pd.dtype else None) or p.dtype or op_dtype
-                    elif p.kind == "scalar":
-                        pdt[p.name] = p.dtype or "int32"
-                key = tuple(sorted(pdt.items()))
-                if key in seen:
-                    continue
-                seen.add(key)
-                stem = "__".join(x for x in (k.name, slug, op_dtype) if x)
-                instances.append(InstancePlan(dtype=op_dtype, param_dtypes=pdt, stem=stem))
-            variants.append(VariantPlan(kernel=k.name, function=k.function, name=name, constants=values,
-                                        sources=sources, instances=instances))
+    s = by_static.get(k.name)
+    launches = [ln for ln in static.launches if ln.kernel == k.name]
+    params = _classify(k, s, decl, launches, filename, notes)
+    const_names = {p.name for p in params if p.kind == "constant"}
+    infos.append(KernelInfo(
+        name=k.name, line=k.line, params=params, compiler_options=k.compiler_options,
+        constant_branches=[ConstantBranch(line=i.line, condition=i.condition,
+                                          constants=[n for n in i.names if n in const_names])
+                           for i in (s.if_sites if s else []) if const_names & set(i.names)],
+        memory_ops=[MemoryOp(**m.model_dump()) for m in (s.memory if s else [])],
+        math_ops=s.math_ops if s else [], loops=s.loops if s else 0))
+    resolved = _launch_infos(k, params, launches, filename, notes)
+    all_launches.extend(info for info, _ in resolved)
+    if kernel_filter is not None and k.name != kernel_filter:
+        return
+    for values, sources in _variants_for(k, params, decl, resolved, filename, notes, s):
+        name = ",".join(f"{c}={fmt_value(v)}" for c, v in values.items())
+        slug = "__".join(f"{c}-{_slug_value(v)}" for c, v in values.items())
+        instances: list[InstancePlan] = []
+        seen: set[tuple] = set()
+        for op_dtype in decl.dtypes:
+            pdt: dict[str, str] = {}
+            for p in params:
+                if p.kind == "array":
+                    pd = decl.param(k.name, p.name)
+                    pdt[p.name] = (pd.dtype_for(op_dtype) if pd and pd.dtype else None) or p.dtype or op_dtype
+                elif p.kind == "scalar":
+                    pdt[p.name] = p.dtype or "int32"
+            key = tuple(sorted(pdt.items()))
+            if key in seen:
+                continue
+            seen.add(key)
+            stem = "__".join(x for x in (k.name, slug, op_dtype) if x)
+            instances.append(InstancePlan(dtype=op_dtype, param_dtypes=pdt, stem=stem))
+        variants.append(VariantPlan(kernel=k.name, function=k.function, name=name, constants=values,
+                                    sources=sources, instances=instances))
