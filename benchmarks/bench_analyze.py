@@ -13,6 +13,13 @@ Then tileiras alone on the same bytecode, one module at a time, so its figure is
 own time per module. Target: under 2 s per example excluding tileiras.
 
     .venv/bin/python benchmarks/bench_analyze.py [--repeat 3] [--targets sm_90 sm_100] [op ...]
+
+With `--corpus DIR [--python PY]` it instead analyses every op file under DIR (files with a
+`ct.launch` or `@ct.kernel`; packages included) once, unmodified, in interpreter PY, and prints per
+op whether it was analysed whole (every kernel it launches), the kernels analysed / missing, the
+static-path time and the launch-capture time, then the totals:
+
+    .venv/bin/python benchmarks/bench_analyze.py --corpus tests/heldout_ops --python ~/.cache/tileport/torch-venv/bin/python
 """
 
 from __future__ import annotations
@@ -54,12 +61,60 @@ def _median_run(path: Path, out_base: Path, repeat: int, warm: bool, **kwargs):
     return runs[len(runs) // 2]
 
 
+def corpus_ops(root: Path) -> list[Path]:
+    """Op files under root: modules with a kernel or a launch (package __init__/utils without one are not ops)."""
+    return sorted(p for p in root.rglob("*.py")
+                  if "ct.launch" in (t := p.read_text(encoding="utf-8")) or "ct.kernel" in t)
+
+
+def run_corpus(root: Path, python: str | None, targets: list[str]) -> int:
+    import re
+
+    from tileport.errors import UserError
+
+    ops = corpus_ops(root)
+    config = Config()
+    print(f"tileport analyze on {len(ops)} op files under {root} (unmodified), python {python or sys.executable}, "
+          f"targets {', '.join(targets)}, no tileiras; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    print(f"{'op':<28} {'result':<8} {'kernels':>7} {'missing':>7} {'static':>7} {'capture':>8} {'total':>7}  note")
+    whole = kernels = missing = 0
+    statics: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="tileport-bench-") as tmp:
+        for path in ops:
+            name = str(path.relative_to(root))
+            t0 = time.perf_counter()
+            try:
+                a = analyze_op(path, out_dir=Path(tmp) / re.sub(r"\W", "_", name), targets=targets, config=config,
+                               run_tileiras=False, python=python)
+            except UserError as e:
+                print(f"{name:<28} {'FAILED':<8} {0:>7} {'?':>7} {'':>7} {'':>8} {time.perf_counter() - t0:>6.2f}s  "
+                      f"{str(e)[:150]}")
+                continue
+            got = len({v.kernel for v in a.variants})
+            miss = len(getattr(a, "unresolved", []) or [])
+            kernels += got
+            missing += miss
+            whole += miss == 0
+            t = a.timings
+            cap = getattr(t, "capture_s", 0.0) or 0.0
+            statics.append(t.total_s - cap)
+            print(f"{name:<28} {'ok' if miss == 0 else 'partial':<8} {got:>7} {miss:>7} {t.total_s - cap:>6.2f}s "
+                  f"{cap:>7.2f}s {t.total_s:>6.2f}s  {'; '.join(u.kernel for u in getattr(a, 'unresolved', []) or [])}")
+    print(f"{whole} of {len(ops)} op files analysed whole, {kernels} kernels analysed, {missing} reported missing; "
+          f"without capture max {max(statics, default=0):.2f} s per op")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", metavar="DIR", help="analyse every op file under DIR once (see above)")
+    ap.add_argument("--python", metavar="PY", help="interpreter for the child (with torch) in --corpus mode")
     ap.add_argument("ops", nargs="*", help="op names or paths (default: every example)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per example and mode; the median is reported")
     ap.add_argument("--targets", nargs="+", default=["sm_90", "sm_100"])
     args = ap.parse_args(argv)
+    if args.corpus:
+        return run_corpus(Path(args.corpus), args.python, args.targets)
 
     examples = find_examples()
     by_name = {p.stem: p for p in examples}

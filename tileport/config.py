@@ -132,6 +132,12 @@ class ApprovalSettings(_Section):
     base_ignore: list[str] = Field(default_factory=lambda: ["*.md", "docs/**"])
 
 
+class AnalysisSettings(_Section):
+    """Stage A: the interpreter that imports the op (one with torch, for ops that import it at the top)."""
+
+    python: str | None = None  # empty: tileport's own interpreter
+
+
 class Config(_Section):
     targets: list[str] = Field(default_factory=lambda: ["sm_90", "sm_100"], min_length=1)
     caps: StageCaps = Field(default_factory=StageCaps)
@@ -141,6 +147,7 @@ class Config(_Section):
     toolchain: ToolchainPaths = Field(default_factory=ToolchainPaths)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     store: str = Field(".tileport/tileport.db", min_length=1, max_length=1024)
+    analysis: AnalysisSettings = Field(default_factory=AnalysisSettings)
 
     @field_validator("targets")
     @classmethod

@@ -6,6 +6,7 @@ With no OP it analyses every op in examples/ (the bundled corpus) and prints one
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -32,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="GPU targets, e.g. --target sm_90 sm_100 (default: tileport.toml targets)")
     p.add_argument("--no-cubin", action="store_true",
                    help="skip tileiras (faster, but no proof the backend accepts the IR)")
+    p.add_argument("--python", metavar="PATH",
+                   help="interpreter that imports the op (one with torch and cuda-tile for ops that import torch; "
+                        "default: [analysis] python in tileport.toml, else tileport's own)")
     p.add_argument("--jobs", type=int_in(1, 256), metavar="N", help="parallel tileiras/tileirdisasm runs (default: up to 4)")
     p.set_defaults(func=run)
 
@@ -67,6 +71,11 @@ def _print_op(a) -> None:
               f"{'; '.join(var.sources)}")
     for note in a.notes:
         print(f"  note: {note}")
+    if a.capture is not None:
+        c = a.capture
+        print(f"  launch capture ({c.mode}): {c.calls} calls, {c.launches} launches in {_fmt_s(c.seconds)}")
+    for u in a.unresolved:
+        print(f"  NOT ANALYSED: {u.message}")
     print(f"wrote {_rel(Path(a.out_dir) / 'analysis.json')}")
 
 
@@ -89,7 +98,11 @@ def run(args: argparse.Namespace) -> int:
     targets = check_targets(args.targets) if args.targets else list(config.targets)
     if args.jobs is not None and args.jobs < 1:
         raise UserError("--jobs must be at least 1")
-    common = dict(targets=targets, config=config, run_tileiras=not args.no_cubin, workers=args.jobs)
+    python = args.python or config.analysis.python
+    if python is not None and not (Path(python).is_file() or shutil.which(python)):
+        raise UserError(f"--python {python}: no such interpreter; pass the path of a python with torch and cuda-tile "
+                        "(tileport doctor shows the one in use)")
+    common = dict(targets=targets, config=config, run_tileiras=not args.no_cubin, workers=args.jobs, python=python)
     if args.op is not None:
         started = utcnow()
         # Bad input raises before anything is written, the store included: nothing half-written.

@@ -27,7 +27,8 @@ from tileport.agents.stages import write_kernel
 from tileport.cli._common import config_from, open_store, seconds
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.records import utcnow
-from tileport.validators.rust.reference import analysis_path, derive_spec, load_analysis, sync_spec
+from tileport.validators.rust.reference import (analysis_path, derive_spec, load_analysis, port_tensor_params,
+                                               sync_spec)
 from tileport.validators.rust.selfcheck import format_self_check, no_build_report, self_check
 from tileport.validators.rust.spec import SPEC_FILENAME, load_spec
 from tileport.validators.rust import diagnostics as dg
@@ -123,8 +124,11 @@ def init_spec(args: argparse.Namespace) -> int:
         src = src.parent
     existing = Path(args.spec) if args.spec else next(
         (src / n for n in ("spec.json", SPEC_FILENAME) if (src / n).is_file()), None)
+    kernel_rs = src / "kernel.rs"
+    port_params = port_tensor_params(kernel_rs.read_text(encoding="utf-8", errors="replace")) \
+        if kernel_rs.is_file() else None
     if existing is None:
-        spec = derive_spec(analysis)
+        spec = derive_spec(analysis, port_params=port_params)
         target = src / "spec.json"
         target.write_text(spec.to_json(), encoding="utf-8")
         n = sum(len(e.variants) for e in spec.entries)
@@ -133,7 +137,7 @@ def init_spec(args: argparse.Namespace) -> int:
         return 0
     if existing.suffix != ".json":
         raise UserError(f"--init-spec rewrites JSON specs only; {existing} is not one")
-    spec, changes = sync_spec(load_spec(existing), analysis)
+    spec, changes = sync_spec(load_spec(existing), analysis, port_params)
     if all(v.reference is None for e in spec.entries for v in e.variants):
         print(f"{existing}: no variant names a reference; nothing synced (add \"reference\" keys, or move the "
               "spec away to write a fresh skeleton)")

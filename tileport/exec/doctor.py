@@ -25,7 +25,7 @@ OK, MISSING, TOO_OLD = "OK", "MISSING", "TOO OLD"
 
 # Which parts each kind of work needs. "analyze" is the default job; GPU and model are optional here.
 NEEDS: dict[str, tuple[str, ...]] = {
-    "analyze": ("python", "cuda-tile", "tileiras", "tileirdisasm"),
+    "analyze": ("python", "cuda-tile", "tileiras", "tileirdisasm", "analysis-python"),
     "build-rust": ("python", "tileiras", "tileirdisasm", "cargo", "rustc", "cuda-headers", "libclang"),
     "gpu": ("gpu",),
     "model": ("model-endpoint",),
@@ -66,6 +66,41 @@ def check_cuda_tile() -> Check:
     status = OK if _version_tuple(version) >= _version_tuple(CUDA_TILE_PIN) else TOO_OLD
     return Check("cuda-tile", status, f"{version} (pinned {CUDA_TILE_PIN})",
                  "" if status == OK else f"pip install cuda-tile=={CUDA_TILE_PIN}", {"version": version})
+
+
+_PROBE = ("import importlib.metadata as m, json, sys\n"
+          "def v(n):\n"
+          "    try:\n        return m.version(n)\n"
+          "    except m.PackageNotFoundError:\n        return None\n"
+          "print(json.dumps({'python': sys.version.split()[0], 'torch': v('torch'), 'cuda-tile': v('cuda-tile'),"
+          " 'pydantic': v('pydantic')}))")
+ANALYSIS_PYTHON_HINT = ("set [analysis] python = \"/path/to/python\" in tileport.toml or pass tileport analyze --python "
+                        "PATH (an interpreter with torch, cuda-tile and pydantic; scripts/setup-torch-venv.sh makes one)")
+
+
+def check_analysis_python(config: Config) -> Check:
+    """The interpreter that imports ops in stage A: which one, and whether it has torch and cuda-tile."""
+    import json
+
+    py = config.analysis.python or sys.executable
+    where = "[analysis] python" if config.analysis.python else "tileport's own"
+    res = run_command([py, "-c", _PROBE], timeout=60)
+    try:
+        facts = json.loads(res.stdout.strip().splitlines()[-1]) if res.ok else None
+    except (json.JSONDecodeError, IndexError):
+        facts = None
+    if facts is None:
+        return Check("analysis-python", MISSING, f"{py} ({where}) does not run", ANALYSIS_PYTHON_HINT)
+    facts["path"] = py
+    detail = (f"{py} ({where}, Python {facts['python']}): torch {facts['torch'] or 'no'}, "
+              f"cuda-tile {facts['cuda-tile'] or 'no'}, pydantic {facts['pydantic'] or 'no'}")
+    if not facts["cuda-tile"] or not facts["pydantic"]:
+        return Check("analysis-python", MISSING, detail, f"pip install cuda-tile=={CUDA_TILE_PIN} pydantic there, or "
+                     + ANALYSIS_PYTHON_HINT, facts)
+    if not facts["torch"]:
+        return Check("analysis-python", OK, detail + " (ops that import torch at the top, and launch capture, need one "
+                     "with torch)", ANALYSIS_PYTHON_HINT, facts)
+    return Check("analysis-python", OK, detail, "", facts)
 
 
 def check_tileiras(tc: Toolchain, targets: list[str]) -> Check:
@@ -187,6 +222,7 @@ def run_checks(config: Config, tc: Toolchain | None = None) -> list[Check]:
     steps: list[Callable[[], Check]] = [
         check_python,
         check_cuda_tile,
+        lambda: check_analysis_python(config),
         lambda: check_tileiras(tc, config.targets),
         lambda: check_tileirdisasm(tc),
         lambda: _tool_version("cargo", tc.cargo, MIN_RUST),

@@ -10,7 +10,8 @@ Deterministic, no model. Entry points:
 
 Modules, one job each: `static` (AST inspection of kernels and host launches), `declaration`
 (the optional TILEPORT dict), `plan` (parameter classes and variants), `child` / `loader`
-(import and export in a child process), `signature` (JIT-equivalent signatures, child only),
+(import and export in a child process), `capture` / `capture_plan` (run the op's wrapper with
+`ct.launch` intercepted, child only, needs torch; captured launches as plan variants), `signature` (JIT-equivalent signatures, child only),
 `backend` (tileirdisasm, tileiras), `outdir` (atomic output), `schema` (analysis.json),
 `pipeline` (one op), `corpus` (the bundled examples).
 

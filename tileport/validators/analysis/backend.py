@@ -21,7 +21,18 @@ TOOL_TIMEOUT_S = tileir.TOOL_TIMEOUT_S
 
 _OP_RE = re.compile(r"^\s*(?:%[^=]*=\s*)?([a-z_][a-z0-9_]*)\b")
 _MEMORY_OPS = {"load_view_tko", "store_view_tko", "load_ptr_tko", "store_ptr_tko"}
-_TILE_RE = re.compile(r"tile<[0-9x]+x[a-z0-9]+>")
+_TILE_RE = re.compile(r"tile<(?:\d+x)*(?:ptr<\w+>|\w+)>")  # tile<256xf16>, tile<256xptr<f16>>, tile<i32>
+
+
+def memory_tile(op: str, line: str) -> str | None:
+    """The data tile a load produces or a store writes: a load's result type, a store's first operand type that is
+    not a pointer tile (pointer loads and stores also carry a mask tile<Nxi1> and an index tile<i32>)."""
+    operands, _, results = line.rpartition(":")[2].partition("->")
+    if op.startswith("load"):
+        tiles = _TILE_RE.findall(results)
+        return tiles[0] if tiles else None
+    tiles = [t for t in _TILE_RE.findall(operands) if "ptr<" not in t]
+    return tiles[0] if tiles else None
 _PAD_RE = re.compile(r"padding_value = (\w+)")
 _HINTS_RE = re.compile(r"optimization_hints=<[^{]*\{([^}]*)\}")
 
@@ -41,8 +52,7 @@ def summarize_ir(text: str) -> IRSummary:
         ops[op] += 1
         pad = _PAD_RE.search(s)
         if op in _MEMORY_OPS:
-            tiles = _TILE_RE.findall(s)
-            desc = f"{op} {tiles[0] if tiles else '?'}"
+            desc = f"{op} {memory_tile(op, s) or '?'}"
             if pad:
                 desc += f" padding={pad.group(1)}"
             if "dim_map" in s:

@@ -56,20 +56,45 @@ def _alarm(signum, frame):
     raise ImportTimeout()
 
 
+def package_root(path: Path) -> tuple[Path, str] | None:
+    """(directory to put on sys.path, dotted module name) when the op lives in a package (`__init__.py`)."""
+    parts = [path.stem]
+    d = path.parent
+    while (d / "__init__.py").is_file() and d.name.isidentifier():
+        parts.insert(0, d.name)
+        d = d.parent
+    return (d, ".".join(parts)) if len(parts) > 1 else None
+
+
 def load_module(path: Path, timeout: float | None = None, limit_text: str = "import time limit"):
-    name = "tileport_op_" + re.sub(r"\W", "_", path.stem)
-    sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ChildError("import", f"{path.name}: cannot be loaded as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    """Import the op: as part of its package when it has one (relative imports work), else standalone."""
+    pkg = package_root(path)
+    if pkg is not None:
+        root, dotted = pkg
+        sys.path.insert(0, str(root))
+        how = f" (imported as {dotted} from {root})"
+
+        def load():
+            return importlib.import_module(dotted)
+    else:
+        name = "tileport_op_" + re.sub(r"\W", "_", path.stem)
+        sys.path.insert(0, str(path.parent))
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ChildError("import", f"{path.name}: cannot be loaded as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        how = ""
+
+        def load():
+            spec.loader.exec_module(module)
+            return module
     if timeout:
         signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
         try:
-            spec.loader.exec_module(module)
+            return load()
         finally:
             if timeout:
                 signal.setitimer(signal.ITIMER_REAL, 0)
@@ -77,12 +102,20 @@ def load_module(path: Path, timeout: float | None = None, limit_text: str = "imp
         raise ChildError("timeout", f"{path.name}: importing it did not finish within the {limit_text}; move "
                                     "long work at import time into functions, or raise the limit") from None
     except BaseException as e:  # SystemExit and friends included: the module must not end the child
-        where = _where_in(path, e.__traceback__)
-        msg = f"{where}: import failed: {type(e).__name__}: {one_line(e)}"
-        if isinstance(e, ModuleNotFoundError) and e.name and e.name.split(".")[0] == "torch":
-            msg += " (tileport analyses without torch: import it inside the host wrapper function)"
-        raise ChildError("import", msg) from None
-    return module
+        raise ChildError("import", _import_failure(path, e, how)) from None
+
+
+NO_TORCH_HINT = ("point tileport at an interpreter that has torch and cuda-tile: tileport analyze --python "
+                 "/path/to/python OP.py, or [analysis] python = \"/path/to/python\" in tileport.toml "
+                 "(tileport doctor shows which one is used)")
+
+
+def _import_failure(path: Path, e: BaseException, how: str) -> str:
+    where = _where_in(path, e.__traceback__)
+    msg = f"{where}: import failed{how}: {type(e).__name__}: {one_line(e)}"
+    if isinstance(e, ModuleNotFoundError) and e.name and e.name.split(".")[0] == "torch":
+        msg += f"; this interpreter ({sys.executable}) has no torch: {NO_TORCH_HINT}"
+    return msg
 
 
 def _constant_type(annotation: Any) -> str | None:
@@ -138,38 +171,59 @@ def find_kernels(module, path: Path) -> dict[str, Any]:
     return found
 
 
-def export_all(kernels: dict[str, Any], plan, params_by_kernel: dict[str, list[dict]], req: dict) -> dict:
+def export_all(kernels: dict[Any, Any], plan, params_by_kernel: dict[str, list[dict]], req: dict) -> dict:
+    """kernels: kernel object per kernel name, or per (kernel, variant name) for captured variants."""
+    out_dir = Path(req["out_dir"])
+    results: dict[str, Any] = {}
+    for v in list(plan.variants):
+        if (v.kernel, v.name) in kernels:  # a captured variant: the inputs tried may be ones the op rejects too
+            try:
+                results.update(_export_variant(kernels, v, params_by_kernel, req, out_dir))
+            except ChildError as e:
+                for inst in v.instances:
+                    for target in req["targets"]:
+                        (out_dir / target / f"{inst.stem}.tileirbc").unlink(missing_ok=True)
+                plan.variants.remove(v)
+                plan.notes.append(f"captured variant dropped: {e.message.split(': ', 1)[-1]}")
+                if not any(x.kernel == v.kernel for x in plan.variants):
+                    plan.failed[v.kernel] = e.message
+            continue
+        results.update(_export_variant(kernels, v, params_by_kernel, req, out_dir))
+    return results
+
+
+def _export_variant(kernels: dict[Any, Any], v, params_by_kernel: dict[str, list[dict]], req: dict,
+                    out_dir: Path) -> dict:
     from cuda.tile import TileError
     from cuda.tile.compilation import export_kernel
 
     from tileport.validators.analysis.signature import build_signature, describe
 
-    out_dir = Path(req["out_dir"])
     results: dict[str, Any] = {}
-    for v in plan.variants:
-        for inst in v.instances:
-            sig = build_signature(params_by_kernel[v.kernel], inst.param_dtypes, v.constants, v.function)
-            entry = {"symbol": sig.symbol, "signature": [describe(c) for c in sig.parameters], "builds": {}}
-            for target in req["targets"]:
-                rel = Path(target) / f"{inst.stem}.tileirbc"
-                (out_dir / target).mkdir(parents=True, exist_ok=True)
-                t0 = time.perf_counter()
-                try:
-                    export_kernel(kernels[v.kernel], [sig], str(out_dir / rel), output_format="tileir_bytecode",
-                                  gpu_code=target, bytecode_version=req["bytecode_version"])
-                except TileError as e:
-                    loc = getattr(e, "loc", None)
-                    where = f"{Path(loc.filename).name}:{loc.line}" if loc and getattr(loc, "filename", None) else \
-                        Path(req["path"]).name
-                    label = f"{v.kernel}[{v.name}]" if v.name else v.kernel
-                    raise ChildError("rejected", f"{where}: cuda-tile rejected kernel {label} ({inst.dtype}, "
-                                     f"{target}): {type(e).__name__}: {one_line(getattr(e, 'message', e))}") from None
-                except Exception as e:
-                    label = f"{v.kernel}[{v.name}]" if v.name else v.kernel
-                    raise ChildError("rejected", f"{Path(req['path']).name}: exporting {label} ({inst.dtype}, "
-                                     f"{target}) failed: {type(e).__name__}: {one_line(e)}") from None
-                entry["builds"][target] = {"path": str(rel), "seconds": round(time.perf_counter() - t0, 4)}
-            results[inst.stem] = entry
+    for inst in v.instances:
+        sig = build_signature(params_by_kernel[v.kernel], inst.param_dtypes, v.constants, v.function)
+        entry = {"symbol": sig.symbol, "signature": [describe(c) for c in sig.parameters], "builds": {}}
+        for target in req["targets"]:
+            rel = Path(target) / f"{inst.stem}.tileirbc"
+            (out_dir / target).mkdir(parents=True, exist_ok=True)
+            t0 = time.perf_counter()
+            try:
+                export_kernel(kernels.get((v.kernel, v.name)) or kernels[v.kernel], [sig], str(out_dir / rel),
+                              output_format="tileir_bytecode", gpu_code=target,
+                              bytecode_version=req["bytecode_version"])
+            except TileError as e:
+                loc = getattr(e, "loc", None)
+                where = f"{Path(loc.filename).name}:{loc.line}" if loc and getattr(loc, "filename", None) else \
+                    Path(req["path"]).name
+                label = f"{v.kernel}[{v.name}]" if v.name else v.kernel
+                raise ChildError("rejected", f"{where}: cuda-tile rejected kernel {label} ({inst.dtype}, "
+                                 f"{target}): {type(e).__name__}: {one_line(getattr(e, 'message', e))}") from None
+            except Exception as e:
+                label = f"{v.kernel}[{v.name}]" if v.name else v.kernel
+                raise ChildError("rejected", f"{Path(req['path']).name}: exporting {label} ({inst.dtype}, "
+                                 f"{target}) failed: {type(e).__name__}: {one_line(e)}") from None
+            entry["builds"][target] = {"path": str(rel), "seconds": round(time.perf_counter() - t0, 4)}
+        results[inst.stem] = entry
     return results
 
 
@@ -179,36 +233,105 @@ def run(req: dict) -> dict:
     try:
         import cuda.tile as ct
     except Exception as e:  # pragma: no cover - environment problem
-        raise ChildError("env", f"cuda-tile is not importable: {type(e).__name__}: {one_line(e)}; "
-                                "pip install cuda-tile") from None
+        raise ChildError("env", f"cuda-tile is not importable in {sys.executable}: {type(e).__name__}: "
+                                f"{one_line(e)}; pip install cuda-tile there, or {NO_TORCH_HINT}") from None
     from tileport.validators.analysis.declaration import OpDeclaration
-    from tileport.validators.analysis.plan import KernelMeta, build_plan
+    from tileport.validators.analysis.plan import KernelMeta, Plan, build_plan
     from tileport.validators.analysis.static import StaticInfo
     from tileport.errors import UserError
 
     module = load_module(path, req.get("import_timeout"), req.get("import_limit", "import time limit"))
     t_import = time.perf_counter()
+    static = StaticInfo.model_validate(req["static"])
+    decl = OpDeclaration.model_validate(req["declaration"])
+    kernel_filter = req.get("kernel")
     kernels = find_kernels(module, path)
-    if not kernels:
-        raise ChildError("no_kernel", f"{path.name}: no @ct.kernel function found; decorate the device function "
-                                      "with @ct.kernel (import cuda.tile as ct)")
     metas = [KernelMeta.model_validate(kernel_meta(n, k)) for n, k in kernels.items()]
     try:
-        plan = build_plan(metas, StaticInfo.model_validate(req["static"]),
-                          OpDeclaration.model_validate(req["declaration"]), filename=path.name,
-                          kernel_filter=req.get("kernel"))
+        plan = build_plan(metas, static, decl, filename=path.name, kernel_filter=None, collect_failures=True) \
+            if metas else Plan(kernels=[], launches=[], variants=[], notes=list(static.notes))
     except UserError as e:
         raise ChildError("plan", str(e)) from None
+    objects: dict[Any, Any] = dict(kernels)
+    # Capture runs when static analysis left something open: a kernel it could not plan, a launch whose
+    # kernel it could not name, a kernel defined inside a function (factory), or no module-level kernel.
+    open_kernels = set(plan.failed) | {v.kernel for v in plan.variants if "no launch found" in v.sources}
+    need = bool(open_kernels) or not kernels or static.factory_kernels or \
+        any(ln.kernel is None for ln in static.launches)
+    capture_info = None
+    t_cap = 0.0
+    if need and req.get("capture", True):
+        from tileport.validators.analysis import capture as cap_mod
+
+        why_not = cap_mod.available()
+        if why_not is not None:
+            hint = f"launch capture needs torch, which {sys.executable} lacks; {NO_TORCH_HINT}"
+            plan.failed = {k: f"{msg}; {hint}" for k, msg in plan.failed.items()}
+            plan.notes.append(hint)
+            if not kernels:
+                raise ChildError("no_kernel", f"{path.name}: no module-level @ct.kernel; {hint}")
+        else:
+            t0 = time.perf_counter()
+            ranks = {k.function: k.array_ndim for k in static.kernels}
+            result = cap_mod.capture(module, decl.dtypes, ranks=ranks)
+            t_cap = time.perf_counter() - t0
+            plan, objects = _merge_capture(module, path, plan, kernels, metas, static, open_kernels, result)
+            capture_info = {"mode": result["mode"], "calls": len(result["tried"]),
+                            "launches": len(result["launches"]), "seconds": round(t_cap, 4),
+                            "errors": result["errors"][:5]}
+    if not kernels and not plan.variants and not plan.failed:
+        raise ChildError("no_kernel", f"{path.name}: no @ct.kernel function found; decorate the device function "
+                                      "with @ct.kernel (import cuda.tile as ct)")
+    if kernel_filter is not None:
+        names = {k.name for k in plan.kernels} | set(plan.failed)
+        if kernel_filter not in names:
+            raise ChildError("plan", f"{path.name}: no kernel named '{kernel_filter}'; kernels: "
+                                     f"{', '.join(sorted(names))}")
+        plan.variants = [v for v in plan.variants if v.kernel == kernel_filter]
+        plan.failed = {k: m for k, m in plan.failed.items() if k == kernel_filter}
     params_by_kernel = {k.name: [p.model_dump() for p in k.params] for k in plan.kernels}
     t_plan = time.perf_counter()
-    exports = export_all(kernels, plan, params_by_kernel, req) if req.get("export", True) else {}
+    exports = export_all(objects, plan, params_by_kernel, req) if req.get("export", True) else {}
     t_end = time.perf_counter()
     from tileport.validators.analysis.signature import ASSUMPTION
     return {"ok": True, "cuda_tile": getattr(ct, "__version__", None), "plan": plan.model_dump(mode="json"),
-            "assumption": ASSUMPTION,
+            "assumption": ASSUMPTION, "capture": capture_info,
             "exports": exports,
-            "seconds": {"import": round(t_import - t_start, 4), "plan": round(t_plan - t_import, 4),
-                        "export": round(t_end - t_plan, 4)}}
+            "seconds": {"import": round(t_import - t_start, 4), "plan": round(t_plan - t_import - t_cap, 4),
+                        "capture": round(t_cap, 4), "export": round(t_end - t_plan, 4)}}
+
+
+def _merge_capture(module, path: Path, plan, kernels: dict, metas: list, static, open_kernels: set[str],
+                   result: dict):
+    """Static results stay for kernels it resolved; captured launches fill in the rest."""
+    from tileport.validators.analysis.capture import describe_arg
+    from tileport.validators.analysis.capture_plan import captured_plan
+
+    resolved = {v.kernel for v in plan.variants} - open_kernels
+    cplan, cobjects, _ = captured_plan(module, result["launches"], static, kernel_meta, describe_arg, None, path.name)
+    seen = sorted({v.kernel for v in cplan.variants})
+    take = {k.name for k in cplan.kernels} - resolved
+    objects: dict[Any, Any] = dict(kernels)
+    objects.update({key: obj for key, obj in cobjects.items() if key[0] in take})
+    kinfos = [k for k in plan.kernels if k.name not in take] + [k for k in cplan.kernels if k.name in take]
+    variants = [v for v in plan.variants if v.kernel not in take] + [v for v in cplan.variants if v.kernel in take]
+    launches = [ln for ln in plan.launches if ln.kernel not in take] + [ln for ln in cplan.launches if ln.kernel in take]
+    failed = {k: m for k, m in plan.failed.items() if k not in take}
+    notes = list(plan.notes) + cplan.notes
+    for name in [n for n in failed]:
+        tried = result["tried"]
+        calls = "; ".join(tried[:3]) + (f" and {len(tried) - 3} more" if len(tried) > 3 else "")
+        errors = f"; first failure: {result['errors'][0]}" if result["errors"] else ""
+        static_why = failed.get(name) or "no launch of it found statically"
+        failed[name] = (f"{name}: {static_why.removeprefix(path.name + ':')}; capture: no ct.launch of {name} reached "
+                        f"(calls tried: {calls or 'none (no public entry point)'}; launches seen: "
+                        f"{', '.join(seen) or 'none'}{errors})")
+        variants = [v for v in variants if v.kernel != name]
+    for k in take:
+        notes.append(f"{k}: variants from launch capture ({result['mode']})")
+    plan = plan.model_copy(update={"kernels": kinfos, "variants": variants, "launches": launches,
+                                   "failed": failed, "notes": notes})
+    return plan, objects
 
 
 def guarded(req: dict) -> dict:

@@ -29,8 +29,8 @@ from tileport.validators.analysis.declaration import read_declaration
 from tileport.validators.analysis.loader import run_child, shared_warm_child
 from tileport.validators.analysis.outdir import check_output_dir, staged_dir
 from tileport.validators.analysis.plan import Plan
-from tileport.validators.analysis.schema import (Analysis, Instance, SourceInfo, TargetBuild, Timings, ToleranceSpec, ToolInfo,
-                                      Variant)
+from tileport.validators.analysis.schema import (Analysis, CaptureInfo, Instance, SourceInfo, TargetBuild, Timings,
+                                                 ToleranceSpec, ToolInfo, UnresolvedKernel, Variant)
 from tileport.validators.analysis.static import inspect_source
 from tileport import limits
 from tileport.config import Config, check_target
@@ -147,6 +147,7 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
     text, tree = read_source(path)
     decl = read_declaration(tree, path.name)
     static = inspect_source(tree)
+    python = python or config.analysis.python
     if not static.kernels and "kernel" not in text:
         raise UserError(f"{path}: no @ct.kernel function found; decorate the device function with @ct.kernel "
                         "(import cuda.tile as ct)")
@@ -173,6 +174,10 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
         plan = Plan.model_validate(reply["plan"])
         exports = reply["exports"]
         notes.extend(plan.notes)
+        if not plan.variants:
+            failures = list(plan.failed.values()) or [f"{path.name}: no kernel variant to analyse"]
+            raise UserError(failures[0] if len(failures) == 1 else
+                            f"{path.name}: no kernel could be analysed: " + " | ".join(failures))
 
         jobs: list[BackendJob] = []
         where: list[tuple[int, int, str]] = []  # (variant index, instance index, target) per job
@@ -242,7 +247,10 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
             declared=decl.present, dtypes=decl.dtypes, shapes=decl.shapes, tolerances=tolerances,
             assumptions=[reply["assumption"]] if reply.get("assumption") else [], kernels=plan.kernels, launches=plan.launches, variants=variants,
             commands=commands, notes=notes,
+            unresolved=[UnresolvedKernel(kernel=k, message=m) for k, m in plan.failed.items()],
+            capture=CaptureInfo.model_validate(reply["capture"]) if reply.get("capture") else None,
             timings=Timings(static_s=round(t_static - t0, 4), child_s=round(t_child, 4),
+                            capture_s=float(reply.get("seconds", {}).get("capture", 0.0)),
                             child_cpu_s=round(child_cpu, 4),
                             export_s=round(sum(b["seconds"] for e in exports.values() for b in e["builds"].values()), 4),
                             disasm_s=round(disasm_s, 4), tileiras_s=round(tileiras_s, 4),

@@ -70,6 +70,7 @@ class Plan(BaseModel):
     launches: list[LaunchInfo]
     variants: list[VariantPlan]
     notes: list[str] = Field(default_factory=list)
+    failed: dict[str, str] = Field(default_factory=dict)  # kernel -> why (collect_failures=True)
 
 
 _KIND_DTYPE = {"float": "float32", "int": "int32", "bool": "bool_"}
@@ -83,6 +84,9 @@ def fmt_value(v: ConstantValue) -> str:
 
 def _slug_value(v: ConstantValue) -> str:
     return fmt_value(v).replace("-", "m").replace(".", "p").replace("+", "")
+
+
+slug_value = _slug_value
 
 
 def _coerce(kernel: str, name: str, ctype: str | None, value: Any, where: str) -> ConstantValue:
@@ -175,7 +179,7 @@ def _launch_infos(k: KernelMeta, params: list[ParamInfo], launches: list, filena
 
 def _variants_for(k: KernelMeta, params: list[ParamInfo], decl: OpDeclaration,
                   launches: list[tuple[LaunchInfo, dict[str, ArgValue] | None]], filename: str,
-                  notes: list[str]) -> list[tuple[dict[str, ConstantValue], list[str]]]:
+                  notes: list[str], s: KernelStatic | None = None) -> list[tuple[dict[str, ConstantValue], list[str]]]:
     consts = [p for p in params if p.kind == "constant"]
     ctype = {p.name: p.constant_type for p in consts}
     where = f"{filename}:{k.line}"
@@ -217,6 +221,12 @@ def _variants_for(k: KernelMeta, params: list[ParamInfo], decl: OpDeclaration,
                              f"{', '.join(fmt_value(x) for x in declared_vals)}")
             elif ctype[c] == "bool" or (arg is not None and arg.kind == "bool"):
                 choices.append([(False, f"enumerated {c}"), (True, f"enumerated {c}")])
+            elif s is not None and c not in s.reads:
+                # The body never reads it: every value compiles to the same code, so any one will do.
+                placeholder: ConstantValue = {"bool": False, "float": 0.0}.get(ctype[c] or (arg.kind if arg else None) or "", 0)
+                choices.append([(placeholder, f"unread {c}")])
+                notes.append(f"{k.name}.{c} is computed at run time{expr} but the kernel body never reads it; "
+                             f"analysed with {fmt_value(placeholder)}")
             elif arg is not None and arg.default is not None and arg.expr.isidentifier():
                 choices.append([(_coerce(k.name, c, ctype[c], arg.default, where), f"default {c}")])
                 notes.append(f"{k.name}.{c} comes from wrapper argument `{arg.expr}`; analysed its default "
@@ -262,7 +272,7 @@ def _check_declaration(decl: OpDeclaration, kernels: list[KernelMeta], filename:
 
 
 def build_plan(kernels: list[KernelMeta], static: StaticInfo, decl: OpDeclaration, *, filename: str,
-               kernel_filter: str | None = None) -> Plan:
+               kernel_filter: str | None = None, collect_failures: bool = False) -> Plan:
     notes = list(static.notes)
     _check_declaration(decl, kernels, filename)
     if kernel_filter is not None and kernel_filter not in {k.name for k in kernels}:
@@ -272,44 +282,59 @@ def build_plan(kernels: list[KernelMeta], static: StaticInfo, decl: OpDeclaratio
     infos: list[KernelInfo] = []
     all_launches: list[LaunchInfo] = []
     variants: list[VariantPlan] = []
+    failed: dict[str, str] = {}
     for k in kernels:
-        s = by_static.get(k.name)
-        launches = [ln for ln in static.launches if ln.kernel == k.name]
-        params = _classify(k, s, decl, launches, filename, notes)
-        const_names = {p.name for p in params if p.kind == "constant"}
-        infos.append(KernelInfo(
-            name=k.name, line=k.line, params=params, compiler_options=k.compiler_options,
-            constant_branches=[ConstantBranch(line=i.line, condition=i.condition,
-                                              constants=[n for n in i.names if n in const_names])
-                               for i in (s.if_sites if s else []) if const_names & set(i.names)],
-            memory_ops=[MemoryOp(**m.model_dump()) for m in (s.memory if s else [])],
-            math_ops=s.math_ops if s else [], loops=s.loops if s else 0))
-        resolved = _launch_infos(k, params, launches, filename, notes)
-        all_launches.extend(info for info, _ in resolved)
-        if kernel_filter is not None and k.name != kernel_filter:
+        if not collect_failures:
+            _plan_kernel(k, by_static, static, decl, filename, kernel_filter, notes, infos, all_launches, variants)
             continue
-        for values, sources in _variants_for(k, params, decl, resolved, filename, notes):
-            name = ",".join(f"{c}={fmt_value(v)}" for c, v in values.items())
-            slug = "__".join(f"{c}-{_slug_value(v)}" for c, v in values.items())
-            instances: list[InstancePlan] = []
-            seen: set[tuple] = set()
-            for op_dtype in decl.dtypes:
-                pdt: dict[str, str] = {}
-                for p in params:
-                    if p.kind == "array":
-                        pd = decl.param(k.name, p.name)
-                        pdt[p.name] = (pd.dtype_for(op_dtype) if pd and pd.dtype else None) or p.dtype or op_dtype
-                    elif p.kind == "scalar":
-                        pdt[p.name] = p.dtype or "int32"
-                key = tuple(sorted(pdt.items()))
-                if key in seen:
-                    continue
-                seen.add(key)
-                stem = "__".join(x for x in (k.name, slug, op_dtype) if x)
-                instances.append(InstancePlan(dtype=op_dtype, param_dtypes=pdt, stem=stem))
-            variants.append(VariantPlan(kernel=k.name, function=k.function, name=name, constants=values,
-                                        sources=sources, instances=instances))
+        marks = (len(infos), len(all_launches), len(variants), len(notes))
+        try:
+            _plan_kernel(k, by_static, static, decl, filename, kernel_filter, notes, infos, all_launches, variants)
+        except UserError as e:
+            failed[k.name] = str(e)
+            del infos[marks[0]:], all_launches[marks[1]:], variants[marks[2]:], notes[marks[3]:]
     # keep notes unique, in order
     seen_notes: set[str] = set()
     notes = [n for n in notes if not (n in seen_notes or seen_notes.add(n))]
-    return Plan(kernels=infos, launches=all_launches, variants=variants, notes=notes)
+    return Plan(kernels=infos, launches=all_launches, variants=variants, notes=notes, failed=failed)
+
+
+def _plan_kernel(k: KernelMeta, by_static: dict, static: StaticInfo, decl: OpDeclaration, filename: str,
+                 kernel_filter: str | None, notes: list[str], infos: list[KernelInfo],
+                 all_launches: list[LaunchInfo], variants: list[VariantPlan]) -> None:
+    s = by_static.get(k.name)
+    launches = [ln for ln in static.launches if ln.kernel == k.name]
+    params = _classify(k, s, decl, launches, filename, notes)
+    const_names = {p.name for p in params if p.kind == "constant"}
+    infos.append(KernelInfo(
+        name=k.name, line=k.line, params=params, compiler_options=k.compiler_options,
+        constant_branches=[ConstantBranch(line=i.line, condition=i.condition,
+                                          constants=[n for n in i.names if n in const_names])
+                           for i in (s.if_sites if s else []) if const_names & set(i.names)],
+        memory_ops=[MemoryOp(**m.model_dump()) for m in (s.memory if s else [])],
+        math_ops=s.math_ops if s else [], loops=s.loops if s else 0))
+    resolved = _launch_infos(k, params, launches, filename, notes)
+    all_launches.extend(info for info, _ in resolved)
+    if kernel_filter is not None and k.name != kernel_filter:
+        return
+    for values, sources in _variants_for(k, params, decl, resolved, filename, notes, s):
+        name = ",".join(f"{c}={fmt_value(v)}" for c, v in values.items())
+        slug = "__".join(f"{c}-{_slug_value(v)}" for c, v in values.items())
+        instances: list[InstancePlan] = []
+        seen: set[tuple] = set()
+        for op_dtype in decl.dtypes:
+            pdt: dict[str, str] = {}
+            for p in params:
+                if p.kind == "array":
+                    pd = decl.param(k.name, p.name)
+                    pdt[p.name] = (pd.dtype_for(op_dtype) if pd and pd.dtype else None) or p.dtype or op_dtype
+                elif p.kind == "scalar":
+                    pdt[p.name] = p.dtype or "int32"
+            key = tuple(sorted(pdt.items()))
+            if key in seen:
+                continue
+            seen.add(key)
+            stem = "__".join(x for x in (k.name, slug, op_dtype) if x)
+            instances.append(InstancePlan(dtype=op_dtype, param_dtypes=pdt, stem=stem))
+        variants.append(VariantPlan(kernel=k.name, function=k.function, name=name, constants=values,
+                                    sources=sources, instances=instances))

@@ -81,6 +81,8 @@ class LaunchInfo(BaseModel):
     constants: dict[str, ConstantValue | None]  # Constant parameter -> value (None: computed at run time)
     constant_exprs: dict[str, str]  # Constant parameter -> source text
     guards: list[str] = Field(default_factory=list)  # conditions of the path that reaches it
+    captured: bool = False  # recorded by launch capture (grid and constants are the values it saw)
+    entry: str | None = None  # capture: the call that reached it, e.g. "softmax(float16[128x128])"
 
 
 class IRSummary(BaseModel):
@@ -131,6 +133,7 @@ class Timings(BaseModel):
     disasm_s: float = 0.0  # sum of tileirdisasm runs
     tileiras_s: float = 0.0  # sum of tileiras runs (they run in parallel, so wall time is less)
     backend_s: float = 0.0  # wall time of the tileirdisasm + tileiras phase
+    capture_s: float = 0.0  # launch capture inside the child (torch import + running the wrapper); 0 when not run
 
 
 class SourceInfo(BaseModel):
@@ -153,6 +156,23 @@ class ToleranceSpec(BaseModel):
     rtol: float = Field(ge=0, le=1e6, allow_inf_nan=False)
 
 
+class UnresolvedKernel(BaseModel):
+    """A kernel of the op that could not be analysed, with what was tried; the others still are."""
+
+    kernel: str
+    message: str
+
+
+class CaptureInfo(BaseModel):
+    """What launch capture did: how it ran, the calls it made, the launches it saw."""
+
+    mode: str  # "fake tensors (CPU)" | "gpu"
+    calls: int
+    launches: int
+    seconds: float
+    errors: list[str] = Field(default_factory=list)  # first failures of calls that launched nothing
+
+
 class Analysis(BaseModel):
     schema_version: Literal[1] = SCHEMA_VERSION
     op: str
@@ -173,6 +193,8 @@ class Analysis(BaseModel):
     commands: list[CommandRecord]
     timings: Timings
     notes: list[str] = Field(default_factory=list)
+    unresolved: list[UnresolvedKernel] = Field(default_factory=list)
+    capture: CaptureInfo | None = None
 
     # ---- views for later stages -------------------------------------------------------------
 

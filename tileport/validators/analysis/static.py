@@ -73,6 +73,7 @@ class KernelStatic(BaseModel):
     memory: list[MemorySite] = Field(default_factory=list)
     math_ops: list[str] = Field(default_factory=list)
     loops: int = 0
+    reads: list[str] = Field(default_factory=list)  # parameters the body reads (an unread constant needs no value)
 
 
 class ArgValue(BaseModel):
@@ -97,6 +98,7 @@ class StaticInfo(BaseModel):
     kernels: list[KernelStatic]
     launches: list[LaunchStatic]
     notes: list[str] = Field(default_factory=list)
+    factory_kernels: list[str] = Field(default_factory=list)  # @ct.kernel defs inside functions (made at run time)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,9 +310,11 @@ def _inspect_kernel(names: TileNames, fn: ast.FunctionDef, attr_name: str, optio
             array_ndim[p] = lower.get(p)
     memory.sort(key=lambda m: m.line)
     ifs.sort(key=lambda i: i.line)
+    reads = sorted({n.id for stmt in fn.body for n in ast.walk(stmt)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in pset})
     return KernelStatic(name=attr_name, function=fn.name, line=fn.lineno, params=params, annotations=annotations,
                         options=options, array_ndim=array_ndim, ndim_evidence=evidence, if_sites=ifs,
-                        memory=memory, math_ops=sorted(math), loops=loops)
+                        memory=memory, math_ops=sorted(math), loops=loops, reads=reads)
 
 
 def find_kernels(tree: ast.Module, names: TileNames) -> list[KernelStatic]:
@@ -533,7 +537,21 @@ class HostWalker:
             if isinstance(v, tuple):
                 arg_values = [self.value_to_arg(f"{ast.unparse(args)}[{i}]", x) for i, x in enumerate(v)]
         self.launches.append(LaunchStatic(function=self.function, line=call.lineno, kernel=kname,
-                                          grid=ast.unparse(grid), args=arg_values, guards=list(path.guards)))
+                                          grid=self.grid_text(grid, path.env), args=arg_values,
+                                          guards=list(path.guards)))
+
+    def grid_text(self, grid: ast.expr, env: dict[str, Any]) -> str:
+        """The grid as an expression: a name bound earlier (`grid = (cdiv(m, T), 1, 1)`) shows what it holds."""
+        text = ast.unparse(grid)
+        if not isinstance(grid, ast.Name):
+            return text
+        v = self.ev.eval(grid, env)
+        if isinstance(v, tuple):
+            parts = [x.expr if isinstance(x, Unknown) else repr(x) for x in v]
+            return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        if isinstance(v, Unknown) and v.expr != text:
+            return v.expr
+        return text
 
     def arg_value(self, node: ast.expr, env: dict[str, Any]) -> ArgValue:
         return self.value_to_arg(ast.unparse(node), self.ev.eval(node, env))
@@ -703,13 +721,34 @@ def find_launches(tree: ast.Module, names: TileNames, kernels: list[KernelStatic
     return _dedupe(out)
 
 
+def find_factory_kernels(tree: ast.Module, names: TileNames) -> list[KernelStatic]:
+    """@ct.kernel functions defined inside another function: made when it runs (a kernel factory)."""
+    out: list[KernelStatic] = []
+    for top in tree.body:
+        scopes = [top] if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) else (
+            [n for n in top.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            if isinstance(top, ast.ClassDef) else [])
+        for scope in scopes:
+            for node in ast.walk(scope):
+                if node is scope or not isinstance(node, ast.FunctionDef):
+                    continue
+                for dec in node.decorator_list:
+                    ok, opts = _kernel_decorator(names, dec)
+                    if ok:
+                        out.append(_inspect_kernel(names, node, node.name, opts))
+                        break
+    return out
+
+
 def inspect_source(tree: ast.Module) -> StaticInfo:
     """Kernels and launches of a parsed module."""
     names = TileNames(tree)
     notes: list[str] = []
     kernels = find_kernels(tree, names)
     launches = find_launches(tree, names, kernels, notes)
-    return StaticInfo(kernels=kernels, launches=launches, notes=notes)
+    factories = find_factory_kernels(tree, names)
+    return StaticInfo(kernels=kernels + factories, launches=launches, notes=notes,
+                      factory_kernels=[k.name for k in factories])
 
 
 __all__ = ["inspect_source", "StaticInfo", "KernelStatic", "LaunchStatic", "ArgValue", "Unknown"]

@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -121,13 +123,59 @@ def _pow2(d: int) -> int:
     return d & -d if d > 0 else 1
 
 
+VARIANT_NAME_MAX = 64  # a spec variant name's limit (rust.spec.Name)
+
+
 def _variant_name(dtype: str, constants: dict[str, Any]) -> str:
     parts = [RUST_DTYPES.get(dtype, dtype)]
     parts += [f"{k}-{str(v).lower() if isinstance(v, bool) else v}" for k, v in constants.items()]
-    return "__".join(parts)
+    name = re.sub(r"[^A-Za-z0-9_\-]", "_", "__".join(parts))
+    if len(name) <= VARIANT_NAME_MAX:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:8]  # long constant sets: keep names unique and in range
+    return f"{name[:VARIANT_NAME_MAX - 10].rstrip('_-')}__{digest}"
 
 
-def derive_spec(analysis: Analysis, module: str | None = None, targets: list[str] | None = None) -> DumpSpec:
+_ENTRY_RE = re.compile(r"#\[\s*cutile::entry[^\]]*\]\s*(?:pub\s+)?(?:unsafe\s+)?fn\s+(\w+)")
+
+
+def port_tensor_params(kernel_rs: str) -> dict[str, dict[str, bool]]:
+    """Per `#[cutile::entry]` fn of a port's kernel.rs: parameter -> whether it is a `Tensor` (False: a raw
+    pointer or a scalar, which take no tensor facts). Unparseable entries are left out."""
+    out: dict[str, dict[str, bool]] = {}
+    for m in _ENTRY_RE.finditer(kernel_rs):
+        i, depth = m.end(), 0
+        while i < len(kernel_rs) and not (kernel_rs[i] == "(" and depth == 0):  # skip the generics
+            depth += {"<": 1, ">": -1}.get(kernel_rs[i], 0)
+            i += 1
+        start, depth = i + 1, 0
+        for j in range(start, len(kernel_rs)):
+            c = kernel_rs[j]
+            if c in "([{<":
+                depth += 1
+            elif c in ")]}>" and not (c == ">" and kernel_rs[j - 1] == "-"):
+                if depth == 0 and c == ")":
+                    break
+                depth -= 1
+        else:
+            continue
+        params: dict[str, bool] = {}
+        chunk, depth = "", 0
+        for c in kernel_rs[start:j] + ",":
+            if c == "," and depth == 0:
+                name, _, ty = chunk.partition(":")
+                if name.strip():
+                    params[name.strip().removeprefix("mut ").strip()] = "Tensor<" in ty
+                chunk = ""
+                continue
+            depth += 1 if c in "([{<" else -1 if c in ")]}>" else 0
+            chunk += c
+        out[m.group(1)] = params
+    return out
+
+
+def derive_spec(analysis: Analysis, module: str | None = None, targets: list[str] | None = None,
+                port_params: dict[str, dict[str, bool]] | None = None) -> DumpSpec:
     """A spec skeleton from the analysis: entry `<kernel minus _kernel>` per reference kernel, one variant per
     Constant set x dtype with generics `[dtype, constants...]`, the reference's array assumptions, and a
     `reference` key so the self-check pairs it. Entry/generic/parameter names are the reference's: edit them
@@ -136,7 +184,7 @@ def derive_spec(analysis: Analysis, module: str | None = None, targets: list[str
     for rv in analysis.variants:
         entry_name = rv.kernel[: -len("_kernel")] if rv.kernel.endswith("_kernel") else rv.kernel
         for inst in rv.instances:
-            tensors, strides = tensor_specs(analysis, rv.kernel, inst)
+            tensors, strides = _only_tensors(*tensor_specs(analysis, rv.kernel, inst), (port_params or {}).get(entry_name))
             generics = [RUST_DTYPES.get(inst.dtype, inst.dtype)]
             generics += [str(v).lower() if isinstance(v, bool) else str(v) for v in rv.constants.values()
                          if isinstance(v, (bool, int))]
@@ -147,10 +195,20 @@ def derive_spec(analysis: Analysis, module: str | None = None, targets: list[str
     if not entries:
         raise UserError(f"the analysis of {analysis.op} has no kernel instances to derive a spec from")
     return DumpSpec(module=module or analysis.op, entries=[Entry(name=n, variants=vs) for n, vs in entries.items()],
-                    targets=targets or list(analysis.targets[:1]) or ["sm_90"])
+                    targets=targets or list(analysis.targets) or ["sm_90"])
 
 
-def sync_spec(spec: DumpSpec, analysis: Analysis) -> tuple[DumpSpec, list[str]]:
+def _only_tensors(tensors: dict[str, TensorSpec], strides: dict[str, list[int]],
+                  port: dict[str, bool] | None) -> tuple[dict[str, TensorSpec], dict[str, list[int]]]:
+    """Drop the facts of parameters the port declares as something other than a Tensor (a raw pointer)."""
+    if not port:
+        return tensors, strides
+    keep = [n for n in tensors if port.get(n, True)]
+    return {n: tensors[n] for n in keep}, {n: strides[n] for n in keep if n in strides}
+
+
+def sync_spec(spec: DumpSpec, analysis: Analysis,
+              port_params: dict[str, dict[str, bool]] | None = None) -> tuple[DumpSpec, list[str]]:
     """Replace `tensors` / `strides` of every variant that names a reference with the reference's assumptions
     (parameters the reference does not have are kept). Returns the new spec and one line per change."""
     changes: list[str] = []
@@ -164,7 +222,13 @@ def sync_spec(spec: DumpSpec, analysis: Analysis) -> tuple[DumpSpec, list[str]]:
                 changes.append(f"{entry.name}/{variant.name}: not synced: {found}")
                 continue
             rv, inst = found
-            tensors, strides = tensor_specs(analysis, rv.kernel, inst, variant.reference.params)
+            tensors, strides = _only_tensors(*tensor_specs(analysis, rv.kernel, inst, variant.reference.params),
+                                             (port_params or {}).get(entry.name))
+            for name in [n for n in variant.tensors if (port_params or {}).get(entry.name, {}).get(n, True) is False]:
+                del variant.tensors[name]  # a raw-pointer parameter takes no tensor facts
+                variant.strides.pop(name, None)
+                changes.append(f"{entry.name}/{variant.name}: {name} is not a Tensor in the port; its tensor facts "
+                               "were dropped")
             for name in tensors:
                 if variant.tensors.get(name) != tensors[name] or variant.strides.get(name) != strides[name]:
                     changes.append(f"{entry.name}/{variant.name}: {name} <- {_describe(tensors[name])}, "

@@ -1,0 +1,439 @@
+"""Launch capture: run the op's own host code with `ct.launch` intercepted (child process only).
+
+What static analysis cannot see (constants computed from shapes or config objects, kernels chosen
+by an expression, made by a factory, replaced hints, launches through helpers or an autotuner), the
+wrapper computes itself when it runs. Capture calls the op's entry points with inputs and records
+every launch: the kernel object, the grid, and each argument (tensor dtype/rank/shape, scalar or
+constant value).
+
+* CPU machine: tensors come from torch's `FakeTensorMode` on a `cuda` device (shapes, no data);
+  `torch.cuda` calls a wrapper makes (current_stream, is_available, synchronize, ...) are stubbed
+  and `ct.launch` records without launching.
+* GPU machine: real CUDA tensors; the launch is recorded and then really made.
+
+`cuda.tile.tune.exhaustive_search` is intercepted too: every config of the search space is
+recorded as a launch (so each becomes a variant), and the first config is returned as the best.
+
+Inputs, in order: the op's `tileport_inputs(op, device)` (an iterable of `(callable, args, kwargs)`),
+else conventional inputs per public entry point (functions, and `torch.nn.Module` subclasses
+built with integer sizes): tensor parameters get a rank from their use, tried as square and ragged
+extents, for each op dtype; optional tensor parameters (default None) are also tried set.
+
+Imports torch lazily; `available()` says whether it can run here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import itertools
+import sys
+import time
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Iterator
+
+SKIP_ENTRIES = {"reference", "make_inputs", "check_variants", "tileport_inputs", "main"}
+ONE_D_NAMES = {"weight", "bias", "w", "b", "gamma", "beta", "g"}
+INDEX_HINTS = ("idx", "index", "indices", "ids", "offsets", "positions")
+EXTENTS = (128, 100)  # square power-of-two sizes, then ragged ones (tails, masked paths)
+MAX_RANK_TRIES = 12
+MAX_CALLS = 400
+
+
+def available() -> str | None:
+    """None when torch can be imported here, else why not."""
+    try:
+        import torch  # noqa: F401
+    except Exception as e:  # pragma: no cover - depends on the interpreter
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+class Launch:
+    def __init__(self, kernel: Any, grid: Any, args: tuple, where: str, entry: str, via: str):
+        self.kernel, self.grid, self.args, self.where, self.entry, self.via = kernel, grid, args, where, entry, via
+
+
+def describe_arg(a: Any) -> dict[str, Any]:
+    import torch
+
+    if isinstance(a, torch.Tensor):
+        return {"kind": "tensor", "dtype": str(a.dtype).removeprefix("torch."), "ndim": a.dim(),
+                "shape": list(a.shape)}
+    if isinstance(a, bool):
+        return {"kind": "bool", "value": a}
+    if isinstance(a, int):
+        return {"kind": "int", "value": a}
+    if isinstance(a, float):
+        return {"kind": "float", "value": a}
+    if a is None:
+        return {"kind": "none"}
+    return {"kind": "other", "type": type(a).__name__}
+
+
+class _FakeStream:
+    cuda_stream = 0
+    device = None
+
+    def synchronize(self) -> None:
+        pass
+
+    def wait_stream(self, *a: Any) -> None:
+        pass
+
+    def record_event(self, *a: Any) -> None:
+        return None
+
+
+@contextlib.contextmanager
+def _patched(obj: Any, name: str, value: Any) -> Iterator[None]:
+    had = hasattr(obj, name)
+    old = getattr(obj, name, None)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        if had:
+            setattr(obj, name, old)
+        else:
+            delattr(obj, name)
+
+
+class Capture:
+    """Records launches while the op's code runs."""
+
+    def __init__(self, module: ModuleType, real_gpu: bool, ranks: dict[str, dict[str, int | None]] | None = None):
+        import cuda.tile as ct
+
+        self.ranks = ranks or {}  # kernel function -> parameter -> rank its body implies (static analysis)
+        self.ct = ct
+        self.module = module
+        self.real_gpu = real_gpu
+        self.launches: list[Launch] = []
+        self.entry = "?"
+        self.tried: list[str] = []
+        self.errors: list[str] = []
+        self._orig_launch = ct.launch
+
+    def rank_mismatch(self, ln: Launch) -> str | None:
+        import torch
+
+        fn = ln.kernel._annotated_function.pyfunc
+        want = self.ranks.get(fn.__name__) or {}
+        for pname, a in zip(inspect.signature(fn).parameters, ln.args):
+            r = want.get(pname)
+            if r is not None and isinstance(a, torch.Tensor) and a.dim() != r:
+                return f"{fn.__name__}.{pname} is used as a rank-{r} array but got rank {a.dim()}"
+        return None
+
+    # -- interception -------------------------------------------------------------------------
+    def _where(self) -> str:
+        f = sys._getframe(2)
+        while f is not None and Path(f.f_code.co_filename).name == Path(__file__).name:
+            f = f.f_back
+        return f"{Path(f.f_code.co_filename).name}:{f.f_lineno} in {f.f_code.co_name}" if f else "?"
+
+    def launch(self, stream: Any, grid: Any, kernel: Any, kernel_args: Any, *a: Any, **kw: Any) -> None:
+        self.launches.append(Launch(kernel, grid, tuple(kernel_args), self._where(), self.entry, "ct.launch"))
+        if self.real_gpu:
+            self._orig_launch(stream, grid, kernel, kernel_args, *a, **kw)
+
+    def exhaustive_search(self, search_space: Any, stream: Any, grid_fn: Callable, kernel: Any, args_fn: Callable,
+                          hints_fn: Callable | None = None, **_: Any) -> Any:
+        from cuda.tile.tune._tune import Measurement, TuningResult
+
+        where = self._where()
+        configs = list(search_space)
+        for cfg in configs:
+            k = kernel if isinstance(kernel, self.ct.kernel) else kernel(cfg)
+            hints = hints_fn(cfg) if hints_fn is not None else None
+            if hints:
+                k = k.replace_hints(**hints)
+            self.launches.append(Launch(k, grid_fn(cfg), tuple(args_fn(cfg)), where, self.entry,
+                                        "exhaustive_search"))
+        if not configs:
+            raise ValueError("exhaustive_search: empty search space")
+        best = Measurement(configs[0], 0.0) if _positional_ok(Measurement) else Measurement(config=configs[0],
+                                                                                               mean_us=0.0)
+        try:
+            return TuningResult(best, [best], [])
+        except TypeError:
+            return TuningResult(best=best, successes=[best], failures=[])
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        import torch
+
+        import cuda.tile.tune as tune
+
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_patched(self.ct, "launch", self.launch))
+            stack.enter_context(_patched(tune, "exhaustive_search", self.exhaustive_search))
+            # modules that did `from cuda.tile import launch` / `from cuda.tile.tune import exhaustive_search`
+            for mod in list(sys.modules.values()):
+                d = getattr(mod, "__dict__", None)
+                if not d or mod is self.ct or mod is tune or getattr(mod, "__name__", "").startswith(("cuda.", "torch")):
+                    continue
+                for name, val in list(d.items()):
+                    if val is self._orig_launch:
+                        stack.enter_context(_patched(mod, name, self.launch))
+                    elif getattr(val, "__name__", None) == "exhaustive_search" and \
+                            getattr(val, "__module__", "").startswith("cuda.tile.tune"):
+                        stack.enter_context(_patched(mod, name, self.exhaustive_search))
+            if not self.real_gpu:
+                cuda = torch.cuda
+                for name, value in (("current_stream", lambda device=None: _FakeStream()),
+                                    ("default_stream", lambda device=None: _FakeStream()),
+                                    ("Stream", lambda *a, **k: _FakeStream()),
+                                    ("is_available", lambda: True), ("device_count", lambda: 1),
+                                    ("current_device", lambda: 0), ("synchronize", lambda device=None: None),
+                                    ("get_device_capability", lambda device=None: (9, 0)),
+                                    ("set_device", lambda device: None)):
+                    stack.enter_context(_patched(cuda, name, value))
+                from torch._subclasses.fake_tensor import FakeTensorMode
+
+                stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+            yield
+
+
+def _positional_ok(cls: type) -> bool:
+    try:
+        return len(inspect.signature(cls).parameters) >= 2
+    except (TypeError, ValueError):
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+def _entry_points(module: ModuleType) -> list[tuple[str, Any]]:
+    import torch
+
+    out = []
+    for name, obj in vars(module).items():
+        if name.startswith("_") or name in SKIP_ENTRIES or name.startswith(("test", "bench")):
+            continue
+        if getattr(obj, "__module__", None) != module.__name__:
+            continue
+        if inspect.isfunction(obj):
+            out.append((name, obj))
+        elif inspect.isclass(obj) and issubclass(obj, torch.nn.Module):
+            out.append((name, obj))
+    # functions whose source mentions a launch first
+    def score(item: tuple[str, Any]) -> int:
+        try:
+            src = inspect.getsource(item[1])
+        except (OSError, TypeError):
+            return 1
+        return 0 if ("launch" in src or "exhaustive_search" in src) else 1
+    return sorted(out, key=score)
+
+
+def _shape(rank: int, extent: int) -> tuple[int, ...]:
+    if rank <= 0:
+        return ()
+    return (2,) * max(0, rank - 2) + (extent,) * min(rank, 2)
+
+
+def _kind_of(p: inspect.Parameter) -> str:
+    ann = p.annotation
+    text = ann if isinstance(ann, str) else getattr(ann, "__name__", repr(ann))
+    text = str(text)
+    if ann is inspect.Parameter.empty:
+        return "tensor"
+    for k in ("bool", "int", "float"):
+        if text == k:
+            return k
+    return "tensor"
+
+
+def _rank_plans(names: list[str]) -> list[dict[str, int]]:
+    guess = {n: (1 if n.lower() in ONE_D_NAMES else 2) for n in names}
+    plans = [guess]
+    for r in (1, 2, 3, 4):
+        plans.append({n: (1 if n.lower() in ONE_D_NAMES and r > 1 else r) for n in names})
+        plans.append({n: r for n in names})
+    for combo in itertools.product((2, 1, 4, 3), repeat=len(names)):
+        plans.append(dict(zip(names, combo)))
+        if len(plans) > 4 * MAX_RANK_TRIES:
+            break
+    seen, out = set(), []
+    for p in plans:
+        key = tuple(sorted(p.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out[:MAX_RANK_TRIES]
+
+
+def _tensor(torch: Any, name: str, shape: tuple[int, ...], dtype: Any, device: str) -> Any:
+    if any(h in name.lower() for h in INDEX_HINTS):
+        return torch.zeros(shape, dtype=torch.int32, device=device)
+    if dtype.is_floating_point:
+        return torch.randn(shape, dtype=dtype, device=device)
+    return torch.zeros(shape, dtype=dtype, device=device)
+
+
+def _values(sig: inspect.Signature, ranks: dict[str, int], extent: int, dtype: Any, device: str,
+            fill_optional: bool) -> tuple[list, dict] | None:
+    import torch
+
+    args: list = []
+    kwargs: dict = {}
+    first_tensor = None
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        has_default = p.default is not inspect.Parameter.empty
+        if has_default and not (fill_optional and p.default is None and _kind_of(p) == "tensor"):
+            continue
+        kind = _kind_of(p)
+        if kind == "int":
+            v: Any = extent
+        elif kind == "float":
+            v = 1.0
+        elif kind == "bool":
+            v = False
+        elif has_default:  # an optional tensor: like the first tensor argument
+            if first_tensor is None:
+                return None
+            v = _tensor(torch, p.name, tuple(first_tensor.shape), dtype, device)
+        else:
+            v = _tensor(torch, p.name, _shape(ranks.get(p.name, 2), extent), dtype, device)
+            first_tensor = first_tensor if first_tensor is not None else v
+        if p.kind == p.KEYWORD_ONLY:
+            kwargs[p.name] = v
+        else:
+            args.append(v)
+    return args, kwargs
+
+
+def _tensor_params(sig: inspect.Signature) -> list[str]:
+    return [p.name for p in sig.parameters.values()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.default is inspect.Parameter.empty
+            and _kind_of(p) == "tensor"]
+
+
+def _call_label(name: str, args: list, kwargs: dict) -> str:
+    import torch
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, torch.Tensor):
+            return f"{str(v.dtype).removeprefix('torch.')}[{'x'.join(map(str, v.shape))}]"
+        return repr(v)
+    parts = [fmt(a) for a in args] + [f"{k}={fmt(v)}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def _short_error(e: BaseException) -> str:
+    msg = " ".join(str(e).split())
+    return f"{type(e).__name__}: {msg[:160]}"
+
+
+def _try(cap: Capture, name: str, obj: Any, sig: inspect.Signature, ranks: dict[str, int], extent: int,
+         dtype: Any, device: str, fill: bool) -> bool | None:
+    """One call with built inputs: True when it launched, False when it did not, None when no inputs fit."""
+    before = len(cap.launches)
+    with cap.active():
+        vals = _values(sig, ranks, extent, dtype, device, fill)
+        if vals is None:
+            return None
+        args, kwargs = vals
+        label = _call_label(name, args, kwargs)
+        cap.entry = label
+        cap.tried.append(label)
+        try:
+            if inspect.isclass(obj):
+                _construct(obj, extent).forward(*args, **kwargs)
+            else:
+                obj(*args, **kwargs)
+        except (Exception, SystemExit) as e:  # the op's own code: anything may happen
+            if len(cap.launches) == before:
+                cap.errors.append(f"{label}: {_short_error(e)}")
+        bad = next((why for ln in cap.launches[before:] if (why := cap.rank_mismatch(ln))), None)
+        if bad:  # the wrapper accepted inputs of the wrong rank, the kernel would not: try other ranks
+            del cap.launches[before:]
+            cap.errors.append(f"{label}: {bad}")
+            return False
+    return len(cap.launches) > before
+
+
+def _run_entry(cap: Capture, name: str, obj: Any, dtypes: list[Any], device: str, deadline: float) -> None:
+    """Call one entry point with conventional inputs: find a rank plan that launches, then reuse it for
+    every dtype and extent, also with optional tensors set."""
+    try:
+        sig = inspect.signature(obj.forward if inspect.isclass(obj) else obj)
+    except (TypeError, ValueError):
+        return
+    if inspect.isclass(obj):
+        sig = sig.replace(parameters=list(sig.parameters.values())[1:])  # drop self
+    tensors = _tensor_params(sig)
+    has_optional = any(p.default is None for p in sig.parameters.values())
+    good: dict[str, int] | None = None
+    for dtype in dtypes:
+        for extent in EXTENTS:
+            plans = [good] if good is not None else (_rank_plans(tensors) if tensors else [{}])
+            for ranks in plans:
+                if time.monotonic() > deadline or len(cap.tried) >= MAX_CALLS:
+                    return
+                if _try(cap, name, obj, sig, ranks, extent, dtype, device, False):
+                    good = ranks
+                    if has_optional:
+                        _try(cap, name, obj, sig, ranks, extent, dtype, device, True)
+                    break
+
+
+def _construct(cls: Any, extent: int) -> Any:
+    import torch
+
+    sig = inspect.signature(cls.__init__)
+    args = []
+    for p in list(sig.parameters.values())[1:]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is not inspect.Parameter.empty:
+            continue
+        kind = _kind_of(p)
+        args.append({"int": extent, "float": 1.0, "bool": False}.get(kind, extent))
+    with torch.device("cuda"):  # parameters made in __init__ land on the (fake or real) GPU
+        return cls(*args)
+
+
+def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str, int | None]] | None = None,
+            time_budget_s: float = 120.0) -> dict[str, Any]:
+    """Run the op's entry points; returns {launches: [Launch], tried, errors, mode, seconds}.
+    ranks: kernel function -> parameter -> the array rank its body implies (inputs of other ranks are retried)."""
+    import torch
+
+    t0 = time.perf_counter()
+    real = bool(torch.cuda.is_available())
+    cap = Capture(module, real, ranks)
+    device = "cuda"
+    torch_dtypes = [getattr(torch, d) for d in dtypes if hasattr(torch, d)] or [torch.float16]
+    deadline = time.monotonic() + time_budget_s
+    inputs_fn = getattr(module, "tileport_inputs", None)
+    if callable(inputs_fn):
+        with cap.active():  # one fake-tensor mode for the inputs and the calls
+            try:
+                calls = list(inputs_fn(module, device))
+            except (Exception, SystemExit) as e:
+                cap.errors.append(f"tileport_inputs(op, {device!r}): {_short_error(e)}")
+                calls = []
+            for fn, args, kwargs in calls:
+                label = _call_label(getattr(fn, "__name__", "call"), list(args), dict(kwargs))
+                cap.entry = label
+                cap.tried.append(label)
+                try:
+                    fn(*args, **kwargs)
+                except (Exception, SystemExit) as e:
+                    cap.errors.append(f"{label}: {_short_error(e)}")
+    else:
+        for name, obj in _entry_points(module):
+            _run_entry(cap, name, obj, torch_dtypes, device, deadline)
+    return {"launches": cap.launches, "tried": cap.tried, "errors": cap.errors,
+            "mode": "gpu" if real else "fake tensors (CPU)", "seconds": round(time.perf_counter() - t0, 4),
+            "traceback": None}
+
+
+__all__ = ["available", "capture", "describe_arg", "Launch"]
