@@ -95,7 +95,7 @@ case("asm_global_glob_import", "asm", ["TP-FORBIDDEN-MACRO", "TP-HOST-API"],
      top='use core::arch::*;\nglobal_asm!(".globl getenv", "getenv:", "ret");')
 case("asm_inline_body", "asm", ["TP-FORBIDDEN-MACRO", "TP-HOST-API"], body='unsafe { core::arch::asm!("ud2"); }')
 case("asm_bare", "asm", ["TP-FORBIDDEN-MACRO"], body='unsafe { asm!("syscall"); }')
-case("asm_naked", "asm", ["TP-FORBIDDEN-MACRO", "TP-HOST-API"], item='#[unsafe(naked)]\n    extern "C" fn n() { core::arch::naked_asm!("ret") }')
+case("asm_naked", "asm", ["TP-ATTRIBUTE", "TP-FORBIDDEN-MACRO", "TP-HOST-API"], item='#[unsafe(naked)]\n    extern "C" fn n() { core::arch::naked_asm!("ret") }')
 case("asm_global_in_host", "asm", ["TP-FORBIDDEN-MACRO", "TP-HOST-API"],
      host_top=f"std::arch::global_asm!({INIT_ARRAY.format(f='0')});")
 case("asm_host_inline", "asm", ["TP-FORBIDDEN-MACRO", "TP-HOST-API"],

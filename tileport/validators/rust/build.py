@@ -28,7 +28,7 @@ from tileport.records import ArtifactRecord, CommandRecord, FailClass, Stage, St
 from tileport.validators.rust import diagnostics as dg
 from tileport.validators.rust.crate import (CUTILE_VERSION, HOST_FILE, KERNEL_FILE, CrateLayout, default_crate_dir, open_crate,
                                  write_crate)
-from tileport.validators.rust.policy import check_crate
+from tileport.validators.rust.policy import check_crate, check_port_dir, read_plain
 from tileport.validators.rust.spec import SPEC_FILENAME, job_stem, load_spec
 
 TARGET_DIR_ENV = settings.CARGO_TARGET
@@ -114,6 +114,14 @@ class RustBuildResult(BaseModel):
 # ------------------------------------------------------------------------------------------------------- inputs
 
 
+class PortRefused(UserError):
+    """The port directory holds links or special files: refused before anything in it is read."""
+
+    def __init__(self, message: str, diagnostics: list[dg.Diagnostic] | None = None):
+        super().__init__(message)
+        self.diagnostics = diagnostics or []
+
+
 def prepare_crate(source: str | Path, *, spec_path: str | Path | None = None,
                   out: str | Path | None = None) -> CrateLayout:
     """Resolve what the user pointed at into a conversion crate.
@@ -123,8 +131,14 @@ def prepare_crate(source: str | Path, *, spec_path: str | Path | None = None,
       file with --spec: a crate is generated at `out` (default ~/.cache/tileport/crates/<name>-<hash>).
     """
     src = Path(source)
-    if not src.exists():
+    if not src.exists() and not src.is_symlink():
         raise UserError(f"{src} does not exist")
+    if src.is_symlink():
+        raise PortRefused(f"{src} is a symbolic link; pass the port directory itself (links are not followed)")
+    if src.is_dir():
+        refused = check_port_dir(src)
+        if refused:
+            raise PortRefused(f"{src}: " + "; ".join(d.message for d in refused), refused)
     if src.is_dir() and (src / SPEC_FILENAME).is_file() and spec_path is None:
         return open_crate(src)
     if src.is_dir():
@@ -139,12 +153,14 @@ def prepare_crate(source: str | Path, *, spec_path: str | Path | None = None,
     if spec_path is None:
         raise UserError(f"{src}: no spec.json / spec.toml next to {kernel.name}; pass --spec")
     spec = load_spec(spec_path)
+    host = base / "host.rs"
     try:
-        kernel_src = kernel.read_text(encoding="utf-8")
-        host = base / "host.rs"
-        host_src = host.read_text(encoding="utf-8") if spec.host and host.is_file() else None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"cannot read {kernel}: {e}") from None
+        kernel_src = read_plain(kernel).decode("utf-8")
+        host_src = read_plain(host).decode("utf-8") if spec.host and host.is_file() else None
+    except UnicodeDecodeError as e:
+        raise UserError(f"cannot read {kernel} / {host.name}: not UTF-8 text ({e.reason})") from None
+    except OSError as e:
+        raise UserError(f"cannot read {kernel} / {host.name}: {e.strerror or e}") from None
     if spec.host and host_src is None:
         raise UserError(f"spec has host = true but {base / 'host.rs'} is missing")
     return write_crate(out or default_crate_dir(base), spec, kernel_src, host_src)

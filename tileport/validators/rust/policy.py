@@ -1,74 +1,85 @@
 """Untrusted-code policy: kernel sources come from a model, so tileport refuses, before cargo runs, anything that
 could act on the build machine at compile time or at load time, or smuggle files into the build.
 
-Why these rules: building Rust runs code (build scripts, proc macros) and links code that can run before
-`main` (`#[link_section = ".init_array"]`); `include_str!`/`include_bytes!`/`#[path]` read arbitrary files into
-the build; `env!` leaks the build environment. A cutile kernel needs none of this: it is `use cutile::core::*`
-plus tile arithmetic. So kernel.rs is checked against an allowlist of attributes and a denylist of macros,
-keywords and host APIs, on tokens (comments and string contents are skipped, raw identifiers normalised).
-`unsafe` is allowed by default (deny_unsafe=True refuses it): cutile 0.5.0 kernels need it for padded views
-other than zero (`make_partition_view(.., padding::NegInf, ..)`), pointer gathers and unchecked accesses, and
-nothing in kernel.rs ever runs on the build machine: the IR dump only re-parses the captured source text, and
-the attribute allowlist keeps load-time constructors out. Device-side misuse shows up in the correctness stage,
-which runs each conversion's GPU work in a child process.
-The crate tree itself must be exactly what tileport generated: no build.rs, no edited Cargo.toml, no extra files,
-no symlinks, no `.cargo/config.toml` or rust-toolchain file.
+The code is judged on a real Rust syntax tree (tree-sitter-rust, pinned) against an ALLOWLIST of what a cutile
+kernel may contain, never on a token denylist:
 
-Every refusal is a `Diagnostic` with source `policy`, so the writer agent sees it like a compiler error.
+- text: Rust skips characters as whitespace that other lexers do not (U+200E/U+200F, U+2028/U+2029, U+0085),
+  and bidi/format controls make code read differently from how it compiles. None may appear anywhere, and code
+  outside comments and string literals must be ASCII (so identifiers cannot be look-alikes);
+- the tree must parse without errors: what the policy cannot read, it does not pass;
+- items: only `fn`, `const`, `struct`, `enum`, `type`, `impl`, `trait`, `use` and inline `mod name { .. }`
+  (kernel.rs: one `#[cutile::module] pub mod` at the top); no `static` (where `#[link_section]` sits), `union`,
+  `extern` blocks or ABIs, `extern crate`, macro definitions or `mod name;`;
+- attributes: a short list per file (KERNEL_ATTRS, HOST_ATTRS); `no_mangle`, `export_name`, `link_section`,
+  `used`, `link`, `cfg_attr`, `path` and anything in `unsafe(...)` are not on it;
+- macros: a short list per file (KERNEL_MACROS, HOST_MACROS), checked also inside other macros' arguments;
+  `include*!`, `env!`, `asm!`, `global_asm!`, `macro_rules!` are not on it;
+- paths: the only crates a conversion crate can name are std/core (the prelude), cutile and cutile_compiler
+  (tileport writes the manifest). A kernel may name only cutile's kernel API (`cutile::core`, ...); host.rs may
+  use std except `std::{process, fs, net, env, os, arch, ffi, intrinsics}`, and must name a module (no
+  `use std::*`, no `use std as s`);
+- raw identifiers (`r#name`) are refused: a kernel needs none, and they dress up names.
+
+`unsafe` is allowed by default (deny_unsafe=True refuses it): cutile 0.5.0 kernels need it for padded views
+other than zero (`make_partition_view(.., padding::NegInf, ..)`), pointer gathers and unchecked accesses. The
+policy is the first layer; every build and every binary built from model-written code also runs in a sandbox
+(tileport.exec.sandbox), so a gap here is not an escape.
+The crate tree itself must be exactly what tileport generated: no build.rs, no edited Cargo.toml, no extra files,
+no symlinks, no `.cargo/config.toml` or rust-toolchain file; a port directory holds plain files only.
+
+Every refusal is a `Diagnostic` with source `policy`, at file:line:col, so the writer agent sees it like a
+compiler error.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+import stat
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
+
+import tree_sitter_rust
+from tree_sitter import Language, Node, Parser
 
 from tileport.validators.rust.crate import HOST_FILE, IGNORED_DIRS, KERNEL_FILE, CrateLayout, generated_files
 from tileport.validators.rust.diagnostics import Diagnostic, DiagnosticSource
 
 MAX_SOURCE_BYTES = 256 * 1024
+MAX_DIAGNOSTICS = 50  # per file: enough for a writer to fix, bounded for a hostile one
 
-# Macros that read files or the environment, emit raw machine code, or build macros (which could hide tokens).
-FORBIDDEN_MACROS = {
-    "include": "reads another file into the build",
-    "include_str": "reads another file into the build",
-    "include_bytes": "reads another file into the build",
-    "env": "reads the build environment",
-    "option_env": "reads the build environment",
-    "asm": "emits raw machine code",
-    "global_asm": "emits raw machine code",
-    "naked_asm": "emits raw machine code",
-    "llvm_asm": "emits raw machine code",
-    "concat_idents": "builds identifiers the policy cannot see",
-    "macro_rules": "defines macros, which a kernel does not need",
-}
+# Characters Rust's lexer treats as whitespace (Pattern_White_Space) beyond ASCII; str.isspace() disagrees on some.
+RUST_EXTRA_WHITESPACE = {"\u0085": "NEXT LINE", "\u200e": "LEFT-TO-RIGHT MARK", "\u200f": "RIGHT-TO-LEFT MARK",
+                         "\u2028": "LINE SEPARATOR", "\u2029": "PARAGRAPH SEPARATOR"}
 
-# Identifiers that name host effects. A kernel has no use for any of them; a host file may not spawn
-# processes, touch files or the network either.
-HOST_EFFECT_IDENTS = {
-    "process": "std::process (spawning programs)",
-    "Command": "std::process::Command (spawning programs)",
-    "fs": "std::fs (file system access)",
-    "File": "std::fs::File (file system access)",
-    "OpenOptions": "std::fs::OpenOptions (file system access)",
-    "net": "std::net (network access)",
-    "TcpStream": "std::net (network access)",
-    "TcpListener": "std::net (network access)",
-    "UdpSocket": "std::net (network access)",
-    "set_var": "std::env::set_var (changing the environment)",
-    "remove_var": "std::env::remove_var (changing the environment)",
-    "libc": "the libc crate (raw system calls)",
-}
+# Item kinds a file may declare (tree-sitter-rust node types). Anything else that is an item is refused.
+ALLOWED_ITEMS = {"function_item", "function_signature_item", "const_item", "struct_item", "enum_item",
+                 "type_item", "impl_item", "trait_item", "use_declaration", "mod_item", "associated_type",
+                 "attribute_item", "inner_attribute_item", "let_declaration", "expression_statement",
+                 "empty_statement", "line_comment", "block_comment", "macro_invocation"}
+ITEM_WHY = {"static_item": "`static` items are not allowed (a kernel needs `const`; statics carry load-time "
+                           "sections)",
+            "union_item": "`union` is not allowed",
+            "foreign_mod_item": "`extern` blocks are not allowed (they bind host symbols)",
+            "extern_crate_declaration": "`extern crate` is not allowed (the crates are tileport's)",
+            "macro_definition": "defining macros is not allowed (they hide code from the policy)"}
+ITEM_CODES = {"foreign_mod_item": "TP-EXTERN", "extern_crate_declaration": "TP-EXTERN",
+              "macro_definition": "TP-FORBIDDEN-MACRO"}
+# At the top of kernel.rs: the module and imports.
+KERNEL_TOP_ITEMS = {"mod_item", "use_declaration", "attribute_item", "inner_attribute_item", "line_comment",
+                    "block_comment"}
 
-# Crate roots a kernel must not name at all (cutile::core is fine; `core` alone is not).
-KERNEL_FORBIDDEN_ROOTS = {"std", "alloc", "proc_macro", "core"}
-
-# Attributes allowed in kernel.rs, by path. Anything else (path, link_section, no_mangle, export_name, used,
-# link, cfg_attr, proc-macro derives of other crates, ...) is refused.
-KERNEL_ATTRS = {"allow", "warn", "deny", "expect", "forbid", "inline", "doc", "must_use", "cfg", "rustfmt::skip",
-                "entry", "derive"}
-HOST_EXTRA_ATTRS = {"no_mangle", "repr", "test"}
+# Attributes, by path. cutile::module / cutile::entry / cutile::foreign are the kernel macros; `inout` marks a
+# foreign function's in-out parameter.
+COMMON_ATTRS = {"allow", "warn", "deny", "expect", "forbid", "inline", "doc", "must_use", "cfg", "rustfmt::skip",
+                "derive"}
+KERNEL_ATTRS = COMMON_ATTRS | {"cutile::module", "cutile::entry", "cutile::foreign", "inout"}
+HOST_ATTRS = COMMON_ATTRS | {"repr"}
+INNER_ATTRS = {"allow", "warn", "deny", "expect", "forbid", "doc"}
+BUILTIN_DERIVES = {"Clone", "Copy", "Debug", "Default", "PartialEq", "Eq", "PartialOrd", "Ord", "Hash"}
 # cutile 0.5.0 gives kernels a tensor's base pointer and shape but no accessor for its strides, which a kernel
 # needs to build a sliced view (`x.slice(...)` in cuTile Python) in-kernel. A body-less declaration
 # `#[cuda_tile::compiler_op(name = "return_type_meta_field", type_meta_field = "strides")]` reads that field of
@@ -77,157 +88,384 @@ HOST_EXTRA_ATTRS = {"no_mangle", "repr", "test"}
 # (read one metadata field) is allowed, every other compiler_op is refused.
 META_FIELD_OP = "cuda_tile::compiler_op"
 META_FIELDS = {"strides", "shape", "base", "token"}
-BUILTIN_DERIVES = {"Clone", "Copy", "Debug", "Default", "PartialEq", "Eq", "PartialOrd", "Ord", "Hash"}
+_META_ARGS = [re.compile(r'^\(name="return_type_meta_field",type_meta_field="(\w+)"\)$'),
+              re.compile(r'^\(type_meta_field="(\w+)",name="return_type_meta_field"\)$')]
+
+# Macros, by name (the last path segment; a qualified macro path is also checked as a path).
+KERNEL_MACROS = {"shape", "const_shape", "const_array", "cuda_tile_assert", "cuda_tile_print", "unreachable",
+                 "unimplemented", "todo", "panic", "assert", "assert_eq", "assert_ne", "debug_assert",
+                 "debug_assert_eq", "debug_assert_ne"}
+HOST_MACROS = KERNEL_MACROS | {"println", "print", "eprintln", "eprint", "format", "format_args", "write",
+                               "writeln", "vec", "matches"}
+MACRO_WHY = {"include": "reads another file into the build", "include_str": "reads another file into the build",
+             "include_bytes": "reads another file into the build", "env": "reads the build environment",
+             "option_env": "reads the build environment", "asm": "emits raw machine code",
+             "global_asm": "emits raw machine code", "naked_asm": "emits raw machine code",
+             "macro_rules": "defines macros, which hide code from the policy"}
+
+# Crates a conversion crate can name (tileport writes its manifest; `extern crate` is refused): the prelude's
+# std/core, and the two dependencies.
+KNOWN_CRATES = {"std", "core", "alloc", "proc_macro", "test", "cutile", "cutile_compiler"}
+KERNEL_CUTILE_MODULES = {"core", "tileir", "half", "num_traits"}
+HOST_EFFECT_MODULES = {"process": "spawning programs", "fs": "file system access", "net": "network access",
+                       "env": "the process environment", "os": "OS-specific system calls",
+                       "arch": "raw machine instructions", "ffi": "foreign (C) calls",
+                       "intrinsics": "compiler intrinsics"}
+LOCAL_ROOTS = {"crate", "self", "super", "Self"}
+
+_STRINGY = {"string_literal", "raw_string_literal", "char_literal", "line_comment", "block_comment"}
+_SCOPED = {"scoped_identifier", "scoped_type_identifier"}
 
 
-# --------------------------------------------------------------------------------------------------------- lexer
+@lru_cache(maxsize=1)
+def _parser() -> Parser:
+    return Parser(Language(tree_sitter_rust.language()))
 
 
-@dataclass(frozen=True)
-class Token:
-    kind: str  # ident | punct | literal | lifetime
-    text: str
-    line: int
-    col: int  # 1-based
+@dataclass
+class _Judge:
+    src: str
+    file: str
+    host: bool
+    deny_unsafe: bool
+    data: bytes = b""
+    lines: list[str] = field(default_factory=list)
+    diags: list[Diagnostic] = field(default_factory=list)
+    seen: set = field(default_factory=set)
 
+    def __post_init__(self) -> None:
+        self.data = self.src.encode("utf-8", "surrogatepass")
+        self.lines = self.src.split("\n")  # Rust counts lines by \n only (not str.splitlines' U+2028 etc.)
 
-class LexError(ValueError):
-    def __init__(self, message: str, line: int, col: int):
-        super().__init__(message)
-        self.line, self.col = line, col
+    # ------------------------------------------------------------------------------------------- reporting
 
+    def at(self, node: Node) -> tuple[int, int]:
+        row, byte_col = node.start_point
+        line_bytes = self.data.split(b"\n")[row] if row < self.data.count(b"\n") + 1 else b""
+        return row + 1, len(line_bytes[:byte_col].decode("utf-8", "replace")) + 1
 
-def tokenize(src: str) -> list[Token]:
-    """A Rust lexer good enough for policy checks: skips comments and literal contents, keeps positions."""
-    toks: list[Token] = []
-    i, n, line, col = 0, len(src), 1, 1
+    def report(self, code: str, message: str, node: Node | None = None, *, pos: tuple[int, int] | None = None,
+               level: str = "error", notes: list[str] | None = None) -> None:
+        line, col = pos if pos else (self.at(node) if node is not None else (None, None))
+        key = (code, line, col)
+        if key in self.seen or len(self.diags) >= MAX_DIAGNOSTICS:
+            return
+        self.seen.add(key)
+        self.diags.append(_diag(code, message, self.file, line, col, self.lines, level=level, notes=notes))
 
-    def advance(k: int) -> None:
-        nonlocal i, line, col
-        for _ in range(k):
-            if i < n and src[i] == "\n":
-                line, col = line + 1, 1
-            else:
-                col += 1
-            i += 1
+    def text(self, node: Node) -> str:
+        return self.data[node.start_byte:node.end_byte].decode("utf-8", "replace")
 
-    def skip_quoted(quote: str) -> None:  # at the opening quote
-        advance(1)
-        while i < n and src[i] != quote:
-            advance(2 if src[i] == "\\" else 1)
-        if i >= n:
-            raise LexError("unterminated literal", line, col)
-        advance(1)
+    # ------------------------------------------------------------------------------------------------ text
 
-    while i < n:
-        c = src[i]
-        start_line, start_col = line, col
-        if c.isspace():
-            advance(1)
-        elif src.startswith("//", i):
-            while i < n and src[i] != "\n":
-                advance(1)
-        elif src.startswith("/*", i):
-            depth = 0
-            while i < n:
-                if src.startswith("/*", i):
-                    depth += 1
-                    advance(2)
-                elif src.startswith("*/", i):
-                    depth -= 1
-                    advance(2)
-                    if depth == 0:
-                        break
+    def check_text(self) -> bool:
+        """Characters that change what the compiler reads. False: do not judge the tree (it would mislead)."""
+        ok = True
+        for i, line in enumerate(self.lines):
+            for j, ch in enumerate(line):
+                if ch.isascii() and (ch.isprintable() or ch in "\t\r"):
+                    continue
+                name = RUST_EXTRA_WHITESPACE.get(ch)
+                cat = unicodedata.category(ch)
+                if name:
+                    why = f"U+{ord(ch):04X} {name}, which Rust reads as whitespace"
+                elif cat == "Cf" and not (ch == "\ufeff" and i == 0 and j == 0):
+                    why = f"U+{ord(ch):04X} {unicodedata.name(ch, 'FORMAT CONTROL')}, an invisible format control"
+                elif cat in ("Cc", "Cs", "Co", "Cn"):
+                    why = f"U+{ord(ch):04X}, a control or unassigned character"
                 else:
-                    advance(1)
-            if depth:
-                raise LexError("unterminated block comment", start_line, start_col)
-        elif c in "rbc" and _raw_string_start(src, i):
-            j = i + (2 if src[i:i + 2] in ("br", "cr") else 1)
-            hashes = 0
-            while j < n and src[j] == "#":
-                hashes += 1
-                j += 1
-            end = src.find('"' + "#" * hashes, j + 1)
-            if end < 0:
-                raise LexError("unterminated raw string", line, col)
-            advance(end + 1 + hashes - i)
-            toks.append(Token("literal", "<raw string>", start_line, start_col))
-        elif c in "bc" and i + 1 < n and src[i + 1] == '"':
-            advance(1)
-            skip_quoted('"')
-            toks.append(Token("literal", "<string>", start_line, start_col))
-        elif c == '"':
-            skip_quoted('"')
-            toks.append(Token("literal", "<string>", start_line, start_col))
-        elif c == "b" and i + 1 < n and src[i + 1] == "'":
-            advance(1)
-            skip_quoted("'")
-            toks.append(Token("literal", "<char>", start_line, start_col))
-        elif c == "'":
-            # char literal ('a', '\n', '\u{1F}') or lifetime/label ('a, 'static)
-            if i + 1 < n and src[i + 1] == "\\":
-                skip_quoted("'")
-                toks.append(Token("literal", "<char>", start_line, start_col))
-            elif i + 2 < n and src[i + 2] == "'":
-                advance(3)
-                toks.append(Token("literal", "<char>", start_line, start_col))
-            else:
-                advance(1)
-                s = i
-                while i < n and (src[i].isalnum() or src[i] == "_"):
-                    advance(1)
-                toks.append(Token("lifetime", "'" + src[s:i], start_line, start_col))
-        elif c.isalpha() or c == "_" or ord(c) > 127:
-            if src.startswith("r#", i) and i + 2 < n and (src[i + 2].isalpha() or src[i + 2] == "_"):
-                advance(2)  # raw identifier r#name is the identifier `name`
-            s = i
-            while i < n and (src[i].isalnum() or src[i] == "_" or ord(src[i]) > 127):
-                advance(1)
-            toks.append(Token("ident", src[s:i], start_line, start_col))
-        elif c.isdigit():
-            s = i
-            hexa = src.startswith(("0x", "0X"), i)
-            while i < n:
-                ch = src[i]
-                if ch.isalnum() or ch == "_":
-                    advance(1)
-                elif ch == "." and i + 1 < n and src[i + 1].isdigit() and "." not in src[s:i]:
-                    advance(1)
-                elif ch in "+-" and not hexa and src[i - 1] in "eE":
-                    advance(1)
-                else:
-                    break
-            toks.append(Token("literal", src[s:i], start_line, start_col))
-        elif src.startswith("::", i):
-            advance(2)
-            toks.append(Token("punct", "::", start_line, start_col))
-        else:
-            advance(1)
-            toks.append(Token("punct", c, start_line, start_col))
-    return toks
+                    continue
+                ok = False
+                self.report("TP-UNICODE", f"{why}, is not allowed anywhere in {self.file}", pos=(i + 1, j + 1),
+                            notes=["help: write the code in plain ASCII"])
+        return ok
 
+    # ------------------------------------------------------------------------------------------------ tree
 
-def _raw_string_start(src: str, i: int) -> bool:
-    """r"..", r#".."#, br"..", cr".." (but not the raw identifier r#name)."""
-    if src.startswith(("br", "cr"), i):
-        j = i + 2
-    elif src[i] == "r":
-        j = i + 1
-    else:
+    def walk(self, root: Node) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            t = node.type
+            if node.is_error or node.is_missing:
+                what = "missing " + t if node.is_missing else "unreadable code"
+                self.report("TP-SYNTAX", f"{self.file} does not parse here ({what}); the policy passes only code "
+                            "it can read", node)
+                continue
+            if t in _STRINGY:
+                continue
+            if node.child_count == 0:
+                self.leaf(node)
+                continue
+            handler = getattr(self, "on_" + t, None)
+            verdict = handler(node) if handler is not None else None
+            if verdict is False:
+                continue  # handler judged the whole subtree
+            if isinstance(verdict, list):
+                stack.extend(reversed(verdict))  # handler chose what to descend into
+                continue
+            if t in ITEM_WHY:
+                self.report(ITEM_CODES.get(t, "TP-ITEM"), ITEM_WHY[t] + f" in {self.file}", node)
+            stack.extend(reversed(node.children))
+
+    def leaf(self, node: Node) -> None:
+        text = self.text(node)
+        if not text.isascii():
+            self.report("TP-UNICODE", f"non-ASCII code `{text}` is not allowed in {self.file} (only inside "
+                        "comments and string literals)", node)
+        elif node.type == "identifier" and text.startswith("r#"):
+            self.report("TP-RAW-IDENT", f"raw identifier `{text}` is not allowed in {self.file}; use a plain name",
+                        node)
+        elif node.type == "unsafe" and self.deny_unsafe:
+            self.report("TP-UNSAFE", f"`unsafe` is not allowed in {self.file} (deny_unsafe)", node,
+                        notes=["help: write the kernel with cutile's safe tile API"])
+
+    # items
+
+    def on_source_file(self, node: Node) -> None:
+        if self.host:
+            return
+        for child in node.named_children:
+            if child.type not in KERNEL_TOP_ITEMS and child.type not in ITEM_WHY and not child.is_error:
+                self.report("TP-ITEM", f"`{_kind(child)}` at the top of {self.file}: the file holds "
+                            "`#[cutile::module] pub mod NAME { ... }` and `use cutile::...` only", child)
+
+    def on_mod_item(self, node: Node) -> None:
+        if node.child_by_field_name("body") is None:
+            name = node.child_by_field_name("name")
+            self.report("TP-MODULE-FILE", f"`mod {self.text(name) if name else '?'};` loads another file; write "
+                        "the module inline (`mod name { ... }`)", node)
+
+    def on_function_modifiers(self, node: Node) -> None:
+        for child in node.children:
+            if child.type == "extern_modifier":
+                self.report("TP-EXTERN", f"`{self.text(child)}` functions are not allowed in {self.file} (a "
+                            "foreign ABI exports or binds host symbols)", child)
+
+    def on_foreign_mod_item(self, node: Node) -> bool:
+        self.report("TP-EXTERN", ITEM_WHY["foreign_mod_item"] + f" in {self.file}", node)
         return False
-    while j < len(src) and src[j] == "#":
-        j += 1
-    return j < len(src) and src[j] == '"'
+
+    def on_extern_crate_declaration(self, node: Node) -> bool:
+        self.report("TP-EXTERN", ITEM_WHY["extern_crate_declaration"] + f" in {self.file}", node,
+                    notes=["help: kernels use only `use cutile::core::*;`"])
+        return False
+
+    def on_macro_definition(self, node: Node) -> bool:
+        self.report("TP-FORBIDDEN-MACRO", ITEM_WHY["macro_definition"] + f" in {self.file}", node)
+        return False
+
+    # attributes
+
+    def on_attribute_item(self, node: Node) -> list[Node]:
+        return self._attribute(node, inner=False)
+
+    def on_inner_attribute_item(self, node: Node) -> list[Node]:
+        return self._attribute(node, inner=True)
+
+    def _attribute(self, item: Node, inner: bool) -> list[Node]:
+        """Judge the attribute's path here; descend only into its arguments and value (macros, raw names)."""
+        attr = next((c for c in item.named_children if c.type == "attribute"), None)
+        if attr is None:
+            return []
+        self._attribute_path(item, attr, inner)
+        return [c for c in (attr.child_by_field_name("arguments"), attr.child_by_field_name("value"))
+                if c is not None]
+
+    def _attribute_path(self, item: Node, attr: Node, inner: bool) -> None:
+        head = attr.named_children[0] if attr.named_children else None
+        path = self.text(head) if head is not None and head.type in ("identifier", "scoped_identifier") else "?"
+        path = re.sub(r"\s+", "", path)
+        args = attr.child_by_field_name("arguments")
+        shown = f"#{'!' if inner else ''}[{path}" + ("(...)" if args is not None else "") + "]"
+        if path == "unsafe":
+            inner_name = self.text(args).strip("() \t\n") if args is not None else ""
+            self.report("TP-ATTRIBUTE", f"attribute `#[unsafe({inner_name})]` is not allowed in {self.file}: "
+                        "unsafe attributes act on symbols and sections", item)
+            return
+        allowed = INNER_ATTRS if inner else (HOST_ATTRS if self.host else KERNEL_ATTRS)
+        if path == META_FIELD_OP and not self.host and not inner:
+            norm = re.sub(r"\s+", "", self.text(args)) if args is not None else ""
+            m = next((rx.match(norm) for rx in _META_ARGS if rx.match(norm)), None)
+            if not (m and m.group(1) in META_FIELDS):
+                self.report("TP-ATTRIBUTE", f"`#[{path}(...)]` is allowed only as `#[{path}(name = "
+                            "\"return_type_meta_field\", type_meta_field = \"strides\")]` (or shape, base, token)",
+                            item)
+            return
+        if path not in allowed:
+            self.report("TP-ATTRIBUTE", f"attribute `{shown}` is not allowed in {self.file}", item,
+                        notes=[f"help: allowed: {', '.join(sorted(allowed))}"])
+            return
+        if path == "cutile::entry" and args is None:
+            self.report("TP-BARE-ENTRY", "`#[cutile::entry]` without parentheses; write `#[cutile::entry()]`",
+                        item, level="warning")
+        if path == "derive" and args is not None:
+            for d in args.named_children:
+                if d.type != "identifier" or self.text(d) not in BUILTIN_DERIVES:
+                    self.report("TP-ATTRIBUTE", f"`#[derive({self.text(d)})]` is not allowed; only the standard "
+                                "derives are", d)
+
+    # macros
+
+    def on_macro_invocation(self, node: Node) -> None:
+        mac = node.child_by_field_name("macro")
+        if mac is None:
+            return
+        name_node = mac.child_by_field_name("name") if mac.type == "scoped_identifier" else mac
+        self._macro(self.text(name_node) if name_node is not None else self.text(mac), mac)
+
+    def _macro(self, name: str, node: Node) -> None:
+        bare = name[2:] if name.startswith("r#") else name
+        allowed = HOST_MACROS if self.host else KERNEL_MACROS
+        if bare in allowed:
+            return
+        why = MACRO_WHY.get(bare, "is not on the list of macros a " + ("host file" if self.host else "kernel") +
+                            " may use")
+        self.report("TP-FORBIDDEN-MACRO", f"`{bare}!` is not allowed: it {why}" if bare in MACRO_WHY
+                    else f"`{bare}!` {why}", node, notes=[f"help: allowed: {', '.join(sorted(allowed))}"])
+
+    def on_token_tree(self, node: Node) -> None:
+        """Macro arguments are tokens, not a tree: judge what they could expand to."""
+        toks = [c for c in node.children]
+        for k, tok in enumerate(toks):
+            nxt = toks[k + 1] if k + 1 < len(toks) else None
+            prev = toks[k - 1] if k else None
+            if tok.type == "identifier" and nxt is not None and nxt.type == "!":
+                self._macro(self.text(tok), tok)
+            elif tok.type == "#" and nxt is not None and (nxt.type == "token_tree" or nxt.type == "!"):
+                self.report("TP-ATTRIBUTE", "attributes inside macro arguments are not allowed", tok)
+            elif tok.type == "identifier" and nxt is not None and nxt.type == "::" and (
+                    prev is None or prev.type not in ("::", ".")):
+                segs = [self.text(tok)]
+                j = k + 1
+                while j + 1 < len(toks) and toks[j].type == "::" and toks[j + 1].type == "identifier":
+                    segs.append(self.text(toks[j + 1]))
+                    j += 2
+                self._path([s.removeprefix("r#") for s in segs], [tok, *toks[k + 2:j:2]], glob=False)
+            elif tok.type == "::" and (prev is None or prev.type not in ("identifier", "self", "super", "crate")) \
+                    and nxt is not None and nxt.type == "identifier":
+                self._path(["::", self.text(nxt).removeprefix("r#")], [tok, nxt], glob=False)
+
+    # paths
+
+    def on_scoped_identifier(self, node: Node) -> None:
+        self._scoped(node)
+
+    def on_scoped_type_identifier(self, node: Node) -> None:
+        self._scoped(node)
+
+    def _scoped(self, node: Node) -> None:
+        parent = node.parent
+        if parent is not None and parent.type in _SCOPED and parent.child_by_field_name("path") == node:
+            return  # judged with the outermost path
+        if parent is not None and parent.type in ("use_declaration", "use_wildcard", "scoped_use_list",
+                                                  "use_as_clause", "use_list", "macro_invocation"):
+            if parent.type != "macro_invocation":
+                return  # judged with the use tree
+        segs, nodes = self._segments(node)
+        if segs:
+            self._path(segs, nodes, glob=False)
+
+    def _segments(self, node: Node) -> tuple[list[str], list[Node]]:
+        segs: list[str] = []
+        nodes: list[Node] = []
+        cur: Node | None = node
+        while cur is not None and cur.type in _SCOPED:
+            name = cur.child_by_field_name("name")
+            if name is not None:
+                segs.append(self.text(name))
+                nodes.append(name)
+            path = cur.child_by_field_name("path")
+            if path is None:  # `::name`: a crate from the extern prelude
+                segs.append("::")
+                nodes.append(cur)
+                break
+            cur = path
+        else:
+            if cur is not None:
+                if cur.type in ("identifier", "type_identifier", "crate", "self", "super", "metavariable"):
+                    segs.append(self.text(cur))
+                    nodes.append(cur)
+                else:
+                    return [], []  # <T as Trait>::x, generic_type::x: the inner paths are judged on their own
+        segs.reverse()
+        nodes.reverse()
+        return [s.removeprefix("r#") for s in segs], nodes
+
+    def on_use_declaration(self, node: Node) -> None:
+        arg = node.child_by_field_name("argument")
+        if arg is not None:
+            self._use_tree(arg, [], [])
+
+    def _use_tree(self, node: Node, prefix: list[str], nodes: list[Node]) -> None:
+        t = node.type
+        if t in ("identifier", "crate", "self", "super", "metavariable") or t in _SCOPED:
+            segs, ns = self._segments(node) if t in _SCOPED else ([self.text(node)], [node])
+            if t == "self" and prefix:
+                segs, ns = [], []  # `use a::{self}` is `a`
+            self._path(prefix + segs, nodes + ns, glob=False, use=True)
+        elif t == "use_wildcard":
+            inner = next((c for c in node.named_children), None)
+            segs, ns = (self._segments(inner) if inner is not None and inner.type in _SCOPED else
+                        (([self.text(inner)], [inner]) if inner is not None else ([], [])))
+            self._path(prefix + segs, nodes + ns, glob=True, use=True, at=node)
+        elif t == "use_as_clause":
+            path = node.child_by_field_name("path")
+            if path is not None:
+                self._use_tree(path, prefix, nodes)
+        elif t == "scoped_use_list":
+            path = node.child_by_field_name("path")
+            segs, ns = ([], [])
+            if path is not None:
+                segs, ns = self._segments(path) if path.type in _SCOPED else ([self.text(path)], [path])
+            lst = node.child_by_field_name("list")
+            for child in (lst.named_children if lst is not None else []):
+                self._use_tree(child, prefix + segs, nodes + ns)
+        elif t == "use_list":
+            for child in node.named_children:
+                self._use_tree(child, prefix, nodes)
+
+    def _path(self, segs: list[str], nodes: list[Node], *, glob: bool, use: bool = False,
+              at: Node | None = None) -> None:
+        if not segs:
+            return
+        root = segs[0]
+        k = 1 if root == "::" else 0
+        crate = segs[k] if k < len(segs) else None
+        if crate is None:
+            return
+        is_crate = root == "::" or crate in KNOWN_CRATES
+        if not is_crate:
+            return  # a local name, a generic, a primitive or a cutile import: resolved inside this crate
+        shown = "::".join(s for s in segs if s != "::")
+        second = segs[k + 1] if k + 1 < len(segs) else None
+        node_of = lambda i: nodes[i] if i < len(nodes) else (at or nodes[-1])  # noqa: E731
+        if crate in ("std", "core", "alloc") and second in HOST_EFFECT_MODULES:
+            self.report("TP-HOST-API", f"`{second}` is not allowed: {crate}::{second} "
+                        f"({HOST_EFFECT_MODULES[second]})", node_of(k + 1))
+            return
+        if not self.host:
+            if crate == "cutile" and (second in KERNEL_CUTILE_MODULES or (second is None and use and False)):
+                return
+            self.report("TP-HOST-API", f"`{shown}{'::*' if glob else ''}` is not allowed in a kernel: only cutile's "
+                        f"kernel API (cutile::{{{', '.join(sorted(KERNEL_CUTILE_MODULES))}}}) is available",
+                        node_of(k), notes=["help: `use cutile::core::*;`"])
+            return
+        if crate == "cutile":
+            return
+        if crate in ("std", "core", "alloc") and second is not None and not (glob and second is None):
+            return
+        self.report("TP-HOST-API", f"`{shown}{'::*' if glob else ''}` is not allowed in {self.file}: name a module "
+                    f"(std::io, std::sync, ...) and not " + ("the crate itself" if crate in ("std", "core", "alloc")
+                                                             else f"the crate `{crate}`"), node_of(k))
 
 
-# -------------------------------------------------------------------------------------------------------- checks
+def _kind(node: Node) -> str:
+    return node.type.removesuffix("_item").removesuffix("_declaration").replace("_", " ")
 
 
-def _diag(code: str, message: str, file: str, tok: Token | None, lines: list[str], level: str = "error",
-          notes: list[str] | None = None) -> Diagnostic:
-    line = tok.line if tok else None
-    col = tok.col if tok else None
+def _diag(code: str, message: str, file: str, line: int | None, col: int | None, lines: list[str],
+          level: str = "error", notes: list[str] | None = None) -> Diagnostic:
     snippet = lines[line - 1] if line and line <= len(lines) else None
     rendered = f"{level}[{code}]: {message}"
     if line:
@@ -238,152 +476,112 @@ def _diag(code: str, message: str, file: str, tok: Token | None, lines: list[str
                       line=line, col=col, snippet=snippet, rendered=rendered, notes=notes or [])
 
 
-def _attribute_path(toks: list[Token], k: int) -> tuple[str, int]:
-    """Path of the attribute whose `[` is at k; returns (path, index after the path)."""
-    parts, j = [], k + 1
-    while j < len(toks):
-        t = toks[j]
-        if t.kind == "ident":
-            parts.append(t.text)
-            j += 1
-            if j < len(toks) and toks[j].text == "::":
-                j += 1
-                continue
-        break
-    return "::".join(parts), j
-
-
-def _matching(toks: list[Token], k: int, open_: str, close: str) -> int:
-    depth = 0
-    for j in range(k, len(toks)):
-        if toks[j].text == open_:
-            depth += 1
-        elif toks[j].text == close:
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(toks) - 1
-
-
-_META_ARGS = [re.compile(r'^\(\s*name\s*=\s*"return_type_meta_field"\s*,\s*type_meta_field\s*=\s*"(\w+)"\s*\)$'),
-              re.compile(r'^\(\s*type_meta_field\s*=\s*"(\w+)"\s*,\s*name\s*=\s*"return_type_meta_field"\s*\)$')]
-
-
-def _is_meta_field_read(args: list[Token], lines: list[str]) -> bool:
-    """The attribute's arguments are `(name = "return_type_meta_field", type_meta_field = "<field>")` (either
-    order) with a known field, nothing else. Read from the source text: the lexer drops string contents."""
-    if len(args) < 2 or args[0].text != "(" or args[-1].text != ")":
-        return False
-    first, last = args[0], args[-1]
-    if first.line != last.line:  # keep it simple: one line
-        return False
-    text = lines[first.line - 1][first.col - 1:last.col]
-    for rx in _META_ARGS:
-        m = rx.match(text)
-        if m:
-            return m.group(1) in META_FIELDS
-    return False
-
-
 def check_source(src: str, file: str = KERNEL_FILE, *, host: bool = False, deny_unsafe: bool = False,
                  module: str | None = None, entries: list[str] | tuple[str, ...] = ()) -> list[Diagnostic]:
     """Policy diagnostics for one model-written file (kernel.rs by default; host.rs with host=True)."""
-    lines = src.splitlines()
+    lines = src.split("\n")
     if len(src.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
-        return [_diag("TP-SOURCE", f"{file} is larger than {MAX_SOURCE_BYTES // 1024} KiB", file, None, lines)]
+        return [_diag("TP-SOURCE", f"{file} is larger than {MAX_SOURCE_BYTES // 1024} KiB", file, None, None, lines)]
     if "\x00" in src:
-        return [_diag("TP-SOURCE", f"{file} contains NUL bytes", file, None, lines)]
-    try:
-        toks = tokenize(src)
-    except LexError as e:
-        return [_diag("TP-SOURCE", f"cannot read {file}: {e}", file, Token("punct", "", e.line, e.col), lines)]
-
-    diags: list[Diagnostic] = []
-    allowed_attrs = KERNEL_ATTRS | (HOST_EXTRA_ATTRS if host else set())
-    for k, t in enumerate(toks):
-        nxt = toks[k + 1] if k + 1 < len(toks) else None
-        prev = toks[k - 1] if k else None
-        if t.kind == "ident":
-            if nxt is not None and nxt.text == "!" and t.text in FORBIDDEN_MACROS:
-                diags.append(_diag("TP-FORBIDDEN-MACRO", f"`{t.text}!` is not allowed: it {FORBIDDEN_MACROS[t.text]}",
-                                   file, t, lines))
-            elif t.text == "extern":
-                is_abi = nxt is not None and nxt.kind == "literal"
-                if not (host and is_abi):
-                    what = "extern crate" if nxt is not None and nxt.text == "crate" else "extern blocks and ABIs"
-                    diags.append(_diag("TP-EXTERN", f"`{what}` is not allowed in {file}", file, t, lines,
-                                       notes=["help: kernels use only `use cutile::core::*;`"]))
-            elif t.text == "unsafe" and deny_unsafe:
-                diags.append(_diag("TP-UNSAFE", f"`unsafe` is not allowed in {file} (deny_unsafe)", file, t, lines,
-                                   notes=["help: write the kernel with cutile's safe tile API"]))
-            elif t.text in HOST_EFFECT_IDENTS and not (prev and prev.text == "."):
-                diags.append(_diag("TP-HOST-API", f"`{t.text}` is not allowed: {HOST_EFFECT_IDENTS[t.text]}",
-                                   file, t, lines))
-            elif not host and t.text in KERNEL_FORBIDDEN_ROOTS and not (prev and prev.text == "::"
-                                                                         and k >= 2 and toks[k - 2].text == "cutile"):
-                diags.append(_diag("TP-HOST-API", f"`{t.text}` is not allowed in a kernel: only cutile's API "
-                                   "(`use cutile::core::*;`) is available", file, t, lines))
-            elif t.text == "mod" and nxt is not None and nxt.kind == "ident":
-                after = toks[k + 2] if k + 2 < len(toks) else None
-                if after is not None and after.text == ";":
-                    diags.append(_diag("TP-MODULE-FILE", f"`mod {nxt.text};` loads another file; write the module "
-                                       "inline (`mod name { ... }`)", file, t, lines))
-        elif t.text == "#" and nxt is not None and (nxt.text == "[" or (nxt.text == "!" and k + 2 < len(toks)
-                                                                         and toks[k + 2].text == "[")):
-            open_at = k + 1 if nxt.text == "[" else k + 2
-            path, after = _attribute_path(toks, open_at)
-            close = _matching(toks, open_at, "[", "]")
-            head = path.split("::")[0]
-            if head == "cutile":
-                if path == "cutile::entry" and after < len(toks) and toks[after].text == "]":
-                    diags.append(_diag("TP-BARE-ENTRY", "`#[cutile::entry]` without parentheses; write "
-                                       "`#[cutile::entry()]`", file, t, lines, level="warning"))
-                continue
-            if path == META_FIELD_OP and not host:
-                if not _is_meta_field_read(toks[after:close], lines):
-                    diags.append(_diag("TP-ATTRIBUTE", f"`#[{path}(...)]` is allowed only as `#[{path}(name = "
-                                       "\"return_type_meta_field\", type_meta_field = \"strides\")]` (or shape, "
-                                       "base, token)", file, t, lines))
-                continue
-            if path not in allowed_attrs:
-                diags.append(_diag("TP-ATTRIBUTE", f"attribute `#[{path or '?'}]` is not allowed in {file}", file,
-                                   t, lines, notes=[f"help: allowed: cutile::*, {', '.join(sorted(allowed_attrs))}"]))
-            elif path == "derive":
-                for d in toks[after:close]:
-                    if d.kind == "ident" and d.text not in BUILTIN_DERIVES:
-                        diags.append(_diag("TP-ATTRIBUTE", f"`#[derive({d.text})]` is not allowed; only the "
-                                           "standard derives are", file, d, lines))
+        return [_diag("TP-SOURCE", f"{file} contains NUL bytes", file, None, None, lines)]
+    judge = _Judge(src, file, host, deny_unsafe)
+    if not judge.check_text():
+        return judge.diags
+    tree = _parser().parse(judge.data)
+    judge.walk(tree.root_node)
     if not host and module is not None:
-        diags.extend(_check_structure(toks, lines, file, module, entries))
-    return diags
+        judge.diags.extend(_check_structure(judge, tree.root_node, module, entries))
+    return judge.diags
 
 
-def _check_structure(toks: list[Token], lines: list[str], file: str, module: str,
-                     entries: list[str] | tuple[str, ...]) -> list[Diagnostic]:
+def _check_structure(judge: _Judge, root: Node, module: str, entries: list[str] | tuple[str, ...]) -> list[Diagnostic]:
     """The names the spec promises must exist, so the writer gets a clear message instead of an error in the
     generated IR-dump program."""
-    diags = []
-    mod_tok = None
-    for k, t in enumerate(toks[:-1]):
-        if t.text == "mod" and toks[k + 1].text == module:
-            mod_tok = t
-            is_pub = k >= 1 and (toks[k - 1].text == "pub" or toks[k - 1].text == ")")
-            if not is_pub:
-                diags.append(_diag("TP-NO-MODULE", f"module `{module}` must be public: `pub mod {module}`", file,
-                                   t, lines))
-            break
-    if mod_tok is None:
-        diags.append(_diag("TP-NO-MODULE", f"{file} must define `#[cutile::module] pub mod {module} {{ ... }}` "
-                           "(the module named in the spec)", file, None, lines))
-    if not any(t.text == "#" and k + 3 < len(toks) and toks[k + 2].text == "cutile" and toks[k + 4].text == "module"
-               for k, t in enumerate(toks[:-4])):
-        diags.append(_diag("TP-NO-MODULE", f"`pub mod {module}` needs the `#[cutile::module]` attribute", file,
-                           mod_tok, lines))
+    out: list[Diagnostic] = []
+    file, lines = judge.file, judge.lines
+
+    def d(code: str, msg: str, node: Node | None) -> Diagnostic:
+        line, col = judge.at(node) if node is not None else (None, None)
+        return _diag(code, msg, file, line, col, lines)
+
+    mod = None
+    attrs: list[Node] = []
+    pending: list[Node] = []
+    for child in root.named_children:
+        if child.type == "attribute_item":
+            pending.append(child)
+            continue
+        if child.type == "mod_item":
+            name = child.child_by_field_name("name")
+            if name is not None and judge.text(name) == module:
+                mod, attrs = child, pending
+                break
+        if child.type not in ("line_comment", "block_comment"):
+            pending = []
+    if mod is None:
+        out.append(d("TP-NO-MODULE", f"{file} must define `#[cutile::module] pub mod {module} {{ ... }}` (the module "
+                     "named in the spec)", None))
+        return out
+    if not any(c.type == "visibility_modifier" for c in mod.children):
+        out.append(d("TP-NO-MODULE", f"module `{module}` must be public: `pub mod {module}`", mod))
+    if not any(re.sub(r"\s+", "", judge.text(a)).startswith("#[cutile::module") for a in attrs):
+        out.append(d("TP-NO-MODULE", f"`pub mod {module}` needs the `#[cutile::module]` attribute", mod))
+    body = mod.child_by_field_name("body")
+    names = set()
+    stack = [body] if body is not None else []
+    while stack:
+        n = stack.pop()
+        if n.type in ("function_item", "function_signature_item"):
+            nm = n.child_by_field_name("name")
+            if nm is not None:
+                names.add(judge.text(nm))
+        stack.extend(c for c in n.named_children if c.type in ("declaration_list", "function_item",
+                                                                "function_signature_item", "mod_item"))
     for entry in entries:
-        if not any(t.text == "fn" and toks[k + 1].text == entry for k, t in enumerate(toks[:-1])):
-            diags.append(_diag("TP-NO-ENTRY", f"entry `{entry}` named in the spec is not defined: write "
-                               f"`#[cutile::entry()] fn {entry}<...>(...)` inside `{module}`", file, mod_tok, lines))
+        if entry not in names:
+            out.append(d("TP-NO-ENTRY", f"entry `{entry}` named in the spec is not defined: write "
+                         f"`#[cutile::entry()] fn {entry}<...>(...)` inside `{module}`", mod))
+    return out
+
+
+def check_port_dir(port: Path) -> list[Diagnostic]:
+    """A port directory (what a model wrote) holds plain files and plain directories only: links are never
+    followed and their targets never read, FIFOs and devices are never opened."""
+    diags = []
+    try:
+        entries = sorted(os.scandir(port), key=lambda e: e.name)
+    except OSError as e:
+        return [_tree("TP-SOURCE", f"cannot list {port}: {e.strerror}", str(port))]
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            diags.append(_tree("TP-SYMLINK", f"{entry.name} is a symbolic link; a port holds plain files only "
+                               "(not followed)", entry.name))
+        elif not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            diags.append(_tree("TP-NOT-REGULAR", f"{entry.name} is not a regular file (FIFO, socket or device); a "
+                               "port holds plain files only (not opened)", entry.name))
     return diags
+
+
+def read_plain(path: Path, limit: int = MAX_SOURCE_BYTES * 4) -> bytes:
+    """Read a regular file without following a link and without blocking on a FIFO; OSError otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def check_crate_tree(layout: CrateLayout) -> list[Diagnostic]:
@@ -411,6 +609,9 @@ def check_crate_tree(layout: CrateLayout) -> list[Diagnostic]:
             rel = (rel_dir / f).as_posix()
             if p.is_symlink():
                 diags.append(_tree("TP-SYMLINK", f"{rel} is a symbolic link; conversion crates hold plain files only", rel))
+            elif not stat.S_ISREG(p.lstat().st_mode):
+                diags.append(_tree("TP-NOT-REGULAR", f"{rel} is not a regular file (FIFO, socket or device); "
+                                   "conversion crates hold plain files only", rel))
             elif rel == "build.rs":
                 diags.append(_tree("TP-BUILD-SCRIPT", "build.rs is not allowed: a build script runs arbitrary code "
                                    "on the build machine", rel))
@@ -418,7 +619,7 @@ def check_crate_tree(layout: CrateLayout) -> list[Diagnostic]:
                 diags.append(_tree("TP-CARGO-CONFIG", f"{rel} would switch the Rust toolchain; not allowed", rel))
             elif rel in expected:
                 try:
-                    same = p.read_text(encoding="utf-8") == expected[rel]
+                    same = read_plain(p).decode("utf-8") == expected[rel]
                 except (OSError, UnicodeDecodeError):
                     same = False
                 if not same:
@@ -444,25 +645,27 @@ def _tree(code: str, message: str, rel: str) -> Diagnostic:
 def check_crate(layout: CrateLayout, *, deny_unsafe: bool = False) -> list[Diagnostic]:
     """Everything the policy says about a crate: the tree, then each model-written file."""
     diags = check_crate_tree(layout)
-    if any(d.code in ("TP-SYMLINK",) for d in diags):
+    if any(d.code in ("TP-SYMLINK", "TP-NOT-REGULAR") for d in diags):
         return diags  # never read through a link
     spec = layout.spec
     kernel = layout.root / KERNEL_FILE
     if kernel.is_file():
         try:
-            src = kernel.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
+            src = read_plain(kernel).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
             diags.append(_tree("TP-SOURCE", f"{KERNEL_FILE} is not UTF-8 text", KERNEL_FILE))
         else:
             diags.extend(check_source(src, KERNEL_FILE, deny_unsafe=deny_unsafe, module=spec.module,
                                       entries=[e.name for e in spec.entries if (e.module or spec.module) == spec.module]))
-            for other in sorted({e.module for e in spec.entries if e.module and e.module != spec.module}):
-                diags.extend(d for d in _check_structure(tokenize(src), src.splitlines(), KERNEL_FILE, other,
-                                                         [e.name for e in spec.entries if e.module == other]))
+            if not any(d.code in ("TP-UNICODE", "TP-SOURCE") for d in diags):
+                for other in sorted({e.module for e in spec.entries if e.module and e.module != spec.module}):
+                    judge = _Judge(src, KERNEL_FILE, False, deny_unsafe)
+                    diags.extend(_check_structure(judge, _parser().parse(judge.data).root_node, other,
+                                                  [e.name for e in spec.entries if e.module == other]))
     host = layout.root / HOST_FILE
     if spec.host and host.is_file():
         try:
-            diags.extend(check_source(host.read_text(encoding="utf-8"), HOST_FILE, host=True))
-        except UnicodeDecodeError:
+            diags.extend(check_source(read_plain(host).decode("utf-8"), HOST_FILE, host=True))
+        except (OSError, UnicodeDecodeError):
             diags.append(_tree("TP-SOURCE", f"{HOST_FILE} is not UTF-8 text", HOST_FILE))
     return diags
