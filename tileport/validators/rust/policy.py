@@ -60,8 +60,7 @@ ALLOWED_ITEMS = {"function_item", "function_signature_item", "const_item", "stru
                  "type_item", "impl_item", "trait_item", "use_declaration", "mod_item", "associated_type",
                  "attribute_item", "inner_attribute_item", "let_declaration", "expression_statement",
                  "empty_statement", "line_comment", "block_comment", "macro_invocation"}
-ITEM_WHY = {"static_item": "`static` items are not allowed (a kernel needs `const`; statics carry load-time "
-                           "sections)",
+ITEM_WHY = {"static_item": "`static` items are not allowed (statics carry load-time sections)",
             "union_item": "`union` is not allowed",
             "foreign_mod_item": "`extern` blocks are not allowed (they bind host symbols)",
             "extern_crate_declaration": "`extern crate` is not allowed (the crates are tileport's)",
@@ -76,7 +75,7 @@ KERNEL_TOP_ITEMS = {"mod_item", "use_declaration", "attribute_item", "inner_attr
 # foreign function's in-out parameter.
 COMMON_ATTRS = {"allow", "warn", "deny", "expect", "forbid", "inline", "doc", "must_use", "cfg", "rustfmt::skip",
                 "derive"}
-KERNEL_ATTRS = COMMON_ATTRS | {"cutile::module", "cutile::entry", "cutile::foreign", "inout"}
+KERNEL_ATTRS = COMMON_ATTRS | {"cutile::module", "cutile::entry", "cutile::foreign", "inout", "cuda_tile::global"}
 HOST_ATTRS = COMMON_ATTRS | {"repr"}
 INNER_ATTRS = {"allow", "warn", "deny", "expect", "forbid", "doc"}
 BUILTIN_DERIVES = {"Clone", "Copy", "Debug", "Default", "PartialEq", "Eq", "PartialOrd", "Ord", "Hash"}
@@ -94,7 +93,7 @@ _META_ARGS = [re.compile(r'^\(name="return_type_meta_field",type_meta_field="(\w
 # Macros, by name (the last path segment; a qualified macro path is also checked as a path).
 KERNEL_MACROS = {"shape", "const_shape", "const_array", "cuda_tile_assert", "cuda_tile_print", "unreachable",
                  "unimplemented", "todo", "panic", "assert", "assert_eq", "assert_ne", "debug_assert",
-                 "debug_assert_eq", "debug_assert_ne"}
+                 "debug_assert_eq", "debug_assert_ne", "concat", "stringify"}
 HOST_MACROS = KERNEL_MACROS | {"println", "print", "eprintln", "eprint", "format", "format_args", "write",
                                "writeln", "vec", "matches"}
 MACRO_WHY = {"include": "reads another file into the build", "include_str": "reads another file into the build",
@@ -204,7 +203,7 @@ class _Judge:
             if isinstance(verdict, list):
                 stack.extend(reversed(verdict))  # handler chose what to descend into
                 continue
-            if t in ITEM_WHY:
+            if t in ITEM_WHY and t != "static_item":
                 self.report(ITEM_CODES.get(t, "TP-ITEM"), ITEM_WHY[t] + f" in {self.file}", node)
             stack.extend(reversed(node.children))
 
@@ -235,6 +234,19 @@ class _Judge:
             name = node.child_by_field_name("name")
             self.report("TP-MODULE-FILE", f"`mod {self.text(name) if name else '?'};` loads another file; write "
                         "the module inline (`mod name { ... }`)", node)
+
+    def on_static_item(self, node: Node) -> bool | None:
+        """A kernel's device global (`static NAME: Global<A, { [] }> = Global::new(..);`, cutile's global memory)
+        is the one static allowed: immutable, of cutile's `Global` type, in kernel.rs."""
+        ty = node.child_by_field_name("type")
+        base = ty.child_by_field_name("type") if ty is not None and ty.type == "generic_type" else None
+        mutable = any(c.type == "mutable_specifier" for c in node.children)
+        if not self.host and not mutable and base is not None and self.text(base) == "Global":
+            return None  # judged like any other item: attributes, value
+        self.report("TP-ITEM", ITEM_WHY["static_item"] + f" in {self.file}" +
+                    ("" if self.host else " (except a device global `static NAME: Global<..> = Global::new(..)`)"),
+                    node)
+        return False
 
     def on_function_modifiers(self, node: Node) -> None:
         for child in node.children:
