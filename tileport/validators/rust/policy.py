@@ -75,7 +75,11 @@ KERNEL_TOP_ITEMS = {"mod_item", "use_declaration", "attribute_item", "inner_attr
 # foreign function's in-out parameter.
 COMMON_ATTRS = {"allow", "warn", "deny", "expect", "forbid", "inline", "doc", "must_use", "cfg", "rustfmt::skip",
                 "derive"}
-KERNEL_ATTRS = COMMON_ATTRS | {"cutile::module", "cutile::entry", "cutile::foreign", "inout", "cuda_tile::global"}
+# cuda_tile::global marks a device global; the variadic_* markers generate trait impls over tuple arities. All are
+# read and removed by cutile's module macro (pinned with the crate); none reaches the linker.
+KERNEL_ATTRS = COMMON_ATTRS | {"cutile::module", "cutile::entry", "cutile::foreign", "inout", "cuda_tile::global",
+                               "cuda_tile::variadic_trait", "cuda_tile::variadic_trait_impl",
+                               "cuda_tile::variadic_impl"}
 HOST_ATTRS = COMMON_ATTRS | {"repr"}
 INNER_ATTRS = {"allow", "warn", "deny", "expect", "forbid", "doc"}
 BUILTIN_DERIVES = {"Clone", "Copy", "Debug", "Default", "PartialEq", "Eq", "PartialOrd", "Ord", "Hash"}
