@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tileport.exec import settings, tileir
+from tileport.exec import sandbox
 from tileport.exec import toolchain as toolchain_mod
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec.proc import CommandResult, run_command
@@ -62,6 +63,7 @@ class BuildOptions:
     opt_level: int = 3
     deny_unsafe: bool = False  # refuse `unsafe` in kernel.rs (allowed by default; see tileport.validators.rust.policy)
     output_cap: int = 1 << 20
+    sandbox_required: bool = True  # config [sandbox] require: False lets model-written code run unconfined
     artifacts_dir: Path | None = None  # default: <crate>/artifacts
     bytecode_version: str | None = None  # CUTILE_BYTECODE_VERSION when the spec names none (config: 13.4)
     toolchain: toolchain_mod.Toolchain | None = None  # default: toolchain.resolve()
@@ -209,15 +211,48 @@ def _timeout_diag(what: str, cmd: CommandResult, limit: float) -> dg.Diagnostic:
                          rendered=(cmd.stderr or "")[-2000:])
 
 
+def build_profile(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: BuildOptions) -> sandbox.Profile:
+    """cargo on model-written code: writes only the crate and the shared target dir; no network."""
+    return sandbox.Profile("cargo-build", writable=(layout.root, opts.target_dir.resolve()),
+                           readable=_toolchain_paths(tc), limits=sandbox.BUILD_LIMITS)
+
+
+def run_profile(exe: str | Path, out_dir: Path, tc: toolchain_mod.Toolchain) -> sandbox.Profile:
+    """A binary built from model-written code: writes only its artifacts dir; reads the rest; no network."""
+    return sandbox.Profile("run-model-binary", writable=(out_dir,), readable=(Path(exe), *_toolchain_paths(tc)),
+                           limits=sandbox.RUN_LIMITS)
+
+
+def _toolchain_paths(tc: toolchain_mod.Toolchain) -> tuple[Path, ...]:
+    parts = [tc.cuda_toolkit, tc.libclang_dir, tc.tileiras.parent if tc.tileiras else None,
+             Path(tc.cargo).parent if tc.cargo else None]
+    return sandbox.toolchain_readable(*parts)
+
+
+def fetch_dependencies(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: BuildOptions,
+                       result: RustBuildResult) -> bool:
+    """`cargo fetch --locked` outside the sandbox (it needs the network): it reads only tileport's own manifest
+    and lock (checked by the policy), downloads the pinned crates and runs nothing from them."""
+    cmd = _record(result, run_command([str(tc.cargo), "fetch", "--locked"], cwd=layout.root,
+                                      env=build_env(tc, opts), timeout=opts.cargo_timeout,
+                                      output_cap=opts.output_cap))
+    if not cmd.ok:
+        result.diagnostics.append(dg.cargo_failure(cmd.stderr, cmd.returncode))
+    return cmd.ok
+
+
 def run_cargo_build(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: BuildOptions,
                     result: RustBuildResult) -> dict[str, str]:
-    """cargo build; fills diagnostics; returns {binary name: executable path} of the crate's binaries."""
-    argv = [str(tc.cargo), "build", "--message-format=json", "--locked"]
-    if opts.offline if opts.offline is not None else dependencies_cached():
-        argv.append("--offline")
+    """cargo build in the sandbox (offline: dependencies are fetched first, outside it); fills diagnostics;
+    returns {binary name: executable path} of the crate's binaries."""
+    argv = [str(tc.cargo), "build", "--message-format=json", "--locked", "--offline"]
+    online = not (opts.offline if opts.offline is not None else dependencies_cached())
+    if online and not fetch_dependencies(layout, tc, opts, result):
+        return {}
     t0 = time.monotonic()
-    cmd = _record(result, run_command(argv, cwd=layout.root, env=build_env(tc, opts), timeout=opts.cargo_timeout,
-                                      output_cap=opts.output_cap))
+    cmd = _record(result, sandbox.run_sandboxed(argv, build_profile(layout, tc, opts), cwd=layout.root,
+                                                env=build_env(tc, opts), timeout=opts.cargo_timeout,
+                                                output_cap=opts.output_cap, require=opts.sandbox_required))
     result.timings["cargo_build"] = round(time.monotonic() - t0, 3)
     diags, artifacts = dg.parse_cargo_json(cmd.stdout, layout.root)
     result.diagnostics.extend(diags)
@@ -242,8 +277,10 @@ def run_ir_dump(layout: CrateLayout, exe: str, out_dir: Path, tc: toolchain_mod.
     version = layout.spec.bytecode_version or opts.bytecode_version
     extra = {"CUTILE_BYTECODE_VERSION": version} if version else {}
     t0 = time.monotonic()
-    cmd = _record(result, run_command([exe, str(out_dir)], cwd=layout.root, env=build_env(tc, opts, extra),
-                                      timeout=opts.dump_timeout, output_cap=opts.output_cap))
+    cmd = _record(result, sandbox.run_sandboxed([exe, str(out_dir)], run_profile(exe, out_dir, tc),
+                                                cwd=layout.root, env=build_env(tc, opts, extra),
+                                                timeout=opts.dump_timeout, output_cap=opts.output_cap,
+                                                require=opts.sandbox_required))
     result.timings["ir_dump"] = round(time.monotonic() - t0, 3)
     jobs = []
     reported = set()
@@ -329,6 +366,8 @@ def build_crate(layout: CrateLayout, opts: BuildOptions | None = None) -> RustBu
     start = time.monotonic()
     result = RustBuildResult(crate=str(layout.root), ok=False, stage="policy")
     tc = resolve_toolchain(opts)
+    if opts.sandbox_required and not sandbox.status().ok:  # before any work: nothing model-written runs unconfined
+        raise EnvironmentBlocked(f"cannot sandbox model-written code: {sandbox.status().detail}")
 
     t0 = time.monotonic()
     result.diagnostics.extend(check_crate(layout, deny_unsafe=opts.deny_unsafe))
