@@ -63,7 +63,7 @@ class Profile:
 
     name: str  # "build" | "run" | a caller's name
     writable: tuple[Path, ...] = ()
-    readable: tuple[Path, ...] = ()  # re-exposed under the hidden $HOME (read-only)
+    readable: tuple[Path, ...] = ()  # re-exposed read-only under the hidden $HOME and the private /tmp
     limits: Limits = RUN_LIMITS
     network: bool = False
 
@@ -109,11 +109,7 @@ def _home_hidden_binds(profile: Profile) -> list[str]:
     home = Path(os.environ.get("HOME") or Path.home())
     if str(home) in ("", "/") or not home.is_dir():
         return []
-    args = ["--tmpfs", str(home)]
-    for p in profile.readable:
-        if p.exists() and (p == home or home in p.parents):
-            args += ["--ro-bind", str(p), str(p)]
-    return args
+    return ["--tmpfs", str(home)]
 
 
 def wrap(argv: Sequence[str | os.PathLike], profile: Profile, *, cwd: str | os.PathLike | None,
@@ -130,9 +126,12 @@ def wrap(argv: Sequence[str | os.PathLike], profile: Profile, *, cwd: str | os.P
     for hidden in ("/run", "/var/run"):
         if Path(hidden).is_dir() and not Path(hidden).is_symlink():
             args += ["--tmpfs", hidden, "--remount-ro", hidden]
+    args += ["--bind", str(tmpdir), "/tmp"]
     home_binds = _home_hidden_binds(profile)
     args += home_binds
-    args += ["--bind", str(tmpdir), "/tmp"]
+    for p in profile.readable:  # re-exposed where $HOME or the private /tmp hide them
+        if Path(p).exists():
+            args += ["--ro-bind", str(p), str(p)]
     for p in profile.writable:
         if Path(p).exists():
             args += ["--bind", str(p), str(p)]
