@@ -217,10 +217,11 @@ def build_profile(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: BuildO
                            readable=_toolchain_paths(tc), limits=sandbox.BUILD_LIMITS)
 
 
-def run_profile(exe: str | Path, out_dir: Path, tc: toolchain_mod.Toolchain) -> sandbox.Profile:
-    """A binary built from model-written code: writes only its artifacts dir; reads the rest; no network."""
-    return sandbox.Profile("run-model-binary", writable=(out_dir,), readable=(Path(exe), *_toolchain_paths(tc)),
-                           limits=sandbox.RUN_LIMITS)
+def run_profile(layout: CrateLayout, exe: str | Path, out_dir: Path, tc: toolchain_mod.Toolchain) -> sandbox.Profile:
+    """A binary built from model-written code: writes only its artifacts dir; reads its crate, itself and the
+    toolchain (the rest of $HOME hidden); no network."""
+    return sandbox.Profile("run-model-binary", writable=(out_dir,),
+                           readable=(layout.root, Path(exe), *_toolchain_paths(tc)), limits=sandbox.RUN_LIMITS)
 
 
 def _toolchain_paths(tc: toolchain_mod.Toolchain) -> tuple[Path, ...]:
@@ -277,7 +278,7 @@ def run_ir_dump(layout: CrateLayout, exe: str, out_dir: Path, tc: toolchain_mod.
     version = layout.spec.bytecode_version or opts.bytecode_version
     extra = {"CUTILE_BYTECODE_VERSION": version} if version else {}
     t0 = time.monotonic()
-    cmd = _record(result, sandbox.run_sandboxed([exe, str(out_dir)], run_profile(exe, out_dir, tc),
+    cmd = _record(result, sandbox.run_sandboxed([exe, str(out_dir)], run_profile(layout, exe, out_dir, tc),
                                                 cwd=layout.root, env=build_env(tc, opts, extra),
                                                 timeout=opts.dump_timeout, output_cap=opts.output_cap,
                                                 require=opts.sandbox_required))
