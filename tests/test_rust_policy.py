@@ -204,3 +204,29 @@ def test_cutile_own_test_kernels_pass_the_allowlist():
     refused = {name for name, src in mods if any(d.is_error for d in check_source(src))}
     assert len(mods) >= 150
     assert refused <= {"global_memory.rs"}, refused
+
+
+def test_text_that_is_only_prose_may_be_unicode_but_code_may_not():
+    # Comments and strings may hold any language; a BOM at the start is what editors write.
+    prose = "\ufeff" + inject('// Résumé: x + y, 加法\n        let _s: &str = "ü";')
+    assert codes(check_source(prose, module="vector_add", entries=["add"])) == []
+    # ... but an identifier must be ASCII, and invisible controls are refused even inside comments.
+    diags = check_source(inject("let caf\u00e9 = 1;"), module="vector_add", entries=["add"])
+    assert [(d.code, d.line) for d in diags if d.is_error] == [("TP-UNICODE", 11)]
+    hidden = check_source(inject("// \u202e reversed"), module="vector_add", entries=["add"])
+    assert [(d.code, d.line, d.col) for d in hidden if d.is_error] == [("TP-UNICODE", 11, 12)]
+
+
+def test_code_the_policy_cannot_parse_is_refused_where_it_breaks():
+    diags = check_source(inject("let x = ;"), module="vector_add", entries=["add"])
+    err = [d for d in diags if d.is_error]
+    assert err and err[0].code == "TP-SYNTAX" and err[0].line == 11
+
+
+def test_host_file_may_use_std_but_not_its_host_effect_modules():
+    host = ("use std::sync::Arc;\nuse std::io::Write;\n"
+            "pub fn run() -> Result<(), String> {\n    let v = vec![1, 2];\n    println!(\"{}\", v.len());\n"
+            "    let _a = Arc::new(std::time::Instant::now());\n    Ok(())\n}\n")
+    assert codes(check_source(host, "src/host.rs", host=True)) == []
+    assert codes(check_source(host.replace("std::time::Instant::now()", "std::env::args()"), "src/host.rs",
+                              host=True)) == ["TP-HOST-API"]

@@ -171,6 +171,11 @@ case("macro_host_env", "macros", ["TP-FORBIDDEN-MACRO"], host_body='println!("{}
 case("macro_host_nested_println", "macros", ["TP-FORBIDDEN-MACRO"],
      host_body='println!("{}", include_str!("/etc/shadow"));')
 case("macro_host_rules", "macros", ["TP-FORBIDDEN-MACRO", "TP-ITEM"], host_item="macro_rules! m { () => {} }")
+# (added after the policy rewrite, found while reviewing it: renaming a file-reading macro onto an allowed name)
+case("macro_alias_onto_allowed_name_host", "macros", ["TP-FORBIDDEN-MACRO"],
+     host_top='use std::include_str as println;\nfn f() { println!("/etc/passwd"); }')
+case("macro_alias_onto_allowed_name_kernel", "macros", ["TP-FORBIDDEN-MACRO", "TP-HOST-API"],
+     item="use cutile::core::shape as unreachable;")
 case("macro_attr_in_token_tree", "macros", ["TP-ATTRIBUTE", "TP-FORBIDDEN-MACRO"],
      body="let _s = shape![#[no_mangle] 1];")
 

@@ -427,6 +427,11 @@ class _Judge:
             self._path(prefix + segs, nodes + ns, glob=True, use=True, at=node)
         elif t == "use_as_clause":
             path = node.child_by_field_name("path")
+            alias = node.child_by_field_name("alias")
+            allowed = HOST_MACROS if self.host else KERNEL_MACROS
+            if alias is not None and self.text(alias).removeprefix("r#") in allowed:
+                self.report("TP-FORBIDDEN-MACRO", f"`use ... as {self.text(alias)}` renames something onto the name "
+                            "of an allowed macro; import under another name", alias)
             if path is not None:
                 self._use_tree(path, prefix, nodes)
         elif t == "scoped_use_list":
