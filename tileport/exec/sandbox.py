@@ -9,8 +9,9 @@ gap in the first is not an escape. A sandboxed command runs under bubblewrap (`b
   (the Rust toolchain: CARGO_HOME, RUSTUP_HOME);
 - private PID, IPC and UTS namespaces, a new session, killed with its parent: when the command ends or is
   killed, everything it started dies with it;
-- resource limits (prlimit): CPU seconds, address space, file size, process count (RLIMIT_NPROC is not enforced
-  by the kernel for root: as root the PID namespace and the time limit bound a fork bomb), no core dumps.
+- resource limits (prlimit): CPU seconds, address space, file size, process count, no core dumps. The kernel
+  does not enforce RLIMIT_NPROC for root, so where a pids cgroup can be made (cgroup v1 `pids` or v2 with the
+  pids controller, writable) each command also gets its own cgroup with `pids.max` = the process limit.
 
 The exact argv (bwrap + prlimit) and the profile land in the command's `CommandRecord.sandbox`.
 With no usable sandbox, building model-written code is BLOCKED (EnvironmentBlocked, one-line fix) unless the
@@ -25,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -104,6 +106,54 @@ def status() -> SandboxStatus:
     return SandboxStatus(True, ver.replace("bubblewrap", "bwrap").strip() or "bwrap", path=bwrap)
 
 
+PIDS_CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))  # cgroup v1 pids hierarchy, or v2
+
+
+@lru_cache(maxsize=1)
+def pids_cgroup_root() -> Path | None:
+    """A cgroup hierarchy with the pids controller that this process may create children in (root usually can;
+    the kernel ignores RLIMIT_NPROC for root, so this is how a fork bomb is stopped there)."""
+    for root in PIDS_CGROUP_ROOTS:
+        if not (root / "cgroup.procs").is_file() or not os.access(root, os.W_OK):
+            continue
+        probe = root / f"tileport-probe-{os.getpid()}"
+        try:
+            probe.mkdir()
+        except OSError:
+            continue
+        try:
+            if (probe / "pids.max").is_file():
+                return root
+        finally:
+            try:
+                probe.rmdir()
+            except OSError:
+                pass
+    return None
+
+
+def _pids_cgroup(limit: int) -> Path | None:
+    root = pids_cgroup_root()
+    if root is None:
+        return None
+    cg = Path(tempfile.mkdtemp(prefix="tileport-sandbox-", dir=root))  # a fresh, uniquely named child cgroup
+    try:
+        (cg / "pids.max").write_text(str(limit))
+    except OSError:
+        _drop_cgroup(cg)
+        return None
+    return cg
+
+
+def _drop_cgroup(cg: Path) -> None:
+    for _ in range(50):  # processes leave a cgroup a moment after they die
+        try:
+            cg.rmdir()
+            return
+        except OSError:
+            time.sleep(0.02)
+
+
 def _home_hidden_binds(profile: Profile) -> list[str]:
     """Hide $HOME (keys, tokens, other projects) except the toolchain and the profile's own directories."""
     home = Path(os.environ.get("HOME") or Path.home())
@@ -161,10 +211,17 @@ def run_sandboxed(argv: Sequence[str | os.PathLike], profile: Profile, *, cwd: s
         result = run_command(argv, cwd=cwd, env=env, timeout=timeout, input=input, output_cap=output_cap)
         result.record.sandbox = {**profile.describe("none"), "unconfined": True, "why": st.detail}
         return result
-    with tempfile.TemporaryDirectory(prefix="tileport-sandbox-") as tmp:
-        wrapped = wrap(argv, profile, cwd=cwd, tmpdir=tmp)
-        result = run_command(wrapped, cwd=cwd, env=env, timeout=timeout, input=input, output_cap=output_cap)
-    result.record.sandbox = profile.describe(st.backend)
+    cg = _pids_cgroup(profile.limits.processes)
+    try:
+        with tempfile.TemporaryDirectory(prefix="tileport-sandbox-") as tmp:
+            wrapped = wrap(argv, profile, cwd=cwd, tmpdir=tmp)
+            if cg is not None:  # join the pids cgroup, then become the sandbox (fails closed if joining fails)
+                wrapped = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cg / "cgroup.procs"), *wrapped]
+            result = run_command(wrapped, cwd=cwd, env=env, timeout=timeout, input=input, output_cap=output_cap)
+    finally:
+        if cg is not None:
+            _drop_cgroup(cg)
+    result.record.sandbox = {**profile.describe(st.backend), "pids_cgroup": cg is not None}
     return result
 
 
