@@ -179,7 +179,7 @@ def test_only_the_metadata_read_compiler_op_is_allowed_in_a_kernel(attr, ok):
 
 def _cutile_kernel_modules() -> list[tuple[str, str]]:
     """Every `#[cutile::module] mod` in cutile 0.5.0's own tests and examples (code nobody here wrote)."""
-    from tileport.validators.rust.policy import _parser
+    from tileport.validators.rust.syntax_policy import _parser
     home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
     roots = sorted(home.glob("registry/src/*/cutile-0.5.0"))
     mods = []
