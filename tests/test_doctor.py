@@ -45,3 +45,20 @@ def test_old_cuda_headers_are_too_old(tmp_path):
     tc = Toolchain(tileiras=None, tileirdisasm=None, cuda_toolkit=tmp_path, libclang_dir=None, cargo=None, rustc=None)
     c = doctor.check_cuda_headers(tc)
     assert c.status == doctor.TOO_OLD and "12080" in c.detail
+
+
+def test_doctor_reports_a_missing_sandbox_with_the_fix_and_an_unconfined_opt_out(monkeypatch):
+    from tileport.config import Config
+    from tileport.exec import sandbox
+
+    monkeypatch.setenv("PATH", "/nonexistent")  # a machine without bubblewrap
+    sandbox.status.cache_clear()
+    try:
+        c = doctor.check_sandbox(Config())
+        assert c.status == doctor.MISSING and "apt-get install bubblewrap" in c.fix
+        assert "sandbox" in doctor.NEEDS["build-rust"]
+        loose = doctor.check_sandbox(Config.model_validate({"sandbox": {"require": False}}))
+        assert loose.status == doctor.OK and "UNCONFINED" in loose.detail
+    finally:
+        monkeypatch.undo()
+        sandbox.status.cache_clear()
