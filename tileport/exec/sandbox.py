@@ -154,8 +154,8 @@ def _drop_cgroup(cg: Path) -> None:
             time.sleep(0.02)
 
 
-def _home_hidden_binds(profile: Profile) -> list[str]:
-    """Hide $HOME (keys, tokens, other projects) except the toolchain and the profile's own directories."""
+def _home_hidden_binds() -> list[str]:
+    """Hide $HOME (keys, tokens, other projects); the profile's readable and writable paths are bound back."""
     home = Path(os.environ.get("HOME") or Path.home())
     if str(home) in ("", "/") or not home.is_dir():
         return []
@@ -177,7 +177,7 @@ def wrap(argv: Sequence[str | os.PathLike], profile: Profile, *, cwd: str | os.P
         if Path(hidden).is_dir() and not Path(hidden).is_symlink():
             args += ["--tmpfs", hidden, "--remount-ro", hidden]
     args += ["--bind", str(tmpdir), "/tmp"]
-    home_binds = _home_hidden_binds(profile)
+    home_binds = _home_hidden_binds()
     args += home_binds
     for p in profile.readable:  # re-exposed where $HOME or the private /tmp hide them
         if Path(p).exists():
