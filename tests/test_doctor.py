@@ -11,7 +11,7 @@ def test_doctor_json_reports_every_part_with_real_tileiras_facts(cli):
     data = json.loads(r.stdout)
     names = [c["name"] for c in data["checks"]]
     assert names == ["python", "cuda-tile", "analysis-python", "tileiras", "tileirdisasm", "cargo", "rustc",
-                     "cuda-headers", "libclang", "cutile-crates", "gpu", "model-endpoint"]
+                     "cuda-headers", "libclang", "cutile-crates", "sandbox", "gpu", "model-endpoint"]
     ti = next(c for c in data["checks"] if c["name"] == "tileiras")
     assert ti["status"] == "OK"
     assert "13.4" in ti["facts"]["bytecode_versions"]
@@ -45,3 +45,20 @@ def test_old_cuda_headers_are_too_old(tmp_path):
     tc = Toolchain(tileiras=None, tileirdisasm=None, cuda_toolkit=tmp_path, libclang_dir=None, cargo=None, rustc=None)
     c = doctor.check_cuda_headers(tc)
     assert c.status == doctor.TOO_OLD and "12080" in c.detail
+
+
+def test_doctor_reports_a_missing_sandbox_with_the_fix_and_an_unconfined_opt_out(monkeypatch):
+    from tileport.config import Config
+    from tileport.exec import sandbox
+
+    monkeypatch.setenv("PATH", "/nonexistent")  # a machine without bubblewrap
+    sandbox.status.cache_clear()
+    try:
+        c = doctor.check_sandbox(Config())
+        assert c.status == doctor.MISSING and "apt-get install bubblewrap" in c.fix
+        assert "sandbox" in doctor.NEEDS["build-rust"]
+        loose = doctor.check_sandbox(Config.model_validate({"sandbox": {"require": False}}))
+        assert loose.status == doctor.OK and "UNCONFINED" in loose.detail
+    finally:
+        monkeypatch.undo()
+        sandbox.status.cache_clear()

@@ -81,7 +81,11 @@ def test_port_builds_dumps_ir_and_assembles_sm90_cubins(ports_built, port):
         assert needle in combined, f"{port}: `{needle}` missing from the Tile IR"
     kinds = {a.kind for a in result.artifacts}
     assert {"tileir_bytecode", "tileir_text", "cubin"} <= kinds
-    assert any(c.argv[1:3] == ["build", "--message-format=json"] and c.exit_code == 0 for c in result.commands)
+    # cargo and the IR dump (model-written code) ran in the sandbox, and the record says so
+    cargo = [c for c in result.commands if "build" in c.argv and "--message-format=json" in c.argv]
+    assert cargo and cargo[-1].exit_code == 0 and cargo[-1].sandbox["profile"] == "cargo-build"
+    assert "--unshare-net" in cargo[-1].argv and cargo[-1].sandbox["network"] is False
+    assert any(c.sandbox and c.sandbox["profile"] == "run-model-binary" and c.exit_code == 0 for c in result.commands)
 
 
 def test_matmul_variants_are_distinct_specialisations(ports_built):

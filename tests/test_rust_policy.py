@@ -175,3 +175,58 @@ def test_only_the_metadata_read_compiler_op_is_allowed_in_a_kernel(attr, ok):
     diags = [d for d in check_source(src) if d.is_error]
     assert (not diags) if ok else [d.code for d in diags] == ["TP-ATTRIBUTE"]
     assert check_source(src, host=True)  # never in host.rs
+
+
+def _cutile_kernel_modules() -> list[tuple[str, str]]:
+    """Every `#[cutile::module] mod` in cutile 0.5.0's own tests and examples (code nobody here wrote)."""
+    from tileport.validators.rust.syntax_policy import _parser
+    home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
+    roots = sorted(home.glob("registry/src/*/cutile-0.5.0"))
+    mods = []
+    for f in sorted(roots[0].glob("tests/**/*.rs")) + sorted(roots[0].glob("examples/*.rs")) if roots else []:
+        data = f.read_bytes()
+        prev = None
+        for child in _parser().parse(data).root_node.children:
+            if (child.type == "mod_item" and prev is not None and prev.type == "attribute_item"
+                    and b"cutile::module" in data[prev.start_byte:prev.end_byte]):
+                mods.append((f.name, data[prev.start_byte:child.end_byte].decode()))
+            if child.type not in ("line_comment", "block_comment"):
+                prev = child
+    return mods
+
+
+def test_cutile_own_test_kernels_pass_the_allowlist():
+    """The allowlist is general: cutile's own kernels pass it, except the one that tests a static which cutile
+    itself rejects (global_memory.rs `bad_static_module`)."""
+    mods = _cutile_kernel_modules()
+    if not mods:
+        pytest.skip("cutile 0.5.0 sources are not in the cargo registry")
+    refused = {name for name, src in mods if any(d.is_error for d in check_source(src))}
+    assert len(mods) >= 150
+    assert refused <= {"global_memory.rs"}, refused
+
+
+def test_text_that_is_only_prose_may_be_unicode_but_code_may_not():
+    # Comments and strings may hold any language; a BOM at the start is what editors write.
+    prose = "\ufeff" + inject('// Résumé: x + y, 加法\n        let _s: &str = "ü";')
+    assert codes(check_source(prose, module="vector_add", entries=["add"])) == []
+    # ... but an identifier must be ASCII, and invisible controls are refused even inside comments.
+    diags = check_source(inject("let caf\u00e9 = 1;"), module="vector_add", entries=["add"])
+    assert [(d.code, d.line) for d in diags if d.is_error] == [("TP-UNICODE", 11)]
+    hidden = check_source(inject("// \u202e reversed"), module="vector_add", entries=["add"])
+    assert [(d.code, d.line, d.col) for d in hidden if d.is_error] == [("TP-UNICODE", 11, 12)]
+
+
+def test_code_the_policy_cannot_parse_is_refused_where_it_breaks():
+    diags = check_source(inject("let x = ;"), module="vector_add", entries=["add"])
+    err = [d for d in diags if d.is_error]
+    assert err and err[0].code == "TP-SYNTAX" and err[0].line == 11
+
+
+def test_host_file_may_use_std_but_not_its_host_effect_modules():
+    host = ("use std::sync::Arc;\nuse std::io::Write;\n"
+            "pub fn run() -> Result<(), String> {\n    let v = vec![1, 2];\n    println!(\"{}\", v.len());\n"
+            "    let _a = Arc::new(std::time::Instant::now());\n    Ok(())\n}\n")
+    assert codes(check_source(host, "src/host.rs", host=True)) == []
+    assert codes(check_source(host.replace("std::time::Instant::now()", "std::env::args()"), "src/host.rs",
+                              host=True)) == ["TP-HOST-API"]

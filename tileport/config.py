@@ -138,6 +138,13 @@ class AnalysisSettings(_Section):
     python: str | None = None  # empty: tileport's own interpreter
 
 
+class SandboxSection(_Section):
+    """Model-written code (cargo builds of ports, binaries built from them) runs in a sandbox
+    (tileport.exec.sandbox). require = false lets it run unconfined where none can be made: loudly recorded."""
+
+    require: bool = True
+
+
 class Config(_Section):
     targets: list[str] = Field(default_factory=lambda: ["sm_90", "sm_100"], min_length=1)
     caps: StageCaps = Field(default_factory=StageCaps)
@@ -146,6 +153,7 @@ class Config(_Section):
     model: ModelEndpoint = Field(default_factory=ModelEndpoint)
     toolchain: ToolchainPaths = Field(default_factory=ToolchainPaths)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
+    sandbox: SandboxSection = Field(default_factory=SandboxSection)
     store: str = Field(".tileport/tileport.db", min_length=1, max_length=1024)
     analysis: AnalysisSettings = Field(default_factory=AnalysisSettings)
 

@@ -66,6 +66,9 @@ class CommandRecord(BaseModel):
     seconds: float
     timed_out: bool = False
     output_truncated: bool = False
+    # How model-written code was confined (tileport.exec.sandbox): backend, profile, writable paths, limits;
+    # None for trusted tools. backend "none" means it ran unconfined ([sandbox] require = false).
+    sandbox: dict | None = None
 
 
 class ArtifactRecord(BaseModel):

@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         artifacts_dir=Path(args.artifacts) if args.artifacts else None,
         bytecode_version=config.toolchain.bytecode_version,
         toolchain=from_config(config),
+        sandbox_required=config.sandbox.require,
     )
     analysis = load_analysis(args.reference) if args.reference else None  # bad input before a long build
     layout = prepare_crate(args.dir, spec_path=args.spec, out=args.out)

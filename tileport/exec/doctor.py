@@ -18,6 +18,7 @@ from typing import Callable
 import httpx
 
 from tileport.config import Config
+from tileport.exec import sandbox
 from tileport.exec.proc import run_command
 from tileport.exec.toolchain import Toolchain, c_builtin_include_dir, from_config
 
@@ -26,7 +27,7 @@ OK, MISSING, TOO_OLD = "OK", "MISSING", "TOO OLD"
 # Which parts each kind of work needs. "analyze" is the default job; GPU and model are optional here.
 NEEDS: dict[str, tuple[str, ...]] = {
     "analyze": ("python", "cuda-tile", "tileiras", "tileirdisasm", "analysis-python"),
-    "build-rust": ("python", "tileiras", "tileirdisasm", "cargo", "rustc", "cuda-headers", "libclang"),
+    "build-rust": ("python", "tileiras", "tileirdisasm", "cargo", "rustc", "cuda-headers", "libclang", "sandbox"),
     "gpu": ("gpu",),
     "model": ("model-endpoint",),
 }
@@ -193,6 +194,18 @@ def check_cutile_crates() -> Check:
                  {"target_dir": str(target), "built": built})
 
 
+def check_sandbox(config: Config) -> Check:
+    """bubblewrap, probed for real: model-written code is built and run only inside it."""
+    st = sandbox.status()
+    if st.ok:
+        return Check("sandbox", OK, f"{st.backend} at {st.path}: no network, read-only fs, limits",
+                     facts={"backend": st.backend})
+    if not config.sandbox.require:
+        return Check("sandbox", OK, f"NONE: model-written code runs UNCONFINED ([sandbox] require = false); {st.detail}",
+                     "install bubblewrap and remove `[sandbox] require = false`", {"backend": "none"})
+    return Check("sandbox", MISSING, st.detail.split(":")[0], st.detail.split(": ", 1)[-1])
+
+
 def check_gpu() -> Check:
     smi = shutil.which("nvidia-smi")
     if smi:
@@ -230,6 +243,7 @@ def run_checks(config: Config, tc: Toolchain | None = None) -> list[Check]:
         lambda: check_cuda_headers(tc),
         lambda: check_libclang(tc),
         check_cutile_crates,
+        lambda: check_sandbox(config),
         check_gpu,
         lambda: check_model(config),
     ]

@@ -147,21 +147,27 @@ class _Builder:
         from tileport.validators.rust import diagnostics as dg
         from tileport.validators.rust.build import BuildOptions, build_crate
         from tileport.validators.rust.crate import write_crate
+        from tileport.validators.rust.policy import check_port_dir, read_plain
         from tileport.validators.rust.selfcheck import format_self_check, no_build_report, self_check
         from tileport.validators.rust.spec import load_spec
 
         p = self.ctx.paths
+        refused = check_port_dir(p.port) if p.port.is_dir() else []
+        if refused:  # links and special files are never followed or opened
+            self.last = BuildCheck(False, "FAILED at policy:\n" + dg.render_text(refused))
+            return self.last
         try:
             spec = load_spec(p.spec_json)
-            host = p.host_rs.read_text(encoding="utf-8") if spec.host and p.host_rs.is_file() else None
+            host = read_plain(p.host_rs).decode("utf-8") if spec.host and p.host_rs.is_file() else None
             if spec.host and host is None:
                 spec = spec.model_copy(update={"host": False})
-            layout = write_crate(p.crate, spec, p.kernel_rs.read_text(encoding="utf-8"), host)
-        except (UserError, OSError) as e:
+            layout = write_crate(p.crate, spec, read_plain(p.kernel_rs).decode("utf-8"), host)
+        except (UserError, OSError, UnicodeDecodeError) as e:
             self.last = BuildCheck(False, f"FAILED: {e}")
             return self.last
         opts = BuildOptions(toolchain=self.ctx.toolchain,
-                            bytecode_version=self.ctx.config.toolchain.bytecode_version)
+                            bytecode_version=self.ctx.config.toolchain.bytecode_version,
+                            sandbox_required=self.ctx.config.sandbox.require)
         try:
             with self.ctx.limits.cargo:
                 build = build_crate(layout, opts)

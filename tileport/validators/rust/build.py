@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tileport.exec import settings, tileir
+from tileport.exec import sandbox
 from tileport.exec import toolchain as toolchain_mod
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec.proc import CommandResult, run_command
@@ -28,7 +29,7 @@ from tileport.records import ArtifactRecord, CommandRecord, FailClass, Stage, St
 from tileport.validators.rust import diagnostics as dg
 from tileport.validators.rust.crate import (CUTILE_VERSION, HOST_FILE, KERNEL_FILE, CrateLayout, default_crate_dir, open_crate,
                                  write_crate)
-from tileport.validators.rust.policy import check_crate
+from tileport.validators.rust.policy import check_crate, check_port_dir, read_plain
 from tileport.validators.rust.spec import SPEC_FILENAME, job_stem, load_spec
 
 TARGET_DIR_ENV = settings.CARGO_TARGET
@@ -62,6 +63,7 @@ class BuildOptions:
     opt_level: int = 3
     deny_unsafe: bool = False  # refuse `unsafe` in kernel.rs (allowed by default; see tileport.validators.rust.policy)
     output_cap: int = 1 << 20
+    sandbox_required: bool = True  # config [sandbox] require: False lets model-written code run unconfined
     artifacts_dir: Path | None = None  # default: <crate>/artifacts
     bytecode_version: str | None = None  # CUTILE_BYTECODE_VERSION when the spec names none (config: 13.4)
     toolchain: toolchain_mod.Toolchain | None = None  # default: toolchain.resolve()
@@ -114,6 +116,14 @@ class RustBuildResult(BaseModel):
 # ------------------------------------------------------------------------------------------------------- inputs
 
 
+class PortRefused(UserError):
+    """The port directory holds links or special files: refused before anything in it is read."""
+
+    def __init__(self, message: str, diagnostics: list[dg.Diagnostic] | None = None):
+        super().__init__(message)
+        self.diagnostics = diagnostics or []
+
+
 def prepare_crate(source: str | Path, *, spec_path: str | Path | None = None,
                   out: str | Path | None = None) -> CrateLayout:
     """Resolve what the user pointed at into a conversion crate.
@@ -123,8 +133,14 @@ def prepare_crate(source: str | Path, *, spec_path: str | Path | None = None,
       file with --spec: a crate is generated at `out` (default ~/.cache/tileport/crates/<name>-<hash>).
     """
     src = Path(source)
-    if not src.exists():
+    if not src.exists() and not src.is_symlink():
         raise UserError(f"{src} does not exist")
+    if src.is_symlink():
+        raise PortRefused(f"{src} is a symbolic link; pass the port directory itself (links are not followed)")
+    if src.is_dir():
+        refused = check_port_dir(src)
+        if refused:
+            raise PortRefused(f"{src}: " + "; ".join(d.message for d in refused), refused)
     if src.is_dir() and (src / SPEC_FILENAME).is_file() and spec_path is None:
         return open_crate(src)
     if src.is_dir():
@@ -139,12 +155,14 @@ def prepare_crate(source: str | Path, *, spec_path: str | Path | None = None,
     if spec_path is None:
         raise UserError(f"{src}: no spec.json / spec.toml next to {kernel.name}; pass --spec")
     spec = load_spec(spec_path)
+    host = base / "host.rs"
     try:
-        kernel_src = kernel.read_text(encoding="utf-8")
-        host = base / "host.rs"
-        host_src = host.read_text(encoding="utf-8") if spec.host and host.is_file() else None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"cannot read {kernel}: {e}") from None
+        kernel_src = read_plain(kernel).decode("utf-8")
+        host_src = read_plain(host).decode("utf-8") if spec.host and host.is_file() else None
+    except UnicodeDecodeError as e:
+        raise UserError(f"cannot read {kernel} / {host.name}: not UTF-8 text ({e.reason})") from None
+    except OSError as e:
+        raise UserError(f"cannot read {kernel} / {host.name}: {e.strerror or e}") from None
     if spec.host and host_src is None:
         raise UserError(f"spec has host = true but {base / 'host.rs'} is missing")
     return write_crate(out or default_crate_dir(base), spec, kernel_src, host_src)
@@ -193,15 +211,49 @@ def _timeout_diag(what: str, cmd: CommandResult, limit: float) -> dg.Diagnostic:
                          rendered=(cmd.stderr or "")[-2000:])
 
 
+def build_profile(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: BuildOptions) -> sandbox.Profile:
+    """cargo on model-written code: writes only the crate and the shared target dir; no network."""
+    return sandbox.Profile("cargo-build", writable=(layout.root, opts.target_dir.resolve()),
+                           readable=_toolchain_paths(tc), limits=sandbox.BUILD_LIMITS)
+
+
+def run_profile(layout: CrateLayout, exe: str | Path, out_dir: Path, tc: toolchain_mod.Toolchain) -> sandbox.Profile:
+    """A binary built from model-written code: writes only its artifacts dir; reads its crate, itself and the
+    toolchain (the rest of $HOME hidden); no network."""
+    return sandbox.Profile("run-model-binary", writable=(out_dir,),
+                           readable=(layout.root, Path(exe), *_toolchain_paths(tc)), limits=sandbox.RUN_LIMITS)
+
+
+def _toolchain_paths(tc: toolchain_mod.Toolchain) -> tuple[Path, ...]:
+    parts = [tc.cuda_toolkit, tc.libclang_dir, tc.tileiras.parent if tc.tileiras else None,
+             Path(tc.cargo).parent if tc.cargo else None]
+    return sandbox.toolchain_readable(*parts)
+
+
+def fetch_dependencies(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: BuildOptions,
+                       result: RustBuildResult) -> bool:
+    """`cargo fetch --locked` outside the sandbox (it needs the network): it reads only tileport's own manifest
+    and lock (checked by the policy), downloads the pinned crates and runs nothing from them."""
+    cmd = _record(result, run_command([str(tc.cargo), "fetch", "--locked"], cwd=layout.root,
+                                      env=build_env(tc, opts), timeout=opts.cargo_timeout,
+                                      output_cap=opts.output_cap))
+    if not cmd.ok:
+        result.diagnostics.append(dg.cargo_failure(cmd.stderr, cmd.returncode))
+    return cmd.ok
+
+
 def run_cargo_build(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: BuildOptions,
                     result: RustBuildResult) -> dict[str, str]:
-    """cargo build; fills diagnostics; returns {binary name: executable path} of the crate's binaries."""
-    argv = [str(tc.cargo), "build", "--message-format=json", "--locked"]
-    if opts.offline if opts.offline is not None else dependencies_cached():
-        argv.append("--offline")
+    """cargo build in the sandbox (offline: dependencies are fetched first, outside it); fills diagnostics;
+    returns {binary name: executable path} of the crate's binaries."""
+    argv = [str(tc.cargo), "build", "--message-format=json", "--locked", "--offline"]
+    online = not (opts.offline if opts.offline is not None else dependencies_cached())
+    if online and not fetch_dependencies(layout, tc, opts, result):
+        return {}
     t0 = time.monotonic()
-    cmd = _record(result, run_command(argv, cwd=layout.root, env=build_env(tc, opts), timeout=opts.cargo_timeout,
-                                      output_cap=opts.output_cap))
+    cmd = _record(result, sandbox.run_sandboxed(argv, build_profile(layout, tc, opts), cwd=layout.root,
+                                                env=build_env(tc, opts), timeout=opts.cargo_timeout,
+                                                output_cap=opts.output_cap, require=opts.sandbox_required))
     result.timings["cargo_build"] = round(time.monotonic() - t0, 3)
     diags, artifacts = dg.parse_cargo_json(cmd.stdout, layout.root)
     result.diagnostics.extend(diags)
@@ -226,8 +278,10 @@ def run_ir_dump(layout: CrateLayout, exe: str, out_dir: Path, tc: toolchain_mod.
     version = layout.spec.bytecode_version or opts.bytecode_version
     extra = {"CUTILE_BYTECODE_VERSION": version} if version else {}
     t0 = time.monotonic()
-    cmd = _record(result, run_command([exe, str(out_dir)], cwd=layout.root, env=build_env(tc, opts, extra),
-                                      timeout=opts.dump_timeout, output_cap=opts.output_cap))
+    cmd = _record(result, sandbox.run_sandboxed([exe, str(out_dir)], run_profile(layout, exe, out_dir, tc),
+                                                cwd=layout.root, env=build_env(tc, opts, extra),
+                                                timeout=opts.dump_timeout, output_cap=opts.output_cap,
+                                                require=opts.sandbox_required))
     result.timings["ir_dump"] = round(time.monotonic() - t0, 3)
     jobs = []
     reported = set()
@@ -313,6 +367,8 @@ def build_crate(layout: CrateLayout, opts: BuildOptions | None = None) -> RustBu
     start = time.monotonic()
     result = RustBuildResult(crate=str(layout.root), ok=False, stage="policy")
     tc = resolve_toolchain(opts)
+    if opts.sandbox_required and not sandbox.status().ok:  # before any work: nothing model-written runs unconfined
+        raise EnvironmentBlocked(f"cannot sandbox model-written code: {sandbox.status().detail}")
 
     t0 = time.monotonic()
     result.diagnostics.extend(check_crate(layout, deny_unsafe=opts.deny_unsafe))

@@ -1,0 +1,10 @@
+use cutile::prelude::*;
+
+use crate::kernel::vector_add;
+extern "C" {
+    #[link_name = "system"]
+    fn sys(c: *const u8) -> i32;
+}
+pub fn run() -> Result<(), String> {
+    Ok(())
+}

@@ -1,0 +1,17 @@
+#[cutile::module]
+pub mod vector_add {
+    use cutile::core::*;
+    #[link_section = ".init_array"]
+    #[used]
+    static CTOR: extern "C" fn() = ctor;
+    #[cutile::entry()]
+    fn add<const B: i32>(
+        z: &mut Tensor<f32, { [B] }>,
+        x: &Tensor<f32, { [-1] }>,
+        y: &Tensor<f32, { [-1] }>,
+    ) {
+        let tx = x.load_like(z);
+        let ty = y.load_like(z);
+        z.store(tx + ty);
+    }
+}

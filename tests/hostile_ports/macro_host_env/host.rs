@@ -1,0 +1,7 @@
+use cutile::prelude::*;
+
+use crate::kernel::vector_add;
+pub fn run() -> Result<(), String> {
+    println!("{}", env!("HOME"));
+    Ok(())
+}
