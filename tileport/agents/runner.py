@@ -26,7 +26,7 @@ from typing import Callable, Iterator
 
 from tileport.agents import router
 from tileport.agents.context import ConversionPaths, Limits, StageContext
-from tileport.agents.record import record_result
+from tileport.agents.record import immediate, record_result
 from tileport.agents.router import Action, Outcome, RunState
 from tileport.agents.writers import make_writer
 from tileport.config import Config
@@ -123,7 +123,7 @@ class Runner:
         model = self.model or self.config.model.base_url
         store = self.store()
         try:
-            with store.db.atomic():  # a refused worktree rolls the conversion row back: nothing changed
+            with immediate(store):  # a refused worktree rolls the conversion row back: nothing changed
                 cid = store.add_conversion(str(op.resolve()), kernel)
                 wt = create_conversion_worktree(base.root, op.stem, cid, base)
                 store.update_conversion(cid, branch=wt.branch, worktree=str(wt.path), repo=str(base.root),
@@ -201,7 +201,7 @@ class Runner:
         if action.stop:
             status = STOP_STATUS[action.stop]
             if conv["status"] != status:
-                store.update_conversion(cid, status=status)
+                self._set(store, cid, status=status)
             return Finished(cid, status, action.reason)
         model = conv.get("model") or self.model
         skip = sum(int((r["details"] or {}).get("model_requests", 0)) for r in runs)
@@ -209,11 +209,11 @@ class Runner:
         cancel = self._cancels.setdefault(cid, CancelToken())
         toolchain = from_config(self.config)
         parent = wgit.open_repo(wt.repo_root)
-        store.update_conversion(cid, status="running")
+        self._set(store, cid, status="running")
         try:
             while action.stage:
                 if cancel.cancelled:
-                    store.update_conversion(cid, status="stopped")
+                    self._set(store, cid, status="stopped")
                     return Finished(cid, "stopped", "stopped by request")
                 stage = action.stage
                 attempt = store.attempts(cid, stage) + 1
@@ -224,18 +224,19 @@ class Runner:
                 result, action, sha = self._attempt(store, stage, ctx, state, parent)
                 runs = self._runs(store, cid)
             status = STOP_STATUS[action.stop]
-            store.update_conversion(cid, status=status)
+            self._set(store, cid, status=status)
             return Finished(cid, status, action.reason)
         except WorktreeEscape as e:
-            store.update_conversion(cid, status="failed", error=str(e))
+            self._set(store, cid, status="failed", error=str(e))
             self.say(f"#{cid} {paths.op}: stopped: {e}")
             return Finished(cid, "failed", str(e))
         except UserError:
             raise
         except Exception as e:  # a bug in tileport: keep the conversion resumable, say so in one line
-            store.update_conversion(cid, status="error", error=f"{type(e).__name__}: {e}")
-            store.log_event("conversion.error", cid, error=f"{type(e).__name__}: {e}",
-                            traceback=traceback.format_exc()[-4000:])
+            self._set(store, cid, status="error", error=f"{type(e).__name__}: {e}")
+            with immediate(store):
+                store.log_event("conversion.error", cid, error=f"{type(e).__name__}: {e}",
+                                traceback=traceback.format_exc()[-4000:])
             self.say(f"#{cid} {paths.op}: internal error: {type(e).__name__}: {e} (tileport run --resume {cid})")
             return Finished(cid, "error", str(e))
 
@@ -247,7 +248,8 @@ class Runner:
         t0 = time.perf_counter()
         discard_uncommitted(wt, paths.committed)  # what an interrupted attempt left behind
         before = wgit.snapshot(parent)
-        store.log_event("stage.started", cid, stage=stage, attempt=ctx.attempt, cap=ctx.cap, repair=ctx.repair)
+        with immediate(store):
+            store.log_event("stage.started", cid, stage=stage, attempt=ctx.attempt, cap=ctx.cap, repair=ctx.repair)
         _die_at("started", stage, ctx.attempt)
         t1 = time.perf_counter()
         result = STAGES[stage](ctx)
@@ -272,7 +274,7 @@ class Runner:
                            paths=paths.committed)
         t4 = time.perf_counter()
         _die_at("committed", stage, ctx.attempt)
-        with store.db.atomic():
+        with immediate(store):
             record_result(store, cid, result, commit=sha, routed_to=action.target, route_reason=action.reason)
             store.update_conversion(cid, head_commit=sha)
         t5 = time.perf_counter()
@@ -293,6 +295,11 @@ class Runner:
         self.say(f"#{ctx.conversion_id} {ctx.op} {stage} attempt {ctx.attempt}/{ctx.cap}: {result.verdict}{fc} "
                  f"[{secs:.1f} s{tok}] {result.summary[:160]}  {nxt}"
                  + (f" ({action.reason})" if action.stop else ""))
+
+    @staticmethod
+    def _set(store: Store, cid: int, **fields) -> None:
+        with immediate(store):
+            store.update_conversion(cid, **fields)
 
     # ---------------------------------------------------------------------------------------- replay
     @staticmethod
@@ -324,8 +331,8 @@ class Runner:
                                 f"{wt.path} was edited by hand")
             rec = json.loads(files[-1].read_text(encoding="utf-8"))
             result = StageResult.model_validate(rec["result"])
-            with store.db.atomic():
+            with immediate(store):
                 record_result(store, cid, result, commit=c["sha"], routed_to=rec["routed_to"],
                               route_reason=rec["route_reason"])
                 store.update_conversion(cid, head_commit=c["sha"])
-            store.log_event("stage.recovered", cid, stage=c["stage"], attempt=c["attempt"], commit=c["sha"])
+                store.log_event("stage.recovered", cid, stage=c["stage"], attempt=c["attempt"], commit=c["sha"])
