@@ -3,38 +3,15 @@ all record through `record_result`, so a stage run looks the same whoever starte
 
 from __future__ import annotations
 
-import time
-from contextlib import contextmanager
-from typing import Iterator
-
-import sqlite3
-
 from tileport.records import StageResult
 from tileport.store import Store
 
 
-@contextmanager
-def immediate(store: Store, attempts: int = 60) -> Iterator[Store]:
-    """A write transaction that takes SQLite's write lock up front (BEGIN IMMEDIATE).
-
-    Several conversions write one WAL store at once; a deferred transaction that reads first and writes second
-    fails with "database is locked" when another writer committed in between (the busy timeout cannot help a
-    stale read snapshot). Taking the lock first makes every writer wait its turn instead."""
-    conn = store.db.conn
-    for i in range(attempts):
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            break
-        except sqlite3.OperationalError as e:
-            if "locked" not in str(e) or i == attempts - 1:
-                raise
-            time.sleep(0.05)
-    try:
-        yield store
-    except BaseException:
-        conn.rollback()
-        raise
-    conn.commit()
+def immediate(store: Store):
+    """One write transaction around several store writes (a stage run + the conversion's head, say): the store's
+    own `BEGIN IMMEDIATE` transaction, retried while another writer holds the lock, so concurrent conversions
+    never fail with "database is locked" and a group of writes lands whole or not at all."""
+    return store._write()
 
 
 def next_attempt(store: Store, conversion_id: int, stage: str) -> int:

@@ -124,9 +124,11 @@ def route_for(stage: str, verdict: str, fail_class: str | None) -> str:
 def next_action(state: RunState, outcome: Outcome) -> Action:
     """Pure: the next step after `outcome`, given the attempts already used in `state` (this one included)."""
     s = outcome.stage
+    target = route_for(s, outcome.verdict, outcome.fail_class)
+    if target == DONE:  # E DONE is terminal, whatever else the record says
+        return Action(stop=DONE, reason=f"{s} {outcome.verdict}")
     if outcome.verdict == "BLOCKED" or outcome.fail_class == FailClass.ENV.value:
         return Action(stop=BLOCKED, reason=f"{s} {outcome.verdict}: the environment must be fixed first")
-    target = route_for(s, outcome.verdict, outcome.fail_class)
     if target in STOPS:
         return Action(stop=target, reason=f"{s} {outcome.verdict}")
     if target == REPAIR:
