@@ -62,10 +62,13 @@ def test_a_command_outside_the_worktree_is_caught(repo):
 def test_the_parent_snapshot_sees_git_run_in_the_parent_checkout(repo):
     r = git.Repo(repo)
     before = wgit.snapshot(r)
+    r.git.status()  # reading is harmless
+    assert wgit.snapshot(r) == before
     (repo / "op.py").write_text("x = 2\n")
-    assert wgit.snapshot(r) != before
     r.git.commit("-am", "moved", author="t <t@t>")
     assert wgit.snapshot(r)[0] != before[0]
+    r.git.checkout("-q", "-b", "elsewhere")
+    assert wgit.snapshot(r)[1] != before[1]
 
 
 def test_an_existing_branch_is_refused(repo):

@@ -202,8 +202,10 @@ def test_declared_dtypes_shapes_and_tolerances_reach_the_analysis(analyses):
 
 
 def test_stage_result_is_a_pass_with_every_artifact(analyses):
+    from tileport.agents.stages.analyze import result_from_analysis
+
     a = analyses["vector_add"]
-    r = a.stage_result()
+    r = result_from_analysis(a)
     assert r.stage.value == "A" and r.verdict == "PASS"
     assert r.artifacts[0].kind == "analysis" and Path(r.artifacts[0].path).name == "analysis.json"
     assert len(r.artifacts) == len(a.artifacts()) + 1
@@ -211,13 +213,17 @@ def test_stage_result_is_a_pass_with_every_artifact(analyses):
     assert r.commands and all(c.exit_code == 0 for c in r.commands)
 
 
-def test_run_stage_turns_bad_input_into_a_fail_fixable_record(tmp_path):
-    from tileport.validators.analysis import run_stage
+def test_bad_input_becomes_a_fail_fixable_stage_a_record(tmp_path):
+    from tileport.agents.stages.analyze import result_from_error
+    from tileport.errors import UserError
+    from tileport.validators.analysis import analyze_op
 
     op = tmp_path / "broken.py"
     op.write_text("import cuda.tile as ct\n\n@ct.kernel\ndef k(x:\n")
-    result, analysis = run_stage(op, targets=["sm_90"], out_dir=tmp_path / "o")
-    assert analysis is None and result.verdict == "FAIL_FIXABLE" and result.fail_class is None
+    with pytest.raises(UserError) as e:
+        analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "o")
+    result = result_from_error(e.value)
+    assert result.verdict == "FAIL_FIXABLE" and result.fail_class is None
     assert "syntax error" in result.summary and not (tmp_path / "o").exists()
 
 

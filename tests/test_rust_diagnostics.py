@@ -89,18 +89,19 @@ def test_ir_dump_lines_are_found_among_other_output():
 
 
 def test_build_result_maps_to_stage_b_verdicts():
+    from tileport.agents.stages.write_kernel import result_from_build
     from tileport.validators.rust.build import RustBuildResult
     from tileport.validators.rust.diagnostics import Diagnostic
 
     def result(**kw):
         return RustBuildResult(crate="/c", **kw)
 
-    assert result(ok=True, stage="done").stage_result().verdict == "COMPILED"
+    assert result_from_build(result(ok=True, stage="done")).verdict == "COMPILED"
     rustc = Diagnostic(source=DiagnosticSource.RUSTC, level="error", code="E0308", message="mismatched types",
                        file="src/kernel.rs", line=3, col=5)
-    failed = result(ok=False, stage="cargo", diagnostics=[rustc]).stage_result(attempt=2)
+    failed = result_from_build(result(ok=False, stage="cargo", diagnostics=[rustc]), attempt=2)
     assert (failed.verdict, failed.fail_class.value, failed.attempt) == ("FAIL_COMPILE", "kernel", 2)
     assert "src/kernel.rs:3:5" in failed.summary
     missing = Diagnostic(source=DiagnosticSource.TILEPORT, level="error", code="TP-DEPS-MISSING", message="x")
-    blocked = result(ok=False, stage="cargo", diagnostics=[missing]).stage_result()
+    blocked = result_from_build(result(ok=False, stage="cargo", diagnostics=[missing]))
     assert (blocked.verdict, blocked.fail_class.value) == ("BLOCKED", "env")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tileport.agents.stages.write_kernel import result_from_build
 from tileport.cli import main as cli_main
 from tileport.errors import EnvironmentBlocked
 from tileport.validators.analysis import analyze_op
@@ -66,12 +67,12 @@ def ports_checked():
 
 @pytest.mark.parametrize("port", PORT_NAMES)
 def test_each_port_passes_its_self_check_against_the_real_reference(ports_checked, port):
-    layout, _, rep = ports_checked[port]
+    layout, build, rep = ports_checked[port]
     assert rep.verdict.value in ("PASS", "PASS_WITH_NOTES"), [
         (p.variant, p.verdict, p.reason, sorted(p.checks(Severity.ERROR))) for p in rep.pairs]
     assert len(rep.pairs) == len(layout.spec.jobs()) and not rep.unmatched
     assert all(p.ref_text and Path(p.ref_text).is_file() and p.counts["error"] == 0 for p in rep.pairs)
-    stage = rep.stage_result()
+    stage = result_from_build(build, rep)
     assert stage.stage.value == "B" and stage.verdict == "COMPILED" and stage.fail_class is None
     assert any(a.kind == "analysis" for a in stage.artifacts)
     # specs derived from the analysis: no stride-divisibility disagreement is left as a warning
@@ -106,13 +107,13 @@ def broken_softmax():
 
 
 def test_a_port_that_compiles_but_is_wrong_fails_naming_the_category(broken_softmax):
-    _, _, rep = broken_softmax
+    _, build, rep = broken_softmax
     assert rep.verdict.value == "FAIL_FIXABLE" and rep.exit_code == 1
     row = rep.pair("softmax_row", "f16_n1024")
     assert row.verdict == "FAIL_FIXABLE" and "memory.padding" in row.checks(Severity.ERROR)
     scaled = rep.pair("softmax_row_scaled", "f16_n1024")
     assert scaled.verdict == "FAIL_FIXABLE" and "reduction" in scaled.categories(Severity.ERROR)
-    stage = rep.stage_result()
+    stage = result_from_build(build, rep)
     assert (stage.verdict, stage.fail_class.value) == ("FAIL_FIXABLE", "kernel")
     assert "softmax_row/f16_n1024/sm_90" in stage.summary
 
@@ -131,7 +132,7 @@ def test_unmatched_variants_are_reported_with_the_reason_and_fail_the_check(port
     assert all(p.verdict == UNMATCHED for p in rep.pairs)
     # nothing was compared, so every reference instance for the targets is uncovered
     assert "silu_and_mul_kernel[TILE_M=16,TILE_N=256]/float16/sm_90" in rep.uncovered
-    assert rep.stage_result().verdict == "FAIL_FIXABLE"
+    assert result_from_build(result, rep).verdict == "FAIL_FIXABLE"
 
 
 def test_reference_lookup_distinguishes_bool_constants_from_ints():

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         print_human(result)
         if report is not None:
             print()
-            print(format_self_check(report, notes=not args.no_notes))
+            print(format_self_check(report, notes=not args.no_notes, stage_verdict=stage_result.verdict))
     if not result.ok:
         return 1
     return report.exit_code if report is not None else 0

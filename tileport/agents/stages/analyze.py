@@ -46,7 +46,7 @@ def run(ctx) -> StageResult:
     started = utcnow()
     try:
         a = analyze_op(ctx.op_path, out_dir=ctx.reference_dir, kernel=ctx.kernel, config=ctx.config,
-                       toolchain=ctx.toolchain, workers=1)
+                       toolchain=ctx.toolchain, workers=1, warm=True)
     except UserError as e:
         return result_from_error(e, attempt=ctx.attempt, started_at=started)
     return result_from_analysis(a, attempt=ctx.attempt, started_at=started)

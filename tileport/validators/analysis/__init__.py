@@ -2,9 +2,6 @@
 
 Deterministic, no model. Entry points:
 * `analyze_op(path, targets=..., out_dir=...) -> Analysis` — one op; writes `analysis.json` + artifacts;
-* `Analysis.stage_result()` — the A-stage `StageResult` for the router;
-* `run_stage(path, ...) -> (StageResult, Analysis | None)` — never raises for bad input
-  (FAIL_FIXABLE with the one-line message, or BLOCKED when a tool is missing);
 * `load_analysis(out_dir)` — read a previous result back;
 * `analyze_examples(...)` — every op under `examples/` (what `tileport analyze` does with no argument).
 
@@ -27,8 +24,6 @@ _EXPORTS = {
     "analyze_op": "tileport.validators.analysis.pipeline",
     "default_out_dir": "tileport.validators.analysis.pipeline",
     "load_analysis": "tileport.validators.analysis.pipeline",
-    "run_stage": "tileport.validators.analysis.pipeline",
-    "failed_stage_result": "tileport.validators.analysis.pipeline",
     "analyze_examples": "tileport.validators.analysis.corpus",
     "find_examples": "tileport.validators.analysis.corpus",
     "Analysis": "tileport.validators.analysis.schema",

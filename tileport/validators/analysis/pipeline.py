@@ -37,7 +37,7 @@ from tileport.config import Config, check_target
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec import tileir
 from tileport.exec.proc import run_command
-from tileport.records import ArtifactRecord, CommandRecord, Stage, StageResult, sha256_file, utcnow
+from tileport.records import ArtifactRecord, CommandRecord, sha256_file
 from tileport.exec.toolchain import Toolchain, from_config
 
 DEFAULT_OUT_ROOT = Path("out")
@@ -137,7 +137,7 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
     """Analyse one op module; returns the Analysis also written to `<out_dir>/analysis.json`.
 
     Raises UserError (one line, what to do) for bad input and EnvironmentBlocked for missing tools;
-    in both cases nothing is left at `out_dir`. `Analysis.stage_result()` gives the A-stage record.
+    in both cases nothing is left at `out_dir`. The A-stage record is `tileport.agents.stages.analyze`'s.
     `warm=True` forks the child from a shared warm server (for analysing many ops in one process).
     """
     t0 = time.perf_counter()
@@ -276,23 +276,3 @@ def load_analysis(out_dir: str | Path) -> Analysis:
 def _first_problem(e: ValidationError) -> str:
     err = e.errors()[0]
     return f"{'.'.join(str(x) for x in err['loc']) or 'top level'}: {err['msg']}"[:200]
-
-
-def failed_stage_result(error: UserError, *, attempt: int = 1, started_at=None) -> StageResult:
-    """The A-stage record for an analysis that raised: BLOCKED for a missing tool, else FAIL_FIXABLE."""
-    from tileport.records import FailClass
-
-    blocked = isinstance(error, EnvironmentBlocked)
-    return StageResult(stage=Stage.ANALYZE, attempt=attempt, verdict="BLOCKED" if blocked else "FAIL_FIXABLE",
-                       fail_class=FailClass.ENV if blocked else None, started_at=started_at or utcnow(),
-                       finished_at=utcnow(), summary=str(error))
-
-
-def run_stage(path: str | Path, *, attempt: int = 1, **kwargs) -> tuple[StageResult, Analysis | None]:
-    """Stage A for the router: (StageResult, Analysis or None); never raises for bad input."""
-    started = utcnow()
-    try:
-        a = analyze_op(path, **kwargs)
-    except UserError as e:
-        return failed_stage_result(e, attempt=attempt, started_at=started), None
-    return a.stage_result(attempt=attempt, started_at=started), a

@@ -15,12 +15,11 @@ Vocabulary:
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tileport.records import ArtifactRecord, CommandRecord, Stage, StageResult, utcnow
+from tileport.records import ArtifactRecord, CommandRecord, utcnow
 
 SCHEMA_VERSION = 1
 
@@ -212,23 +211,3 @@ class Analysis(BaseModel):
             for b in inst.builds:
                 out.extend(a for a in (b.bytecode, b.text, b.cubin) if a is not None)
         return out
-
-    def stage_result(self, *, attempt: int = 1, started_at: datetime | None = None) -> StageResult:
-        """The A-stage verdict for the router: PASS with every artifact, absolute paths."""
-        root = Path(self.out_dir)
-        arts = [a.model_copy(update={"path": str(root / a.path)}) for a in self.artifacts()]
-        analysis_json = root / "analysis.json"
-        if analysis_json.is_file():
-            arts.insert(0, ArtifactRecord.of("analysis", analysis_json))
-        n_inst = sum(len(v.instances) for v in self.variants)
-        return StageResult(
-            stage=Stage.ANALYZE,
-            attempt=attempt,
-            verdict="PASS",
-            commands=list(self.commands),
-            artifacts=arts,
-            started_at=started_at or self.created_at,
-            finished_at=utcnow(),
-            summary=(f"{self.op}: {len(self.kernels)} kernels, {len(self.variants)} variants, "
-                     f"{n_inst} instances, targets {', '.join(self.targets)}"),
-        )

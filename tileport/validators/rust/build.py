@@ -25,7 +25,7 @@ from tileport.exec import sandbox
 from tileport.exec import toolchain as toolchain_mod
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec.proc import CommandResult, run_command
-from tileport.records import ArtifactRecord, CommandRecord, FailClass, Stage, StageResult
+from tileport.records import ArtifactRecord, CommandRecord
 from tileport.validators.rust import diagnostics as dg
 from tileport.validators.rust.crate import (CUTILE_VERSION, HOST_FILE, KERNEL_FILE, CrateLayout, default_crate_dir, open_crate,
                                  write_crate)
@@ -96,21 +96,6 @@ class RustBuildResult(BaseModel):
     @property
     def errors(self) -> list[dg.Diagnostic]:
         return [d for d in self.diagnostics if d.is_error]
-
-    def stage_result(self, attempt: int = 1) -> StageResult:
-        """Stage B's record: COMPILED, FAIL_COMPILE (the writer must fix kernel.rs: rustc, cutile, tileiras or
-        policy diagnostics) or BLOCKED (the environment: missing crates, cargo failing outside rustc, timeouts)."""
-        env_codes = {"TP-DEPS-MISSING", "TP-CARGO", "TP-TIMEOUT"}
-        if self.ok:
-            verdict, fail = "COMPILED", None
-        elif any(d.code in env_codes for d in self.errors):
-            verdict, fail = "BLOCKED", FailClass.ENV
-        else:
-            verdict, fail = "FAIL_COMPILE", FailClass.KERNEL
-        first = self.errors[0].short() if self.errors else ""
-        summary = f"{len(self.jobs)} job(s), {len(self.errors)} error(s) at {self.stage}" + (f"; {first}" if first else "")
-        return StageResult(stage=Stage.WRITE_KERNEL, attempt=attempt, verdict=verdict, fail_class=fail,
-                           commands=self.commands, artifacts=self.artifacts, summary=summary)
 
 
 # ------------------------------------------------------------------------------------------------------- inputs

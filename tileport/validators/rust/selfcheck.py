@@ -3,7 +3,6 @@
     build = build_crate(layout, opts)
     report = self_check(build, load_analysis("out/silu_and_mul"), layout.spec)
     report.verdict          # PASS | PASS_WITH_NOTES | FAIL_FIXABLE (the IR diff's words, over all pairs)
-    report.stage_result()   # stage B record: COMPILED, or FAIL_FIXABLE (fail_class kernel) when the check fails
 
 Pairing is explicit: each spec variant carries `reference: {kernel, constants, dtype[, params]}` (written by
 `tileport build-rust --init-spec`); the job's target picks the reference build. Nothing is paired by guessing:
@@ -28,7 +27,6 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tileport.errors import UserError
-from tileport.records import ArtifactRecord, FailClass, Stage, StageResult
 from tileport.validators.analysis.schema import Analysis
 from tileport.validators.rust.build import RustBuildResult
 from tileport.validators.rust.reference import analysis_path, find_build, find_instance
@@ -75,7 +73,6 @@ class SelfCheckReport(BaseModel):
     pairs: list[PairResult] = Field(default_factory=list)
     uncovered: list[str] = Field(default_factory=list)  # reference instances x targets no port variant names
     build_ok: bool = True
-    build_stage_result: StageResult | None = None
 
     @property
     def unmatched(self) -> list[PairResult]:
@@ -90,33 +87,6 @@ class SelfCheckReport(BaseModel):
             if p.entry == entry and p.variant == variant and (target is None or p.target == target):
                 return p
         raise KeyError(f"{entry}/{variant}/{target or '*'}")
-
-    def stage_result(self, attempt: int = 1) -> StageResult:
-        """Stage B's record with the self-check folded in (see the module doc for the words)."""
-        if not self.build_ok and self.build_stage_result is not None:
-            return self.build_stage_result
-        base = self.build_stage_result
-        bad = [p for p in self.pairs if p.failed]
-        if self.verdict == Verdict.FAIL_FIXABLE:
-            first = bad[0] if bad else None
-            why = ""
-            if first is not None:
-                errs = [f for f in first.findings if f.severity == Severity.ERROR]
-                why = f"; first: {first.entry}/{first.variant}/{first.target} " + (
-                    f"{errs[0].check}: {errs[0].message}" if errs else f"{first.verdict}: {first.reason}")
-            verdict, fail = "FAIL_FIXABLE", FailClass.KERNEL
-            summary = f"IR self-check FAIL_FIXABLE: {len(bad)} of {len(self.pairs)} pair(s) failed{why}"
-        else:
-            verdict, fail = "COMPILED", None
-            summary = f"compiled; IR self-check {self.verdict.value} on {len(self.pairs)} pair(s)"
-            if self.uncovered:
-                summary += f"; {len(self.uncovered)} reference instance(s) not covered"
-        artifacts: list[ArtifactRecord] = list(base.artifacts) if base else []
-        ap = Path(self.analysis)
-        if ap.is_file():
-            artifacts.append(ArtifactRecord.of("analysis", ap))
-        return StageResult(stage=Stage.WRITE_KERNEL, attempt=attempt, verdict=verdict, fail_class=fail,
-                           commands=list(base.commands) if base else [], artifacts=artifacts, summary=summary)
 
 
 def _counts(groups: list[FindingGroup]) -> dict[str, int]:
@@ -190,14 +160,14 @@ def self_check(build: RustBuildResult, analysis: Analysis, spec: DumpSpec, *,
     else:
         verdict = Verdict.PASS
     return SelfCheckReport(analysis=str(afile), op=analysis.op, crate=build.crate, verdict=verdict, pairs=pairs,
-                           uncovered=uncovered, build_ok=build.ok, build_stage_result=build.stage_result())
+                           uncovered=uncovered, build_ok=build.ok)
 
 
 def no_build_report(build: RustBuildResult, analysis: Analysis, analysis_file: str | Path | None) -> SelfCheckReport:
     """The report when the build failed before any IR existed: nothing compared, the build's verdict stands."""
     afile = analysis_path(analysis_file) if analysis_file else Path(analysis.out_dir) / "analysis.json"
     return SelfCheckReport(analysis=str(afile), op=analysis.op, crate=build.crate, verdict=Verdict.FAIL_FIXABLE,
-                           build_ok=False, build_stage_result=build.stage_result())
+                           build_ok=False)
 
 
 # ----------------------------------------------------------------------------------------------------- rendering
@@ -205,7 +175,8 @@ def no_build_report(build: RustBuildResult, analysis: Analysis, analysis_file: s
 _MARK = {Severity.ERROR: "ERROR", Severity.WARNING: "WARN ", Severity.NOTE: "note "}
 
 
-def format_self_check(rep: SelfCheckReport, notes: bool = True) -> str:
+def format_self_check(rep: SelfCheckReport, notes: bool = True, stage_verdict: str | None = None) -> str:
+    """The report for people; `stage_verdict` (stage B's word, decided by tileport.agents.stages) ends it."""
     out = [f"IR self-check against {rep.analysis} ({rep.op})"]
     if not rep.build_ok:
         out.append("  not run: the build failed (see the diagnostics above)")
@@ -244,6 +215,6 @@ def format_self_check(rep: SelfCheckReport, notes: bool = True) -> str:
     failed = sum(p.failed for p in rep.pairs)
     out.append("")
     out.append(f"self-check {rep.verdict.value}: {len(rep.pairs)} pair(s), {failed} failed, "
-               f"{len(rep.unmatched)} unmatched, {len(rep.uncovered)} reference instance(s) uncovered "
-               f"-> stage B {rep.stage_result().verdict}")
+               f"{len(rep.unmatched)} unmatched, {len(rep.uncovered)} reference instance(s) uncovered"
+               + (f" -> stage B {stage_verdict}" if stage_verdict else ""))
     return "\n".join(out)
