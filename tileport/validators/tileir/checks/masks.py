@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tileport.validators.tileir.canon import MEM_WRITES, CanonEntry, Node, Val, render
+from tileport.validators.tileir.checks.pointers import Linear, host_equation
 from tileport.validators.tileir.intforms import NONNEG, Signs
 
 _PREDICATES = ("less_than_or_equal", "less_than", "greater_than_or_equal", "greater_than", "equal", "not_equal")
@@ -88,6 +89,7 @@ class MaskVerdict:
 
 def compare_masks(rmask: Val | None, pmask: Val | None, ref: CanonEntry, port: CanonEntry) -> MaskVerdict:
     rs, ps = Signs(), Signs()
+    rl, pl = Linear(ref), Linear(port)
     rb = [_bound(v) for v in conjuncts(rmask)]
     pb = [_bound(v) for v in conjuncts(pmask)]
     used: set[int] = set()
@@ -116,15 +118,22 @@ def compare_masks(rmask: Val | None, pmask: Val | None, ref: CanonEntry, port: C
             if a.limit.hash == b.limit.hash:
                 match = (k, None)
                 break
-            ra, pa = _arg_role(a.limit, ref), _arg_role(b.limit, port)
-            if ra and pa and ra.startswith("shape") and pa.startswith("scalar"):
-                match = (k, f"`{condition_text(b.val, port)}` bounds by {pa} where the reference bounds by {ra}")
-                break
-            if a.limit.splat is not None and pa:
-                # the reference was specialised on the bound; the port takes it at run time
-                match = (k, f"`{condition_text(b.val, port)}` bounds by {pa} where the reference bounds by the "
-                            f"constant {a.limit.splat[1]}")
-                break
+        if match is None:
+            # the same bound written over other parameters: index - limit as linear forms, whose difference is an
+            # equation between the port's scalars and the reference's constants and shapes
+            for k, b in enumerate(pb):
+                if k in used or a.pred is None or a.pred != b.pred or not sign_free(a, b):
+                    continue
+                ra_, pa_ = a.val.node.operands, b.val.node.operands
+                la, lb = rl.difference(ra_[0], ra_[1]), pl.difference(pa_[0], pa_[1])
+                common = {t for t in la if lb.get(t) == la[t]}
+                rest_a = {t: c for t, c in la.items() if t not in common}
+                rest_b = {t: c for t, c in lb.items() if t not in common}
+                eq = host_equation(rest_a, rest_b, rl, pl) if rest_a or rest_b else ""
+                if eq is not None:
+                    match = (k, f"`{condition_text(b.val, port)}` is the reference's "
+                                f"`{condition_text(a.val, ref)}` when {eq}" if eq else None)
+                    break
         if match is None:
             out.lost.append(condition_text(a.val, ref))
             continue

@@ -88,8 +88,8 @@ def _compare_masks(ctx: Ctx, rm: Mem, pm: Mem) -> None:
                 f"port {lanes})", r, p, rt, pt)
     elif mv.host:
         ctx.add("memory", "mask_bound", Severity.WARNING,
-                f"{rm.what()}: " + "; ".join(mv.host) + ": equal when the host passes that shape (the host "
-                "stage's correctness tests confirm it)", r, p, rt, pt)
+                f"{rm.what()}: " + "; ".join(mv.host) + ": the same bounds when the host passes those values (the "
+                "host stage's correctness tests confirm it)", r, p, rt, pt)
 
 
 def _zero_vs_block_id(a: Val, b: Val) -> bool:
