@@ -37,12 +37,14 @@ from tileport.validators.tileir.checks import CHECKS
 from tileport.validators.tileir.checks.context import Ctx
 from tileport.validators.tileir.checks.memory import Mem
 from tileport.validators.tileir.model import (
-    CATEGORIES, SEVERITY_RANK, AlignedRow, Consequence, EntryPair, Finding, FindingGroup, IRDiffReport, RowStatus, Severity,
+    CATEGORIES, SEVERITY_RANK, AlignedRow, Consequence, EntryPair, Finding, FindingGroup, IRDiffReport, RowStatus,
+    Severity,
     Verdict,
 )
 from tileport.validators.tileir.parse import Module, parse_file, parse_text
 
-__all__ = ["CATEGORIES", "SEVERITY_RANK", "AlignedRow", "Alignment", "Consequence", "EntryPair", "Finding", "FindingGroup",
+__all__ = ["CATEGORIES", "SEVERITY_RANK", "AlignedRow", "Alignment", "Consequence", "EntryPair", "Finding",
+           "FindingGroup",
            "IRDiffReport", "RowStatus", "Severity", "Verdict", "base_name", "diff_entries", "diff_files",
            "diff_modules", "diff_texts", "group_findings", "match_entries", "verdict_of"]
 

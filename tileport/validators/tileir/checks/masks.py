@@ -28,7 +28,7 @@ _LANEWISE = frozenset({
 
 
 def conjuncts(v: Val | None, limit: int = 64) -> list[Val]:
-    """The conditions an i1 mask is the conjunction of (andi trees flattened; reshapes and broadcasts looked through)."""
+    """The conditions an i1 mask is the conjunction of (andi trees flattened; reshapes, broadcasts looked through)."""
     if v is None:
         return []
     n = v.node
