@@ -118,7 +118,7 @@ class Val:
     """An SSA value: an entry argument, a region argument or an op result."""
 
     __slots__ = ("name", "type", "hash", "node", "index", "arg_index", "is_token", "splat", "reshape_src",
-                 "barg", "stripped", "nopad", "owner")
+                 "barg", "stripped", "nopad", "owner", "owner_node")
 
     def __init__(self, name: str, type_: str, hash_: str, node: "Node | None" = None, index: int = 0):
         self.name = name
@@ -134,6 +134,7 @@ class Val:
         self.stripped: Val = self  # the value with assumes peeled off
         self.nopad: str | None = None  # partition views: hash of the view without its padding value
         self.owner: str | None = None  # region arguments: the op owning the region
+        self.owner_node: "Node | None" = None  # ... and that op itself (a loop's bounds for its index)
 
     def __repr__(self) -> str:
         return f"Val({self.name}:{self.type})"
@@ -399,6 +400,7 @@ class _Builder:
                     v = Val(name, ty, _h("barg", depth, pos, ty))
                     v.barg = (depth, pos)
                     v.owner = parent.op.name if parent is not None else None
+                    v.owner_node = parent
                     arg_types.append(ty)
                     pos += 1
                 self.define(name, v, undo)
@@ -752,7 +754,7 @@ def release(ce: CanonEntry) -> None:
     for n in ce.nodes:
         for vals in (n.operands, n.tok_operands, n.results):
             for v in vals:
-                v.stripped = v.node = v.reshape_src = None
+                v.stripped = v.node = v.reshape_src = v.owner_node = None
         n.parent = n.children = n.users = n.operands = n.tok_operands = n.results = n.form = None
         n.form_inputs = ()
     for fact in ce.assumes:

@@ -85,6 +85,12 @@ class Signs:
             return POS if lit > 0 else NONNEG if lit == 0 else UNKNOWN
         n = v.node
         if n is None:
+            loop = getattr(v, "owner_node", None)
+            if loop is not None and v.barg is not None and v.barg[1] == 0 and loop.op.name == "for" and \
+                    len(loop.operands) >= 3:
+                # a for loop's index runs from its lower bound upwards when its step is positive
+                lo, step = (self.of(loop.operands[k], depth + 1) for k in (0, 2))
+                return lo if step == POS else UNKNOWN
             return UNKNOWN
         name = n.op.name
         ops = n.operands
