@@ -262,3 +262,14 @@ def test_raw_pointer_port_without_the_row_bound_fails_naming_it():
     assert masks and all(f.severity == Severity.ERROR for f in masks)
     assert "lacks" in masks[0].message and "bid(x)" in masks[0].message and "shape0(array #0)" in masks[0].message
     assert masks[0].consequence == Consequence.VALUES
+
+
+def test_raw_pointer_port_storing_under_the_outputs_own_bounds_warns_about_its_undefined_padding():
+    # the port loads without padding and stores under out_rows/out_cols where it loaded under n_rows/n_cols: the
+    # undefined lanes stay unstored only when the host passes equal shapes
+    rep = diff_texts(ir(P.row_double, P.ROW_DOUBLE_SIG),
+                     (RUST / "rowptr_row_double_out_bounds.rust.tileir").read_text())
+    assert passes(rep), errors(rep)
+    f = next(f for f in rep.findings if f.check == "memory.padding_host")
+    assert f.severity == Severity.WARNING and f.consequence == Consequence.HOST
+    assert "memory.padding" not in rep.checks()

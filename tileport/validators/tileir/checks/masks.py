@@ -144,12 +144,17 @@ def compare_masks(rmask: Val | None, pmask: Val | None, ref: CanonEntry, port: C
     return out
 
 
-def masked_lanes_unobservable(load: Node, mask: Val | None) -> bool:
-    """True when the lanes `mask` turns off in `load` can never reach memory or another lane: every use of the
-    loaded value is lane-wise and ends in pointer stores masked by at least the same conditions."""
+def masked_lanes_unobservable(load: Node, mask: Val | None) -> str:
+    """Whether the lanes `mask` turns off in `load` can reach memory or another lane: "no" when every use of the
+    loaded value is lane-wise and ends in pointer stores masked by at least the same conditions; "host" when the
+    stores bound the same indices with the same predicates but against other values (the same lanes when the
+    host passes equal shapes); "yes" otherwise."""
     if mask is None or not load.results:
-        return False
-    need = {v.hash for v in conjuncts(mask)}
+        return "yes"
+    need = conjuncts(mask)
+    need_h = {v.hash for v in need}
+    need_b = {(b.pred, b.index) for b in map(_bound, need)}
+    verdict = "no"
     stack = [(u, load) for u in load.users]
     seen: set[tuple[int, int]] = set()
     while stack:
@@ -161,13 +166,17 @@ def masked_lanes_unobservable(load: Node, mask: Val | None) -> bool:
         if name in MEM_WRITES:
             # only as the stored value (never an address or a mask), under at least the load's conditions
             if name != "store_ptr_tko" or len(u.operands) < 3 or u.operands[1].node is not src:
-                return False
+                return "yes"
             if any(v.node is src for v in (u.operands[0], u.operands[2])):
-                return False
-            if not need <= {v.hash for v in conjuncts(u.operands[2])}:
-                return False
+                return "yes"
+            have = conjuncts(u.operands[2])
+            if need_h <= {v.hash for v in have}:
+                continue
+            if None in {p for p, _ in need_b} or not need_b <= {(b.pred, b.index) for b in map(_bound, have)}:
+                return "yes"
+            verdict = "host"
             continue
         if name not in _LANEWISE:
-            return False
+            return "yes"
         stack.extend((w, u) for w in u.users)
-    return True
+    return verdict
