@@ -273,3 +273,19 @@ def test_raw_pointer_port_storing_under_the_outputs_own_bounds_warns_about_its_u
     f = next(f for f in rep.findings if f.check == "memory.padding_host")
     assert f.severity == Severity.WARNING and f.consequence == Consequence.HOST
     assert "memory.padding" not in rep.checks()
+
+
+# --- a reference specialised where the port is general --------------------------------------------------
+
+
+def test_value_the_reference_folded_and_the_port_computes_from_a_parameter_is_a_host_warning():
+    rep = diff_texts(ir(P.grouped_rows_const, P.GROUPED_CONST_SIG), ir(P.grouped_rows_param, P.GROUPED_PARAM_SIG))
+    assert passes(rep), errors(rep)
+    f = next(f for f in rep.findings if f.check == "structure.specialised")
+    assert f.severity == Severity.WARNING and f.consequence == Consequence.HOST
+    assert f.ref == "8" and "scalar i32 #0" in f.port
+
+
+def test_specialised_reference_still_catches_a_different_computation():
+    rep = diff_texts(ir(P.grouped_rows_const, P.GROUPED_CONST_SIG), ir(P.grouped_rows_param_div, P.GROUPED_PARAM_SIG))
+    assert rep.verdict == Verdict.FAIL_FIXABLE, rep.findings

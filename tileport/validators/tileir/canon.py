@@ -346,10 +346,12 @@ def _left_pad(t: str, like: str) -> str:
 
 
 class _Builder:
-    def __init__(self, entry: Entry, path: str | None, array_map: dict[int, int] | None = None):
+    def __init__(self, entry: Entry, path: str | None, array_map: dict[int, int] | None = None,
+                 subst: dict[tuple[int, int], tuple[str, str]] | None = None):
         self.entry = entry
         self.path = path
         self.array_map = array_map
+        self.subst = subst or {}
         self.nodes: list[Node] = []
         self.env: dict[str, Val] = {}
         self.scopes: list[list] = [[]]
@@ -558,6 +560,12 @@ class _Builder:
             ty = rtypes[k] if k < len(rtypes) else "?"
             if ty == "token":
                 v = Val(rname, ty, "token", node, k)
+            elif self.subst and (op.line, k) in self.subst and len(results) == 1:
+                # a value the reference folded to a constant (`specialise`): read as that constant
+                elem, lit = self.subst[(op.line, k)]
+                node.hash = _h("const", elem, lit, squeeze(ty))
+                v = Val(rname, ty, node.hash, node, k)
+                v.splat = (elem, lit)
             else:
                 v = Val(rname, ty, _h(node.hash, k) if len(results) > 1 else node.hash, node, k)
                 if name == "constant":
@@ -762,10 +770,12 @@ def release(ce: CanonEntry) -> None:
     ce.nodes = ce.dead = ce.args = ce.assumes = []
 
 
-def canonicalize(entry: Entry, path: str | None = None, array_map: dict[int, int] | None = None) -> CanonEntry:
+def canonicalize(entry: Entry, path: str | None = None, array_map: dict[int, int] | None = None,
+                 subst: dict[tuple[int, int], tuple[str, str]] | None = None) -> CanonEntry:
     """Canonical form of one entry. `array_map` renumbers pointer parameters (ordinal -> ordinal),
-    for a port that takes its arrays in another order than the reference."""
-    return _Builder(entry, path, array_map).build()
+    for a port that takes its arrays in another order than the reference; `subst` reads the results of the
+    ops at the given (line, result index) as constants (a reference specialised where the port is general)."""
+    return _Builder(entry, path, array_map, subst).build()
 
 
 # ---------------------------------------------------------------------------------------------
