@@ -289,3 +289,10 @@ def test_value_the_reference_folded_and_the_port_computes_from_a_parameter_is_a_
 def test_specialised_reference_still_catches_a_different_computation():
     rep = diff_texts(ir(P.grouped_rows_const, P.GROUPED_CONST_SIG), ir(P.grouped_rows_param_div, P.GROUPED_PARAM_SIG))
     assert rep.verdict == Verdict.FAIL_FIXABLE, rep.findings
+
+
+def test_a_scheduling_hint_only_the_port_sets_is_a_speed_warning():
+    rep = diff_texts(ir(P.copy_plain, P.COPY_SIG), ir(P.copy_occ_default, P.COPY_SIG), target="sm_90")
+    f = next(f for f in rep.findings if f.check == "hints.occupancy")
+    assert f.severity == Severity.WARNING and f.consequence == Consequence.SPEED and (f.ref, f.port) == ("unset", "2")
+    assert passes(rep)
