@@ -7,6 +7,8 @@ text has the ops, names and layout the diff sees in practice. Timed cases:
 * identical   - the kernel against itself with every value renamed (PASS path)
 * mutated     - against a mutant whose approx-exp is one op in the middle (FAIL path)
 * real pair   - against the same series with N+1 terms (different length: alignment work)
+* int forms   - a kernel of masked gathers over integer index arithmetic against a port that writes its
+                ceil-divisions out (equivalent integer forms, masks and addresses compared on every op)
 
 Each run is cold (memo caches cleared) and covers parse (both sides) + canonicalize + align + checks
 + report. The budget is judged on the median run (the best run is printed too). The diff keeps
@@ -33,7 +35,9 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from ir_kernels.build import compile_text, tileirdisasm  # noqa: E402
-from ir_kernels.kernels import unrolled_series, unrolled_sig  # noqa: E402
+from ir_kernels.kernels import (  # noqa: E402
+    unrolled_gathers, unrolled_gathers_manual, unrolled_gathers_sig, unrolled_series, unrolled_sig,
+)
 from tileport.validators.tileir.canon import clear_caches  # noqa: E402
 from tileport.validators.tileir.diff import diff_texts  # noqa: E402
 from tileport.validators.tileir.parse import parse_text, walk_ops  # noqa: E402
@@ -96,13 +100,19 @@ def main() -> int:
 
     print(f"kernel: unrolled_series, {terms} terms, {n_ops(ref)} ops, {len(ref.splitlines())} lines "
           f"({len(ref) // 1024} KiB); {args.repeat} cold runs per case")
-    cases = [("identical (renamed)", rename_all(ref)), ("mutated (1 op)", mutated),
-             (f"real pair ({n_ops(longer)} ops)", longer)]
+    cases = [("identical (renamed)", ref, rename_all(ref)), ("mutated (1 op)", ref, mutated),
+             (f"real pair ({n_ops(longer)} ops)", ref, longer)]
+    # integer index arithmetic and masked gathers, the port writing its ceil-divisions out: the equivalence layer,
+    # mask and address comparisons on every op
+    g_terms = max(1, args.ops // 35)
+    g_ref = compile_text(unrolled_gathers, unrolled_gathers_sig(g_terms))
+    g_port = compile_text(unrolled_gathers_manual, unrolled_gathers_sig(g_terms))
+    cases.append((f"int forms ({n_ops(g_ref)}/{n_ops(g_port)})", g_ref, g_port))
     worst = 0.0
     gc.collect()
     print(f"  {'case':<24} {'wall median':>12} {'wall best':>10} {'CPU median':>11} {'garbage':>8}")
-    for label, port in cases:
-        med, best, cpu, garbage, verdict, nf = time_diff(ref, port, args.repeat)
+    for label, base, port in cases:
+        med, best, cpu, garbage, verdict, nf = time_diff(base, port, args.repeat)
         worst = max(worst, med)
         print(f"  {label:<24} {med:9.1f} ms {best:7.1f} ms {cpu:8.1f} ms {garbage:8d}"
               f"   -> {verdict} ({nf} findings)")

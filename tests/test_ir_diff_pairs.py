@@ -198,7 +198,7 @@ def test_mask_bound_the_reference_folded_and_the_port_passes_is_a_host_warning()
     rep = diff_texts(ir(P.gather_const_n, P.GATHER_CONST_SIG), ir(P.gather_runtime_n, P.GATHER_SIG))
     assert passes(rep), errors(rep)
     f = next(f for f in rep.findings if f.check == "memory.mask_bound")
-    assert f.severity == Severity.WARNING and "constant 1000" in f.message and "scalar i32 #0" in f.message
+    assert f.severity == Severity.WARNING and "scalar i32 #0 = 1000" in f.message
     rep = diff_texts(ir(P.gather_const_n, P.GATHER_CONST_SIG), ir(P.gather_runtime_n_le, P.GATHER_SIG))
     assert rep.verdict == Verdict.FAIL_FIXABLE and "memory.mask" in rep.checks(Severity.ERROR)
 
@@ -262,3 +262,37 @@ def test_raw_pointer_port_without_the_row_bound_fails_naming_it():
     assert masks and all(f.severity == Severity.ERROR for f in masks)
     assert "lacks" in masks[0].message and "bid(x)" in masks[0].message and "shape0(array #0)" in masks[0].message
     assert masks[0].consequence == Consequence.VALUES
+
+
+def test_raw_pointer_port_storing_under_the_outputs_own_bounds_warns_about_its_undefined_padding():
+    # the port loads without padding and stores under out_rows/out_cols where it loaded under n_rows/n_cols: the
+    # undefined lanes stay unstored only when the host passes equal shapes
+    rep = diff_texts(ir(P.row_double, P.ROW_DOUBLE_SIG),
+                     (RUST / "rowptr_row_double_out_bounds.rust.tileir").read_text())
+    assert passes(rep), errors(rep)
+    f = next(f for f in rep.findings if f.check == "memory.padding_host")
+    assert f.severity == Severity.WARNING and f.consequence == Consequence.HOST
+    assert "memory.padding" not in rep.checks()
+
+
+# --- a reference specialised where the port is general --------------------------------------------------
+
+
+def test_value_the_reference_folded_and_the_port_computes_from_a_parameter_is_a_host_warning():
+    rep = diff_texts(ir(P.grouped_rows_const, P.GROUPED_CONST_SIG), ir(P.grouped_rows_param, P.GROUPED_PARAM_SIG))
+    assert passes(rep), errors(rep)
+    f = next(f for f in rep.findings if f.check == "structure.specialised")
+    assert f.severity == Severity.WARNING and f.consequence == Consequence.HOST
+    assert f.ref == "8" and "scalar i32 #0" in f.port
+
+
+def test_specialised_reference_still_catches_a_different_computation():
+    rep = diff_texts(ir(P.grouped_rows_const, P.GROUPED_CONST_SIG), ir(P.grouped_rows_param_div, P.GROUPED_PARAM_SIG))
+    assert rep.verdict == Verdict.FAIL_FIXABLE, rep.findings
+
+
+def test_a_scheduling_hint_only_the_port_sets_is_a_speed_warning():
+    rep = diff_texts(ir(P.copy_plain, P.COPY_SIG), ir(P.copy_occ_default, P.COPY_SIG), target="sm_90")
+    f = next(f for f in rep.findings if f.check == "hints.occupancy")
+    assert f.severity == Severity.WARNING and f.consequence == Consequence.SPEED and (f.ref, f.port) == ("unset", "2")
+    assert passes(rep)

@@ -375,3 +375,31 @@ REWRITES = {
     "softmax": (softmax, SOFTMAX_SIG, softmax_rewritten, SOFTMAX_SIG),
     "matmul": (matmul, matmul_sig(), matmul_rewritten, matmul_sig()),
 }
+
+
+@ct.kernel
+def unrolled_gathers(x, y, n, TILE: ct.Constant[int], N: ct.Constant[int]):
+    # integer index arithmetic, masked gathers and their addresses (about 25 ops per term), for the benchmark
+    pid = ct.bid(0)
+    base = pid * TILE + ct.arange(TILE, dtype=i32)
+    acc = ct.zeros((TILE,), dtype=f32)
+    for i in ct.static_iter(range(N)):
+        offs = (base + ct.cdiv(n, i + 2)) % n
+        acc = acc + ct.gather(x, offs, mask=offs < n)
+    ct.scatter(y, base, acc, mask=base < n)
+
+
+@ct.kernel
+def unrolled_gathers_manual(x, y, n, TILE: ct.Constant[int], N: ct.Constant[int]):
+    # the same with the ceil-division written out (an equivalent port)
+    pid = ct.bid(0)
+    base = pid * TILE + ct.arange(TILE, dtype=i32)
+    acc = ct.zeros((TILE,), dtype=f32)
+    for i in ct.static_iter(range(N)):
+        offs = (base + (n + i + 1) // (i + 2)) % n
+        acc = acc + ct.gather(x, offs, mask=offs < n)
+    ct.scatter(y, base, acc, mask=base < n)
+
+
+def unrolled_gathers_sig(n: int):
+    return signature(array(f32, 1), array(f32, 1), scalar(i32), 256, n)

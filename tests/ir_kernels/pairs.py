@@ -346,3 +346,40 @@ def gather_runtime_n_le(x, y, n, TILE: ct.Constant[int]):
 
 
 GATHER_CONST_SIG = signature(array(f32, 1, **_X16), array(f32, 1, **_X16), 1000, 256)
+
+# ---------------------------------------------------------------------------------------------
+# a reference specialised on a size the port takes as a parameter (cuTile Python folds ct.Constant)
+# ---------------------------------------------------------------------------------------------
+
+
+@ct.kernel
+def grouped_rows_const(x, y, M: ct.Constant[int], TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    num_m = ct.cdiv(M, TILE)
+    row = bid % num_m
+    t = ct.load(x, index=(row,), shape=(TILE,), padding_mode=ZERO)
+    ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def grouped_rows_param(x, y, m, TILE: ct.Constant[int]):
+    """Equivalent for the size the reference was compiled for: the tile count is computed from a parameter."""
+    bid = ct.bid(0)
+    num_m = ct.cdiv(m, TILE)
+    row = bid % num_m
+    t = ct.load(x, index=(row,), shape=(TILE,), padding_mode=ZERO)
+    ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def grouped_rows_param_div(x, y, m, TILE: ct.Constant[int]):
+    """Different: divides by the tile count where the reference takes the remainder."""
+    bid = ct.bid(0)
+    num_m = ct.cdiv(m, TILE)
+    row = bid // num_m
+    t = ct.load(x, index=(row,), shape=(TILE,), padding_mode=ZERO)
+    ct.store(y, index=(bid,), tile=t)
+
+
+GROUPED_CONST_SIG = signature(array(f32, 1), array(f32, 1), 2048, 256)
+GROUPED_PARAM_SIG = signature(array(f32, 1), array(f32, 1), scalar(i32), 256)

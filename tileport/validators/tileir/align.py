@@ -62,7 +62,13 @@ _ANCHOR_OPS = frozenset({"if", "for", "loop", "reduce", "scan", "mmaf", "mmai", 
 
 
 def _is_anchor(n: Node) -> bool:
-    return n.effect or n.is_load or n.op.name in _ANCHOR_OPS
+    # an `if` that only selects a value (an integer form: a clamp) is arithmetic, not control flow
+    return n.effect or n.is_load or (n.op.name in _ANCHOR_OPS and n.form is None)
+
+
+def _family(n: Node) -> str:
+    """Ops that compute one integer form pair whatever form each side wrote (mini with an if/yield clamp)."""
+    return f"form:{n.form.computes}" if n.form is not None else n.family
 
 
 class Alignment:
@@ -144,7 +150,7 @@ class Alignment:
             for ro, po in zip(r.operands, p.operands):
                 a, b = ro.node, po.node
                 if (a is None or b is None or a.idx in r2p or b.idx in p2r or a.transparent or b.transparent
-                        or a.family != b.family or a.op.name in _UNPAIRED_KINDS or not a.live or not b.live):
+                        or _family(a) != _family(b) or a.op.name in _UNPAIRED_KINDS or not a.live or not b.live):
                     continue
                 if a.op.name == "constant" and a.local[2] != b.local[2]:
                     continue  # a constant pairs only with a constant of the same type
@@ -155,14 +161,14 @@ class Alignment:
         for p in self.port.nodes:
             if p.idx not in self.p2r and p.live and p.op.name not in _NO_SIMILARITY and not p.transparent and (
                     not anchors or _is_anchor(p)):
-                buckets[p.family].append(p)
+                buckets[_family(p)].append(p)
         nr = max(1, len(self.ref.nodes))
         np_ = max(1, len(self.port.nodes))
         for r in self.ref.nodes:
             if r.idx in self.r2p or not r.live or r.transparent or r.op.name in _NO_SIMILARITY or (
                     anchors and not _is_anchor(r)):
                 continue
-            cands = buckets.get(r.family)
+            cands = buckets.get(_family(r))
             if not cands:
                 continue
             if len(cands) > 48:

@@ -118,7 +118,7 @@ class Val:
     """An SSA value: an entry argument, a region argument or an op result."""
 
     __slots__ = ("name", "type", "hash", "node", "index", "arg_index", "is_token", "splat", "reshape_src",
-                 "barg", "stripped", "nopad", "owner")
+                 "barg", "stripped", "nopad", "owner", "owner_node")
 
     def __init__(self, name: str, type_: str, hash_: str, node: "Node | None" = None, index: int = 0):
         self.name = name
@@ -134,6 +134,7 @@ class Val:
         self.stripped: Val = self  # the value with assumes peeled off
         self.nopad: str | None = None  # partition views: hash of the view without its padding value
         self.owner: str | None = None  # region arguments: the op owning the region
+        self.owner_node: "Node | None" = None  # ... and that op itself (a loop's bounds for its index)
 
     def __repr__(self) -> str:
         return f"Val({self.name}:{self.type})"
@@ -345,10 +346,12 @@ def _left_pad(t: str, like: str) -> str:
 
 
 class _Builder:
-    def __init__(self, entry: Entry, path: str | None, array_map: dict[int, int] | None = None):
+    def __init__(self, entry: Entry, path: str | None, array_map: dict[int, int] | None = None,
+                 subst: dict[tuple[int, int], tuple[str, str]] | None = None):
         self.entry = entry
         self.path = path
         self.array_map = array_map
+        self.subst = subst or {}
         self.nodes: list[Node] = []
         self.env: dict[str, Val] = {}
         self.scopes: list[list] = [[]]
@@ -399,6 +402,7 @@ class _Builder:
                     v = Val(name, ty, _h("barg", depth, pos, ty))
                     v.barg = (depth, pos)
                     v.owner = parent.op.name if parent is not None else None
+                    v.owner_node = parent
                     arg_types.append(ty)
                     pos += 1
                 self.define(name, v, undo)
@@ -556,6 +560,12 @@ class _Builder:
             ty = rtypes[k] if k < len(rtypes) else "?"
             if ty == "token":
                 v = Val(rname, ty, "token", node, k)
+            elif self.subst and (op.line, k) in self.subst and len(results) == 1:
+                # a value the reference folded to a constant (`specialise`): read as that constant
+                elem, lit = self.subst[(op.line, k)]
+                node.hash = _h("const", elem, lit, squeeze(ty))
+                v = Val(rname, ty, node.hash, node, k)
+                v.splat = (elem, lit)
             else:
                 v = Val(rname, ty, _h(node.hash, k) if len(results) > 1 else node.hash, node, k)
                 if name == "constant":
@@ -752,7 +762,7 @@ def release(ce: CanonEntry) -> None:
     for n in ce.nodes:
         for vals in (n.operands, n.tok_operands, n.results):
             for v in vals:
-                v.stripped = v.node = v.reshape_src = None
+                v.stripped = v.node = v.reshape_src = v.owner_node = None
         n.parent = n.children = n.users = n.operands = n.tok_operands = n.results = n.form = None
         n.form_inputs = ()
     for fact in ce.assumes:
@@ -760,10 +770,12 @@ def release(ce: CanonEntry) -> None:
     ce.nodes = ce.dead = ce.args = ce.assumes = []
 
 
-def canonicalize(entry: Entry, path: str | None = None, array_map: dict[int, int] | None = None) -> CanonEntry:
+def canonicalize(entry: Entry, path: str | None = None, array_map: dict[int, int] | None = None,
+                 subst: dict[tuple[int, int], tuple[str, str]] | None = None) -> CanonEntry:
     """Canonical form of one entry. `array_map` renumbers pointer parameters (ordinal -> ordinal),
-    for a port that takes its arrays in another order than the reference."""
-    return _Builder(entry, path, array_map).build()
+    for a port that takes its arrays in another order than the reference; `subst` reads the results of the
+    ops at the given (line, result index) as constants (a reference specialised where the port is general)."""
+    return _Builder(entry, path, array_map, subst).build()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,18 +31,21 @@ from collections import defaultdict
 from contextlib import contextmanager
 from pathlib import Path
 
+from tileport.validators.tileir import specialise
 from tileport.validators.tileir.align import Alignment, base_name, match_entries
 from tileport.validators.tileir.canon import MEM_LOADS, MEM_WRITES, CanonEntry, Node, canonicalize, release
 from tileport.validators.tileir.checks import CHECKS
 from tileport.validators.tileir.checks.context import Ctx
 from tileport.validators.tileir.checks.memory import Mem
 from tileport.validators.tileir.model import (
-    CATEGORIES, SEVERITY_RANK, AlignedRow, Consequence, EntryPair, Finding, FindingGroup, IRDiffReport, RowStatus, Severity,
+    CATEGORIES, SEVERITY_RANK, AlignedRow, Consequence, EntryPair, Finding, FindingGroup, IRDiffReport, RowStatus,
+    Severity,
     Verdict,
 )
 from tileport.validators.tileir.parse import Module, parse_file, parse_text
 
-__all__ = ["CATEGORIES", "SEVERITY_RANK", "AlignedRow", "Alignment", "Consequence", "EntryPair", "Finding", "FindingGroup",
+__all__ = ["CATEGORIES", "SEVERITY_RANK", "AlignedRow", "Alignment", "Consequence", "EntryPair", "Finding",
+           "FindingGroup",
            "IRDiffReport", "RowStatus", "Severity", "Verdict", "base_name", "diff_entries", "diff_files",
            "diff_modules", "diff_texts", "group_findings", "match_entries", "verdict_of"]
 
@@ -119,18 +122,46 @@ def diff_entries(ref: CanonEntry, port: CanonEntry, entry_name: str | None = Non
     name = entry_name or ref.name
     al = Alignment(ref, port)
     perm = infer_array_order(ref, port, al, port_path)
-    if not perm:
-        return _diff_aligned(name, ref, port, al, perm, target)
-    remapped = canonicalize(port.entry, port_path, array_map=perm)
+    current, made = port, []
+    if perm:
+        current = canonicalize(port.entry, port_path, array_map=perm)
+        made.append(current)
+        al = Alignment(ref, current)
+    # a reference specialised on values the port takes at run time: read those port values as the constants
+    subst: dict = {}
+    found: list = []
+    for _ in range(3):
+        more, what = specialise.find(ref, current, al.r2p)
+        more = {k: v for k, v in more.items() if k not in subst}
+        if not more:
+            break
+        subst.update(more)
+        found.extend(w for w in what if (w[0].op.line, 0) in more)
+        current = canonicalize(port.entry, port_path, array_map=perm or None, subst=subst)
+        made.append(current)
+        al = Alignment(ref, current)
     try:
-        return _diff_aligned(name, ref, remapped, Alignment(ref, remapped), perm, target)
+        return _diff_aligned(name, ref, current, al, perm, target, found)
     finally:
-        release(remapped)
+        for ce in made:
+            release(ce)
 
 
 def _diff_aligned(name: str, ref: CanonEntry, port: CanonEntry, al: Alignment,
-                  perm: dict[int, int] | None, target: str | None = None) -> tuple[list[Finding], list[AlignedRow]]:
+                  perm: dict[int, int] | None, target: str | None = None,
+                  specialised: list | None = None) -> tuple[list[Finding], list[AlignedRow]]:
     ctx = Ctx(name, ref, port, al, target)
+    for node, lit, expr in (specialised or [])[:8]:
+        ctx.findings.append(Finding(
+            category="structure", check="structure.specialised", severity=Severity.WARNING, entry=name,
+            port_line=node.op.line, ref=lit, port=expr,
+            message=f"the reference was compiled for a fixed value: it has the constant {lit} where the port computes "
+                    f"{expr} from parameters it folds away; the same kernel when the host passes values that give "
+                    f"{lit}"))
+    if specialised and len(specialised) > 8:
+        ctx.findings.append(Finding(
+            category="structure", check="structure.specialised", severity=Severity.WARNING, entry=name,
+            message=f"and {len(specialised) - 8} more values the reference has as constants and the port computes"))
     if perm:
         desc = ", ".join(f"reference #{v} = port #{k}" for k, v in sorted(perm.items(), key=lambda kv: kv[1])
                          if k != v)

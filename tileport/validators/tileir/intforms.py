@@ -7,7 +7,8 @@ positive_inf>`), floor division (`rounding<negative_inf>`), floor-mod (`remi` fi
 compare) before hashing, with the condition under which the form equals it:
 
 * exact forms (`rounding<positive_inf>`, the floor-mod select, `mini`, an `if`/`yield` or `select` clamp) need none;
-* rounding toward zero equals flooring, and `remi` equals floor-mod, when the dividend is >= 0 and the divisor > 0;
+* rounding toward zero equals flooring, and `remi` equals floor-mod, when the dividend and the divisor are >= 0 (a
+  zero divisor is undefined in both forms);
   `(x + B - 1) / B` rounding toward zero is a ceil-division when x >= 0;
 * a signed and an unsigned compare agree when both operands are >= 0.
 
@@ -84,6 +85,12 @@ class Signs:
             return POS if lit > 0 else NONNEG if lit == 0 else UNKNOWN
         n = v.node
         if n is None:
+            loop = getattr(v, "owner_node", None)
+            if loop is not None and v.barg is not None and v.barg[1] == 0 and loop.op.name == "for" and \
+                    len(loop.operands) >= 3:
+                # a for loop's index runs from its lower bound upwards when its step is positive
+                lo, step = (self.of(loop.operands[k], depth + 1) for k in (0, 2))
+                return lo if step == POS else UNKNOWN
             return UNKNOWN
         name = n.op.name
         ops = n.operands
@@ -115,7 +122,7 @@ class Signs:
             if min(sa) == UNKNOWN:
                 return UNKNOWN
             return POS if (name == "addi" and max(sa) == POS) or min(sa) == POS else NONNEG
-        if name in ("divi", "remi") and len(sa) == 2 and sa[0] >= NONNEG and sa[1] == POS:
+        if name in ("divi", "remi") and len(sa) == 2 and sa[0] >= NONNEG and sa[1] >= NONNEG:
             return NONNEG
         if name == "mini" and len(sa) == 2:
             return min(sa)
@@ -161,6 +168,7 @@ def _yielded(region_nodes) -> object | None:
     return last.operands[0]
 
 
+_NEEDS_DIV = "the dividend >= 0 and the divisor >= 0 (dividing by 0 is undefined in both)"
 _MIN_PREDS = {"less_than": "min", "less_than_or_equal": "min", "greater_than": "max", "greater_than_or_equal": "max"}
 _SWAP = {"min": "max", "max": "min"}
 
@@ -217,14 +225,14 @@ def normalize(node, signs: Signs, h: Callable[..., str]) -> str | None:
                         ("x", x))
         if not trunc:
             return _set(node, h, "floor-division", "divi rounding<negative_inf>", (a, b), rt)
-        ok = signs.of(a) >= NONNEG and signs.of(b) == POS
+        ok = signs.of(a) >= NONNEG and signs.of(b) >= NONNEG
         return _set(node, h, "floor-division", "divi (rounding toward zero)", (a, b), rt,
-                    "the dividend >= 0 and the divisor > 0", ok, ("dividend", a), ("divisor", b))
+                    _NEEDS_DIV, ok, ("dividend", a), ("divisor", b))
     if name == "remi" and len(ops) == 2 and "unsigned" not in op.flags:
         a, b = ops
-        ok = signs.of(a) >= NONNEG and signs.of(b) == POS
+        ok = signs.of(a) >= NONNEG and signs.of(b) >= NONNEG
         return _set(node, h, "floor-mod", "remi (truncating: the sign follows the dividend)", (a, b), rt,
-                    "the dividend >= 0 and the divisor > 0", ok, ("dividend", a), ("divisor", b))
+                    _NEEDS_DIV, ok, ("dividend", a), ("divisor", b))
     if name == "select" and len(ops) == 3:
         fm = _floor_mod_select(ops)
         if fm is not None:

@@ -97,7 +97,8 @@ def format_report(rep: IRDiffReport, side_by_side: bool = False, width: int = 16
             if f.port_line is not None:
                 where.append(f"port:{f.port_line}")
             loc = f" [{' '.join(where)}]" if where else ""
-            out.append(f"  {_MARK[f.severity]} {f.check}{loc}: {f.message} [can change: {_CHANGES[f.consequence.value]}]")
+            changes = _CHANGES[f.consequence.value]
+            out.append(f"  {_MARK[f.severity]} {f.check}{loc}: {f.message} [can change: {changes}]")
     counts = {sev: sum(1 for f in rep.findings if f.severity == sev) for sev in Severity}
     out.append("")
     out.append(f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARNING]} warning(s), "

@@ -48,12 +48,14 @@ def _where(targets: list[str], target: str | None) -> str:
     return "on " + ", ".join(names) if names != ["other targets"] else "on every target"
 
 
-def _severity(key: str) -> Severity:
-    return Severity.WARNING if key in _SPEED_ONLY else Severity.ERROR
+def _severity(key: str, ref_value: str) -> Severity:
+    # a scheduling hint the reference applies and the port drops or changes stays an error; one only the port
+    # sets, or a latency / TMA hint, can change speed alone: a warning the perf gate confirms
+    return Severity.WARNING if key in _SPEED_ONLY or ref_value == "unset" else Severity.ERROR
 
 
-def _consequence(key: str) -> str:
-    if key in _SPEED_ONLY:
+def _consequence(key: str, ref_value: str = "") -> str:
+    if key in _SPEED_ONLY or ref_value == "unset":
         return "can change speed, not results: the perf gate confirms"
     return "changes how the kernel is scheduled on that target"
 
@@ -64,15 +66,15 @@ def check_op_hints(ctx: Ctx, r: Node, p: Node) -> None:
     if rh == ph:
         return
     for key, va, vb, ts in hint_differences(rh, ph, ctx.target):
-        ctx.add("hints", key, _severity(key),
+        ctx.add("hints", key, _severity(key, va),
                 f"{r.op.name} hint {key} {_where(ts, ctx.target)} is {va} in the reference but {vb} in the port "
-                f"({_consequence(key)})", r, p, va, vb)
+                f"({_consequence(key, va)})", r, p, va, vb)
 
 
 def check_entry_hints(ctx: Ctx) -> None:
     for key, va, vb, ts in hint_differences(ctx.ref.entry.hints, ctx.port.entry.hints, ctx.target):
         ctx.findings.append(Finding(
-            category="hints", check=f"hints.{key}", severity=_severity(key), entry=ctx.entry,
+            category="hints", check=f"hints.{key}", severity=_severity(key, va), entry=ctx.entry,
             message=f"entry hint {key} {_where(ts, ctx.target)} is {va} in the reference but {vb} in the port "
-                    f"({_consequence(key)})",
+                    f"({_consequence(key, va)})",
             ref_line=ctx.ref.entry.line, port_line=ctx.port.entry.line, ref=va, port=vb))

@@ -36,5 +36,6 @@ def check_loop(ctx: Ctx, r: Node, p: Node) -> None:
         pt = [v.type for v in pc]
         if rt != pt:
             ctx.add("loops", "carried_types", Severity.ERROR,
-                    f"{r.op.name} loop-carried values are {types_text(rt)} in the reference but {types_text(pt)} in the port",
+                    f"{r.op.name} loop-carried values are {types_text(rt)} in the reference but {types_text(pt)} in "
+                    f"the port",
                     r, p, types_text(rt), types_text(pt))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tileport.validators.tileir.canon import MEM_WRITES, CanonEntry, Node, Val, render
+from tileport.validators.tileir.checks.pointers import Linear, host_equation
 from tileport.validators.tileir.intforms import NONNEG, Signs
 
 _PREDICATES = ("less_than_or_equal", "less_than", "greater_than_or_equal", "greater_than", "equal", "not_equal")
@@ -27,7 +28,7 @@ _LANEWISE = frozenset({
 
 
 def conjuncts(v: Val | None, limit: int = 64) -> list[Val]:
-    """The conditions an i1 mask is the conjunction of (andi trees flattened; reshapes and broadcasts looked through)."""
+    """The conditions an i1 mask is the conjunction of (andi trees flattened; reshapes, broadcasts looked through)."""
     if v is None:
         return []
     n = v.node
@@ -88,6 +89,7 @@ class MaskVerdict:
 
 def compare_masks(rmask: Val | None, pmask: Val | None, ref: CanonEntry, port: CanonEntry) -> MaskVerdict:
     rs, ps = Signs(), Signs()
+    rl, pl = Linear(ref), Linear(port)
     rb = [_bound(v) for v in conjuncts(rmask)]
     pb = [_bound(v) for v in conjuncts(pmask)]
     used: set[int] = set()
@@ -116,15 +118,22 @@ def compare_masks(rmask: Val | None, pmask: Val | None, ref: CanonEntry, port: C
             if a.limit.hash == b.limit.hash:
                 match = (k, None)
                 break
-            ra, pa = _arg_role(a.limit, ref), _arg_role(b.limit, port)
-            if ra and pa and ra.startswith("shape") and pa.startswith("scalar"):
-                match = (k, f"`{condition_text(b.val, port)}` bounds by {pa} where the reference bounds by {ra}")
-                break
-            if a.limit.splat is not None and pa:
-                # the reference was specialised on the bound; the port takes it at run time
-                match = (k, f"`{condition_text(b.val, port)}` bounds by {pa} where the reference bounds by the "
-                            f"constant {a.limit.splat[1]}")
-                break
+        if match is None:
+            # the same bound written over other parameters: index - limit as linear forms, whose difference is an
+            # equation between the port's scalars and the reference's constants and shapes
+            for k, b in enumerate(pb):
+                if k in used or a.pred is None or a.pred != b.pred or not sign_free(a, b):
+                    continue
+                ra_, pa_ = a.val.node.operands, b.val.node.operands
+                la, lb = rl.difference(ra_[0], ra_[1]), pl.difference(pa_[0], pa_[1])
+                common = {t for t in la if lb.get(t) == la[t]}
+                rest_a = {t: c for t, c in la.items() if t not in common}
+                rest_b = {t: c for t, c in lb.items() if t not in common}
+                eq = host_equation(rest_a, rest_b, rl, pl) if rest_a or rest_b else ""
+                if eq is not None:
+                    match = (k, f"`{condition_text(b.val, port)}` is the reference's "
+                                f"`{condition_text(a.val, ref)}` when {eq}" if eq else None)
+                    break
         if match is None:
             out.lost.append(condition_text(a.val, ref))
             continue
@@ -135,12 +144,17 @@ def compare_masks(rmask: Val | None, pmask: Val | None, ref: CanonEntry, port: C
     return out
 
 
-def masked_lanes_unobservable(load: Node, mask: Val | None) -> bool:
-    """True when the lanes `mask` turns off in `load` can never reach memory or another lane: every use of the
-    loaded value is lane-wise and ends in pointer stores masked by at least the same conditions."""
+def masked_lanes_unobservable(load: Node, mask: Val | None) -> str:
+    """Whether the lanes `mask` turns off in `load` can reach memory or another lane: "no" when every use of the
+    loaded value is lane-wise and ends in pointer stores masked by at least the same conditions; "host" when the
+    stores bound the same indices with the same predicates but against other values (the same lanes when the
+    host passes equal shapes); "yes" otherwise."""
     if mask is None or not load.results:
-        return False
-    need = {v.hash for v in conjuncts(mask)}
+        return "yes"
+    need = conjuncts(mask)
+    need_h = {v.hash for v in need}
+    need_b = {(b.pred, b.index) for b in map(_bound, need)}
+    verdict = "no"
     stack = [(u, load) for u in load.users]
     seen: set[tuple[int, int]] = set()
     while stack:
@@ -152,13 +166,17 @@ def masked_lanes_unobservable(load: Node, mask: Val | None) -> bool:
         if name in MEM_WRITES:
             # only as the stored value (never an address or a mask), under at least the load's conditions
             if name != "store_ptr_tko" or len(u.operands) < 3 or u.operands[1].node is not src:
-                return False
+                return "yes"
             if any(v.node is src for v in (u.operands[0], u.operands[2])):
-                return False
-            if not need <= {v.hash for v in conjuncts(u.operands[2])}:
-                return False
+                return "yes"
+            have = conjuncts(u.operands[2])
+            if need_h <= {v.hash for v in have}:
+                continue
+            if None in {p for p, _ in need_b} or not need_b <= {(b.pred, b.index) for b in map(_bound, have)}:
+                return "yes"
+            verdict = "host"
             continue
         if name not in _LANEWISE:
-            return False
+            return "yes"
         stack.extend((w, u) for w in u.users)
-    return True
+    return verdict

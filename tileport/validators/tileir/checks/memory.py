@@ -88,8 +88,8 @@ def _compare_masks(ctx: Ctx, rm: Mem, pm: Mem) -> None:
                 f"port {lanes})", r, p, rt, pt)
     elif mv.host:
         ctx.add("memory", "mask_bound", Severity.WARNING,
-                f"{rm.what()}: " + "; ".join(mv.host) + ": equal when the host passes that shape (the host "
-                "stage's correctness tests confirm it)", r, p, rt, pt)
+                f"{rm.what()}: " + "; ".join(mv.host) + ": the same bounds when the host passes those values (the "
+                "host stage's correctness tests confirm it)", r, p, rt, pt)
 
 
 def _zero_vs_block_id(a: Val, b: Val) -> bool:
@@ -210,12 +210,19 @@ def _compare_mem(ctx: Ctx, rm: Mem, pm: Mem) -> None:
             _compare_masks(ctx, rm, pm)
         if rm.dir == "load":
             rpad, ppad = _pad_text(rm.pad_value), _pad_text(pm.pad_value)
-            if rpad != ppad and masked_lanes_unobservable(p, pm.mask):
+            seen_by = masked_lanes_unobservable(p, pm.mask) if rpad != ppad else "no"
+            if rpad != ppad and seen_by == "no":
                 # what the port stores is then decided by its masks alone, which the mask check judges
                 ctx.add("memory", "padding", Severity.NOTE,
                         f"{rm.what()} fills masked-off lanes with {rpad} in the reference but {ppad} in the port; "
                         f"the port never lets those lanes reach memory (every use is lane-wise and stored under the "
                         f"load's own conditions), so its padding cannot change a result", r, p, rpad, ppad)
+            elif rpad != ppad and seen_by == "host":
+                ctx.add("memory", "padding_host", Severity.WARNING,
+                        f"{rm.what()} fills masked-off lanes with {rpad} in the reference but {ppad} in the port; "
+                        f"the port stores every use lane-wise under bounds on the same indices but against other "
+                        f"parameters than the load's, so those lanes stay unstored when the host passes equal "
+                        f"shapes (the host stage's correctness tests confirm it)", r, p, rpad, ppad)
             elif rpad != ppad:
                 ctx.add("memory", "padding", Severity.ERROR,
                         f"{rm.what()} fills masked-off lanes with {rpad} in the reference but {ppad} in the port",

@@ -25,7 +25,8 @@ def check_mma(ctx: Ctx, r: Node, p: Node) -> None:
                         f"MMA operand {label} is {ri[k]} in the reference but {pi[k]} in the port", r, p,
                         ri[k], pi[k])
     elif ri != pi:
-        ctx.add("mma", "operands", Severity.ERROR, f"MMA types {types_text(ri)} vs {types_text(pi)}", r, p, types_text(ri), types_text(pi))
+        ctx.add("mma", "operands", Severity.ERROR, f"MMA types {types_text(ri)} vs {types_text(pi)}", r, p,
+                types_text(ri), types_text(pi))
     rf = [f for f in r.op.flags if f in ("signed", "unsigned")]
     pf = [f for f in p.op.flags if f in ("signed", "unsigned")]
     if rf != pf:

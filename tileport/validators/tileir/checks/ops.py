@@ -58,8 +58,8 @@ def _unpaired(ctx: Ctx, r: Node | None, p: Node | None) -> None:
         ctx.add("loops", "count", Severity.ERROR, f"{side} has a {name} loop the {other} lacks", r, p, *val)
     elif name in CONVERSIONS:
         ctx.add("conversions", "count", Severity.ERROR,
-                f"{side} converts {types_text(n.op.in_types)} -> {types_text(n.op.out_types)} ({name}); the {other} has no such "
-                f"conversion", r, p, *val)
+                f"{side} converts {types_text(n.op.in_types)} -> {types_text(n.op.out_types)} ({name}); the "
+                f"{other} has no such conversion", r, p, *val)
     elif name in TRANSCENDENTAL:
         ctx.add("math", "function", Severity.ERROR, f"{side} computes {name} {types_text(n.op.in_types)}; the {other} "
                 f"does not", r, p, *val)

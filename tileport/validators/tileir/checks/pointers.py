@@ -30,7 +30,7 @@ def _lit(v: Val) -> int | None:
         return None
 
 
-class _Linear:
+class Linear:
     def __init__(self, ce: CanonEntry):
         self.ce = ce
         self.shown: dict[str, Val] = {}  # index key -> a value to render it by
@@ -42,6 +42,13 @@ class _Linear:
                 return v
             v = n.operands[-1] if n.op.name == "assume" else n.operands[0]
         return v
+
+    def difference(self, a: Val, b: Val) -> dict[Term, int]:
+        """The linear form of a - b."""
+        out = defaultdict(int, self.of(a))
+        for t, c in self.of(b).items():
+            out[t] -= c
+        return {t: c for t, c in out.items() if c}
 
     def of(self, v: Val, depth: int = 0) -> dict[Term, int]:
         v = self.strip(v)
@@ -103,7 +110,7 @@ class _Linear:
 def compare_addresses(rptr: Val, pptr: Val, ref: CanonEntry, port: CanonEntry) -> tuple[str, str, list[str]] | None:
     """None when both address the same elements (possibly under host conditions, returned in the list);
     else (reference form, port form, []) for an error."""
-    rl, pl = _Linear(ref), _Linear(port)
+    rl, pl = Linear(ref), Linear(port)
     rb, rt = rl.pointer(rptr)
     pb, pt = pl.pointer(pptr)
     if rb is None or pb is None:
@@ -131,5 +138,29 @@ def compare_addresses(rptr: Val, pptr: Val, ref: CanonEntry, port: CanonEntry) -
         else:
             del left_p[partner]
     if unmatched_r or left_p:
-        return rl.text(rt), pl.text(pt), []
+        cond = host_equation(unmatched_r, left_p, rl, pl)
+        if cond is None:
+            return rl.text(rt), pl.text(pt), []
+        host.append(cond)
     return ("", "", host)
+
+
+def _only(terms: dict[Term, int], prefixes: tuple[str, ...]) -> bool:
+    """Every term is a constant or one parameter (no index) whose role starts with one of `prefixes`."""
+    return all(index == "1" and (not factors or (len(factors) == 1 and factors[0].startswith(prefixes)))
+               for index, factors in terms)
+
+
+def host_equation(ref_rest: dict[Term, int], port_rest: dict[Term, int], rl: "Linear",
+                  pl: "Linear") -> str | None:
+    """What is left after the common terms: the reference's constants and array shapes/strides against the port's
+    plain scalar parameters is an equation the host satisfies by what it passes (a port that takes `hidden_size`
+    where the reference folded 1024 or reads the array's shape); anything else is no equation."""
+    if not port_rest or not _only(port_rest, ("scalar",)) or not _only(ref_rest, ("shape", "stride")):
+        return None
+    if not any(f for _, f in port_rest):
+        return None
+    if all(c < 0 for c in port_rest.values()):
+        port_rest = {t: -c for t, c in port_rest.items()}
+        ref_rest = {t: -c for t, c in ref_rest.items()}
+    return f"{pl.text(port_rest)} = {rl.text(ref_rest)}"

@@ -36,5 +36,6 @@ def check_reduction(ctx: Ctx, r: Node, p: Node) -> None:
                     f"{r.op.name} combines with {rc} in the reference but {pc} in the port", r, p, rc, pc)
     if r.op.in_types != p.op.in_types and ra.get("dim") == pa.get("dim"):
         ctx.add("reduction", "dtype", Severity.ERROR,
-                f"{r.op.name} reduces {types_text(r.op.in_types)} in the reference but {types_text(p.op.in_types)} in the port",
+                f"{r.op.name} reduces {types_text(r.op.in_types)} in the reference but {types_text(p.op.in_types)} in "
+                f"the port",
                 r, p, types_text(r.op.in_types), types_text(p.op.in_types))
