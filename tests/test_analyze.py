@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tileport.validators.analysis import analyze_op, find_examples, load_analysis
+from tileport.validators.analysis.outdir import MARKER
 from tileport.validators.analysis.schema import Analysis
 from tileport.records import sha256_file
 
@@ -78,8 +79,8 @@ def test_every_example_analyses_with_artifacts_matching_their_hashes(analyses, s
             assert sha256_file(path) == art.sha256
         assert (out / inst.builds[0].cubin.path).read_bytes()[:4] == b"\x7fELF"
         assert inst.symbol in (out / inst.builds[0].text.path).read_text()
-    # nothing but what analysis.json lists (plus itself)
-    listed = {art.path for art in a.artifacts()} | {"analysis.json"}
+    # nothing but what analysis.json lists (plus itself and the marker that says tileport made the directory)
+    listed = {art.path for art in a.artifacts()} | {"analysis.json", MARKER}
     on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     assert on_disk == listed
     # every command that ran is recorded with its exit status

@@ -141,6 +141,33 @@ def test_one_kernel_never_launched_the_other_still_analysed(torch_python, tmp_pa
 
 
 @pytest.mark.slow
+def test_op_supplied_inputs_function_decides_what_is_captured(torch_python, tmp_path):
+    op = tmp_path / "rows.py"
+    op.write_text(textwrap.dedent('''
+        import torch
+        import cuda.tile as ct
+
+        @ct.kernel
+        def row_scale(x, y, N: ct.Constant[int]):
+            r = ct.bid(0)
+            ct.store(y, index=(r, 0), tile=ct.load(x, index=(r, 0), shape=(1, N)) * 3)
+
+        def scale_rows(x):
+            y = torch.empty_like(x)
+            ct.launch(torch.cuda.current_stream(), (x.shape[0],), row_scale, (x, y, x.shape[1]))
+            return y
+
+        def tileport_inputs(op, device):
+            for n in (64, 256):
+                yield op.scale_rows, (torch.empty((8, n), dtype=torch.bfloat16, device=device),), {}
+    '''))
+    a = analyse(op, tmp_path / "out", torch_python)
+    assert sorted(v.constants["N"] for v in a.variants) == [64, 256]
+    assert {inst.dtype for _, inst in a.instances()} == {"bfloat16"}
+    assert a.capture.calls == 2
+
+
+@pytest.mark.slow
 def test_cli_python_option_and_config_key(torch_python, tmp_path):
     (tmp_path / "tileport.toml").write_text(f'targets = ["sm_90"]\n[analysis]\npython = "{torch_python}"\n')
     r = tileport("analyze", str(HELDOUT / "tuned_add.py"), "--no-cubin", "--out", "o", cwd=tmp_path)

@@ -51,6 +51,10 @@ def available() -> str | None:
     return None
 
 
+class RankMismatch(Exception):
+    """Raised at an intercepted launch whose tensor ranks contradict the kernel body (so other ranks are tried)."""
+
+
 class Launch:
     def __init__(self, kernel: Any, grid: Any, args: tuple, where: str, entry: str, via: str):
         self.kernel, self.grid, self.args, self.where, self.entry, self.via = kernel, grid, args, where, entry, via
@@ -136,7 +140,11 @@ class Capture:
         return f"{Path(f.f_code.co_filename).name}:{f.f_lineno} in {f.f_code.co_name}" if f else "?"
 
     def launch(self, stream: Any, grid: Any, kernel: Any, kernel_args: Any, *a: Any, **kw: Any) -> None:
-        self.launches.append(Launch(kernel, grid, tuple(kernel_args), self._where(), self.entry, "ct.launch"))
+        ln = Launch(kernel, grid, tuple(kernel_args), self._where(), self.entry, "ct.launch")
+        bad = self.rank_mismatch(ln)
+        if bad:  # the wrapper accepted inputs of a rank the kernel does not take: stop before launching
+            raise RankMismatch(bad)
+        self.launches.append(ln)
         if self.real_gpu:
             self._orig_launch(stream, grid, kernel, kernel_args, *a, **kw)
 
@@ -354,7 +362,7 @@ def _try(cap: Capture, name: str, obj: Any, sig: inspect.Signature, ranks: dict[
             if len(cap.launches) == before:
                 cap.errors.append(f"{label}: {_short_error(e)}")
         bad = next((why for ln in cap.launches[before:] if (why := cap.rank_mismatch(ln))), None)
-        if bad:  # the wrapper accepted inputs of the wrong rank, the kernel would not: try other ranks
+        if bad:  # a search-space launch of the wrong rank (not stopped at ct.launch): try other ranks
             del cap.launches[before:]
             cap.errors.append(f"{label}: {bad}")
             return False

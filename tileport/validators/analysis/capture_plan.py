@@ -84,6 +84,7 @@ def captured_plan(module: Any, launches: list, static: StaticInfo, kernel_meta_f
     out_launches: list[LaunchInfo] = []
     notes: list[str] = []
     names_by_fn: dict[Any, str] = {}
+    first_value: dict[tuple[str, str], Any] = {}  # (kernel, unread constant) -> the value its variants all use
     for ln in launches:
         name, base = kernel_name(module, ln.kernel)
         fn = ln.kernel._annotated_function.pyfunc
@@ -133,10 +134,13 @@ def captured_plan(module: Any, launches: list, static: StaticInfo, kernel_meta_f
         if bad:
             notes.append(f"{ln.where}: launch of {name} skipped: {bad}")
             continue
+        s = by_static.get(name) or next((k for k in static.kernels if k.function == fn.__name__), None)
+        for c in [c for c in consts if s is not None and c not in s.reads]:
+            # the body never reads it: values differ only in the signature, so one variant covers them
+            consts[c] = first_value.setdefault((name, c), consts[c])
         extras = _extras(ln.kernel, base)
         values = {**consts, **extras}
         vname = ",".join(f"{c}={fmt_value(v)}" for c, v in values.items())
-        s = by_static.get(name) or next((k for k in static.kernels if k.function == fn.__name__), None)
         if name not in infos:
             infos[name] = KernelInfo(
                 name=name, line=fn.__code__.co_firstlineno, params=params, compiler_options=_options(ln.kernel),

@@ -171,24 +171,27 @@ def find_kernels(module, path: Path) -> dict[str, Any]:
     return found
 
 
-def export_all(kernels: dict[Any, Any], plan, params_by_kernel: dict[str, list[dict]], req: dict) -> dict:
-    """kernels: kernel object per kernel name, or per (kernel, variant name) for captured variants."""
+def export_all(kernels: dict[Any, Any], plan, params_by_kernel: dict[str, list[dict]], req: dict,
+               select=None) -> dict:
+    """Export every variant of the plan (those `select` accepts). kernels: the kernel object per kernel name, or
+    per (kernel, variant name) for captured variants. A variant cuda-tile rejects is dropped with a note; a kernel
+    left with none goes to `plan.failed` with the message, so the op's other kernels are still analysed."""
     out_dir = Path(req["out_dir"])
     results: dict[str, Any] = {}
     for v in list(plan.variants):
-        if (v.kernel, v.name) in kernels:  # a captured variant: the inputs tried may be ones the op rejects too
-            try:
-                results.update(_export_variant(kernels, v, params_by_kernel, req, out_dir))
-            except ChildError as e:
-                for inst in v.instances:
-                    for target in req["targets"]:
-                        (out_dir / target / f"{inst.stem}.tileirbc").unlink(missing_ok=True)
-                plan.variants.remove(v)
-                plan.notes.append(f"captured variant dropped: {e.message.split(': ', 1)[-1]}")
-                if not any(x.kernel == v.kernel for x in plan.variants):
-                    plan.failed[v.kernel] = e.message
+        if select is not None and not select(v):
             continue
-        results.update(_export_variant(kernels, v, params_by_kernel, req, out_dir))
+        try:
+            results.update(_export_variant(kernels, v, params_by_kernel, req, out_dir))
+        except ChildError as e:
+            for inst in v.instances:
+                for target in req["targets"]:
+                    (out_dir / target / f"{inst.stem}.tileirbc").unlink(missing_ok=True)
+            plan.variants.remove(v)
+            if any(x.kernel == v.kernel for x in plan.variants):
+                plan.notes.append(f"variant dropped: {e.message}")
+            else:
+                plan.failed[v.kernel] = e.message
     return results
 
 
@@ -253,9 +256,18 @@ def run(req: dict) -> dict:
     except UserError as e:
         raise ChildError("plan", str(e)) from None
     objects: dict[Any, Any] = dict(kernels)
-    # Capture runs when static analysis left something open: a kernel it could not plan, a launch whose
-    # kernel it could not name, a kernel defined inside a function (factory), or no module-level kernel.
+    planning_failed = set(plan.failed)
+    # Capture runs when static analysis left something open: a kernel it could not plan (or whose planned
+    # variants cuda-tile rejects, e.g. an array dtype it assumed), a launch whose kernel it could not name, a
+    # kernel defined inside a function (factory), or no module-level kernel.
     open_kernels = set(plan.failed) | {v.kernel for v in plan.variants if "no launch found" in v.sources}
+    if kernel_filter is not None:
+        plan.variants = [v for v in plan.variants if v.kernel == kernel_filter]
+    t_plan = time.perf_counter()
+    export = req.get("export", True)
+    exports = export_all(objects, plan, _params(plan), req) if export else {}
+    open_kernels |= set(plan.failed) - planning_failed
+    t_static_export = time.perf_counter() - t_plan
     need = bool(open_kernels) or not kernels or static.factory_kernels or \
         any(ln.kernel is None for ln in static.launches)
     capture_info = None
@@ -266,7 +278,7 @@ def run(req: dict) -> dict:
         why_not = cap_mod.available()
         if why_not is not None:
             hint = f"launch capture needs torch, which {sys.executable} lacks; {NO_TORCH_HINT}"
-            plan.failed = {k: f"{msg}; {hint}" for k, msg in plan.failed.items()}
+            plan.failed = {k: f"{msg}; {hint}" if k in planning_failed else msg for k, msg in plan.failed.items()}
             plan.notes.append(hint)
             if not kernels:
                 raise ChildError("no_kernel", f"{path.name}: no module-level @ct.kernel; {hint}")
@@ -283,22 +295,31 @@ def run(req: dict) -> dict:
         raise ChildError("no_kernel", f"{path.name}: no @ct.kernel function found; decorate the device function "
                                       "with @ct.kernel (import cuda.tile as ct)")
     if kernel_filter is not None:
-        names = {k.name for k in plan.kernels} | set(plan.failed)
+        names = {k.name for k in plan.kernels} | set(plan.failed) | {m.name for m in metas}
         if kernel_filter not in names:
             raise ChildError("plan", f"{path.name}: no kernel named '{kernel_filter}'; kernels: "
                                      f"{', '.join(sorted(names))}")
         plan.variants = [v for v in plan.variants if v.kernel == kernel_filter]
         plan.failed = {k: m for k, m in plan.failed.items() if k == kernel_filter}
-    params_by_kernel = {k.name: [p.model_dump() for p in k.params] for k in plan.kernels}
-    t_plan = time.perf_counter()
-    exports = export_all(objects, plan, params_by_kernel, req) if req.get("export", True) else {}
+    t0 = time.perf_counter()
+    if export and capture_info is not None:  # the captured variants
+        exports.update(export_all(objects, plan, _params(plan), req, select=lambda v: (v.kernel, v.name) in objects))
+        kept = {inst.stem for v in plan.variants for inst in v.instances}
+        for stem in [s for s in exports if s not in kept]:  # static variants that capture replaced
+            for b in exports.pop(stem)["builds"].values():
+                (Path(req["out_dir"]) / b["path"]).unlink(missing_ok=True)
+    t_export = t_static_export + time.perf_counter() - t0
     t_end = time.perf_counter()
     from tileport.validators.analysis.signature import ASSUMPTION
     return {"ok": True, "cuda_tile": getattr(ct, "__version__", None), "plan": plan.model_dump(mode="json"),
             "assumption": ASSUMPTION, "capture": capture_info,
             "exports": exports,
-            "seconds": {"import": round(t_import - t_start, 4), "plan": round(t_plan - t_import - t_cap, 4),
-                        "capture": round(t_cap, 4), "export": round(t_end - t_plan, 4)}}
+            "seconds": {"import": round(t_import - t_start, 4), "plan": round(t_plan - t_import, 4),
+                        "capture": round(t_cap, 4), "export": round(t_export, 4)}}
+
+
+def _params(plan) -> dict[str, list[dict]]:
+    return {k.name: [p.model_dump() for p in k.params] for k in plan.kernels}
 
 
 def _merge_capture(module, path: Path, plan, kernels: dict, metas: list, static, open_kernels: set[str],
@@ -317,7 +338,8 @@ def _merge_capture(module, path: Path, plan, kernels: dict, metas: list, static,
     variants = [v for v in plan.variants if v.kernel not in take] + [v for v in cplan.variants if v.kernel in take]
     launches = [ln for ln in plan.launches if ln.kernel not in take] + [ln for ln in cplan.launches if ln.kernel in take]
     failed = {k: m for k, m in plan.failed.items() if k not in take}
-    notes = list(plan.notes) + cplan.notes
+    notes = [n for n in plan.notes if not any(n.startswith(f"{k}.") or n.startswith(f"{k}:") for k in take)]
+    notes += cplan.notes
     for name in [n for n in failed]:
         tried = result["tried"]
         calls = "; ".join(tried[:3]) + (f" and {len(tried) - 3} more" if len(tried) > 3 else "")
