@@ -140,6 +140,30 @@ def _retrying(what: str, path: object, fn):
             delay = min(delay * 2, 0.5)
 
 
+class _Database(sqlite_utils.Database):
+    """sqlite-utils' Database whose outermost `atomic()` takes the write lock up front (BEGIN IMMEDIATE, retried
+    while busy): every write transaction, tileport's or a caller's `store.db.atomic()`, is safe under concurrency."""
+
+    store_path: object = None
+
+    @contextlib.contextmanager
+    def atomic(self):
+        conn = self.conn
+        if conn.in_transaction:
+            with super().atomic():
+                yield self
+            return
+        _retrying("starting a write", self.store_path, lambda: conn.execute("BEGIN IMMEDIATE"))
+        try:
+            yield self
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        else:
+            _retrying("committing", self.store_path, lambda: conn.execute("COMMIT"))
+
+
 class Store:
     """Typed access to the tileport database; every write also appends an event.
 
@@ -157,7 +181,8 @@ class Store:
         try:
             conn = sqlite3.connect(str(path), timeout=min(30.0, limits.STORE_BUSY.value), check_same_thread=False,
                                    isolation_level=None)
-            self.db = sqlite_utils.Database(conn)
+            self.db = _Database(conn)
+            self.db.store_path = self.path
             if not memory:
                 _retrying("switching it to WAL", self.path, self._enable_wal)
             self.db.execute("PRAGMA foreign_keys = ON")
@@ -188,23 +213,9 @@ class Store:
         if self.db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             self.db.execute("PRAGMA journal_mode = wal")
 
-    @contextlib.contextmanager
     def _write(self):
         """One write transaction: BEGIN IMMEDIATE (retried while busy); nested calls become savepoints."""
-        conn = self.db.conn
-        if conn.in_transaction:
-            with self.db.atomic():
-                yield
-            return
-        _retrying("starting a write", self.path, lambda: conn.execute("BEGIN IMMEDIATE"))
-        try:
-            yield
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        else:
-            _retrying("committing", self.path, lambda: conn.execute("COMMIT"))
+        return self.db.atomic()
 
     @property
     def schema_version(self) -> int:
