@@ -652,9 +652,43 @@ def store_cases() -> list[Case]:
             for k, mk in kinds.items() for c, argv in cmds.items()]
 
 
+def workflow_cases() -> list[Case]:
+    """The conversion workflow's commands (run, approve, reject, merge, worktrees) on hostile arguments."""
+    cases = []
+    ints = ["99999999999999999999", "-1", "0", "9223372036854775808", "7", "abc"]
+    for v in ints:
+        for cmd in (["approve", v], ["approve", v, "--override", "perf", "--reason", "x"],
+                    ["reject", v, "--reason", "bad"], ["merge", v, "--check"], ["run", "--resume", v],
+                    ["worktrees", "prune", v]):
+            cases.append(Case(f"workflow/{' '.join(cmd)}", cmd, _ok_store, expect=(1, 2), group="workflow"))
+    for v in ("nan", "inf", "-1", "1e999", "0"):
+        cases.append(Case(f"workflow/worktrees --lock-age {v}", ["worktrees", "recover", "--lock-age", v],
+                          _ok_store, expect=(2,), group="workflow"))
+    for v in ("0", "-1", "99999999999999999999"):
+        for flag in ("--jobs", "--model-jobs", "--cargo-jobs", "--gpu-jobs"):
+            cases.append(Case(f"workflow/run {flag} {v}", ["run", "op.py", flag, v, "--model", "none"],
+                              _w("op.py", GOOD_OP), expect=(2,), group="workflow"))
+    for kind in ("missing", "directory", "fifo", "dev_zero", "binary", "huge", "deep", "symlink_loop",
+                 "unix_socket"):
+        make = KINDS[kind]
+        cases.append(Case(f"workflow/run op {kind}", ["run", "op.py", "--model", "none"],
+                          lambda root, make=make: make(root, "op.py", "py"), expect=(2,), group="workflow"))
+        cases.append(Case(f"workflow/run --model scripted:{kind}", ["run", "op.py", "--model", "scripted:t.json"],
+                          lambda root, make=make: (_w("op.py", GOOD_OP)(root), make(root, "t.json", "json")),
+                          expect=(2,), group="workflow"))
+    for repo in ("notes.txt", "pipe", "missing-dir", "/proc/self", "/dev/null"):
+        cases.append(Case(f"workflow/run --repo {repo}", ["run", "op.py", "--repo", repo, "--model", "none"],
+                          _user_tree, expect=(2,), group="workflow"))
+    for url in ("http://[::1", "ftp://x", "http://127.0.0.1:99999/v1", "scripted:", "http://" + "a" * 5000):
+        cases.append(Case(f"workflow/run --model {url[:30]}", ["run", "op.py", "--model", url],
+                          _w("op.py", GOOD_OP), expect=(2,), group="workflow"))
+    return cases
+
+
 def all_cases() -> list[Case]:
     cases = (file_entry_cases() + config_cases() + declaration_cases() + source_cases() + int_arg_cases()
-             + url_cases() + server_cases() + out_path_cases() + ir_semantic_cases() + store_cases())
+             + url_cases() + server_cases() + out_path_cases() + ir_semantic_cases() + store_cases()
+             + workflow_cases())
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
