@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tileport.cli._common import config_from, open_store
+from tileport.cli._common import config_from, int_in, open_store
 from tileport.records import ApprovalRecord, GateStatus
 from tileport.worktrees.approval import approve, override
 
@@ -18,7 +18,7 @@ from tileport.worktrees.approval import approve, override
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("approve", help="approve a conversion's branch HEAD (bound to that commit)",
                        description="Approve the conversion branch's current HEAD, recording the gate results seen.")
-    p.add_argument("id", type=int, help="conversion id (`tileport status` lists them)")
+    p.add_argument("id", type=int_in(1, (1 << 63) - 1), help="conversion id (`tileport status` lists them)")
     p.add_argument("--comment", help="a note for the record")
     p.add_argument("--override", nargs="+", metavar="GATE",
                    help="let these unsatisfied gates through (needs [approval] allow_override and --reason)")

@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from tileport.cli._common import config_from, open_store
+from tileport.cli._common import config_from, int_in, open_store
 from tileport.worktrees.merge import check_merge, merge, rebase
 
 
@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("merge", help="merge an approved conversion whose gates passed on its HEAD",
                        description="Merge the conversion branch into its base branch (or --into) if every required "
                                    "gate passed on its exact HEAD and that HEAD is approved; else say why, exit 1.")
-    p.add_argument("id", type=int, help="conversion id (`tileport status` lists them)")
+    p.add_argument("id", type=int_in(1, (1 << 63) - 1), help="conversion id (`tileport status` lists them)")
     p.add_argument("--into", metavar="BRANCH", help="target branch (default: the branch the conversion started from)")
     p.add_argument("--rebase", action="store_true", help="rebase the branch onto the target's tip instead "
                                                           "(the gates must then re-run)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tileport.cli._common import config_from, open_store
+from tileport.cli._common import config_from, int_in, open_store
 from tileport.cli.approve import describe
 from tileport.worktrees.approval import reject
 
@@ -13,7 +13,7 @@ from tileport.worktrees.approval import reject
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("reject", help="reject a conversion's branch HEAD (needs a reason)",
                        description="Reject the conversion branch's current HEAD; a merge of that commit is refused.")
-    p.add_argument("id", type=int, help="conversion id (`tileport status` lists them)")
+    p.add_argument("id", type=int_in(1, (1 << 63) - 1), help="conversion id (`tileport status` lists them)")
     p.add_argument("--reason", required=True, help="why (required)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from tileport.cli._common import config_from
+from tileport.cli._common import config_from, int_in
 from tileport.errors import UserError
 
 
@@ -23,11 +23,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", metavar="URL|scripted:TRANSCRIPT|none",
                    help="who writes the kernel: a vLLM URL, a scripted transcript, or none (the draft translator); "
                         "default: [model] base_url of tileport.toml")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="conversions at once (default 1)")
-    p.add_argument("--model-jobs", type=int, default=2, metavar="N", help="model calls at once (default 2)")
-    p.add_argument("--cargo-jobs", type=int, default=1, metavar="N", help="cargo builds at once (default 1)")
-    p.add_argument("--gpu-jobs", type=int, default=1, metavar="N", help="GPU gates at once (default 1)")
-    p.add_argument("--resume", type=int, metavar="ID", help="continue a stopped conversion from the store")
+    p.add_argument("--jobs", type=int_in(1, 256), default=1, metavar="N", help="conversions at once (default 1)")
+    p.add_argument("--model-jobs", type=int_in(1, 256), default=2, metavar="N", help="model calls at once (default 2)")
+    p.add_argument("--cargo-jobs", type=int_in(1, 256), default=1, metavar="N", help="cargo builds at once (default 1)")
+    p.add_argument("--gpu-jobs", type=int_in(1, 256), default=1, metavar="N", help="GPU gates at once (default 1)")
+    p.add_argument("--resume", type=int_in(1, (1 << 63) - 1), metavar="ID", help="continue a stopped conversion from the store")
     p.set_defaults(func=run)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tileport.cli._common import config_from, open_store
+from tileport.cli._common import config_from, int_in, open_store, seconds
 from tileport.worktrees.lifecycle import list_worktrees, prune, recover
 
 
@@ -20,8 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="List conversion worktrees; prune those of merged or rejected conversions; "
                                    "recover after a crash without losing work.")
     p.add_argument("action", nargs="?", choices=("list", "prune", "recover"), default="list")
-    p.add_argument("ids", nargs="*", type=int, help="prune only these conversions")
-    p.add_argument("--lock-age", type=float, default=60.0, metavar="SECONDS",
+    p.add_argument("ids", nargs="*", type=int_in(1, (1 << 63) - 1), help="prune only these conversions")
+    p.add_argument("--lock-age", type=seconds(0, 366 * 86400), default=60.0, metavar="SECONDS",
                    help="recover: a lock file older than this is stale (default 60)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
@@ -31,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
     config = config_from(args)
     store = open_store(config)
     try:
+        for cid in args.ids:
+            store.conversion(cid)  # an id that names no conversion is a typo: say so, do not prune nothing quietly
         if args.action == "prune":
             states = prune(store, config, args.ids or None)
         elif args.action == "recover":

@@ -26,6 +26,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from tileport import limits
+from tileport.errors import UserError
 from tileport.local_models.client import ModelClient
 from tileport.local_models.protocol import (
     CancelToken,
@@ -55,7 +57,10 @@ def load_transcript(name_or_path: str | Path) -> dict:
     p = Path(name_or_path)
     if not p.suffix:
         p = TRANSCRIPTS_DIR / f"{p}.json"
-    return json.loads(p.read_text(encoding="utf-8"))
+    data = limits.read_json(p, "a scripted-model transcript (.json)")
+    if not isinstance(data, dict):
+        raise UserError(f"{p}: a transcript is a JSON object; this one is a {type(data).__name__}")
+    return data
 
 
 def _tool_choice_name(choice: Any) -> Any:
