@@ -112,6 +112,17 @@ MIGRATIONS = (_v1, _v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def json_column(raw: Any, path: object, where: str) -> Any:
+    """A JSON column's value; a damaged one is one line naming the store and the column, not a traceback."""
+    if raw is None or raw == "":
+        return None
+    try:
+        return json.loads(raw if isinstance(raw, (str, bytes)) else str(raw))
+    except (ValueError, RecursionError) as e:  # tileport wrote it (NaN included): only damage fails here
+        raise UserError(f"{path}: {where} holds no valid JSON ({str(e)[:120]}); the store is damaged: move it "
+                        "aside or restore it from a backup") from None
+
+
 def _busy(e: sqlite3.OperationalError) -> bool:
     msg = str(e).lower()
     return "locked" in msg or "busy" in msg
@@ -255,7 +266,7 @@ class Store:
             where += " and conversion_id = ?"
             args.append(conversion_id)
         rows = self.db["events"].rows_where(where, args, order_by="id")
-        return [{**r, "payload": json.loads(r["payload"])} for r in rows]
+        return [{**r, "payload": json_column(r["payload"], self.path, "events.payload")} for r in rows]
 
     # conversions ------------------------------------------------------------------------------
     def add_conversion(self, op_path: str, kernel: str | None = None, branch: str | None = None,
@@ -365,7 +376,7 @@ class Store:
 
     def stage_commands(self, stage_run_id: int) -> list[dict]:
         rows = self.db["commands"].rows_where("stage_run_id = ?", [stage_run_id], order_by="seq")
-        return [{**r, "argv": json.loads(r["argv"])} for r in rows]
+        return [{**r, "argv": json_column(r["argv"], self.path, "commands.argv")} for r in rows]
 
     def stage_artifacts(self, stage_run_id: int) -> list[dict]:
         return list(self.db["artifacts"].rows_where("stage_run_id = ?", [stage_run_id], order_by="id"))

@@ -8,6 +8,7 @@ import json
 
 from tileport.cli._common import config_from, int_in, open_store
 from tileport.records import Stage
+from tileport.store import json_column
 
 STAGE_ORDER = [s.value for s in Stage]
 
@@ -44,7 +45,7 @@ def _summary(store, c: dict, caps: dict[str, int]) -> dict:
 def _detail(store, cid: int, caps: dict[str, int]) -> dict:
     runs = []
     for r in store.stage_runs(cid):
-        details = json.loads(r["details"]) if r.get("details") else {}
+        details = json_column(r.get("details"), store.path, "stage_runs.details") or {}
         runs.append({**r, "details": details, "commands": store.stage_commands(r["id"]),
                      "artifacts": store.stage_artifacts(r["id"])})
     conv = store.conversion(cid)
