@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -197,7 +198,12 @@ def test_changed_evidence_is_an_error_not_a_pass(env):
                                                   artifacts=[ArtifactRecord.of("perf", report)],
                                                   details={"geomean": 0.97}), commit=conv.stage_commit("E"))
     approval.approve(conv.store, load_config(cfg), conv.cid)
-    report.write_text('{"geomean": 0.5}')
+    # The store points at an immutable, content-addressed copy of the report (issue #8): rewriting the worktree's
+    # file no longer changes the evidence; tampering with the copy the store points at must still be caught.
+    pinned = Path(conv.store.db.execute("select path from artifacts where kind = 'perf'").fetchone()[0])
+    assert pinned != report and pinned.read_text() == '{"geomean": 0.97}'
+    pinned.chmod(0o644)
+    pinned.write_text('{"geomean": 0.5}')
     refused(cfg, conv, "gate E error (evidence", "perf.json changed")
 
 

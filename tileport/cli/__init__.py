@@ -9,6 +9,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from tileport import __version__
 from tileport.errors import UserError
@@ -18,8 +19,15 @@ COMMANDS = ("run", "analyze", "build_rust", "ir_diff", "model", "status", "appro
             "doctor", "tui")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with tileport's error shape: one line naming the problem and where help is, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tileport",
         description="Port cuTile Python kernels to cuTile Rust; compilers, Tile IR, tests and device time judge.",
     )
