@@ -1,4 +1,4 @@
-"""The hostile bad-input corpus (tests/hostile/corpus.py, 500+ cases over every CLI entry): the figures of
+"""The hostile bad-input corpus (tests/hostile/corpus.py, 600+ cases over every CLI entry): the figures of
 issue #8 are part of the suite. Goal: 0 tracebacks, 0 hangs, 0 user paths lost, 0 wrong verdicts."""
 
 from __future__ import annotations
