@@ -138,6 +138,7 @@ class _Builder:
         self.ctx, self.analysis = ctx, analysis
         self.last = None
         self.last_key: str | None = None
+        self.commands: list = []  # every command of every build this attempt ran (the writer's and the judge's)
 
     def _key(self) -> str:
         import hashlib
@@ -185,6 +186,7 @@ class _Builder:
         try:
             with self.ctx.limits.cargo:
                 build = build_crate(layout, opts)
+            self.commands.extend(build.commands)
         except EnvironmentBlocked as e:
             self.last = BuildCheck(False, f"BLOCKED: {e}", blocked=str(e))
             return self.last
@@ -255,5 +257,6 @@ def run(ctx) -> StageResult:
     for kind, f in (("kernel", p.kernel_rs), ("spec", p.spec_json)):
         if f.is_file():
             arts.append(ArtifactRecord.of(kind, f))
+    details["builds"] = sum(1 for c in builder.commands if Path(c.argv[0]).name == "cargo")
     return r.model_copy(update={"tokens": out.tokens, "model_id": out.model_id, "details": details,
-                                "artifacts": arts})
+                                "artifacts": arts, "commands": list(builder.commands)})
