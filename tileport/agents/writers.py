@@ -74,6 +74,7 @@ class KernelTask:
     feedback: str  # previous attempt's diagnostics or the diagnoser's next edit ("" on a first attempt)
     build: Callable[[], BuildCheck]
     analysis: Any = None  # validators.analysis.schema.Analysis
+    examples: dict[str, str] = field(default_factory=dict)  # worked ports: name -> kernel.rs
 
 
 @dataclass
@@ -146,6 +147,9 @@ class KernelWriterLoop(AgentLoop):
                  "## Reference Tile IR (tileirdisasm)\n```\n" + task.reference_ir.strip()[:6000] + "\n```",
                  "## spec.json (current)\n```json\n" + (task.spec_path.read_text(encoding="utf-8")
                                                        if task.spec_path.is_file() else "{}")[:4000] + "\n```"]
+        for name, src in task.examples.items():
+            parts.append(f"## A worked port ({name}, cutile 0.5.0; it builds and passes its self-check)\n```rust\n"
+                         + src.strip()[:4000] + "\n```")
         if task.feedback:
             parts.append("## What to fix from the previous attempt\n" + task.feedback[:6000])
         return "\n\n".join(parts)

@@ -104,6 +104,20 @@ def _analysis_summary(analysis) -> str:
     return "\n".join(lines)
 
 
+WORKED_PORTS = Path(__file__).resolve().parents[3] / "ports"  # the hand-written ports of a source checkout
+EXAMPLE_PORTS = ("softmax", "silu_and_mul", "vector_add")
+
+
+def worked_examples(op: str, limit: int = 2) -> dict[str, str]:
+    """Up to `limit` worked ports for the writer's context (never the op's own port: that would be the answer)."""
+    out: dict[str, str] = {}
+    for name in EXAMPLE_PORTS:
+        f = WORKED_PORTS / name / "kernel.rs"
+        if name != op and f.is_file() and len(out) < limit:
+            out[name] = f.read_text(encoding="utf-8")
+    return out
+
+
 def _feedback(ctx) -> str:
     """What the writer must fix: the diagnoser's next edit, else the previous B attempt's diagnostics."""
     prev = ctx.latest()
@@ -124,6 +138,7 @@ class _Builder:
         self.ctx, self.analysis = ctx, analysis
         self.last = None
         self.last_key: str | None = None
+        self.commands: list = []  # every command of every build this attempt ran (the writer's and the judge's)
 
     def _key(self) -> str:
         import hashlib
@@ -171,6 +186,7 @@ class _Builder:
         try:
             with self.ctx.limits.cargo:
                 build = build_crate(layout, opts)
+            self.commands.extend(build.commands)
         except EnvironmentBlocked as e:
             self.last = BuildCheck(False, f"BLOCKED: {e}", blocked=str(e))
             return self.last
@@ -208,7 +224,7 @@ def run(ctx) -> StageResult:
                       kernels=sorted({v.kernel for v in analysis.variants}),
                       analysis_summary=_analysis_summary(analysis), reference_ir=_reference_ir(analysis),
                       kernel_path=p.kernel_rs, spec_path=p.spec_json, feedback=_feedback(ctx), build=builder,
-                      analysis=analysis)
+                      analysis=analysis, examples=worked_examples(ctx.op))
     out = ctx.writer.write_kernel(ctx, task)
     base = dict(out.details)
     common = dict(stage=STAGE, attempt=ctx.attempt, started_at=started, tokens=out.tokens, model_id=out.model_id)
@@ -241,5 +257,6 @@ def run(ctx) -> StageResult:
     for kind, f in (("kernel", p.kernel_rs), ("spec", p.spec_json)):
         if f.is_file():
             arts.append(ArtifactRecord.of(kind, f))
+    details["builds"] = sum(1 for c in builder.commands if Path(c.argv[0]).name == "cargo")
     return r.model_copy(update={"tokens": out.tokens, "model_id": out.model_id, "details": details,
-                                "artifacts": arts})
+                                "artifacts": arts, "commands": list(builder.commands)})
