@@ -14,10 +14,15 @@ How it decides:
 2. **Canonical form** (`tileir.canon`): per-op structural hashes, insensitive to SSA names,
    independent-op order, duplicated constants/CSE, assumes, dead code and debug info. Equal
    entry hashes mean structurally identical.
-3. **Alignment**: ops with equal hashes are paired; the rest are paired by op family, local
-   signature and already-paired operands. Status per op: same, changed (its own attributes or
-   types differ), downstream (identical op fed by a changed value), ref_only, port_only, benign.
-4. **Checks**, each a named category: memory, mma, reduction, math, loops, assumptions,
+   Equivalent integer forms (`tileir.intforms`) hash alike; parameters are named by role.
+3. **Alignment** (`tileir.align`): ops with equal hashes are paired; then anchors (memory ops,
+   loops, branches, MMAs) by similarity and their operands by role; constants only by role.
+   Where the reference was compiled for fixed sizes the port computes from parameters
+   (`tileir.specialise`), the port is canonicalised again with those values read as the constants.
+   Status per op: same, changed (its own attributes or types differ), downstream (identical op fed
+   by a changed value), ref_only, port_only, benign.
+4. **Checks** (`tileir.checks`, one module per category; each finding carries its consequence:
+   values, speed, host or neither, and its severity follows it): memory, mma, reduction, math, loops, assumptions,
    conversions, hints, entries, structure; `benign` collects dead code, CSE duplicates, extra
    `assume bounded` and debug info. If two entries differ and no check can say why, a
    `structure.dataflow` error names the first differing ops: a difference never passes silently.
