@@ -489,12 +489,14 @@ class _Builder:
             self.assumes.append(AssumeFact(pred, op.attrs.get(pred, ""), target.stripped, node))
             fwd = target
             node.hash = _h("assume", pred, op.attrs.get(pred, ""), target.stripped.hash)
-        elif name in ("muli", "addi", "subi") and len(node.operands) == 2 and rtypes \
-                and all(v.type == rtypes[0] for v in node.operands):
-            # integer identities (x*1, x+0, x-0): frontends differ in whether they fold them, e.g. cuTile
-            # Python's `Array.slice` offset `start * stride` with start 0 and a unit stride
+        elif name in ("muli", "addi", "subi", "mulf", "addf") and len(node.operands) == 2 and rtypes \
+                and all(squeeze(v.type) == squeeze(rtypes[0]) for v in node.operands) and not op.attrs.get(
+                    "rounding") and "flush_to_zero" not in op.attrs:
+            # identities (x*1, x+0, x-0): frontends differ in whether they fold them, e.g. cuTile Python's
+            # `Array.slice` offset `start * stride` with start 0 and a unit stride, or `full(0.0) + x`. For floats
+            # x * 1.0 is exact and x + 0.0 differs only in turning -0.0 into +0.0
             a, b = node.operands
-            unit = "1" if name == "muli" else "0"
+            unit = ("1.0" if name == "mulf" else "0.0") if name.endswith("f") else ("1" if name == "muli" else "0")
             if b.splat is not None and b.splat[1] == unit:
                 fwd = a
             elif a.splat is not None and a.splat[1] == unit and name != "subi":
