@@ -347,11 +347,12 @@ def _left_pad(t: str, like: str) -> str:
 
 class _Builder:
     def __init__(self, entry: Entry, path: str | None, array_map: dict[int, int] | None = None,
-                 subst: dict[tuple[int, int], tuple[str, str]] | None = None):
+                 subst: dict[tuple[int, int], tuple[str, str]] | None = None, strip_padding: bool = False):
         self.entry = entry
         self.path = path
         self.array_map = array_map
         self.subst = subst or {}
+        self.strip_padding = strip_padding
         self.nodes: list[Node] = []
         self.env: dict[str, Val] = {}
         self.scopes: list[list] = [[]]
@@ -475,6 +476,8 @@ class _Builder:
 
         attr_key = _attr_key(op)
         types_key = _types_key(op)
+        if self.strip_padding and "padding_value" in types_key:
+            types_key = _PAD_TYPE_RE.sub("", types_key)
         # compared only within one run: plain tuples, no hashing needed
         node.local = (name, attr_key, types_key, len(op.regions))
         node.attrs_key = (name, attr_key, len(op.regions))
@@ -773,11 +776,14 @@ def release(ce: CanonEntry) -> None:
 
 
 def canonicalize(entry: Entry, path: str | None = None, array_map: dict[int, int] | None = None,
-                 subst: dict[tuple[int, int], tuple[str, str]] | None = None) -> CanonEntry:
+                 subst: dict[tuple[int, int], tuple[str, str]] | None = None,
+                 strip_padding: bool = False) -> CanonEntry:
     """Canonical form of one entry. `array_map` renumbers pointer parameters (ordinal -> ordinal),
     for a port that takes its arrays in another order than the reference; `subst` reads the results of the
-    ops at the given (line, result index) as constants (a reference specialised where the port is general)."""
-    return _Builder(entry, path, array_map, subst).build()
+    ops at the given (line, result index) as constants (a reference specialised where the port is general);
+    `strip_padding` hashes view types without their padding value (both sides, once the only padding differences
+    are lanes the reference leaves undefined: then what is computed from them can be compared)."""
+    return _Builder(entry, path, array_map, subst, strip_padding).build()
 
 
 # ---------------------------------------------------------------------------------------------
