@@ -296,3 +296,11 @@ def test_a_scheduling_hint_only_the_port_sets_is_a_speed_warning():
     f = next(f for f in rep.findings if f.check == "hints.occupancy")
     assert f.severity == Severity.WARNING and f.consequence == Consequence.SPEED and (f.ref, f.port) == ("unset", "2")
     assert passes(rep)
+
+
+def test_values_computed_from_a_load_the_port_pads_more_still_pair():
+    rep = diff_texts(ir(P.count_from_memory, P.COUNT_SIG), ir(P.count_from_memory_zero_padded, P.COUNT_SIG))
+    assert passes(rep), errors(rep)
+    assert "memory.padding" in rep.checks(Severity.NOTE)
+    rep = diff_texts(ir(P.count_from_memory, P.COUNT_SIG), ir(P.count_from_memory_plus_one, P.COUNT_SIG))
+    assert rep.verdict == Verdict.FAIL_FIXABLE and "loops.bounds" in rep.checks(Severity.ERROR)

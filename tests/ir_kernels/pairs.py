@@ -383,3 +383,41 @@ def grouped_rows_param_div(x, y, m, TILE: ct.Constant[int]):
 
 GROUPED_CONST_SIG = signature(array(f32, 1), array(f32, 1), 2048, 256)
 GROUPED_PARAM_SIG = signature(array(f32, 1), array(f32, 1), scalar(i32), 256)
+
+# ---------------------------------------------------------------------------------------------
+# a value loaded without padding in the reference and with zero padding in the port, then used as a loop bound
+# ---------------------------------------------------------------------------------------------
+
+
+@ct.kernel
+def count_from_memory(n, x, y, TILE: ct.Constant[int]):
+    pid = ct.bid(0)
+    steps = ct.load(n, index=(0,), shape=(1,)).reshape(())
+    acc = ct.zeros((TILE,), dtype=f32)
+    for k in range(steps):
+        acc = acc + ct.load(x, index=(k,), shape=(TILE,), padding_mode=ZERO)
+    ct.store(y, index=(pid,), tile=acc)
+
+
+@ct.kernel
+def count_from_memory_zero_padded(n, x, y, TILE: ct.Constant[int]):
+    pid = ct.bid(0)
+    steps = ct.load(n, index=(0,), shape=(1,), padding_mode=ZERO).reshape(())
+    acc = ct.zeros((TILE,), dtype=f32)
+    for k in range(steps):
+        acc = acc + ct.load(x, index=(k,), shape=(TILE,), padding_mode=ZERO)
+    ct.store(y, index=(pid,), tile=acc)
+
+
+@ct.kernel
+def count_from_memory_plus_one(n, x, y, TILE: ct.Constant[int]):
+    """Different: one more step."""
+    pid = ct.bid(0)
+    steps = ct.load(n, index=(0,), shape=(1,), padding_mode=ZERO).reshape(())
+    acc = ct.zeros((TILE,), dtype=f32)
+    for k in range(steps + 1):
+        acc = acc + ct.load(x, index=(k,), shape=(TILE,), padding_mode=ZERO)
+    ct.store(y, index=(pid,), tile=acc)
+
+
+COUNT_SIG = signature(array(i32, 1), array(f32, 1), array(f32, 1), 256)

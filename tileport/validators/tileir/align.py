@@ -193,6 +193,9 @@ class Alignment:
             if p is not None:
                 if r.hash == p.hash:
                     st = RowStatus.SAME
+                elif r.form is not None and p.form is not None and r.form.computes == p.form.computes and \
+                        r.op.result_types == p.op.result_types:
+                    st = RowStatus.DOWNSTREAM  # one integer form written two ways: only its inputs differ
                 elif r.local != p.local or r.op.name != p.op.name:
                     st = RowStatus.CHANGED
                 else:

@@ -347,11 +347,12 @@ def _left_pad(t: str, like: str) -> str:
 
 class _Builder:
     def __init__(self, entry: Entry, path: str | None, array_map: dict[int, int] | None = None,
-                 subst: dict[tuple[int, int], tuple[str, str]] | None = None):
+                 subst: dict[tuple[int, int], tuple[str, str]] | None = None, strip_padding: bool = False):
         self.entry = entry
         self.path = path
         self.array_map = array_map
         self.subst = subst or {}
+        self.strip_padding = strip_padding
         self.nodes: list[Node] = []
         self.env: dict[str, Val] = {}
         self.scopes: list[list] = [[]]
@@ -475,6 +476,8 @@ class _Builder:
 
         attr_key = _attr_key(op)
         types_key = _types_key(op)
+        if self.strip_padding and "padding_value" in types_key:
+            types_key = _PAD_TYPE_RE.sub("", types_key)
         # compared only within one run: plain tuples, no hashing needed
         node.local = (name, attr_key, types_key, len(op.regions))
         node.attrs_key = (name, attr_key, len(op.regions))
@@ -489,12 +492,14 @@ class _Builder:
             self.assumes.append(AssumeFact(pred, op.attrs.get(pred, ""), target.stripped, node))
             fwd = target
             node.hash = _h("assume", pred, op.attrs.get(pred, ""), target.stripped.hash)
-        elif name in ("muli", "addi", "subi") and len(node.operands) == 2 and rtypes \
-                and all(v.type == rtypes[0] for v in node.operands):
-            # integer identities (x*1, x+0, x-0): frontends differ in whether they fold them, e.g. cuTile
-            # Python's `Array.slice` offset `start * stride` with start 0 and a unit stride
+        elif name in ("muli", "addi", "subi", "mulf", "addf") and len(node.operands) == 2 and rtypes \
+                and all(squeeze(v.type) == squeeze(rtypes[0]) for v in node.operands) and not op.attrs.get(
+                    "rounding") and "flush_to_zero" not in op.attrs:
+            # identities (x*1, x+0, x-0): frontends differ in whether they fold them, e.g. cuTile Python's
+            # `Array.slice` offset `start * stride` with start 0 and a unit stride, or `full(0.0) + x`. For floats
+            # x * 1.0 is exact and x + 0.0 differs only in turning -0.0 into +0.0
             a, b = node.operands
-            unit = "1" if name == "muli" else "0"
+            unit = ("1.0" if name == "mulf" else "0.0") if name.endswith("f") else ("1" if name == "muli" else "0")
             if b.splat is not None and b.splat[1] == unit:
                 fwd = a
             elif a.splat is not None and a.splat[1] == unit and name != "subi":
@@ -771,11 +776,14 @@ def release(ce: CanonEntry) -> None:
 
 
 def canonicalize(entry: Entry, path: str | None = None, array_map: dict[int, int] | None = None,
-                 subst: dict[tuple[int, int], tuple[str, str]] | None = None) -> CanonEntry:
+                 subst: dict[tuple[int, int], tuple[str, str]] | None = None,
+                 strip_padding: bool = False) -> CanonEntry:
     """Canonical form of one entry. `array_map` renumbers pointer parameters (ordinal -> ordinal),
     for a port that takes its arrays in another order than the reference; `subst` reads the results of the
-    ops at the given (line, result index) as constants (a reference specialised where the port is general)."""
-    return _Builder(entry, path, array_map, subst).build()
+    ops at the given (line, result index) as constants (a reference specialised where the port is general);
+    `strip_padding` hashes view types without their padding value (both sides, once the only padding differences
+    are lanes the reference leaves undefined: then what is computed from them can be compared)."""
+    return _Builder(entry, path, array_map, subst, strip_padding).build()
 
 
 # ---------------------------------------------------------------------------------------------

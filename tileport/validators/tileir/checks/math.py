@@ -45,8 +45,9 @@ def check_fusion(ctx: Ctx) -> None:
         return [n for n in nodes if n.op.name == "fma" and status[n.idx] in CANDIDATE]
 
     def mul_adds(nodes: list[Node], status: dict[int, RowStatus]) -> list[Node]:
-        return [n for n in nodes if n.op.name == "addf" and status[n.idx] in CANDIDATE and any(
-            v.node is not None and v.node.op.name == "mulf" for v in n.operands)]
+        # a*b + c, and a*b - c (an fma with a negated addend)
+        return [n for n in nodes if n.op.name in ("addf", "subf") and status[n.idx] in CANDIDATE and any(
+            v.node is not None and v.node.op.name == "mulf" for v in n.operands[:1 if n.op.name == "subf" else 2])]
 
     for fused_side, split_side in (("reference", "port"), ("port", "reference")):
         if fused_side == "reference":
