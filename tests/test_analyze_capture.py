@@ -77,6 +77,8 @@ def test_autotuned_op_gives_one_variant_per_search_space_config(torch_python, tm
     assert names == {"TILE_M=128,TILE_N=128,TILE_K=32,occupancy=1", "TILE_M=64,TILE_N=128,TILE_K=64,occupancy=2",
                      "TILE_M=128,TILE_N=64,TILE_K=32,occupancy=2"}
     assert any("exhaustive_search" in s for v in a.variants for s in v.sources)
+    # after the search, the wrapper's own launch of the chosen config was reached too
+    assert any(ln.captured and ln.line == 49 for ln in a.launches), [(ln.line, ln.entry) for ln in a.launches]
     texts = ir_texts(a)
     assert any("tile<64x64xf16>" in t for t in texts.values())  # TILE_M x TILE_K = 64x64 really compiled
     assert {inst.dtype for _, inst in a.instances()} == {"float16", "float32"}

@@ -331,3 +331,22 @@ def test_port_parameters_declared_as_raw_pointers_are_told_apart_from_tensors():
                                               out: &mut Tensor<E, { [T] }>, n: i32) {}
     """
     assert port_tensor_params(rs) == {"gather": {"src": False, "idx": True, "out": True, "n": False}}
+
+
+def test_init_spec_covers_every_target_and_keeps_tensor_facts_off_raw_pointer_params(tmp_path):
+    from pathlib import Path
+
+    from tileport.validators.analysis import analyze_op
+    from tileport.validators.rust.reference import derive_spec, sync_spec
+
+    op = Path(__file__).resolve().parents[1] / "examples" / "vector_add.py"
+    a = analyze_op(op, targets=["sm_90", "sm_100"], out_dir=tmp_path / "va", run_tileiras=False)
+    spec = derive_spec(a)
+    assert spec.targets == ["sm_90", "sm_100"]
+    entry = spec.entries[0]
+    assert "x" in entry.variants[0].tensors
+    raw_x = {entry.name: {"x": False, "y": True, "z": True}}
+    assert "x" not in derive_spec(a, port_params=raw_x).entries[0].variants[0].tensors
+    synced, changes = sync_spec(spec, a, raw_x)
+    assert all("x" not in v.tensors and "x" not in v.strides for v in synced.entries[0].variants)
+    assert any("x is not a Tensor in the port" in c for c in changes)

@@ -163,12 +163,9 @@ class Capture:
                                         "exhaustive_search"))
         if not configs:
             raise ValueError("exhaustive_search: empty search space")
-        best = Measurement(configs[0], 0.0) if _positional_ok(Measurement) else Measurement(config=configs[0],
-                                                                                               mean_us=0.0)
-        try:
-            return TuningResult(best, [best], [])
-        except TypeError:
-            return TuningResult(best=best, successes=[best], failures=[])
+        # Nothing was timed: the first config stands in as the best (every config is a variant anyway).
+        best = Measurement(config=configs[0], mean_us=0.0, num_samples=0, error_margin_us=0.0)
+        return TuningResult(best=best, successes=[best], failures=[])
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
@@ -206,13 +203,6 @@ class Capture:
             yield
 
 
-def _positional_ok(cls: type) -> bool:
-    try:
-        return len(inspect.signature(cls).parameters) >= 2
-    except (TypeError, ValueError):
-        return False
-
-
 # ---------------------------------------------------------------------------------------------
 # Inputs
 
@@ -247,15 +237,15 @@ def _shape(rank: int, extent: int) -> tuple[int, ...]:
 
 
 def _kind_of(p: inspect.Parameter) -> str:
+    """"int" / "float" / "bool" for annotated scalars, "tensor" for an unannotated or Tensor-annotated parameter,
+    "other" for anything else (a dict of hints, a config object: left to its default)."""
     ann = p.annotation
-    text = ann if isinstance(ann, str) else getattr(ann, "__name__", repr(ann))
-    text = str(text)
     if ann is inspect.Parameter.empty:
         return "tensor"
-    for k in ("bool", "int", "float"):
-        if text == k:
-            return k
-    return "tensor"
+    text = ann if isinstance(ann, str) else getattr(ann, "__name__", None) or repr(ann)
+    if text in ("bool", "int", "float"):
+        return text
+    return "tensor" if "Tensor" in str(text) or "Tensor" in repr(ann) else "other"
 
 
 def _rank_plans(names: list[str]) -> list[dict[str, int]]:
@@ -299,6 +289,8 @@ def _values(sig: inspect.Signature, ranks: dict[str, int], extent: int, dtype: A
         if has_default and not (fill_optional and p.default is None and _kind_of(p) == "tensor"):
             continue
         kind = _kind_of(p)
+        if kind == "other" and has_default:
+            continue
         if kind == "int":
             v: Any = extent
         elif kind == "float":
@@ -359,8 +351,8 @@ def _try(cap: Capture, name: str, obj: Any, sig: inspect.Signature, ranks: dict[
             else:
                 obj(*args, **kwargs)
         except (Exception, SystemExit) as e:  # the op's own code: anything may happen
-            if len(cap.launches) == before:
-                cap.errors.append(f"{label}: {_short_error(e)}")
+            cap.errors.append(f"{label}: {_short_error(e)}" + (" (after it launched)" if len(cap.launches) > before
+                                                                else ""))
         bad = next((why for ln in cap.launches[before:] if (why := cap.rank_mismatch(ln))), None)
         if bad:  # a search-space launch of the wrong rank (not stopped at ct.launch): try other ranks
             del cap.launches[before:]
