@@ -19,6 +19,10 @@ from tileport.worktrees import _gitcli as g
 from tileport.worktrees.gates import GATE_NAMES, evaluate_gates
 
 
+# How a decision reads in a sentence ("approved by ...").
+PAST = {Decision.APPROVE: "approved", Decision.REJECT: "rejected", Decision.OVERRIDE: "approved with an override"}
+
+
 def approver_name(config: Config) -> str:
     return (config.approval.name or "").strip() or getpass.getuser()
 
