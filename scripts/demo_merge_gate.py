@@ -1,7 +1,9 @@
 """Approve -> merge of a real vector_add conversion, and the merge rule refusing, on a fresh git repository.
 
     .venv/bin/python scripts/demo_merge_gate.py prepare WORKDIR   # A and B for real; the GPU binary to carry
-    (run the printed command on the GPU machine, save its output as WORKDIR/gpu-run.log)
+    (run the printed command on the GPU machine, save its output as WORKDIR/gpu-run.log; it needs tileiras there:
+     from the venv's nvidia/cu13, `tar -cf - bin/tileiras | xz -3 > gpu-bundle/ti-a.tar.xz` and
+     `tar -cf - bin/ptxas lib/libnvvm.so.4 | xz -3 > gpu-bundle/ti-b.tar.xz`, each under the 64 MiB a call carries)
     .venv/bin/python scripts/demo_merge_gate.py finish WORKDIR    # ingest D, then every refusal, then the merge
 
 A and B run for real here (stage A analysis with cuda-tile/tileiras; cargo build of ports/vector_add against the
@@ -179,7 +181,7 @@ class Demo:
 
 DEVICE_COMMAND = (
     "exec > >(tee $OUT/gpu-run.log) 2>&1; nvidia-smi --query-gpu=name,driver_version,compute_cap "
-    "--format=csv,noheader; mkdir -p /opt/ti && tar -xJf gpu-bundle/tileiras-bundle.tar.xz -C /opt/ti; "
+    "--format=csv,noheader; mkdir -p /opt/ti && for f in gpu-bundle/ti-*.tar.xz; do tar -xJf $f -C /opt/ti; done; "
     "unset CUDA_HOME CUDA_PATH; export PATH=/opt/ti/bin:$PATH CUTILE_TILEIRAS_PATH=/opt/ti/bin/tileiras; "
     "xz -dc gpu-bundle/tprun.xz > /tmp/tprun && chmod +x /tmp/tprun && sha256sum /tmp/tprun; "
     "cd /tmp && ./tprun; echo rc=$?")
