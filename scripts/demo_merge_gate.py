@@ -230,11 +230,14 @@ def main() -> int:
     d.gates()
     tileport(cfg, "merge", cid, "--check")
     say("6. evidence changed after the run: an error, not a pass")
-    log = d.wt / "evidence/D/gpu-run.log"
+    run_d = d.store.latest_verdicts(d.cid)["D"]["id"]
+    log = Path(d.store.stage_artifacts(run_d)[0]["path"])  # the store's read-only copy of the GPU log
     saved = log.read_text()
+    log.chmod(0o644)
     log.write_text(saved.replace("0 mismatches of 1048576", "0 mismatches of 1048"))
     tileport(cfg, "merge", cid, "--check")
     log.write_text(saved)
+    log.chmod(0o444)
     say("7. the target moved in code the gates judged: refused, rebase offered")
     vec = d.repo / "examples/vector_add.py"
     vec.write_text(vec.read_text() + "\n# upstream edit\n")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -197,8 +198,13 @@ def test_changed_evidence_is_an_error_not_a_pass(env):
                                                   artifacts=[ArtifactRecord.of("perf", report)],
                                                   details={"geomean": 0.97}), commit=conv.stage_commit("E"))
     approval.approve(conv.store, load_config(cfg), conv.cid)
-    report.write_text('{"geomean": 0.5}')
-    refused(cfg, conv, "gate E error (evidence", "perf.json changed")
+    # the store keeps its own read-only copy of the evidence; someone rewrites it after the run
+    [art] = conv.store.stage_artifacts(conv.store.latest_verdicts(conv.cid)["E"]["id"])
+    pinned = Path(art["path"])
+    assert pinned != report and pinned.read_text() == '{"geomean": 0.97}'
+    pinned.chmod(0o644)
+    pinned.write_text('{"geomean": 0.5}')
+    refused(cfg, conv, "gate E error (evidence", "perf.json changed since run")
 
 
 def test_override_is_off_by_default_needs_a_reason_and_is_recorded_as_override(env, tmp_path):
