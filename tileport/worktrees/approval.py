@@ -114,7 +114,8 @@ def decide(store: Store, config: Config, conversion_id: int, decision: Decision,
     who = approver_name(config)
     with g.repo_lock(repo):
         head = branch_head(repo, conversion_id, branch)
-        gates = evaluate_gates(store, repo, conversion_id, head, evidence_roots(conv, repo))
+        gates = evaluate_gates(store, repo, conversion_id, head, evidence_roots(conv, repo),
+                               base=conv.get("base_commit"))
         if decision is Decision.OVERRIDE:
             passing = [gr.name for gr in gates if gr.name in overrides and gr.status is GateStatus.SATISFIED]
             if passing:

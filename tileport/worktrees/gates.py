@@ -115,6 +115,64 @@ def stands_for(repo: str | Path, conversion_id: int, spec: GateSpec, commit: str
     return True, ""
 
 
+@dataclass(frozen=True)
+class _Commit:
+    sha: str
+    parents: tuple[str, ...]
+    stage: str | None
+    conversion: str | None
+    attempt: str | None
+    files: frozenset[str]
+
+
+class BranchHistory:
+    """The branch's commits since its base, read with one `git log`, so freshness of every gate is
+    decided without a git call per gate. Only a linear history is read this way; anything else (a merge on the
+    branch, a run on a commit outside it) falls back to `stands_for`, which asks git directly."""
+
+    LIMIT = 5000
+
+    def __init__(self, repo: str | Path, base: str, head: str):
+        self.repo, self.head = repo, head
+        fmt = "%x1e%H%x1f%P%x1f%(trailers:key=Tileport-Stage,valueonly,separator=%x2C)%x1f" \
+              "%(trailers:key=Tileport-Conversion,valueonly,separator=%x2C)%x1f" \
+              "%(trailers:key=Tileport-Attempt,valueonly,separator=%x2C)%x1f"
+        res = g.git(repo, "log", "--reverse", "--topo-order", "--no-renames", "--name-only", f"--format={fmt}",
+                    f"--max-count={self.LIMIT}", f"{base}..{head}", check=False)
+        self.commits: list[_Commit] = []
+        for rec in res.stdout.split("\x1e") if res.ok else []:
+            if not rec.strip():
+                continue
+            sha, parents, stage, conv, attempt, files = (rec.split("\x1f") + [""] * 5)[:6]
+            stage_l = _stage_letter(stage) if stage.strip() and "," not in stage else None
+            self.commits.append(_Commit(sha.strip(), tuple(parents.split()), stage_l, conv.strip() or None,
+                                        attempt.strip() or None, frozenset(f for f in files.split("\n") if f)))
+        self.index = {c.sha: i for i, c in enumerate(self.commits)}
+        self.linear = bool(self.commits) and self.commits[-1].sha == head and len(self.commits) < self.LIMIT and all(
+            c.parents == ((self.commits[i - 1].sha,) if i else (base,)) for i, c in enumerate(self.commits))
+
+    def stands_for(self, conversion_id: int, spec: GateSpec, commit: str, attempt: int | None) -> tuple[bool, str]:
+        if commit == self.head:
+            return True, ""
+        if not self.linear or commit not in self.index:
+            return stands_for(self.repo, conversion_id, spec, commit, self.head, attempt)
+        own = self.commits[self.index[commit]]
+        touched: set[str] = set()
+        for c in self.commits[self.index[commit] + 1:]:
+            if c.stage is None or c.conversion != str(conversion_id):
+                return False, (f"passed on {commit[:10]}; {c.sha[:10]} since is not a tileport stage commit of "
+                               "this conversion")
+            if c.stage == spec.name and attempt is not None and c.attempt == str(attempt):
+                continue
+            if c.stage not in spec.survives:
+                return False, f"passed on {commit[:10]}; stage {c.stage} committed {c.sha[:10]} since"
+            touched |= c.files
+        if own.stage == spec.name and touched & own.files:
+            return False, (f"passed on {commit[:10]}; later commits changed its files "
+                           f"({', '.join(sorted(touched & own.files)[:3])})")
+        return True, ""
+
+
 def _evidence(store: Store, run_id: int) -> list[GateEvidence]:
     return [GateEvidence(kind=a["kind"] or "", path=a["path"], sha256=a["sha256"])
             for a in store.stage_artifacts(run_id)]
@@ -142,11 +200,13 @@ def _changed_evidence(evidence: list[GateEvidence], roots: list[Path]) -> str | 
 
 
 def evaluate_gates(store: Store, repo: str | Path, conversion_id: int, head: str,
-                   evidence_roots: list[Path] | None = None) -> list[GateRecord]:
-    """Every required gate's status for `head`, in REQUIRED_GATES order."""
+                   evidence_roots: list[Path] | None = None, base: str | None = None) -> list[GateRecord]:
+    """Every required gate's status for `head`, in REQUIRED_GATES order (`base`: where the branch started, so its
+    history is read once)."""
     runs = store.stage_runs(conversion_id)
     roots = evidence_roots or [Path(repo)]
     records = []
+    history = BranchHistory(repo, base, head) if base else None
     for spec in REQUIRED_GATES:
         mine = [r for r in runs if r["stage"] == spec.name]
         base = dict(name=spec.name, required=list(spec.passes), head=head)
@@ -173,7 +233,8 @@ def evaluate_gates(store: Store, repo: str | Path, conversion_id: int, head: str
             if not run["commit"]:
                 status, reason = GateStatus.STALE, f"{spec.name} run #{run['id']} recorded no commit"
             else:
-                fresh, why = stands_for(repo, conversion_id, spec, run["commit"], head, run["attempt"])
+                fresh, why = (history.stands_for(conversion_id, spec, run["commit"], run["attempt"]) if history
+                              else stands_for(repo, conversion_id, spec, run["commit"], head, run["attempt"]))
                 if not fresh:
                     status, reason = GateStatus.STALE, why
         if status is GateStatus.SATISFIED:

@@ -91,7 +91,8 @@ def check_merge(store: Store, config: Config, conversion_id: int, into: str | No
         return outcome
     outcome.head = head
     current, stale = decision_for(store, conversion_id, head)
-    gates = _apply_overrides(evaluate_gates(store, repo, conversion_id, head, evidence_roots(conv, repo)), current)
+    gates = _apply_overrides(evaluate_gates(store, repo, conversion_id, head, evidence_roots(conv, repo),
+                               base=conv.get("base_commit")), current)
     outcome.gates, outcome.approval = gates, current
     outcome.geomean = geomean_of(store, gates)
     for gr in gates:
