@@ -271,3 +271,18 @@ def test_a_runs_own_evidence_commit_after_the_judged_commit_keeps_it_fresh(env):
     conv.stage_commit("E", attempt=2)  # another E attempt's commit is a change the first run did not judge
     gates = merge.check_merge(conv.store, load_config(cfg), conv.cid).gates
     assert gates[3].status is GateStatus.STALE and gates[2].status is GateStatus.SATISFIED
+
+
+def test_merge_into_another_branch_leaves_main_alone(env):
+    conv, cfg = env
+    conv.all_pass()
+    approval.approve(conv.store, load_config(cfg), conv.cid)
+    r = tp(cfg, "merge", str(conv.cid), "--into", "release")
+    assert r.returncode == 2 and r.stderr.strip() == \
+        f"tileport: error: target branch release does not exist in {conv.repo}; pass --into BRANCH"
+    git(conv.repo, "branch", "release", "main")
+    main = conv.main()
+    r = tp(cfg, "merge", str(conv.cid), "--into", "release", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["target"] == "release" and conv.main() == main
+    assert git(conv.repo, "rev-parse", "release^2") == conv.head()
