@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileport.records import GateEvidence, GateRecord, GateStatus, Stage
+from tileport.records import GateEvidence, GateRecord, GateStatus, Stage, sha256_file
 from tileport.store import Store
 from tileport.worktrees import _gitcli as g
 
@@ -166,8 +166,6 @@ def _evidence_digest(run: dict, evidence: list[GateEvidence]) -> str:
 
 def _changed_evidence(evidence: list[GateEvidence], roots: list[Path]) -> str | None:
     """The first recorded evidence file that still exists but no longer has its recorded sha256."""
-    from tileport.records import sha256_file
-
     for e in evidence:
         p = Path(e.path)
         for cand in ([p] if p.is_absolute() else [r / p for r in roots]):
