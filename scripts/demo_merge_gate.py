@@ -1,7 +1,9 @@
 """Approve -> merge of a real vector_add conversion, and the merge rule refusing, on a fresh git repository.
 
     .venv/bin/python scripts/demo_merge_gate.py prepare WORKDIR   # A and B for real; the GPU binary to carry
-    (run the printed command on the GPU machine, save its output as WORKDIR/gpu-run.log)
+    (run the printed command on the GPU machine, save its output as WORKDIR/gpu-run.log; it needs tileiras there:
+     from the venv's nvidia/cu13, `tar -cf - bin/tileiras | xz -3 > gpu-bundle/ti-a.tar.xz` and
+     `tar -cf - bin/ptxas lib/libnvvm.so.4 | xz -3 > gpu-bundle/ti-b.tar.xz`, each under the 64 MiB a call carries)
     .venv/bin/python scripts/demo_merge_gate.py finish WORKDIR    # ingest D, then every refusal, then the merge
 
 A and B run for real here (stage A analysis with cuda-tile/tileiras; cargo build of ports/vector_add against the
@@ -16,10 +18,10 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,7 +50,7 @@ def say(text: str) -> None:
 
 
 def tileport(cfg: Path, *args: str) -> int:
-    print("$ tileport " + " ".join(args), flush=True)
+    print("$ tileport " + shlex.join(args), flush=True)
     r = subprocess.run([sys.executable, "-m", "tileport", "--config", str(cfg), *args], capture_output=True,
                        text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     for line in (r.stdout + r.stderr).rstrip().splitlines():
@@ -178,7 +180,7 @@ class Demo:
 
 DEVICE_COMMAND = (
     "exec > >(tee $OUT/gpu-run.log) 2>&1; nvidia-smi --query-gpu=name,driver_version,compute_cap "
-    "--format=csv,noheader; mkdir -p /opt/ti && tar -xJf gpu-bundle/tileiras-bundle.tar.xz -C /opt/ti; "
+    "--format=csv,noheader; mkdir -p /opt/ti && for f in gpu-bundle/ti-*.tar.xz; do tar -xJf $f -C /opt/ti; done; "
     "unset CUDA_HOME CUDA_PATH; export PATH=/opt/ti/bin:$PATH CUTILE_TILEIRAS_PATH=/opt/ti/bin/tileiras; "
     "xz -dc gpu-bundle/tprun.xz > /tmp/tprun && chmod +x /tmp/tprun && sha256sum /tmp/tprun; "
     "cd /tmp && ./tprun; echo rc=$?")
@@ -227,11 +229,14 @@ def main() -> int:
     d.gates()
     tileport(cfg, "merge", cid, "--check")
     say("6. evidence changed after the run: an error, not a pass")
-    log = d.wt / "evidence/D/h200-vector_add.log"
+    run_d = d.store.latest_verdicts(d.cid)["D"]["id"]
+    log = Path(d.store.stage_artifacts(run_d)[0]["path"])  # the store's read-only copy of the GPU log
     saved = log.read_text()
+    log.chmod(0o644)
     log.write_text(saved.replace("0 mismatches of 1048576", "0 mismatches of 1048"))
     tileport(cfg, "merge", cid, "--check")
     log.write_text(saved)
+    log.chmod(0o444)
     say("7. the target moved in code the gates judged: refused, rebase offered")
     vec = d.repo / "examples/vector_add.py"
     vec.write_text(vec.read_text() + "\n# upstream edit\n")

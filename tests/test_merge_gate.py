@@ -198,13 +198,13 @@ def test_changed_evidence_is_an_error_not_a_pass(env):
                                                   artifacts=[ArtifactRecord.of("perf", report)],
                                                   details={"geomean": 0.97}), commit=conv.stage_commit("E"))
     approval.approve(conv.store, load_config(cfg), conv.cid)
-    # The store points at an immutable, content-addressed copy of the report (issue #8): rewriting the worktree's
-    # file no longer changes the evidence; tampering with the copy the store points at must still be caught.
-    pinned = Path(conv.store.db.execute("select path from artifacts where kind = 'perf'").fetchone()[0])
+    # the store keeps its own read-only copy of the evidence; someone rewrites it after the run
+    [art] = conv.store.stage_artifacts(conv.store.latest_verdicts(conv.cid)["E"]["id"])
+    pinned = Path(art["path"])
     assert pinned != report and pinned.read_text() == '{"geomean": 0.97}'
     pinned.chmod(0o644)
     pinned.write_text('{"geomean": 0.5}')
-    refused(cfg, conv, "gate E error (evidence", "perf.json changed")
+    refused(cfg, conv, "gate E error (evidence", "perf.json changed since run")
 
 
 def test_override_is_off_by_default_needs_a_reason_and_is_recorded_as_override(env, tmp_path):
@@ -271,3 +271,18 @@ def test_a_runs_own_evidence_commit_after_the_judged_commit_keeps_it_fresh(env):
     conv.stage_commit("E", attempt=2)  # another E attempt's commit is a change the first run did not judge
     gates = merge.check_merge(conv.store, load_config(cfg), conv.cid).gates
     assert gates[3].status is GateStatus.STALE and gates[2].status is GateStatus.SATISFIED
+
+
+def test_merge_into_another_branch_leaves_main_alone(env):
+    conv, cfg = env
+    conv.all_pass()
+    approval.approve(conv.store, load_config(cfg), conv.cid)
+    r = tp(cfg, "merge", str(conv.cid), "--into", "release")
+    assert r.returncode == 2 and r.stderr.strip() == \
+        f"tileport: error: target branch release does not exist in {conv.repo}; pass --into BRANCH"
+    git(conv.repo, "branch", "release", "main")
+    main = conv.main()
+    r = tp(cfg, "merge", str(conv.cid), "--into", "release", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["target"] == "release" and conv.main() == main
+    assert git(conv.repo, "rev-parse", "release^2") == conv.head()

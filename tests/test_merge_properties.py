@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 from gitconv import Conv, git
 from tileport.config import Config
 from tileport.store import Store
-from tileport.worktrees import approval, merge
+from tileport.worktrees import approval, lifecycle, merge
 from tileport.worktrees.approval import notes_on
 from tileport.worktrees.gates import REQUIRED_GATES
 
@@ -34,6 +34,8 @@ ops = st.one_of(
     st.tuples(st.just("move"), st.sampled_from(["code", "docs"])),
     st.just(("rebase",)),
     st.just(("merge",)),
+    st.just(("dirty",)),  # work left uncommitted in the worktree (a crash before the commit)
+    st.just(("recover",)),  # `tileport worktrees recover`: saves it on a rescue branch, cleans the worktree
 )
 
 
@@ -68,8 +70,11 @@ def _all_shas(repo: Path) -> set[str]:
     return set(git(repo, "rev-list", "--all").split())
 
 
-def _check_agreement(conv: Conv, model: Model, made: set[str]) -> None:
+def _check_agreement(conv: Conv, model: Model, made: set[str], dirty: dict[str, str]) -> None:
     assert made <= _all_shas(conv.repo), "a commit was lost"
+    for name, text in dirty.items():  # uncommitted work is in the worktree or in some commit, never gone
+        f = conv.wt / name
+        assert (f.is_file() and f.read_text() == text) or git(conv.repo, "log", "--all", "--format=%H", "-S", text), name
     row = conv.store.conversion(conv.cid)
     head = conv.head()
     assert row["head_commit"] == head
@@ -100,6 +105,7 @@ def test_no_sequence_merges_past_a_failed_missing_or_stale_gate(sequence):
         conv = Conv(Path(tmp), store)
         model = Model(commits=[(conv.base, "base")])
         made = {conv.base}
+        dirty: dict[str, str] = {}
         try:
             for op in sequence:
                 kind = op[0]
@@ -133,6 +139,14 @@ def test_no_sequence_merges_past_a_failed_missing_or_stale_gate(sequence):
                 elif kind == "move":
                     made.add(conv.base_move("lib.py" if op[1] == "code" else "NOTES.md"))
                     model.code_moved |= op[1] == "code"
+                elif kind == "dirty":
+                    name, text = f"wip-{len(dirty)}.txt", f"unsaved thought {len(dirty)} {tmp}"
+                    (conv.wt / name).write_text(text)
+                    dirty[name] = text
+                elif kind == "recover":
+                    head = conv.head()
+                    lifecycle.recover(store, cfg, lock_age_s=60)
+                    assert conv.head() == head and not git(conv.wt, "status", "--porcelain")
                 elif kind == "rebase":
                     before = conv.head()
                     out = merge.rebase(store, cfg, conv.cid)
@@ -155,6 +169,6 @@ def test_no_sequence_merges_past_a_failed_missing_or_stale_gate(sequence):
                     else:
                         assert out.refusals and conv.main() == target
                 made.update(c for c, _ in model.commits)
-                _check_agreement(conv, model, made)
+                _check_agreement(conv, model, made, dirty)
         finally:
             store.close()

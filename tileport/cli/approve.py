@@ -12,7 +12,7 @@ import json
 
 from tileport.cli._common import config_from, int_in, open_store
 from tileport.records import ApprovalRecord, GateStatus
-from tileport.worktrees.approval import approve, override
+from tileport.worktrees.approval import PAST, approve, override
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def describe(rec: ApprovalRecord) -> str:
     gates = ", ".join(f"{gr.name} {gr.status.value}" for gr in rec.gates)
-    return f"#{rec.conversion_id} {rec.decision.value}d at {rec.commit[:10]} by {rec.approver} ({rec.ts}); gates: {gates}"
+    return f"#{rec.conversion_id} {PAST[rec.decision]} at {rec.commit[:10]} by {rec.approver} ({rec.ts}); gates: {gates}"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"tileport: merge #{args.id} refused: {'; '.join(outcome.refusals)}{hint}", file=sys.stderr)
         elif outcome.merged:
             gm = f", geomean {outcome.geomean:.4f}" if outcome.geomean is not None else ""
-            verdicts = " ".join(f"{gr.name}:{gr.verdict}" for gr in outcome.gates)
+            verdicts = " ".join(f"{gr.name}:{gr.verdict or '-'}" for gr in outcome.gates)
             print(f"merged #{args.id} ({outcome.head[:10]}) into {outcome.target} as {outcome.merge_commit[:10]}: "
                   f"{verdicts}{gm}")
         elif args.check:

@@ -19,6 +19,10 @@ from tileport.worktrees import _gitcli as g
 from tileport.worktrees.gates import GATE_NAMES, evaluate_gates
 
 
+# How a decision reads in a sentence ("approved by ...").
+PAST = {Decision.APPROVE: "approved", Decision.REJECT: "rejected", Decision.OVERRIDE: "approved with an override"}
+
+
 def approver_name(config: Config) -> str:
     return (config.approval.name or "").strip() or getpass.getuser()
 
@@ -110,7 +114,8 @@ def decide(store: Store, config: Config, conversion_id: int, decision: Decision,
     who = approver_name(config)
     with g.repo_lock(repo):
         head = branch_head(repo, conversion_id, branch)
-        gates = evaluate_gates(store, repo, conversion_id, head, evidence_roots(conv, repo))
+        gates = evaluate_gates(store, repo, conversion_id, head, evidence_roots(conv, repo),
+                               base=conv.get("base_commit"))
         if decision is Decision.OVERRIDE:
             passing = [gr.name for gr in gates if gr.name in overrides and gr.status is GateStatus.SATISFIED]
             if passing:

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileport.records import GateEvidence, GateRecord, GateStatus, Stage
+from tileport.records import GateEvidence, GateRecord, GateStatus, Stage, sha256_file
 from tileport.store import Store
 from tileport.worktrees import _gitcli as g
 
@@ -66,53 +66,90 @@ def _detail_verdict(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def stage_commits(repo: str | Path, a: str, b: str) -> list[tuple[str, str | None, str | None, str | None]]:
-    """Commits in a..b as (sha, Tileport-Stage letter, Tileport-Conversion, Tileport-Attempt), oldest first."""
-    fmt = "%H%x1f%(trailers:key=Tileport-Stage,valueonly,separator=%x2C)%x1f" \
-          "%(trailers:key=Tileport-Conversion,valueonly,separator=%x2C)%x1f" \
-          "%(trailers:key=Tileport-Attempt,valueonly,separator=%x2C)%x1e"
-    text = g.out(repo, "log", "--reverse", f"--format={fmt}", f"{a}..{b}")
+@dataclass(frozen=True)
+class _Commit:
+    sha: str
+    parents: tuple[str, ...]
+    stage: str | None  # Tileport-Stage letter; None when the commit is not a tileport stage commit
+    conversion: str | None
+    attempt: str | None
+    files: frozenset[str]  # paths it changed
+
+
+_LOG_FORMAT = ("%x1e%H%x1f%P%x1f%(trailers:key=Tileport-Stage,valueonly,separator=%x2C)%x1f"
+               "%(trailers:key=Tileport-Conversion,valueonly,separator=%x2C)%x1f"
+               "%(trailers:key=Tileport-Attempt,valueonly,separator=%x2C)%x1f")
+
+
+def _log(repo: str | Path, *revs: str, limit: int = 5000) -> list[_Commit] | None:
+    """`git log` of revs as commits with their trailers and changed paths, oldest first (None if git refuses)."""
+    res = g.git(repo, "log", "--reverse", "--topo-order", "--no-renames", "--name-only", f"--format={_LOG_FORMAT}",
+                f"--max-count={limit}", *revs, check=False)
+    if not res.ok:
+        return None
     commits = []
-    for rec in text.split("\x1e"):
-        rec = rec.strip()
-        if not rec:
+    for rec in res.stdout.split("\x1e"):
+        if not rec.strip():
             continue
-        sha, stage, conv, attempt = (rec.split("\x1f") + ["", "", ""])[:4]
-        stage_l = _stage_letter(stage) if stage.strip() and "," not in stage else None
-        commits.append((sha, stage_l, conv.strip() or None, attempt.strip() or None))
+        sha, parents, stage, conv, attempt, files = (rec.split("\x1f") + [""] * 5)[:6]
+        commits.append(_Commit(sha.strip(), tuple(parents.split()),
+                               _stage_letter(stage) if stage.strip() and "," not in stage else None,
+                               conv.strip() or None, attempt.strip() or None,
+                               frozenset(f for f in files.split("\n") if f)))
     return commits
 
 
-def _own_paths(repo: str | Path, commit: str) -> set[str]:
-    return set(p for p in g.out(repo, "diff-tree", "--root", "--no-commit-id", "--name-only", "-r", "-z",
-                                 commit).split("\0") if p)
+def _judge(conversion_id: int, spec: GateSpec, commit: str, attempt: int | None, own: _Commit | None,
+           later: list[_Commit]) -> tuple[bool, str]:
+    """The freshness rule over the commits after the judged one (see the module docstring)."""
+    touched: set[str] = set()
+    for c in later:
+        if c.stage is None or c.conversion != str(conversion_id):
+            return False, f"passed on {commit[:10]}; {c.sha[:10]} since is not a tileport stage commit of this conversion"
+        if c.stage == spec.name and attempt is not None and c.attempt == str(attempt):
+            continue  # the run's own record (its evidence commit), not a change
+        if c.stage not in spec.survives:
+            return False, f"passed on {commit[:10]}; stage {c.stage} committed {c.sha[:10]} since"
+        touched |= c.files
+    if own is not None and own.stage == spec.name and touched & own.files:
+        return False, f"passed on {commit[:10]}; later commits changed its files ({', '.join(sorted(touched & own.files)[:3])})"
+    return True, ""
 
 
 def stands_for(repo: str | Path, conversion_id: int, spec: GateSpec, commit: str, head: str,
                attempt: int | None = None) -> tuple[bool, str]:
-    """Whether a run evaluated on `commit` still judges `head` (see the module docstring), and why not.
-    A commit of the same stage and attempt after `commit` is the run's own record (its evidence), not a change."""
+    """Whether a run evaluated on `commit` still judges `head`, and why not (asks git directly)."""
     if commit == head:
         return True, ""
     if g.rev(repo, commit) is None:
         return False, f"its commit {commit[:10]} is not in the repository"
     if not g.is_ancestor(repo, commit, head):
         return False, f"passed on {commit[:10]}, which HEAD {head[:10]} no longer contains"
-    between = stage_commits(repo, commit, head)
-    for sha, stage, conv, att in between:
-        if stage is None or conv != str(conversion_id):
-            return False, f"passed on {commit[:10]}; {sha[:10]} since is not a tileport stage commit of this conversion"
-        if stage == spec.name and attempt is not None and att == str(attempt):
-            continue
-        if stage not in spec.survives:
-            return False, f"passed on {commit[:10]}; stage {stage} committed {sha[:10]} since"
-    own_stage = next(iter(stage_commits(repo, f"{commit}~1", commit)), (None, None, None, None))[1] \
-        if g.rev(repo, f"{commit}~1") else None
-    if own_stage == spec.name:
-        touched = set(g.changed_paths(repo, commit, head)) & _own_paths(repo, commit)
-        if touched:
-            return False, f"passed on {commit[:10]}; later commits changed its files ({', '.join(sorted(touched)[:3])})"
-    return True, ""
+    own = _log(repo, "-1", commit)
+    return _judge(conversion_id, spec, commit, attempt, own[0] if own else None, _log(repo, f"{commit}..{head}") or [])
+
+
+class BranchHistory:
+    """The branch's commits since its base, read with one `git log`, so freshness of every gate is decided without
+    a git call per gate. Only a linear history is read this way; anything else (a merge on the branch, a run on a
+    commit outside it) falls back to `stands_for`, which asks git directly."""
+
+    LIMIT = 5000
+
+    def __init__(self, repo: str | Path, base: str, head: str):
+        self.repo, self.head = repo, head
+        self.commits = _log(repo, f"{base}..{head}", limit=self.LIMIT) or []
+        self.index = {c.sha: i for i, c in enumerate(self.commits)}
+        self.linear = bool(self.commits) and self.commits[-1].sha == head and len(self.commits) < self.LIMIT and all(
+            c.parents == ((self.commits[i - 1].sha,) if i else (base,)) for i, c in enumerate(self.commits))
+
+    def stands_for(self, conversion_id: int, spec: GateSpec, commit: str, attempt: int | None) -> tuple[bool, str]:
+        if commit == self.head:
+            return True, ""
+        if not self.linear or commit not in self.index:
+            return stands_for(self.repo, conversion_id, spec, commit, self.head, attempt)
+        i = self.index[commit]
+        return _judge(conversion_id, spec, commit, attempt, self.commits[i], self.commits[i + 1:])
 
 
 def _evidence(store: Store, run_id: int) -> list[GateEvidence]:
@@ -129,8 +166,6 @@ def _evidence_digest(run: dict, evidence: list[GateEvidence]) -> str:
 
 def _changed_evidence(evidence: list[GateEvidence], roots: list[Path]) -> str | None:
     """The first recorded evidence file that still exists but no longer has its recorded sha256."""
-    from tileport.records import sha256_file
-
     for e in evidence:
         p = Path(e.path)
         for cand in ([p] if p.is_absolute() else [r / p for r in roots]):
@@ -142,11 +177,13 @@ def _changed_evidence(evidence: list[GateEvidence], roots: list[Path]) -> str | 
 
 
 def evaluate_gates(store: Store, repo: str | Path, conversion_id: int, head: str,
-                   evidence_roots: list[Path] | None = None) -> list[GateRecord]:
-    """Every required gate's status for `head`, in REQUIRED_GATES order."""
+                   evidence_roots: list[Path] | None = None, base: str | None = None) -> list[GateRecord]:
+    """Every required gate's status for `head`, in REQUIRED_GATES order (`base`: where the branch started, so its
+    history is read once)."""
     runs = store.stage_runs(conversion_id)
     roots = evidence_roots or [Path(repo)]
     records = []
+    history = BranchHistory(repo, base, head) if base else None
     for spec in REQUIRED_GATES:
         mine = [r for r in runs if r["stage"] == spec.name]
         base = dict(name=spec.name, required=list(spec.passes), head=head)
@@ -173,7 +210,8 @@ def evaluate_gates(store: Store, repo: str | Path, conversion_id: int, head: str
             if not run["commit"]:
                 status, reason = GateStatus.STALE, f"{spec.name} run #{run['id']} recorded no commit"
             else:
-                fresh, why = stands_for(repo, conversion_id, spec, run["commit"], head, run["attempt"])
+                fresh, why = (history.stands_for(conversion_id, spec, run["commit"], run["attempt"]) if history
+                              else stands_for(repo, conversion_id, spec, run["commit"], head, run["attempt"]))
                 if not fresh:
                     status, reason = GateStatus.STALE, why
         if status is GateStatus.SATISFIED:

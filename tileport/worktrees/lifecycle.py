@@ -73,7 +73,7 @@ def _lock_files(repo: Path, wt: Path | None, branch: str | None) -> list[Path]:
     return [p for p in cands if p.exists()]
 
 
-def inspect(store: Store, conv: dict) -> WorktreeState:
+def inspect_conversion(store: Store, conv: dict) -> WorktreeState:
     st = WorktreeState(conversion_id=conv["id"], status=conv["status"], repo=conv.get("repo"),
                        branch=conv.get("branch"), worktree=conv.get("worktree"), store_head=conv.get("head_commit"))
     repo = _repo_of(conv)
@@ -114,7 +114,7 @@ def inspect(store: Store, conv: dict) -> WorktreeState:
 
 
 def list_worktrees(store: Store) -> list[WorktreeState]:
-    return [inspect(store, c) for c in store.conversions() if c.get("branch")]
+    return [inspect_conversion(store, c) for c in store.conversions() if c.get("branch")]
 
 
 def _recorded_merge(repo: Path, conv: dict, head: str) -> str | None:
@@ -178,7 +178,7 @@ def recover(store: Store, config: Config, lock_age_s: float = 60.0) -> list[Work
             continue
         repo = _repo_of(conv)
         if repo is None:
-            results.append(inspect(store, conv))
+            results.append(inspect_conversion(store, conv))
             continue
         with g.repo_lock(repo):
             results.append(_recover_one(store, conv, repo, who, lock_age_s, pruned_repos))
@@ -267,7 +267,7 @@ def _recover_one(store: Store, conv: dict, repo: Path, who: str, lock_age_s: flo
             store.update_conversion(cid, head_commit=head)
     if actions:
         store.log_event("worktree.recovered", cid, actions=actions)
-    st = inspect(store, store.conversion(cid))
+    st = inspect_conversion(store, store.conversion(cid))
     st.actions = actions
     return st
 
@@ -313,7 +313,7 @@ def prune(store: Store, config: Config, conversion_ids: list[int] | None = None)
                 actions.append(f"kept branch {conv['branch']} ({head[:10]}): rejected work stays")
             if actions:
                 store.log_event("worktree.pruned", conv["id"], actions=actions)
-        st = inspect(store, store.conversion(conv["id"]))
+        st = inspect_conversion(store, store.conversion(conv["id"]))
         st.actions = actions
         results.append(st)
     return results

@@ -21,7 +21,7 @@ from tileport.errors import UserError
 from tileport.records import ApprovalRecord, Decision, GateRecord, GateStatus, MergeOutcome, utcnow
 from tileport.store import Store
 from tileport.worktrees import _gitcli as g
-from tileport.worktrees.approval import (approver_name, branch_head, conversion_repo, decision_for, evidence_roots,
+from tileport.worktrees.approval import (PAST, approver_name, branch_head, conversion_repo, decision_for, evidence_roots,
                                          identity_env)
 from tileport.worktrees.gates import evaluate_gates, geomean_of
 
@@ -91,7 +91,8 @@ def check_merge(store: Store, config: Config, conversion_id: int, into: str | No
         return outcome
     outcome.head = head
     current, stale = decision_for(store, conversion_id, head)
-    gates = _apply_overrides(evaluate_gates(store, repo, conversion_id, head, evidence_roots(conv, repo)), current)
+    gates = _apply_overrides(evaluate_gates(store, repo, conversion_id, head, evidence_roots(conv, repo),
+                               base=conv.get("base_commit")), current)
     outcome.gates, outcome.approval = gates, current
     outcome.geomean = geomean_of(store, gates)
     for gr in gates:
@@ -99,7 +100,7 @@ def check_merge(store: Store, config: Config, conversion_id: int, into: str | No
             outcome.refusals.append(f"gate {gr.name} {gr.status.value} ({gr.reason})")
     if current is None:
         if stale is not None:
-            outcome.refusals.append(f"approval stale ({stale.approver} {stale.decision.value}d {stale.commit[:10]}, "
+            outcome.refusals.append(f"approval stale ({stale.approver} {PAST[stale.decision]} {stale.commit[:10]}, "
                                     f"HEAD is {head[:10]})")
         else:
             outcome.refusals.append(f"approval missing (no approval of {head[:10]})")
@@ -142,7 +143,7 @@ def merge_message(conv: dict, outcome: MergeOutcome, config: Config) -> str:
     op = conv.get("op_path") or ""
     kernel = f" {conv['kernel']}" if conv.get("kernel") else ""
     gm = f", geomean {outcome.geomean:.4f}" if outcome.geomean is not None else ""
-    verdicts = " ".join(f"{gr.name}:{gr.verdict}" for gr in outcome.gates)
+    verdicts = " ".join(f"{gr.name}:{gr.verdict or '-'}" for gr in outcome.gates)
     lines = [f"tileport: merge conversion #{conv['id']} ({op}{kernel}) into {outcome.target}", "",
              f"Gates on {outcome.head}: {verdicts}{gm}"]
     for gr in outcome.gates:
@@ -150,7 +151,7 @@ def merge_message(conv: dict, outcome: MergeOutcome, config: Config) -> str:
                      + (f"  [{gr.reason}]" if gr.status is GateStatus.OVERRIDDEN else ""))
     a = outcome.approval
     if a is not None:
-        lines.append(f"{a.decision.value.capitalize()}d by {a.approver} at {a.ts}"
+        lines.append(f"{PAST[a.decision].capitalize()} by {a.approver} at {a.ts}"
                      + (f": {a.comment}" if a.comment else ""))
     lines += ["", f"Tileport-Conversion: {conv['id']}", f"Tileport-Head: {outcome.head}"]
     if a is not None:
