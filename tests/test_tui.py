@@ -192,9 +192,9 @@ async def test_perf_view_shows_ratios_geomean_and_gate(tmp_path):
         assert "geomean 1.080" in summary and "gate <= 1.05" in summary and "4096x4096 f16" in summary
 
 
-async def test_approval_flow_refuses_until_gates_pass_then_approves_and_merges(tmp_path):
-    """On a real repository: approve is refused (and says which gate) until A, B, D and E pass on HEAD; then
-    `a` approves the exact HEAD, `m` merges it into main, and the table shows it."""
+async def test_approval_flow_merge_refused_until_gates_pass_and_approved(tmp_path):
+    """On a real repository: merge is refused (and says which gates and that no approval exists) until A, B, D
+    and E pass on HEAD and a person approves that exact HEAD; then `m` merges it into main."""
     from gitconv import Conv, git
 
     db = tmp_path / "t.db"
@@ -208,10 +208,10 @@ async def test_approval_flow_refuses_until_gates_pass_then_approves_and_merges(t
         await pilot.pause()
         app.open_conversion(conv.cid)
         await pilot.pause()
-        await pilot.press("a")
+        await pilot.press("m")
         await pilot.pause()
         refusal = [n.message for n in app._notifications][-1]
-        assert refusal.startswith("approve:") and "gate D" in refusal
+        assert refusal.startswith("merge:") and "gate D" in refusal and "approval missing" in refusal
         why = str(app.screen.query_one("#why-not").render())
         assert "gate D" in why and "gate E" in why
         s2 = Store(db)

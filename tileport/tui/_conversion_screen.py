@@ -134,11 +134,9 @@ class ConversionScreen(Screen):
         self._refresh_why_not()
 
     def _refresh_why_not(self) -> None:
-        parts = []
-        for action in ("approve", "merge"):
-            reason = self.app.actions.why_not(action, self.conversion_id)
-            parts.append(f"{action}: {'ready' if reason is None else reason}")
-        self.query_one("#why-not", Static).update(Text("  |  ".join(parts), style="dim"))
+        reason = self.app.actions.why_not("merge", self.conversion_id)
+        self.query_one("#why-not", Static).update(
+            Text(f"merge: {'ready (every gate passed on HEAD, approved)' if reason is None else reason}", style="dim"))
 
     def _refresh_timeline(self) -> None:
         t = self.query_one("#timeline-table", DataTable)

@@ -100,17 +100,15 @@ class Actions:
                 return f"conversion {conversion_id} has no branch to {action}"
             if self.running(conversion_id):
                 return f"conversion {conversion_id} is running; decide once it stops on a commit"
-            if action == "reject":
-                return None
+            if action in ("approve", "reject"):
+                return None  # a decision is recorded with the gates as they are; the merge rule judges them
             from tileport.worktrees.merge import check_merge
 
             try:
                 outcome = self._with_store(check_merge, conversion_id)
             except UserError as e:
                 return str(e)
-            # approving needs every gate passed on HEAD; merging needs that and the approval
-            refusals = [r for r in outcome.refusals if action == "merge" or not r.startswith(("approval", "rejected"))]
-            return "; ".join(refusals) if refusals else None
+            return "; ".join(outcome.refusals) if outcome.refusals else None
         return f"unknown action {action!r}"
 
     # --- doing ---------------------------------------------------------------------------------
