@@ -29,7 +29,6 @@ import inspect
 import itertools
 import sys
 import time
-import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterator
@@ -432,8 +431,7 @@ def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str,
         for name, obj in _entry_points(module):
             _run_entry(cap, name, obj, torch_dtypes, device, deadline)
     return {"launches": cap.launches, "tried": cap.tried, "errors": cap.errors,
-            "mode": "gpu" if real else "fake tensors (CPU)", "seconds": round(time.perf_counter() - t0, 4),
-            "traceback": None}
+            "mode": "gpu" if real else "fake tensors (CPU)", "seconds": round(time.perf_counter() - t0, 4)}
 
 
 __all__ = ["available", "capture", "describe_arg", "Launch"]
