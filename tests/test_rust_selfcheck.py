@@ -197,4 +197,4 @@ def test_cli_reference_exit_codes_and_json(tmp_path, capsys):
 
     # bad input: no analysis there -> exit 2 before any build
     assert cli_main(["build-rust", str(PORTS / "softmax"), "--reference", str(tmp_path / "nowhere")]) == 2
-    assert "cannot read the reference analysis" in capsys.readouterr().err
+    assert "no such file; pass the reference analysis.json" in capsys.readouterr().err
