@@ -1,0 +1,196 @@
+"""Generate a port's C-ABI launchers (`ffi.rs`) and the bindings the ctypes wrapper reads, from kernel.rs + spec.
+
+Template-decided, no model: each `#[cutile::entry]` of kernel.rs (see `signature.py`) gets one `extern "C"`
+function per element type (the op's dtypes for an entry generic over its element type; one for an entry with
+concrete types). How a cuTile Python launch maps onto a port entry is read from the spec's variants
+(`reference`: kernel, constants, dtype, params):
+
+* the entry serves the reference kernel its variants name;
+* each const generic of the entry is bound to the reference `ct.Constant` with the same name, else to the one
+  constant whose value equals the generic's value in every variant (vector_add: `B` <- `TILE`), else to the
+  value all variants fix (a tile size only the port has);
+* a reference constant no generic takes (softmax `FUSE_SCALE`, rms_norm `CHUNKS` for the single-pass entry) is
+  structural: a launch selects this entry only with one of the values its variants declare;
+* port parameter names map to the reference's through `params` (vector_add `z` -> `out`), else by name.
+
+Where none of these decides (an ambiguous constant, a pointer parameter) the binding carries `undecided` with
+the reason, and the launch of that entry fails as a host fault naming it: the place to ask a model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from string import Template
+
+from tileport.validators.gpu.signature import EntrySig, parse_entries
+from tileport.validators.rust.spec import DumpSpec
+
+ABI_VERSION = 1
+MAX_RANK = 8
+
+# torch dtype name -> Rust element type (cutile re-exports `half`).
+RUST_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+               "int32": "i32", "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool"}
+TORCH_DTYPES = {v: k for k, v in RUST_DTYPES.items()}
+_SCALAR_CAST = {"f32": "s.f as f32", "f64": "s.f", "bool": "s.i != 0"}
+
+
+def _tmpl(name: str) -> str:
+    return resources.files("tileport.validators.gpu.templates").joinpath(name).read_text(encoding="utf-8")
+
+
+def symbol(entry: str, rust_dtype: str) -> str:
+    return f"tp_{entry}__{rust_dtype}"
+
+
+def _bind_generics(sig: EntrySig, variants: list) -> tuple[list[dict], list[str]]:
+    """Per generic: how its value is found at launch; plus reasons the template cannot decide."""
+    binds, undecided = [], []
+    for j, g in enumerate(sig.generics):
+        if g.kind == "type":
+            binds.append({"name": g.name, "kind": "type", "from": "dtype"})
+            continue
+        values = [str(v.generics[j]) if j < len(v.generics) else None for v in variants]
+        consts = [dict(v.reference.constants) if v.reference else {} for v in variants]
+        if variants and all(g.name in c for c in consts):
+            binds.append({"name": g.name, "kind": "const", "from": "constant", "constant": g.name})
+            continue
+        names = set.intersection(*(set(c) for c in consts)) if consts else set()
+        matching = sorted(n for n in names
+                          if all(val is not None and str(_const(c[n])) == val for c, val in zip(consts, values)))
+        if len(matching) == 1:
+            binds.append({"name": g.name, "kind": "const", "from": "constant", "constant": matching[0]})
+        elif values and None not in values and len(set(values)) == 1 and not matching:
+            binds.append({"name": g.name, "kind": "const", "from": "fixed", "value": values[0]})
+        else:
+            why = (f"const generic {g.name}: reference constants {matching} all match its values"
+                   if matching else f"const generic {g.name}: no reference constant and no single fixed value")
+            binds.append({"name": g.name, "kind": "const", "from": "undecided", "reason": why})
+            undecided.append(why)
+    return binds, undecided
+
+
+def _const(v):
+    return int(v) if isinstance(v, bool) else v
+
+
+@dataclass
+class FfiSource:
+    rust: str  # src/ffi.rs
+    bindings: dict  # what the ctypes wrapper needs (also embedded in the library: tp_bindings())
+
+
+def entry_bindings(sig: EntrySig, spec: DumpSpec, dtypes: list[str]) -> dict:
+    entry_spec = next((e for e in spec.entries if e.name == sig.name), None)
+    variants = list(entry_spec.variants) if entry_spec else []
+    refs = [v.reference for v in variants if v.reference]
+    binds, undecided = _bind_generics(sig, variants)
+    bound = {b["constant"] for b in binds if b.get("from") == "constant"}
+    structural: dict[str, list] = {}
+    for r in refs:
+        for k, v in r.constants.items():
+            if k not in bound:
+                vals = structural.setdefault(k, [])
+                if _const(v) not in vals:
+                    vals.append(_const(v))
+    kernels = sorted({r.kernel for r in refs})
+    params_map: dict[str, str] = {}
+    for r in refs:
+        params_map.update(r.params)
+    type_params = {g.name for g in sig.generics if g.kind == "type"}
+    if not kernels:
+        undecided.append(f"entry {sig.name}: no spec variant names its reference kernel")
+    elem_types = {p.elem for p in sig.params if p.kind != "scalar"}
+    if type_params:
+        rust_dtypes = [RUST_DTYPES[d] for d in dtypes if d in RUST_DTYPES]
+        for r in refs:  # dtypes the spec names, even if the op declares fewer
+            if RUST_DTYPES.get(r.dtype) and RUST_DTYPES[r.dtype] not in rust_dtypes:
+                rust_dtypes.append(RUST_DTYPES[r.dtype])
+    else:
+        concrete = sorted(elem_types - type_params)
+        rust_dtypes = concrete[:1] or ["f32"]
+    for p in sig.params:
+        if p.kind != "scalar" and p.elem not in type_params and p.elem not in TORCH_DTYPES:
+            undecided.append(f"parameter {p.name}: element type {p.elem} is not a known dtype")
+    return {
+        "module": sig.module, "entry": sig.name, "unsafe": sig.unsafe,
+        "generics": binds, "params": [p.__dict__ for p in sig.params],
+        "type_params": sorted(type_params),
+        "reference_kernels": kernels, "structural": structural, "param_map": params_map,
+        "symbols": {TORCH_DTYPES[d]: symbol(sig.name, d) for d in rust_dtypes},
+        "undecided": undecided,
+    }
+
+
+def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str]) -> str:
+    tensors = [p for p in sig.params if p.kind != "scalar"]
+    scalars = [p for p in sig.params if p.kind == "scalar"]
+    body = [
+        f"    let n_t = {len(tensors)}i32;",
+        f"    let n_s = {len(scalars)}i32;",
+        "    let (stream, grid, generics, tensors, scalars) = (stream as usize, grid as usize, generics as usize, "
+        "tensors as usize, scalars as usize);",
+        "    guarded(err, errlen, move || {",
+        "        if ntensors != n_t || nscalars != n_s {",
+        f"            return Err(Refused(1, format!(\"{sig.name}: {{ntensors}} tensors and {{nscalars}} scalars given, "
+        f"the entry takes {{n_t}} and {{n_s}}\")));",
+        "        }",
+        "        let ctx = context(device)?;",
+        "        let stream = Stream::borrow_raw(stream as *mut c_void, &ctx);",
+        "        let g = std::slice::from_raw_parts(grid as *const u32, 3);",
+        "        let gens = generics_of(generics as *const c_char)?;",
+        f"        let ts = std::slice::from_raw_parts(tensors as *const TpTensor, {max(len(tensors), 1)});",
+        f"        let ss = std::slice::from_raw_parts(scalars as *const TpScalar, {max(len(scalars), 1)});",
+    ]
+    args, ti, si = [], 0, 0
+    for p in sig.params:
+        var = f"a_{p.name}"
+        if p.kind == "scalar":
+            cast = _SCALAR_CAST.get(p.elem)
+            if cast:
+                body.append(f"        let {var}: {p.elem} = {{ let s = &ss[{si}]; {cast} }};")
+            elif p.elem == "i32":
+                body.append(f"        let {var}: i32 = fits_i32(ss[{si}].i, \"{p.name}\")?;")
+            else:
+                body.append(f"        let {var}: {p.elem} = {p.elem}::try_from(ss[{si}].i).map_err(|_| "
+                            f"Refused(2, format!(\"{p.name} = {{}} does not fit in {p.elem}\", ss[{si}].i)))?;")
+            si += 1
+        else:
+            elem = rust_dtype if p.elem in type_params else p.elem
+            rank = len(p.dims)
+            t = f"tensor::<{elem}>(&ts[{ti}], &ctx, \"{p.name}\", {rank})?"
+            if p.kind == "in":
+                body.append(f"        let {var} = Arc::new({t});")
+            else:
+                body.append(f"        let {var} = {t}.partition(part::<{rank}>(&ts[{ti}], \"{p.name}\")?);")
+            ti += 1
+        args.append(var)
+    call = f"crate::kernel::{sig.module}::{sig.name}({', '.join(args)})"
+    body += [
+        f"        let launch = unsafe {{ {call} }}.generics(gens).grid((g[0], g[1], g[2]));",
+        f"        launch.sync_on(&stream).map_err(|e| Refused(1, format!(\"{sig.name}: {{e:?}}\")))?;",
+        "        Ok(())",
+        "    })",
+    ]
+    head = (f"#[no_mangle]\npub unsafe extern \"C\" fn {symbol(sig.name, rust_dtype)}(\n"
+            "    stream: *mut c_void, device: i32, grid: *const u32, generics: *const c_char,\n"
+            "    tensors: *const TpTensor, ntensors: i32, scalars: *const TpScalar, nscalars: i32,\n"
+            "    err: *mut c_char, errlen: usize,\n) -> i32 {\n")
+    return head + "\n".join(body) + "\n}\n"
+
+
+def render_ffi(kernel_source: str, spec: DumpSpec, dtypes: list[str]) -> FfiSource:
+    """ffi.rs and its bindings for the port's kernel.rs; dtypes: the op's (torch names, e.g. "float16")."""
+    sigs = parse_entries(kernel_source)
+    entries = [entry_bindings(s, spec, dtypes) for s in sigs]
+    bindings = {"abi": ABI_VERSION, "max_rank": MAX_RANK, "module": spec.module, "entries": entries}
+    text = json.dumps(bindings, sort_keys=True)
+    prelude = (_tmpl("ffi_prelude.rs").replace("@ABI_VERSION@", str(ABI_VERSION))
+               .replace("@BINDINGS_JSON@", json.dumps(text)))
+    fns = []
+    for sig, b in zip(sigs, entries):
+        for torch_dtype, sym in b["symbols"].items():
+            fns.append(_entry_fn(sig, RUST_DTYPES[torch_dtype], set(b["type_params"])))
+    return FfiSource(rust=prelude + "\n" + "\n".join(fns), bindings=bindings)
