@@ -145,6 +145,16 @@ class SandboxSection(_Section):
     require: bool = True
 
 
+class GpuSection(_Section):
+    """Where stages D and E run: here (empty prefix) or on a GPU host reached through `command_prefix`
+    (e.g. "ssh gpu-box": the gate directory is copied there, run, and its results.json copied back)."""
+
+    command_prefix: str = ""
+    remote_dir: str = "/tmp/tileport-gates"
+    python: str = "python3"  # the GPU host's Python (torch + cuda.tile)
+    timeout_s: float = Field(1800.0, gt=0)  # one conversion's GPU run, in a child process
+
+
 class Config(_Section):
     targets: list[str] = Field(default_factory=lambda: ["sm_90", "sm_100"], min_length=1)
     caps: StageCaps = Field(default_factory=StageCaps)
@@ -154,6 +164,7 @@ class Config(_Section):
     toolchain: ToolchainPaths = Field(default_factory=ToolchainPaths)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     sandbox: SandboxSection = Field(default_factory=SandboxSection)
+    gpu: GpuSection = Field(default_factory=GpuSection)
     store: str = Field(".tileport/tileport.db", min_length=1, max_length=1024)
     analysis: AnalysisSettings = Field(default_factory=AnalysisSettings)
 

@@ -408,6 +408,32 @@ class Store:
     def approvals(self, conversion_id: int) -> list[dict]:
         return list(self.db["approvals"].rows_where("conversion_id = ?", [conversion_id], order_by="id"))
 
+    # gate evidence (stages D and E) --------------------------------------------------------------
+    def add_cases(self, stage_run_id: int, cases: list[Any]) -> None:
+        """One row per correctness case of a stage-D run (objects with name, dtype, shape, status,
+        max_abs_err, fail_class, message: tileport.validators.gpu.Case)."""
+        with self.db.atomic():
+            self.db["cases"].insert_all(
+                {"stage_run_id": stage_run_id, "name": c.name, "dtype": c.dtype,
+                 "shape": json.dumps(c.shape, sort_keys=True), "status": c.status, "max_abs_err": c.max_abs_err,
+                 "fail_class": c.fail_class, "message": c.message} for c in cases)
+
+    def cases(self, stage_run_id: int) -> list[dict]:
+        rows = self.db["cases"].rows_where("stage_run_id = ?", [stage_run_id], order_by="id")
+        return [{**r, "shape": json.loads(r["shape"]) if r["shape"] else {}} for r in rows]
+
+    def add_perf_rows(self, stage_run_id: int, rows: list[Any]) -> None:
+        """One row per configuration of a stage-E run with every raw sample (tileport.validators.gpu.PerfRow)."""
+        with self.db.atomic():
+            self.db["perf_rows"].insert_all(
+                {"stage_run_id": stage_run_id, "config": r.config, "ref_ms": r.ref_ms, "port_ms": r.port_ms,
+                 "ratio": r.ratio, "ref_samples": json.dumps(r.ref_samples), "port_samples": json.dumps(r.port_samples),
+                 "flags": json.dumps(r.flags)} for r in rows)
+
+    def perf_rows(self, stage_run_id: int) -> list[dict]:
+        rows = self.db["perf_rows"].rows_where("stage_run_id = ?", [stage_run_id], order_by="id")
+        return [{**r, **{k: json.loads(r[k]) if r[k] else [] for k in ("ref_samples", "port_samples", "flags")}}
+                for r in rows]
 
 def _damage_is_user_error(fn):
     """A damaged store (malformed page, dropped table) is one line naming the file, never a traceback."""
@@ -427,5 +453,6 @@ def _damage_is_user_error(fn):
 
 for _name in ("log_event", "events", "add_conversion", "conversion_for", "conversion", "conversions",
               "update_conversion", "record_stage", "latest_verdicts", "stage_runs", "stage_commands",
-              "stage_artifacts", "attempts", "record_approval", "approvals"):
+              "stage_artifacts", "attempts", "record_approval", "approvals",
+              "add_cases", "cases", "add_perf_rows", "perf_rows"):
     setattr(Store, _name, _damage_is_user_error(getattr(Store, _name)))

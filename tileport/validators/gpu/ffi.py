@@ -137,11 +137,17 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str]) -> str:
         f"            return Err(Refused(1, format!(\"{sig.name}: {{ntensors}} tensors and {{nscalars}} scalars given, "
         f"the entry takes {{n_t}} and {{n_s}}\")));",
         "        }",
+        f"        let ts = std::slice::from_raw_parts(tensors as *const TpTensor, {max(len(tensors), 1)});",
+        "        for (i, t) in ts.iter().take(n_t as usize).enumerate() {",
+        "            for d in 0..(t.ndim.clamp(0, TP_MAX_RANK as i64) as usize) {",
+        "                fits_i32(t.shape[d], &format!(\"tensor {i} shape[{d}]\"))?;",
+        "                fits_i32(t.strides[d], &format!(\"tensor {i} stride[{d}]\"))?;",
+        "            }",
+        "        }",
         "        let ctx = context(device)?;",
         "        let stream = Stream::borrow_raw(stream as *mut c_void, &ctx);",
         "        let g = std::slice::from_raw_parts(grid as *const u32, 3);",
         "        let gens = generics_of(generics as *const c_char)?;",
-        f"        let ts = std::slice::from_raw_parts(tensors as *const TpTensor, {max(len(tensors), 1)});",
         f"        let ss = std::slice::from_raw_parts(scalars as *const TpScalar, {max(len(scalars), 1)});",
     ]
     args, ti, si = [], 0, 0

@@ -1,0 +1,143 @@
+"""Stage D and E results as data (what `host_and_correctness` and `performance` return), read from results.json.
+
+Validators never route: these are domain results; `tileport/agents/stages/` turns them into StageResults.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from tileport.records import ArtifactRecord, CommandRecord
+
+# DOMAIN.md's bands for the geomean of port/reference device time.
+BANDS = ((1.05, "ok"), (1.10, "mild"), (1.50, "moderate"))
+
+
+def band(geomean: float | None) -> str | None:
+    if geomean is None:
+        return None
+    return next((name for limit, name in BANDS if geomean <= limit), "large")
+
+
+@dataclass
+class Case:
+    name: str
+    dtype: str
+    shape: dict
+    status: str  # PASS | FAIL
+    max_abs_err: float | None = None
+    fail_class: str | None = None  # host | kernel | env
+    message: str = ""
+
+
+@dataclass
+class CorrectnessReport:
+    env_missing: str | None = None  # set: D is BLOCKED(env); the text names the part and its fix
+    cases: list[Case] = field(default_factory=list)
+    commands: list[CommandRecord] = field(default_factory=list)
+    artifacts: list[ArtifactRecord] = field(default_factory=list)
+    host_error: str | None = None  # the port could not be built or loaded (a host fault before any case)
+    results_path: str | None = None
+
+    @property
+    def all_pass(self) -> bool:
+        return self.env_missing is None and self.host_error is None and bool(self.cases) and \
+            all(c.status == "PASS" for c in self.cases)
+
+    @property
+    def fail_class(self) -> str | None:
+        """env beats host beats kernel: an environment fault stops the run, a host fault is fixed before the kernel
+        can be judged."""
+        if self.env_missing:
+            return "env"
+        if self.host_error:
+            return "host"
+        classes = {c.fail_class for c in self.cases if c.status != "PASS"}
+        for cls in ("env", "host", "kernel"):
+            if cls in classes:
+                return cls
+        return None if self.cases else "host"
+
+
+@dataclass
+class PerfRow:
+    config: str
+    ref_ms: float | None
+    port_ms: float | None
+    ratio: float | None
+    ref_samples: list[float] = field(default_factory=list)
+    port_samples: list[float] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    hw: dict = field(default_factory=dict)
+    tiny: bool = False
+    failed: bool = False
+
+
+@dataclass
+class PerfReport:
+    env_missing: str | None = None
+    rows: list[PerfRow] = field(default_factory=list)
+    hw: dict = field(default_factory=dict)  # measured limits (copy GB/s, GEMM TFLOP/s) and the L2 flush check
+    commands: list[CommandRecord] = field(default_factory=list)
+    artifacts: list[ArtifactRecord] = field(default_factory=list)
+    host_error: str | None = None
+    results_path: str | None = None
+
+    @property
+    def counted(self) -> list[PerfRow]:
+        return [r for r in self.rows if not r.tiny and not r.failed and r.ratio]
+
+    @property
+    def geomean(self) -> float | None:
+        rows = self.counted
+        if not rows:
+            return None
+        return math.exp(sum(math.log(r.ratio) for r in rows) / len(rows))
+
+    @property
+    def worst(self) -> PerfRow | None:
+        rows = self.counted
+        return max(rows, key=lambda r: r.ratio) if rows else None
+
+    @property
+    def band(self) -> str | None:
+        return band(self.geomean)
+
+    @property
+    def complete(self) -> bool:
+        """Every configuration measured (a missing measurement is a failure, never a soft pass) and the flush
+        verified."""
+        return bool(self.rows) and not any(r.failed for r in self.rows) and \
+            bool((self.hw.get("flush") or {}).get("verified"))
+
+
+def correctness_from_results(results: dict) -> CorrectnessReport:
+    rep = CorrectnessReport(env_missing=results.get("env_missing"))
+    load = results.get("load_error")
+    if load:
+        rep.host_error = load.get("message")
+    if results.get("runner_error") and not results.get("cases"):
+        rep.host_error = rep.host_error or f"the runner failed: {results['runner_error'][-500:]}"
+    for c in results.get("cases", []):
+        rep.cases.append(Case(name=c["name"], dtype=c["dtype"], shape=c.get("shape") or {}, status=c["status"],
+                              max_abs_err=c.get("max_abs_err"), fail_class=c.get("fail_class"),
+                              message=c.get("message", "")))
+    return rep
+
+
+def perf_from_results(results: dict) -> PerfReport:
+    perf = results.get("perf") or {}
+    rep = PerfReport(env_missing=results.get("env_missing"), hw=perf.get("hw") or {})
+    for r in perf.get("rows", []):
+        rep.rows.append(PerfRow(config=r["config"], ref_ms=r.get("ref_ms"), port_ms=r.get("port_ms"),
+                                ratio=r.get("ratio"), ref_samples=r.get("ref_samples") or [],
+                                port_samples=r.get("port_samples") or [], flags=r.get("flags") or [],
+                                hw=r.get("hw") or {}, tiny=bool(r.get("tiny")), failed=bool(r.get("failed"))))
+    return rep
+
+
+def as_dict(obj: Any) -> Any:
+    from dataclasses import asdict
+    return asdict(obj)

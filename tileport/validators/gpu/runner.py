@@ -1,0 +1,667 @@
+"""The GPU runner: judges one packed port against its cuTile Python reference on the GPU host.
+
+It travels inside a gate directory (`tileport gate pack`) and imports only the standard library, torch and
+cuda.tile, plus `tp_correctness.py` packed beside it (a copy of `tileport.validators.correctness`: the same
+NaN poisoning, comparison and fake-pass guards). No pydantic, no tileport.
+
+The port's host is the reference's own host wrapper with `ct.launch` redirected to the port's shared library
+(`PortLibrary`, ctypes): every launch the reference would make is mapped to the port entry its spec declares
+(kernel, constants, dtype; see `tileport.validators.gpu.ffi`) and run with the same tensors, scalars and grid
+on torch's current stream. So the reference and the port get identical inputs and identical host logic, and
+only the device code differs.
+
+    python runner.py GATE_DIR [--out results.json]
+
+Correctness (stage D): per declared dtype x shape (x check variant): inputs from the op's `make_inputs`; the
+reference wrapper (cuTile Python via ct.launch) and the port run with NaN-poisoned allocations; the port's output
+is compared with the reference's (and the reference with torch's, as a sanity check). Failure classes: `host`
+(no entry for a launch, a refused argument, a launch error), `kernel` (wrong values, a device fault), `env`
+(no GPU, no tileiras, tileiras rc 5 from an older CUDA).
+
+Performance (stage E), only for cases that passed: device time of every kernel from CUPTI (torch.profiler),
+`warmup` calls first, then `repetitions` timed calls per side, each on fresh inputs, each preceded by an L2
+flush (a bitwise_not over a buffer several times L2's size, verified once per run: a cold read must be slower
+than a warm one), every timed output checked again against torch's reference for those inputs; the number of
+launches and the kernel names per call are asserted from the trace (anything else running is a failure).
+Medians, per-configuration ratio port/reference, every raw sample. Shapes whose median is under `tiny_us`
+are flagged and left out of the geomean. Each side's achieved bandwidth is given as % of a measured device
+copy, and FLOP/s (when the op module defines `flops(shape)`) as % of a measured cuBLAS GEMM.
+
+Results are written to results.json after every case, so a crash leaves what was measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import importlib.util
+import inspect
+import json
+import lzma
+import math
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+MAX_RANK = 8
+ERR_LEN = 4096
+FLUSH_BYTES = 512 << 20  # H200 L2 is 60 MB; any GPU's L2 is far below this
+TINY_US = 5.0  # below this a launch is mostly fixed cost: flagged, not averaged in
+ENV_MARKERS = ("failed to compile tile ir program", "tileiras", "cuda_error_no_device", "no cuda gpus",
+               "cuda_error_not_initialized", "driver version is insufficient", "cuda_error_insufficient_driver",
+               "libcuda", "cannot open shared object")
+
+
+class TpTensor(ctypes.Structure):
+    _fields_ = [("ptr", ctypes.c_uint64), ("ndim", ctypes.c_int64), ("shape", ctypes.c_int64 * MAX_RANK),
+                ("strides", ctypes.c_int64 * MAX_RANK), ("part", ctypes.c_int64 * MAX_RANK)]
+
+
+class TpScalar(ctypes.Structure):
+    _fields_ = [("i", ctypes.c_int64), ("f", ctypes.c_double)]
+
+
+class PortError(Exception):
+    """A port launch failed; `fail_class` is host | kernel | env."""
+
+    def __init__(self, message: str, fail_class: str = "host"):
+        super().__init__(message)
+        self.fail_class = fail_class
+
+
+def classify_message(message: str, default: str) -> str:
+    low = message.lower()
+    return "env" if any(m in low for m in ENV_MARKERS) else default
+
+
+# ----------------------------------------------------------------------------------------------- the library
+
+
+class PortLibrary:
+    """The port's cdylib through ctypes. Loading needs no GPU (nothing runs until a launch)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = str(path)
+        self.lib = ctypes.CDLL(self.path)
+        self.lib.tp_abi_version.restype = ctypes.c_int32
+        self.lib.tp_bindings.restype = ctypes.c_char_p
+        self.abi = int(self.lib.tp_abi_version())
+        self.bindings = json.loads(self.lib.tp_bindings().decode())
+        self._fns: dict[str, object] = {}
+
+    def function(self, symbol: str):
+        fn = self._fns.get(symbol)
+        if fn is None:
+            fn = getattr(self.lib, symbol)
+            fn.restype = ctypes.c_int32
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p,
+                           ctypes.POINTER(TpTensor), ctypes.c_int32, ctypes.POINTER(TpScalar), ctypes.c_int32,
+                           ctypes.c_char_p, ctypes.c_size_t]
+            self._fns[symbol] = fn
+        return fn
+
+    def call(self, symbol: str, *, stream: int, device: int, grid: tuple[int, int, int], generics: list[str],
+             tensors: list[dict], scalars: list[float | int]) -> tuple[int, str]:
+        """Raw call: tensors as {ptr, shape, strides, part}; returns (rc, message)."""
+        tarr = (TpTensor * max(1, len(tensors)))()
+        for slot, t in zip(tarr, tensors):
+            slot.ptr = int(t["ptr"])
+            slot.ndim = len(t["shape"])
+            for i, (n, s) in enumerate(zip(t["shape"], t["strides"])):
+                slot.shape[i], slot.strides[i] = int(n), int(s)
+            for i, p in enumerate(t.get("part") or []):
+                slot.part[i] = int(p)
+        sarr = (TpScalar * max(1, len(scalars)))()
+        for slot, v in zip(sarr, scalars):
+            slot.f = float(v)
+            slot.i = int(v) if float(v).is_integer() and abs(float(v)) < 2**63 else 0
+        g = (ctypes.c_uint32 * 3)(*[int(x) for x in grid])
+        err = ctypes.create_string_buffer(ERR_LEN)
+        rc = self.function(symbol)(ctypes.c_void_p(stream), device, g, ",".join(generics).encode(), tarr,
+                                   len(tensors), sarr, len(scalars), err, ERR_LEN)
+        return int(rc), err.value.decode("utf-8", "replace")
+
+
+def _is_constant(annotation) -> bool:
+    meta = getattr(annotation, "__metadata__", ())
+    return any(type(m).__name__ == "ConstantAnnotation" for m in meta)
+
+
+def _const(v):
+    return int(v) if isinstance(v, bool) else v
+
+
+def _torch_dtype_name(t) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+class PortLauncher:
+    """Stands in for `ct.launch`: maps each reference launch onto the port entry and calls the library."""
+
+    def __init__(self, library: PortLibrary):
+        self.library = library
+        self.entries = library.bindings["entries"]
+        self.calls: list[dict] = []
+
+    def select(self, kernel_name: str, constants: dict, dtype: str) -> dict:
+        best, best_score, reasons = None, -1, []
+        for e in self.entries:
+            if kernel_name not in e["reference_kernels"]:
+                continue
+            if e["undecided"]:
+                reasons.append(f"{e['entry']}: {'; '.join(e['undecided'])}")
+                continue
+            if dtype not in e["symbols"]:
+                reasons.append(f"{e['entry']}: no {dtype} instance (has {', '.join(e['symbols'])})")
+                continue
+            score, ok = 0, True
+            for name, values in e["structural"].items():
+                if name in constants:
+                    if _const(constants[name]) not in values:
+                        ok = False
+                        reasons.append(f"{e['entry']}: {name}={constants[name]!r} not in {values}")
+                        break
+                    score += 1
+            missing = [g["constant"] for g in e["generics"] if g.get("from") == "constant" and g["constant"] not in constants]
+            if missing:
+                ok = False
+                reasons.append(f"{e['entry']}: launch has no constant {', '.join(missing)}")
+            if ok and score > best_score:
+                best, best_score = e, score
+        if best is None:
+            consts = ",".join(f"{k}={v}" for k, v in constants.items())
+            raise PortError(f"no port entry for reference launch {kernel_name}[{consts}]/{dtype}"
+                            + (f" ({'; '.join(reasons)})" if reasons else ""), "host")
+        return best
+
+    def __call__(self, stream, grid, kernel, args):
+        import torch
+
+        func = getattr(kernel, "_pyfunc", kernel)
+        name = getattr(func, "__name__", str(kernel))
+        params = list(inspect.signature(func).parameters.values())
+        if len(params) != len(args):
+            raise PortError(f"{name}: launched with {len(args)} arguments, its signature has {len(params)}", "host")
+        bound = {p.name: a for p, a in zip(params, args)}
+        constants = {p.name: bound[p.name] for p in params if _is_constant(p.annotation)}
+        tensors_in = [a for a in args if isinstance(a, torch.Tensor)]
+        if not tensors_in:
+            raise PortError(f"{name}: no tensor argument", "host")
+        dtype = _torch_dtype_name(tensors_in[0])
+        entry = self.select(name, constants, dtype)
+        rust_dtype = entry["symbols"][dtype].rsplit("__", 1)[1]
+        gvals: dict[str, str] = {}
+        for g in entry["generics"]:
+            if g["from"] == "dtype":
+                gvals[g["name"]] = rust_dtype
+            elif g["from"] == "constant":
+                gvals[g["name"]] = str(int(_const(constants[g["constant"]])))
+            else:
+                gvals[g["name"]] = str(g["value"])
+        grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])
+        tensors, scalars = [], []
+        for p in entry["params"]:
+            ref_name = entry["param_map"].get(p["name"], p["name"])
+            if ref_name not in bound:
+                raise PortError(f"{entry['entry']}: parameter {p['name']} has no reference argument {ref_name}", "host")
+            value = bound[ref_name]
+            if p["kind"] == "scalar":
+                if isinstance(value, torch.Tensor):
+                    raise PortError(f"{entry['entry']}: {p['name']} is a scalar in the port, a tensor in the reference", "host")
+                scalars.append(value)
+                continue
+            if not isinstance(value, torch.Tensor):
+                raise PortError(f"{entry['entry']}: {p['name']} is a tensor in the port, {type(value).__name__} in the reference", "host")
+            want = dtype if p["elem"] in entry["type_params"] else \
+                {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "i32": "int32",
+                 "i64": "int64"}.get(p["elem"], p["elem"])
+            if _torch_dtype_name(value) != want:
+                raise PortError(f"{entry['entry']}: {p['name']} is {_torch_dtype_name(value)}, the port takes {want}", "host")
+            if value.dim() != len(p["dims"]):
+                raise PortError(f"{entry['entry']}: {p['name']} has rank {value.dim()}, the port declares {len(p['dims'])}", "host")
+            part = []
+            if p["kind"] == "out":
+                for i, d in enumerate(p["dims"]):
+                    if d.lstrip("-").isdigit() and int(d) > 0:
+                        part.append(int(d))
+                    elif d in gvals:
+                        part.append(int(gvals[d]))
+                    elif i < 3:  # a dynamic dim: the block's share of it along the grid
+                        part.append(max(1, -(-value.shape[i] // grid3[i])))
+                    else:
+                        part.append(value.shape[i])
+            tensors.append({"ptr": value.data_ptr(), "shape": list(value.shape), "strides": list(value.stride()),
+                            "part": part})
+        device = tensors_in[0].device.index or 0
+        raw_stream = getattr(stream, "cuda_stream", stream)
+        generics = [gvals[g["name"]] for g in entry["generics"]]
+        symbol = entry["symbols"][dtype]
+        rc, msg = self.library.call(symbol, stream=int(raw_stream or 0), device=device, grid=grid3,
+                                    generics=generics, tensors=tensors, scalars=scalars)
+        self.calls.append({"symbol": symbol, "entry": entry["entry"], "generics": generics, "grid": list(grid3)})
+        if rc != 0:
+            default = "kernel" if ("illegal" in msg.lower() or "jit" in msg.lower()) else "host"
+            raise PortError(f"{symbol}({','.join(generics)}) rc={rc}: {msg}", classify_message(msg, default))
+
+
+class LaunchRecorder:
+    """Wraps the real `ct.launch` to count launches and remember kernel names and argument bytes."""
+
+    def __init__(self, real):
+        self.real = real
+        self.launches: list[dict] = []
+
+    def __call__(self, stream, grid, kernel, args):
+        import torch
+
+        func = getattr(kernel, "_pyfunc", kernel)
+        seen, nbytes = set(), 0
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.data_ptr() not in seen:
+                seen.add(a.data_ptr())
+                nbytes += a.numel() * a.element_size()
+        self.launches.append({"kernel": getattr(func, "__name__", str(kernel)), "bytes": nbytes})
+        return self.real(stream, grid, kernel, args)
+
+
+class _Patched:
+    """Within the block, `ct.launch` (on cuda.tile and in the op module) is `replacement`."""
+
+    def __init__(self, ct, module, replacement):
+        self.ct, self.module, self.replacement = ct, module, replacement
+
+    def __enter__(self):
+        self.real = self.ct.launch
+        self.names = [n for n, v in vars(self.module).items() if v is self.real]
+        self.ct.launch = self.replacement
+        for n in self.names:
+            setattr(self.module, n, self.replacement)
+        return self.replacement
+
+    def __exit__(self, *exc):
+        self.ct.launch = self.real
+        for n in self.names:
+            setattr(self.module, n, self.real)
+        return False
+
+
+# ----------------------------------------------------------------------------------------------- measurement
+
+
+def _device_kernels(prof) -> list[tuple[float, float, str]]:
+    """(start_us, duration_us, name) of every device activity in the trace, in start order."""
+    import torch
+
+    out = []
+    for evt in prof.events():
+        if evt.device_type == torch.autograd.DeviceType.CUDA:
+            out.append((evt.time_range.start, evt.time_range.elapsed_us(), evt.name))
+    return sorted(out)
+
+
+def _profile(fn, n: int):
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+        for i in range(n):
+            fn(i)
+        torch.cuda.synchronize()
+    return _device_kernels(prof)
+
+
+FLUSH_NAME = "bitwise_not"
+
+
+class Flusher:
+    def __init__(self, torch):
+        self.buf = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+
+    def __call__(self):
+        self.buf.bitwise_not_()
+
+
+def _segments(events, flush_name=FLUSH_NAME):
+    """Split device activity into one list per timed call: each call starts with a flush kernel."""
+    segs, cur = [], None
+    for start, dur, name in events:
+        if flush_name in name:
+            cur = []
+            segs.append(cur)
+        elif cur is not None:
+            cur.append((start, dur, name))
+    return segs
+
+
+def measure_hw(torch, flusher) -> dict:
+    """The device's copy bandwidth and GEMM FLOP/s measured here, and a check that the L2 flush works."""
+    hw: dict = {}
+    n = 1 << 28  # 1 GiB of float32
+    src = torch.empty(n, dtype=torch.float32, device="cuda").uniform_()
+    dst = torch.empty_like(src)
+    ev = _profile(lambda i: dst.copy_(src), 10)
+    times = [d for _, d, name in ev if "copy" in name.lower() or "memcpy" in name.lower()]
+    if times:
+        hw["copy_gbps"] = round(2 * n * 4 / (statistics.median(times) * 1e-6) / 1e9, 1)
+    del src, dst
+    for dt in ("float16", "bfloat16"):
+        m = 8192
+        a = torch.randn(m, m, device="cuda", dtype=getattr(torch, dt))
+        b = torch.randn(m, m, device="cuda", dtype=getattr(torch, dt))
+        torch.matmul(a, b)
+        ev = _profile(lambda i: torch.matmul(a, b), 10)
+        gemm = [d for _, d, name in ev if "copy" not in name.lower()]
+        if gemm:
+            hw[f"gemm_tflops_{dt}"] = round(2 * m**3 / (statistics.median(gemm) * 1e-6) / 1e12, 1)
+    # L2 flush check: read 16 MB (fits in L2) warm, then after each flush.
+    x = torch.empty(4 << 20, dtype=torch.float32, device="cuda").uniform_()
+    x.sum()
+
+    def warm(i):
+        x.sum()
+
+    def cold(i):
+        flusher()
+        x.sum()
+
+    wev = [d for _, d, name in _profile(warm, 30) if "reduce" in name.lower()]
+    cev = [d for s in _segments(_profile(cold, 30)) for _, d, name in s if "reduce" in name.lower()]
+    if wev and cev:
+        w, c = statistics.median(wev), statistics.median(cev)
+        hw["flush"] = {"warm_us": round(w, 2), "cold_us": round(c, 2), "ratio": round(c / w, 2),
+                       "verified": c > 1.15 * w}
+    else:
+        hw["flush"] = {"verified": False, "error": "no reduction kernel in the trace"}
+    return hw
+
+
+# ----------------------------------------------------------------------------------------------- the run
+
+
+class Runner:
+    def __init__(self, gate_dir: Path, out: Path):
+        self.dir = gate_dir
+        self.gate = json.loads((gate_dir / "gate.json").read_text())
+        self.out = out
+        self.results: dict = {"gate": {k: self.gate.get(k) for k in ("conversion_id", "commit", "op", "created_at")},
+                              "env_missing": None, "cases": [], "perf": {"rows": []}, "started_at": time.time()}
+
+    def save(self):
+        self.results["updated_at"] = time.time()
+        tmp = self.out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.results, indent=1, default=str))
+        tmp.replace(self.out)
+
+    def env(self) -> str | None:
+        """None when everything a run needs is here, else what is missing and how to fix it."""
+        try:
+            import torch
+        except ImportError:
+            return "torch: not importable on this host (pip install torch with CUDA)"
+        if not torch.cuda.is_available():
+            return "GPU: torch sees no CUDA device (check the driver, nvidia-smi, CUDA_VISIBLE_DEVICES)"
+        try:
+            import cuda.tile  # noqa: F401
+        except ImportError as e:
+            return f"cuda.tile: not importable ({e}); pip install cuda-tile"
+        tileiras = os.environ.get("CUTILE_TILEIRAS_PATH") or shutil.which("tileiras")
+        if not tileiras or not os.access(tileiras, os.X_OK):
+            return "tileiras: not found (put tileiras >= 13.3 on PATH or set CUTILE_TILEIRAS_PATH)"
+        os.environ.setdefault("CUTILE_TILEIRAS_PATH", tileiras)
+        for var in ("CUDA_HOME", "CUDA_PATH"):
+            if os.environ.get(var):
+                return (f"{var}={os.environ[var]} is set: tileiras would use that CUDA's ptxas/libnvvm and fail "
+                        f"with rc 5 if it is older; unset {var}")
+        self.results["env"] = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                               "capability": list(torch.cuda.get_device_capability(0)), "tileiras": tileiras}
+        return None
+
+    def load(self):
+        import cuda.tile as ct
+
+        sys.path.insert(0, str(self.dir))
+        import tp_correctness as C  # packed beside this file
+
+        self.C, self.ct = C, ct
+        so = self.dir / self.gate["library"]
+        target = Path(tempfile.mkdtemp(prefix="tp-gate-")) / "libport.so"
+        with lzma.open(so) as f, open(target, "wb") as out:
+            shutil.copyfileobj(f, out, 1 << 20)
+        self.library = PortLibrary(target)
+        if self.library.abi != self.gate["abi"]:
+            raise PortError(f"library ABI {self.library.abi} != gate ABI {self.gate['abi']}", "host")
+        self.module = C.load_module(self.dir / self.gate["op_file"])
+        self.wrapper = getattr(self.module, self.gate["op"])
+        self.variants = self.module.check_variants() if callable(getattr(self.module, "check_variants", None)) else [{}]
+
+    def _call(self, side: str, inputs: dict, variant: dict):
+        if side == "ref":
+            rec = LaunchRecorder(self.ct.launch)
+            with _Patched(self.ct, self.module, rec):
+                out = self.wrapper(**inputs, **variant)
+            return out, rec.launches
+        launcher = PortLauncher(self.library)
+        with _Patched(self.ct, self.module, launcher):
+            out = self.wrapper(**inputs, **variant)
+        return out, launcher.calls
+
+    def correctness(self, dtype: str, shape: dict, variant: dict) -> dict:
+        import torch
+
+        C = self.C
+        atol, rtol = self.gate["tolerances"].get(dtype, C.FALLBACK_TOLERANCES.get(dtype, (1e-2, 1e-2)))
+        label = ",".join(f"{k}={v}" for k, v in shape.items()) + "".join(f" {k}={v}" for k, v in variant.items())
+        case = {"name": f"{self.gate['op']} {dtype} [{label}]", "dtype": dtype, "shape": shape, "variant": variant,
+                "status": "FAIL", "max_abs_err": None, "fail_class": None, "message": "", "atol": atol, "rtol": rtol}
+        seed = C.case_seed(self.gate["op"], dtype, shape, variant)
+        try:
+            inputs = self.module.make_inputs(dict(shape), dtype, device="cuda", seed=seed)
+            expected = C._outputs(self.module.reference(**inputs, **variant))
+            with C.poisoned_allocations(torch):
+                ref_out, launches = self._call("ref", inputs, variant)
+            torch.cuda.synchronize()
+            ref_out = C._outputs(ref_out)
+        except Exception as exc:
+            case.update(fail_class=classify_message(str(exc), "env"),
+                        message=f"the reference could not run: {C._short_error(exc)}")
+            return case
+        sanity = [C.compare(o.double(), e.double(), atol, rtol) for o, e in zip(ref_out, expected)]
+        case["reference_vs_torch"] = "ok" if all(s.ok for s in sanity) else "; ".join(s.reason for s in sanity if not s.ok)
+        case["reference_launches"] = [l["kernel"] for l in launches]
+        t0 = time.perf_counter()
+        try:
+            with C.poisoned_allocations(torch) as poisoned:
+                got, calls = self._call("port", inputs, variant)
+            torch.cuda.synchronize()
+        except PortError as exc:
+            case.update(fail_class=exc.fail_class, message=str(exc)[:1500])
+            return case
+        except Exception as exc:  # a device fault surfaces at the synchronise
+            msg = C._short_error(exc)
+            case.update(fail_class=classify_message(msg, "kernel"), message=f"port run failed: {msg}")
+            return case
+        case["port_seconds"] = round(time.perf_counter() - t0, 4)
+        case["port_launches"] = [c["entry"] + "<" + ",".join(c["generics"]) + ">" for c in calls]
+        case["poisoned"] = poisoned[0]
+        got = C._outputs(got)
+        if len(got) != len(ref_out):
+            case.update(fail_class="host", message=f"{len(got)} outputs, the reference has {len(ref_out)}")
+            return case
+        if len(calls) != len(launches):
+            case.update(fail_class="host", message=f"the port made {len(calls)} launches, the reference {len(launches)}")
+            return case
+        worst = None
+        for i, (o, r) in enumerate(zip(got, ref_out)):
+            if o.dtype != r.dtype:
+                case.update(fail_class="host", message=f"output {i} dtype {o.dtype} != reference {r.dtype}")
+                return case
+            c = C.compare(o.double(), r.double(), atol, rtol)
+            if worst is None or not c.ok or (c.max_abs_err or 0) > (worst.max_abs_err or 0):
+                worst = c if (worst is None or worst.ok) else worst
+        case["max_abs_err"] = worst.max_abs_err
+        case["rel_l2_err"] = worst.rel_l2_err
+        if worst.ok:
+            case.update(status="PASS", message="ok")
+        else:
+            case.update(fail_class="kernel", message=worst.reason)
+        return case
+
+    def perf(self, dtype: str, shape: dict, variant: dict, hw: dict) -> dict:
+        import torch
+
+        C = self.C
+        p = self.gate["perf"]
+        warmup, reps = int(p["warmup"]), max(20, int(p["repetitions"]))
+        atol, rtol = self.gate["tolerances"].get(dtype, C.FALLBACK_TOLERANCES.get(dtype, (1e-2, 1e-2)))
+        label = ",".join(f"{k}={v}" for k, v in shape.items()) + "".join(f" {k}={v}" for k, v in variant.items())
+        row = {"config": f"{dtype} [{label}]", "dtype": dtype, "shape": shape, "variant": variant, "flags": [],
+               "ref_ms": None, "port_ms": None, "ratio": None, "ref_samples": [], "port_samples": []}
+        seed = C.case_seed(self.gate["op"], dtype, shape, variant)
+        sets = [self.module.make_inputs(dict(shape), dtype, device="cuda", seed=seed + 1 + i) for i in range(reps)]
+        # what each side launches: names and count, from a recorded call
+        _, ref_launches = self._call("ref", sets[0], variant)
+        _, port_calls = self._call("port", sets[0], variant)
+        expect = {"ref": [l["kernel"] for l in ref_launches], "port": [c["entry"] for c in port_calls]}
+        nbytes = sum(l["bytes"] for l in ref_launches)
+        flops = self.module.flops(dict(shape)) if callable(getattr(self.module, "flops", None)) else None
+        for side in ("ref", "port"):
+            for i in range(warmup):
+                self._call(side, sets[i % reps], variant)
+            torch.cuda.synchronize()
+            outs = []
+
+            def one(i, side=side):
+                self.flusher()
+                with C.poisoned_allocations(torch):
+                    out, _ = self._call(side, sets[i], variant)
+                outs.append(out)
+
+            events = _profile(one, reps)
+            segs = _segments(events)
+            samples, problems = [], []
+            names = expect[side]
+            if len(segs) != reps:
+                problems.append(f"{len(segs)} flushed segments in the trace, {reps} calls made")
+            for k, seg in enumerate(segs):
+                mine = [(d, n) for _, d, n in seg if any(x in n for x in names)]
+                other = [n for _, d, n in seg if not any(x in n for x in names) and "fill" not in n.lower()]
+                if len(mine) != len(names):
+                    problems.append(f"call {k}: {len(mine)} kernels named {names} in the trace, {len(names)} launched")
+                if other:
+                    problems.append(f"call {k}: unexpected device work {sorted(set(other))[:3]}")
+                samples.append(round(sum(d for d, _ in mine) / 1000.0, 6))
+            # correctness of exactly the timed calls
+            bad = 0
+            for i, out in enumerate(outs):
+                ref = C._outputs(self.module.reference(**sets[i], **variant))
+                for o, r in zip(C._outputs(out), ref):
+                    if not C.compare(o.double(), r.double(), atol, rtol).ok:
+                        bad += 1
+            if bad:
+                problems.append(f"{bad} timed outputs do not match the reference")
+            row[f"{side}_samples"] = samples
+            row[f"{side}_kernels"] = sorted({n for seg in segs[:1] for _, _, n in seg if any(x in n for x in names)})
+            if problems:
+                row["flags"].append(f"{side}: " + "; ".join(problems[:3]))
+                row.setdefault("failed", True)
+            elif samples:
+                row[f"{side}_ms"] = statistics.median(samples)
+        if row["ref_ms"] and row["port_ms"]:
+            row["ratio"] = row["port_ms"] / row["ref_ms"]
+            if min(row["ref_ms"], row["port_ms"]) * 1000 < TINY_US:
+                row["flags"].append(f"tiny: under {TINY_US:g} us, not in the geomean")
+                row["tiny"] = True
+            row["hw"] = {}
+            for side in ("ref", "port"):
+                secs = row[f"{side}_ms"] / 1000
+                entry = {"gbps": round(nbytes / secs / 1e9, 1)}
+                if hw.get("copy_gbps"):
+                    entry["bw_pct"] = round(100 * entry["gbps"] / hw["copy_gbps"], 1)
+                if flops:
+                    entry["tflops"] = round(flops / secs / 1e12, 1)
+                    peak = hw.get(f"gemm_tflops_{dtype}")
+                    if peak:
+                        entry["flop_pct"] = round(100 * entry["tflops"] / peak, 1)
+                row["hw"][side] = entry
+        else:
+            row["failed"] = True
+        del sets
+        return row
+
+    def run(self, perf: bool = True) -> int:
+        missing = self.env()
+        if missing:
+            self.results["env_missing"] = missing
+            self.save()
+            return 3
+        try:
+            self.load()
+        except PortError as e:
+            self.results["env_missing"] = None
+            self.results["load_error"] = {"fail_class": e.fail_class, "message": str(e)}
+            self.save()
+            return 1
+        except OSError as e:
+            self.results["env_missing"] = f"the port library does not load on this host: {e}"
+            self.save()
+            return 3
+        import torch
+
+        configs = [(d, s, v) for d in self.gate["dtypes"] for s in self.gate["shapes"] for v in self.variants]
+        for d, s, v in configs:
+            case = self.correctness(d, s, v)
+            self.results["cases"].append(case)
+            print(f"{case['status']} {case['name']}: {case['message'][:300]}", flush=True)
+            self.save()
+            if case["fail_class"] == "env":
+                self.results["env_missing"] = case["message"]
+                self.save()
+                return 3
+        if not perf:
+            return 0 if all(c["status"] == "PASS" for c in self.results["cases"]) else 1
+        self.flusher = Flusher(torch)
+        hw = measure_hw(torch, self.flusher)
+        self.results["perf"]["hw"] = hw
+        print(f"hardware: {json.dumps(hw)}", flush=True)
+        self.save()
+        for case, (d, s, v) in zip(self.results["cases"], configs):
+            if case["status"] != "PASS":
+                continue
+            try:
+                row = self.perf(d, s, v, hw)
+            except Exception as exc:
+                row = {"config": f"{d} {s} {v}", "failed": True, "flags": [f"measurement failed: {self.C._short_error(exc)}"],
+                       "ref_ms": None, "port_ms": None, "ratio": None, "ref_samples": [], "port_samples": []}
+            self.results["perf"]["rows"].append(row)
+            print(f"PERF {self.gate['op']} {row['config']}: ref {row['ref_ms']} ms port {row['port_ms']} ms "
+                  f"ratio {row['ratio'] and round(row['ratio'], 3)} {row['flags']}", flush=True)
+            self.save()
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="judge a packed port against its cuTile Python reference on this GPU")
+    ap.add_argument("gate_dir")
+    ap.add_argument("--out", default=None, help="results file (default GATE_DIR/results.json)")
+    ap.add_argument("--no-perf", action="store_true", help="correctness only")
+    args = ap.parse_args(argv)
+    gate_dir = Path(args.gate_dir).resolve()
+    runner = Runner(gate_dir, Path(args.out) if args.out else gate_dir / "results.json")
+    try:
+        rc = runner.run(perf=not args.no_perf)
+    except Exception as exc:
+        runner.results["runner_error"] = "".join(traceback.format_exception(exc))[-3000:]
+        runner.save()
+        rc = 1
+    runner.results["finished_at"] = time.time()
+    runner.save()
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
