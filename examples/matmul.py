@@ -69,3 +69,9 @@ def make_inputs(shape, dtype, device="cuda", seed=0):
 def reference(a, b):
     """Plain torch ``a @ b`` computed in float64 (no TF32 question), cast back to a's dtype."""
     return (a.double() @ b.double()).to(a.dtype)
+
+
+def flops(shape):
+    """Floating-point operations of one call (multiply and add counted apart): the perf gate reports each side's
+    FLOP/s against a cuBLAS GEMM measured on the same GPU."""
+    return 2 * shape["m"] * shape["n"] * shape["k"]

@@ -523,10 +523,28 @@ class Runner:
                "ref_ms": None, "port_ms": None, "ratio": None, "ref_samples": [], "port_samples": []}
         seed = C.case_seed(self.gate["op"], dtype, shape, variant)
         sets = [self.module.make_inputs(dict(shape), dtype, device="cuda", seed=seed + 1 + i) for i in range(reps)]
-        # what each side launches: names and count, from a recorded call
+        # what each side launches: the launch count from a recorded call, the kernel names from its trace
         _, ref_launches = self._call("ref", sets[0], variant)
         _, port_calls = self._call("port", sets[0], variant)
-        expect = {"ref": [l["kernel"] for l in ref_launches], "port": [c["entry"] for c in port_calls]}
+        launched = {"ref": [l["kernel"] for l in ref_launches], "port": [c["entry"] for c in port_calls]}
+        expect: dict[str, list[str]] = {}
+        for side in ("ref", "port"):
+            def learn(i, side=side):
+                self.flusher()
+                self._call(side, sets[0], variant)
+            segs = _segments(_profile(learn, 1))
+            names = [n for _, _, n in (segs[0] if segs else []) if "fill" not in n.lower()]
+            expect[side] = names
+            row[f"{side}_kernels"] = names
+            if len(names) != len(launched[side]):
+                row["flags"].append(f"{side}: {len(names)} kernels in the trace for {len(launched[side])} launches "
+                                    f"({names[:4]})")
+                row["failed"] = True
+            for want in launched[side]:
+                if not any(want in n for n in names):
+                    row["flags"].append(f"{side}: no kernel named like {want} in the trace ({names[:4]})")
+        if row.get("failed"):
+            return row
         nbytes = sum(l["bytes"] for l in ref_launches)
         flops = self.module.flops(dict(shape)) if callable(getattr(self.module, "flops", None)) else None
         for side in ("ref", "port"):
@@ -548,13 +566,13 @@ class Runner:
             if len(segs) != reps:
                 problems.append(f"{len(segs)} flushed segments in the trace, {reps} calls made")
             for k, seg in enumerate(segs):
-                mine = [(d, n) for _, d, n in seg if any(x in n for x in names)]
-                other = [n for _, d, n in seg if not any(x in n for x in names) and "fill" not in n.lower()]
+                mine = [d for _, d, n in seg if n in names]
+                other = [n for _, d, n in seg if n not in names and "fill" not in n.lower()]
                 if len(mine) != len(names):
-                    problems.append(f"call {k}: {len(mine)} kernels named {names} in the trace, {len(names)} launched")
+                    problems.append(f"call {k}: {len(mine)} of the {len(names)} expected kernels in the trace")
                 if other:
                     problems.append(f"call {k}: unexpected device work {sorted(set(other))[:3]}")
-                samples.append(round(sum(d for d, _ in mine) / 1000.0, 6))
+                samples.append(round(sum(mine) / 1000.0, 6))
             # correctness of exactly the timed calls
             bad = 0
             for i, out in enumerate(outs):
@@ -565,7 +583,6 @@ class Runner:
             if bad:
                 problems.append(f"{bad} timed outputs do not match the reference")
             row[f"{side}_samples"] = samples
-            row[f"{side}_kernels"] = sorted({n for seg in segs[:1] for _, _, n in seg if any(x in n for x in names)})
             if problems:
                 row["flags"].append(f"{side}: " + "; ".join(problems[:3]))
                 row.setdefault("failed", True)
