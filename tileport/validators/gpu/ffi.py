@@ -111,6 +111,9 @@ def entry_bindings(sig: EntrySig, spec: DumpSpec, dtypes: list[str]) -> dict:
     else:
         concrete = sorted(elem_types - type_params)
         rust_dtypes = concrete[:1] or ["f32"]
+    kernel_faults = [f"output {p.name}: &mut Tensor with dynamic tile dims {p.dims}; cutile 0.5 launches an output "
+                     "only as a partition whose shape equals the declared tile shape, so declare it static"
+                     for p in sig.params if p.kind == "out" and any(d.strip() == "-1" for d in p.dims)]
     for p in sig.params:
         if p.kind != "scalar" and p.elem not in type_params and p.elem not in TORCH_DTYPES:
             undecided.append(f"parameter {p.name}: element type {p.elem} is not a known dtype")
@@ -120,7 +123,7 @@ def entry_bindings(sig: EntrySig, spec: DumpSpec, dtypes: list[str]) -> dict:
         "type_params": sorted(type_params),
         "reference_kernels": kernels, "structural": structural, "param_map": params_map,
         "symbols": {TORCH_DTYPES[d]: symbol(sig.name, d) for d in rust_dtypes},
-        "undecided": undecided,
+        "undecided": undecided, "kernel_faults": kernel_faults,
     }
 
 
@@ -175,7 +178,8 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str]) -> str:
         args.append(var)
     call = f"crate::kernel::{sig.module}::{sig.name}({', '.join(args)})"
     body += [
-        f"        let launch = unsafe {{ {call} }}.generics(gens).grid((g[0], g[1], g[2]));",
+        f"        let launch = unsafe {{ {call} }}.generics(gens).grid((g[0], g[1], g[2]))",
+        "            .compile_options(CompileOptions::default().debug_info(DebugInfoLevel::None));",
         f"        launch.sync_on(&stream).map_err(|e| Refused(1, format!(\"{sig.name}: {{e:?}}\")))?;",
         "        Ok(())",
         "    })",

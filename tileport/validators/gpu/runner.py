@@ -149,12 +149,13 @@ class PortLauncher:
         self.calls: list[dict] = []
 
     def select(self, kernel_name: str, constants: dict, dtype: str) -> dict:
-        best, best_score, reasons = None, -1, []
+        best, best_score, reasons, fail_class = None, -1, [], "kernel"
         for e in self.entries:
             if kernel_name not in e["reference_kernels"]:
                 continue
             if e["undecided"]:
                 reasons.append(f"{e['entry']}: {'; '.join(e['undecided'])}")
+                fail_class = "host"  # the host template could not decide: the host writer's (or a model's) part
                 continue
             if dtype not in e["symbols"]:
                 reasons.append(f"{e['entry']}: no {dtype} instance (has {', '.join(e['symbols'])})")
@@ -175,8 +176,12 @@ class PortLauncher:
                 best, best_score = e, score
         if best is None:
             consts = ",".join(f"{k}={v}" for k, v in constants.items())
+            # no entry serves this launch: the kernel writer must add (or generalise) one, unless the
+            # template could not decide a mapping that exists
             raise PortError(f"no port entry for reference launch {kernel_name}[{consts}]/{dtype}"
-                            + (f" ({'; '.join(reasons)})" if reasons else ""), "host")
+                            + (f" ({'; '.join(reasons)})" if reasons else ""), fail_class)
+        if best.get("kernel_faults"):
+            raise PortError(f"{best['entry']}: {'; '.join(best['kernel_faults'])}", "kernel")
         return best
 
     def __call__(self, stream, grid, kernel, args):
@@ -341,11 +346,18 @@ def _segments(events, flush_name=FLUSH_NAME):
 def measure_hw(torch, flusher) -> dict:
     """The device's copy bandwidth and GEMM FLOP/s measured here, and a check that the L2 flush works."""
     hw: dict = {}
+
+    def per_call(fn, n=10):
+        """Device time of each call (all its kernels), calls separated by flushes."""
+        def one(i):
+            flusher()
+            fn()
+        return [sum(d for _, d, name in seg if "fill" not in name.lower()) for seg in _segments(_profile(one, n))]
+
     n = 1 << 28  # 1 GiB of float32
     src = torch.empty(n, dtype=torch.float32, device="cuda").uniform_()
     dst = torch.empty_like(src)
-    ev = _profile(lambda i: dst.copy_(src), 10)
-    times = [d for _, d, name in ev if "copy" in name.lower() or "memcpy" in name.lower()]
+    times = per_call(lambda: dst.copy_(src))
     if times:
         hw["copy_gbps"] = round(2 * n * 4 / (statistics.median(times) * 1e-6) / 1e9, 1)
     del src, dst
@@ -354,8 +366,7 @@ def measure_hw(torch, flusher) -> dict:
         a = torch.randn(m, m, device="cuda", dtype=getattr(torch, dt))
         b = torch.randn(m, m, device="cuda", dtype=getattr(torch, dt))
         torch.matmul(a, b)
-        ev = _profile(lambda i: torch.matmul(a, b), 10)
-        gemm = [d for _, d, name in ev if "copy" not in name.lower()]
+        gemm = per_call(lambda: torch.matmul(a, b))
         if gemm:
             hw[f"gemm_tflops_{dt}"] = round(2 * m**3 / (statistics.median(gemm) * 1e-6) / 1e12, 1)
     # L2 flush check: read 16 MB (fits in L2) warm, then after each flush.

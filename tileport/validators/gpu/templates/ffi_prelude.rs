@@ -6,6 +6,9 @@
 // cutile never frees them), the stream is borrowed (`Stream::borrow_raw`: the launch runs on the caller's stream),
 // the context is the device's primary context (`Context::new`, the one torch uses). A launch synchronises its
 // stream (`sync_on`). Shapes and strides must fit in i32 (cutile 0.5): a larger value is refused, never truncated.
+// Device code is always optimised (tileiras --opt-level 3, no device debug info), as cuTile Python compiles it:
+// cutile's default follows the cargo profile of cutile-compiler, and a debug build would otherwise JIT every
+// kernel with --opt-level 0 --device-debug (measured on an H200: a 4096^3 matmul 61x slower).
 // Return codes: 0 ok, 1 launch or argument error, 2 a value does not fit in i32, 3 panic; the message is written
 // NUL-terminated into `err`.
 #![allow(unused_unsafe, unused_mut, unused_imports, unused_variables, clippy::all)]
@@ -18,7 +21,7 @@ use cutile::cuda_core::{Context, Stream};
 use cutile::half::{bf16, f16};
 use cutile::prelude::*;
 use cutile::tensor::Tensor;
-use cutile::tile_kernel::TileKernel;
+use cutile::tile_kernel::{CompileOptions, DebugInfoLevel, TileKernel};
 
 pub const TP_MAX_RANK: usize = 8;
 
