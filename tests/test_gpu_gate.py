@@ -91,14 +91,17 @@ def test_ambiguous_constant_is_undecided_and_a_launch_of_it_is_a_host_fault():
 def test_launches_select_the_entry_their_constants_and_dtype_declare():
     rn = PortLauncher(SimpleNamespace(bindings=bindings("rms_norm")))
     assert rn.select("rms_norm_kernel", {"TILE_N": 4096, "CHUNKS": 1}, "float16")["entry"] == "rms_norm_single"
-    assert rn.select("rms_norm_kernel", {"TILE_N": 2048, "CHUNKS": 4}, "bfloat16")["entry"] == "rms_norm_chunked"
+    with pytest.raises(PortError, match=r"rms_norm_chunked: output out: &mut Tensor with dynamic tile dims") as e:
+        rn.select("rms_norm_kernel", {"TILE_N": 2048, "CHUNKS": 4}, "bfloat16")  # unlaunchable on cutile 0.5
+    assert e.value.fail_class == "kernel"
     sm = PortLauncher(SimpleNamespace(bindings=bindings("softmax")))
     assert sm.select("softmax_row_kernel", {"TILE_N": 4096, "FUSE_SCALE": True}, "float32")["entry"] == "softmax_row_scaled"
     with pytest.raises(PortError, match="no port entry for reference launch softmax_chunked_kernel"):
         sm.select("softmax_chunked_kernel", {"TILE_N": 2048, "FUSE_SCALE": False}, "float16")
     va = PortLauncher(SimpleNamespace(bindings=bindings("vector_add")))
-    with pytest.raises(PortError, match=r"add: no float16 instance \(has float32\)"):
+    with pytest.raises(PortError, match=r"add: no float16 instance \(has float32\)") as e:
         va.select("vector_add_kernel", {"TILE": 1024}, "float16")
+    assert e.value.fail_class == "kernel"  # the kernel writer must make it generic
 
 
 def test_driver_and_tileiras_faults_are_env_the_rest_keeps_its_class():
@@ -200,7 +203,7 @@ def test_ingest_records_d_only_for_the_conversions_current_commit(va_gate, tmp_p
     run_cli("gate", "run", str(work), "--timeout", "120", cwd=tmp_path)
     r = run_cli("gate", "ingest", str(work / "results.json"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    rows = sqlite3.connect(db).execute("select stage, verdict, fail_class, "commit" from stage_runs").fetchall()
+    rows = sqlite3.connect(db).execute('select stage, verdict, fail_class, "commit" from stage_runs').fetchall()
     expected = ("D", "ALL_PASS", None, "c0ffee") if _have_gpu() else ("D", "BLOCKED", "env", "c0ffee")
     assert rows[-1] == expected
     store = Store(db)
