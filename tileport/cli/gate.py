@@ -63,7 +63,9 @@ def run_pack(args: argparse.Namespace) -> int:
     layout = prepare_crate(target)
     out = Path(args.out or Path("gates") / op.op)
     perf = {"warmup": config.perf.warmup, "repetitions": config.perf.repetitions, "flush_l2": config.perf.flush_l2}
-    dest, built = gate.pack(layout, op, out, commit=commit, conversion_id=conversion_id, perf=perf)
+    from tileport.validators.rust.build import BuildOptions
+    opts = BuildOptions(cubins=False, disasm=False, sandbox_required=config.sandbox.require)
+    dest, built = gate.pack(layout, op, out, commit=commit, conversion_id=conversion_id, perf=perf, build_opts=opts)
     if not built.ok:
         print("\n".join(built.errors[:20]))
         raise UserError(f"the port's cdylib did not build ({len(built.errors)} error(s)); fix kernel.rs and pack again")

@@ -53,7 +53,10 @@ def run_gate_for_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: 
     perf_cfg = {"warmup": config.perf.warmup, "repetitions": config.perf.repetitions,
                 "flush_l2": config.perf.flush_l2}
     try:
-        dest, built = gate.pack(layout, op, dest, commit=commit, conversion_id=conversion_id, perf=perf_cfg)
+        from tileport.validators.rust.build import BuildOptions
+        opts = BuildOptions(cubins=False, disasm=False, sandbox_required=config.sandbox.require)
+        dest, built = gate.pack(layout, op, dest, commit=commit, conversion_id=conversion_id, perf=perf_cfg,
+                                build_opts=opts)
     except EnvironmentBlocked as e:
         return {}, [], [], None, str(e)
     commands, artifacts = list(built.commands), list(built.artifacts)

@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tileport.errors import EnvironmentBlocked, UserError
+from tileport.exec import sandbox
 from tileport.exec.proc import run_command
 from tileport.records import ArtifactRecord, CommandRecord
 from tileport.validators.gpu.ffi import render_ffi
 from tileport.validators.gpu.signature import SignatureError
 from tileport.validators.rust import diagnostics as dg
-from tileport.validators.rust.build import BuildOptions, build_env, dependencies_cached, resolve_toolchain
+from tileport.validators.rust.build import (BuildOptions, _toolchain_paths, build_env, dependencies_cached,
+                                             resolve_toolchain)
 from tileport.validators.rust.crate import CUTILE_VERSION, CrateLayout, crate_id, render_lock
 from tileport.validators.rust.policy import check_crate
 
@@ -96,11 +98,19 @@ def build_cdylib(layout: CrateLayout, dtypes: list[str], opts: BuildOptions | No
     except SignatureError as e:
         result.errors = [f"host template: {e}"]
         return result
-    argv = [str(tc.cargo), "build", "--lib", "--message-format=json", "--locked"]
-    if opts.offline if opts.offline is not None else dependencies_cached():
-        argv.append("--offline")
+    env = build_env(tc, opts)
     opts.target_dir.mkdir(parents=True, exist_ok=True)
-    cmd = run_command(argv, cwd=root, env=build_env(tc, opts), timeout=opts.cargo_timeout, output_cap=opts.output_cap)
+    if not (opts.offline if opts.offline is not None else dependencies_cached()):
+        # the pinned crates are fetched outside the sandbox (network); nothing of them runs here
+        fetch = run_command([str(tc.cargo), "fetch", "--locked"], cwd=root, env=env, timeout=opts.cargo_timeout,
+                            output_cap=opts.output_cap)
+        result.commands.append(fetch.record)
+    argv = [str(tc.cargo), "build", "--lib", "--message-format=json", "--locked", "--offline"]
+    # kernel.rs is model-written: cargo runs in the same sandbox as stage B's builds
+    profile = sandbox.Profile("cargo-build-cdylib", writable=(root.resolve(), opts.target_dir.resolve()),
+                              readable=_toolchain_paths(tc), limits=sandbox.BUILD_LIMITS)
+    cmd = sandbox.run_sandboxed(argv, profile, cwd=root, env=env, timeout=opts.cargo_timeout,
+                                output_cap=opts.output_cap, require=opts.sandbox_required)
     result.commands.append(cmd.record)
     diags, artifacts = dg.parse_cargo_json(cmd.stdout, root)
     result.errors = [d.short() for d in diags if d.is_error]

@@ -77,11 +77,11 @@ def op_info(analysis: Any = None, op_path: str | Path | None = None, tolerances:
 
 
 def pack(layout: CrateLayout, op: OpInfo, dest: Path, *, commit: str | None, conversion_id: int | None,
-         perf: dict, strip: str | None = None) -> tuple[Path, "CdylibResult"]:
+         perf: dict, strip: str | None = None, build_opts=None) -> tuple[Path, "CdylibResult"]:
     """Build the cdylib and write a gate directory at dest (replaced atomically)."""
     from tileport.validators.gpu.cdylib import CdylibResult  # noqa: F401
 
-    built = build_cdylib(layout, op.dtypes)
+    built = build_cdylib(layout, op.dtypes, build_opts)
     if not built.ok:
         return dest, built
     stage = dest.parent / f".{dest.name}.staging"

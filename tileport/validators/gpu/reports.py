@@ -6,7 +6,7 @@ Validators never route: these are domain results; `tileport/agents/stages/` turn
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tileport.records import ArtifactRecord, CommandRecord
@@ -30,6 +30,9 @@ class Case:
     max_abs_err: float | None = None
     fail_class: str | None = None  # host | kernel | env
     message: str = ""
+
+    def model_dump(self, mode: str = "json") -> dict:  # the stage modules read records this way
+        return asdict(self)
 
 
 @dataclass
@@ -74,6 +77,9 @@ class PerfRow:
     tiny: bool = False
     failed: bool = False
 
+    def model_dump(self, mode: str = "json") -> dict:
+        return asdict(self)
+
 
 @dataclass
 class PerfReport:
@@ -90,11 +96,18 @@ class PerfReport:
         return [r for r in self.rows if not r.tiny and not r.failed and r.ratio]
 
     @property
-    def geomean(self) -> float | None:
+    def geomean_measured(self) -> float | None:
+        """Geomean of the measured, non-tiny rows, whether or not every row was measured."""
         rows = self.counted
         if not rows:
             return None
         return math.exp(sum(math.log(r.ratio) for r in rows) / len(rows))
+
+    @property
+    def geomean(self) -> float | None:
+        """The gate's figure: None unless every configuration was measured and the flush verified (a missing
+        measurement is a failure, never a soft pass)."""
+        return self.geomean_measured if self.complete else None
 
     @property
     def worst(self) -> PerfRow | None:
@@ -103,7 +116,7 @@ class PerfReport:
 
     @property
     def band(self) -> str | None:
-        return band(self.geomean)
+        return band(self.geomean_measured)
 
     @property
     def complete(self) -> bool:
