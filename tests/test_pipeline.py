@@ -28,11 +28,14 @@ def _draft_importable() -> bool:
 
 
 def _gpu_gates() -> bool:
+    """True where D could really pass: the GPU gates are installed and torch sees a CUDA GPU. Elsewhere (CI, the
+    CPU machine) the real gates answer BLOCKED(env)."""
     try:
         import tileport.validators.gpu  # noqa: F401
+        import torch
     except ImportError:
         return False
-    return True
+    return bool(torch.cuda.is_available())
 
 
 @pytest.fixture
@@ -86,7 +89,7 @@ def assert_commits_match_store(project: Path, detail: dict) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_gpu_gates(), reason="the GPU gates are installed: D is not BLOCKED(env) here")
+@pytest.mark.skipif(_gpu_gates(), reason="a GPU and the gates are here: D is not BLOCKED(env)")
 def test_run_fixes_a_real_rustc_error_and_stops_blocked_at_d(project):
     """Item 7(a) and the fresh-repo run: A PASS, B (rustc E0308 fed back, fixed) COMPILED, D BLOCKED(env): exit 3."""
     r = tileport(project, "run", str(VECTOR_ADD), "--repo", str(project),
@@ -112,7 +115,7 @@ def test_run_fixes_a_real_rustc_error_and_stops_blocked_at_d(project):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_gpu_gates(), reason="the GPU gates are installed: D is not BLOCKED(env) here")
+@pytest.mark.skipif(_gpu_gates(), reason="a GPU and the gates are here: D is not BLOCKED(env)")
 def test_self_check_failure_goes_to_diagnose_and_back_to_the_writer(project):
     """Item 7(b): the kernel subtracts; it compiles, the real IR self-check fails -> C names kernel -> B fixes."""
     r = tileport(project, "run", str(VECTOR_ADD), "--repo", str(project),
@@ -180,7 +183,7 @@ def test_kill_9_at_any_point_then_resume_reaches_the_same_end_state(project, poi
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_gpu_gates(), reason="the GPU gates are installed: D is not BLOCKED(env) here")
+@pytest.mark.skipif(_gpu_gates(), reason="a GPU and the gates are here: D is not BLOCKED(env)")
 def test_kill_9_after_a_scripted_b_commit_resumes_without_asking_the_model_again(project):
     detail = _kill_and_resume(project, "scripted:pipeline_vector_add_rustc_fix", "committed:B:1")
     assert runs(detail) == [("A", 1, "PASS"), ("B", 1, "COMPILED"), ("D", 1, "BLOCKED")]
