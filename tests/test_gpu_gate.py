@@ -249,3 +249,20 @@ def test_store_keeps_every_case_and_every_sample(tmp_path):
     store.add_perf_rows(rid, [PerfRow("float16 [m=64]", 0.01, 0.011, 1.1, [0.01] * 20, [0.011] * 20, ["x"])])
     assert store.cases(rid)[0]["shape"] == {"m": 64, "n": 8} and store.cases(rid)[0]["fail_class"] == "kernel"
     assert store.perf_rows(rid)[0]["port_samples"] == [0.011] * 20
+
+
+@pytest.mark.slow
+def test_a_runner_that_dies_or_hangs_fails_that_conversion_only(va_gate, tmp_path):
+    """Named fakes: runner.py replaced by one that segfaults, and by one that hangs (no GPU here to fault)."""
+    from tileport.validators.gpu import gate as gate_mod
+    _, gate = va_gate
+    for name, body, timeout in (("crash", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)\n", 60),
+                                ("hang", "import time; time.sleep(600)\n", 3)):
+        work = tmp_path / name
+        shutil.copytree(gate, work)
+        (work / "runner.py").write_text(f"# FAKE runner ({name}) for the isolation test\n" + body)
+        results, cmd = gate_mod.run_local(work, timeout=timeout)
+        assert results["crashed"] and results["cases"][-1]["status"] == "FAIL", results
+        assert results["cases"][-1]["fail_class"] == "kernel"
+        assert ("killed after" in results["crashed"]) == (name == "hang")
+        assert json.loads((work / "results.json").read_text())["crashed"] == results["crashed"]

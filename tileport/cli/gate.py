@@ -53,8 +53,12 @@ def run_pack(args: argparse.Namespace) -> int:
             store.close()
         conversion_id = conv["id"]
         commit = commit or conv.get("head_commit")
-        op_path = op_path or conv["op_path"]
-        port_dir = Path(conv.get("worktree") or ".") / "ports" / Path(conv["op_path"]).stem
+        worktree = Path(conv.get("worktree") or ".")
+        if not op_path:
+            op_path = conv["op_path"]
+            if not Path(op_path).is_file() and (worktree / op_path).is_file():
+                op_path = str(worktree / op_path)
+        port_dir = worktree / "ports" / Path(conv["op_path"]).stem
         if not port_dir.is_dir():
             raise UserError(f"conversion {conversion_id}: no port at {port_dir}; pass the port dir instead of the ID")
         target = str(port_dir)
