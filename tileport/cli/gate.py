@@ -99,8 +99,10 @@ def run_run(args: argparse.Namespace) -> int:
         for r in perf.rows:
             ratio = f"{r.ratio:.3f}" if r.ratio else "-"
             print(f"PERF {r.config}: ref {r.ref_ms} ms, port {r.port_ms} ms, ratio {ratio} {' '.join(r.flags)}")
-    gm = perf.geomean
+    gm = perf.geomean_measured
     print(f"{passed}/{len(corr.cases)} cases pass" + (f"; geomean port/ref {gm:.3f} ({perf.band})" if gm else "")
+          + ("" if perf.complete or not perf.rows else "; INCOMPLETE: a configuration was not measured or the L2 "
+             "flush was not verified (the gate fails)")
           + f"; results in {Path(args.dir) / gate.RESULTS_FILE}")
     return 0 if corr.all_pass else 1
 
@@ -151,10 +153,10 @@ def _record(store, cid: int, commit: str, results: dict, path: Path) -> list[int
                     summary=corr.env_missing or f"{passed}/{len(corr.cases)} cases pass")
     ids = [store.record_stage(cid, d, commit)]
     store.add_cases(ids[0], corr.cases)
-    if (results.get("perf") or {}).get("rows"):
+    if verdict == "ALL_PASS" and (results.get("perf") or {}).get("rows"):  # E only after D passed
         perf = perf_from_results(results)
-        gm = perf.geomean
-        ok = perf.complete and gm is not None and gm <= config.perf.geomean_max
+        gm = perf.geomean  # None unless every configuration was measured and the flush verified
+        ok = gm is not None and gm <= config.perf.geomean_max
         worst = perf.worst
         e = StageResult(stage=Stage.PERFORMANCE, attempt=store.attempts(cid, "E") + 1,
                         verdict="DONE" if ok else "INVESTIGATE", artifacts=art,
