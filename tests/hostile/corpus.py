@@ -201,8 +201,13 @@ def _kind_makers() -> dict[str, Callable[[Path, str, str], None]]:
     def unix_socket(root: Path, rel: str, fmt: str) -> None:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         s = socket.socket(socket.AF_UNIX)
-        s.bind(str(root / rel))
-        s.close()
+        here = os.getcwd()
+        os.chdir((root / rel).parent)  # bind by a short relative name: AF_UNIX paths are limited to 107 bytes
+        try:
+            s.bind((root / rel).name)
+        finally:
+            os.chdir(here)
+            s.close()
 
     def garbage_text(root: Path, rel: str, fmt: str) -> None:
         _w(rel, "}{ ][ ) ( \"unterminated '\n" * 50)(root)
