@@ -43,6 +43,8 @@ def analysis_path(path: str | Path) -> Path:
 def load_analysis(path: str | Path) -> Analysis:
     """Read out/<op>/analysis.json (or the directory holding it)."""
     p = analysis_path(path)
+    if not p.exists() and not p.is_symlink():
+        raise UserError(f"cannot read the reference analysis {p}: no such file (run `tileport analyze OP.py` first)")
     data = limits.read_json(p, "the reference analysis.json (run `tileport analyze OP.py` first)")
     try:
         return Analysis.model_validate(data)
