@@ -103,6 +103,9 @@ def test_run_fixes_a_real_rustc_error_and_stops_blocked_at_d(project):
     assert runs(detail) == [("A", 1, "PASS"), ("B", 1, "COMPILED"), ("D", 1, "BLOCKED")]
     b = detail["stage_runs"][1]
     assert b["details"]["tool_calls"] == ["write_kernel", "cargo_build", "write_kernel", "cargo_build"]
+    # both real builds are in the record (the judge reused the second: same sources), each with its exit code
+    cargo = [c for c in b["commands"] if "cargo" in [Path(a).name for a in c["argv"]] and "build" in c["argv"]]
+    assert [c["exit_code"] != 0 for c in cargo] == [True, False] and b["details"]["builds"] == 2
     assert (b["prompt_tokens"], b["completion_tokens"]) == (2100 + 2500 + 2900 + 2500 + 3300, 420 + 12 + 260 + 12 + 60)
     assert b["routed_to"] == "D" and b["cap"] == 2
     assert any(a["kind"] == "kernel" for a in b["artifacts"])

@@ -28,6 +28,7 @@ from tileport.agents import router
 from tileport.agents.context import ConversionPaths, Limits, StageContext
 from tileport.agents.record import immediate, record_result
 from tileport.agents.router import Action, Outcome, RunState
+from tileport.agents.stages.write_kernel import cargo_seconds
 from tileport.agents.writers import make_writer
 from tileport.config import Config
 from tileport.errors import UserError
@@ -287,7 +288,7 @@ class Runner:
         self.timing.setdefault(cid, []).append({
             "stage": stage, "attempt": ctx.attempt, "wall_s": t5 - t0, "stage_s": t2 - t1, "commit_s": t4 - t3,
             "overhead_s": (t5 - t0) - (t2 - t1) - (t4 - t3),
-            "cargo_s": sum(c.seconds for c in result.commands if Path(c.argv[0]).name == "cargo"),
+            "cargo_s": cargo_seconds(result.commands),
             "parts_ms": {"before": round((t1 - t0) * 1e3, 1), "route_json": round((t3 - t2) * 1e3, 1),
                          "record": round((t5 - t4) * 1e3, 1)}})
         self.print_verdict(ctx, stage, result, action)

@@ -22,6 +22,16 @@ STAGE = Stage.WRITE_KERNEL
 ENV_CODES = frozenset({"TP-DEPS-MISSING", "TP-CARGO", "TP-TIMEOUT"})
 
 
+def is_cargo_build(cmd) -> bool:
+    """A recorded `cargo build` (possibly wrapped by the sandbox: `/bin/sh -c ... cargo build ...`)."""
+    names = [Path(a).name for a in cmd.argv]
+    return "cargo" in names and "build" in cmd.argv[names.index("cargo") + 1:]
+
+
+def cargo_seconds(commands) -> float:
+    return sum(c.seconds for c in commands if is_cargo_build(c))
+
+
 def _build_verdict(build: RustBuildResult) -> tuple[str, FailClass | None]:
     if build.ok:
         return "COMPILED", None
@@ -257,6 +267,6 @@ def run(ctx) -> StageResult:
     for kind, f in (("kernel", p.kernel_rs), ("spec", p.spec_json)):
         if f.is_file():
             arts.append(ArtifactRecord.of(kind, f))
-    details["builds"] = sum(1 for c in builder.commands if Path(c.argv[0]).name == "cargo")
+    details["builds"] = sum(1 for c in builder.commands if is_cargo_build(c))
     return r.model_copy(update={"tokens": out.tokens, "model_id": out.model_id, "details": details,
                                 "artifacts": arts, "commands": list(builder.commands)})
