@@ -286,3 +286,13 @@ def test_none_without_the_draft_translator_says_configure_a_model(project):
     assert "branch tileport/vector_add-1" in text and "attempts A:1/1  B:1/2  C:1/1" in text
     # the worktree and store stay out of the user's `git status`
     assert not git.Repo(project).is_dirty(untracked_files=True)
+
+
+def test_an_unreachable_model_url_is_blocked_env_not_a_guess(project):
+    """--model URL drives the real HTTP client; nothing listens there, so B is BLOCKED(env) and the run exits 3."""
+    r = tileport(project, "run", "vector_add.py", "--model", "http://127.0.0.1:9/v1")
+    assert r.returncode == 3, r.stdout + r.stderr
+    detail = status(project, 1)
+    assert runs(detail) == [("A", 1, "PASS"), ("B", 1, "BLOCKED")]
+    b = detail["stage_runs"][1]
+    assert b["fail_class"] == "env" and b["details"]["fault"] == "unreachable" and "model endpoint" in b["summary"]
