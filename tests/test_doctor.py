@@ -11,7 +11,7 @@ def test_doctor_json_reports_every_part_with_real_tileiras_facts(cli):
     data = json.loads(r.stdout)
     names = [c["name"] for c in data["checks"]]
     assert names == ["python", "cuda-tile", "analysis-python", "tileiras", "tileirdisasm", "cargo", "rustc",
-                     "cuda-headers", "libclang", "cutile-crates", "sandbox", "gpu", "model-endpoint"]
+                     "cuda-headers", "libclang", "cutile-crates", "sandbox", "offline", "gpu", "model-endpoint"]
     ti = next(c for c in data["checks"] if c["name"] == "tileiras")
     assert ti["status"] == "OK"
     assert "13.4" in ti["facts"]["bytecode_versions"]

@@ -18,7 +18,7 @@ from typing import Callable
 import httpx
 
 from tileport.config import Config
-from tileport.exec import sandbox
+from tileport.exec import offline, sandbox
 from tileport.exec.proc import run_command
 from tileport.exec.toolchain import Toolchain, c_builtin_include_dir, from_config
 
@@ -27,7 +27,8 @@ OK, MISSING, TOO_OLD = "OK", "MISSING", "TOO OLD"
 # Which parts each kind of work needs. "analyze" is the default job; GPU and model are optional here.
 NEEDS: dict[str, tuple[str, ...]] = {
     "analyze": ("python", "cuda-tile", "tileiras", "tileirdisasm", "analysis-python"),
-    "build-rust": ("python", "tileiras", "tileirdisasm", "cargo", "rustc", "cuda-headers", "libclang", "sandbox"),
+    "build-rust": ("python", "tileiras", "tileirdisasm", "cargo", "rustc", "cuda-headers", "libclang", "sandbox",
+                   "offline"),
     "gpu": ("gpu",),
     "model": ("model-endpoint",),
 }
@@ -186,6 +187,12 @@ def check_cutile_crates() -> Check:
 
     target = shared_target_dir()
     built = any((target / "debug" / "deps").glob("libcutile_compiler-*.rlib"))
+    vendor = offline.vendor_dir()
+    if vendor is not None and dependencies_cached():
+        detail = (f"cutile {CUTILE_VERSION} vendored in {vendor} (offline bundle); dependency build in {target} "
+                  + ("ready" if built else "not built yet"))
+        return Check("cutile-crates", OK, detail, "" if built else "first build-rust compiles the crates (~3-5 min)",
+                     {"target_dir": str(target), "built": built, "vendored": str(vendor)})
     if not dependencies_cached():
         return Check("cutile-crates", MISSING, f"cutile {CUTILE_VERSION} not in cargo's cache (air-gapped builds fail)",
                      "run `tileport build-rust --fetch ports/vector_add` once with network (~3-5 min)")
@@ -204,6 +211,54 @@ def check_sandbox(config: Config) -> Check:
         return Check("sandbox", OK, f"NONE: model-written code runs UNCONFINED ([sandbox] require = false); {st.detail}",
                      "install bubblewrap and remove `[sandbox] require = false`", {"backend": "none"})
     return Check("sandbox", MISSING, st.detail.split(":")[0], st.detail.split(": ", 1)[-1])
+
+
+OFFLINE_MODEL_HINT = ("air-gapped: bring a vLLM install and the model weights, then `tileport model serve --model "
+                      "PATH` (HF_HUB_OFFLINE=1) and verify with `tileport model status`")
+
+
+def check_offline() -> Check:
+    """An install from an offline bundle: its versions, that they are what is installed, and that nothing needs
+    the network (pip had no index; every locked crate is vendored and cargo is pointed at it)."""
+    record = offline.installed()
+    if record is None:
+        return Check("offline", OK, "connected install (not from an offline bundle); `tileport offline pack DIR` "
+                     "makes one for an air-gapped machine", facts={"bundle": None})
+    versions = record.get("versions") or {}
+    drift = []
+    for dist in ("cuda-tile", "nvidia-cuda-tileiras", "nvidia-cuda-runtime", "libclang"):
+        want = versions.get(dist)
+        try:
+            have = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            have = None
+        if want and have != want:
+            drift.append(f"{dist} {have or 'missing'} (bundle {want})")
+    from importlib import resources
+
+    lock = resources.files("tileport.validators.rust.crate_template").joinpath("cargo-lock.toml").read_text("utf-8")
+    config, vendor = offline.cargo_config(), offline.vendor_dir()
+    missing = offline.missing_vendored(lock, vendor) if vendor else ["(vendor dir)"]
+    tp = record.get("tileport") or {}
+    facts = {"bundle": record.get("bundle"), "installed_at": record.get("installed_at"), "tileport": tp,
+             "python": record.get("python"), "versions": versions, "cutile": record.get("cutile"),
+             "gpu": record.get("gpu"), "cargo_config": str(config) if config else None,
+             "missing_crates": missing, "drift": drift, "network_needed": bool(missing or config is None)}
+    where = (f"bundle {record.get('bundle')} (tileport {tp.get('version', '?')} {str(tp.get('commit') or '?')[:10]}, "
+             f"packed {record.get('created', '?')}, installed {record.get('installed_at', '?')}): cuda-tile "
+             f"{versions.get('cuda-tile', '?')}, tileiras {versions.get('nvidia-cuda-tileiras', '?')}, cutile "
+             f"{(record.get('cutile') or {}).get('version', '?')}")
+    if config is None or missing:
+        return Check("offline", MISSING, f"{where}; cargo would need the network: "
+                     + (f"{len(missing)} locked crate(s) not vendored ({', '.join(missing[:3])})" if missing
+                        else "no cargo config with the vendored sources"),
+                     "run the bundle's install.sh again (it restores DEST/.offline/cargo)", facts)
+    if drift:
+        return Check("offline", TOO_OLD, f"{where}; installed differs from the bundle: {'; '.join(drift)}",
+                     "run the bundle's install.sh again", facts)
+    return Check("offline", OK, f"{where}; no network needed (wheels installed with --no-index, "
+                 f"{(record.get('cutile') or {}).get('crates', '?')} crates vendored, cargo --config {config})",
+                 facts=facts)
 
 
 def check_gpu() -> Check:
@@ -226,8 +281,9 @@ def check_model(config: Config, client: httpx.Client | None = None) -> Check:
         ids = [m.get("id") for m in r.json().get("data", [])]
         return Check("model-endpoint", OK, f"{url} serves {', '.join(map(str, ids)) or 'no models'}")
     except (httpx.HTTPError, ValueError) as e:
+        fix = "start one with `tileport model serve --model PATH` or set [model] base_url"
         return Check("model-endpoint", MISSING, f"{url} not reachable ({type(e).__name__})",
-                     "start one with `tileport model serve --model PATH` or set [model] base_url")
+                     OFFLINE_MODEL_HINT + ", or set [model] base_url" if offline.installed() else fix)
 
 
 def run_checks(config: Config, tc: Toolchain | None = None) -> list[Check]:
@@ -244,6 +300,7 @@ def run_checks(config: Config, tc: Toolchain | None = None) -> list[Check]:
         lambda: check_libclang(tc),
         check_cutile_crates,
         lambda: check_sandbox(config),
+        check_offline,
         check_gpu,
         lambda: check_model(config),
     ]

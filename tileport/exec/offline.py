@@ -8,7 +8,7 @@ A bundle (made by `tileport offline pack DIR`, see tileport.offline.pack) is one
     wheels/*.whl        tileport's dependencies (and dev extras) for one Python version and platform
     src/tileport-src.tar.gz   the tileport tree (ports/, examples/, scripts/, the package)
     cargo/vendor.tar.gz       `cargo vendor` of tileport's pinned Cargo.lock (cutile =0.5.0 and every dependency)
-    gpu/tileiras-<release>.tar.xz  bin/tileiras, bin/ptxas, lib/libnvvm.so.4 for a GPU host without them
+    gpu/tileiras-<release>.tar.gz  bin/tileiras, bin/ptxas, lib/libnvvm.so.4 for a GPU host without them
     system/*.deb        bubblewrap, when the packing machine could fetch it (optional)
 
 The install writes `tileport-offline.json` into the venv (sys.prefix): the bundle's versions, where the vendored

@@ -3,7 +3,7 @@
 On a connected machine this writes (into a staging directory beside DIR, renamed to DIR only when complete):
 the wheelhouse (`pip download --only-binary=:all:` of tileport's dependencies and dev extras for one Python
 version and platform), the tileport tree, `cargo vendor` of the pinned Cargo.lock, the GPU host's
-tileiras/ptxas/libnvvm (taken from the wheels just downloaded), bubblewrap's .deb when apt can fetch it,
+tileiras/ptxas/libnvvm (taken from the wheels just downloaded, tar.gz), bubblewrap's .deb when apt can fetch it,
 install.sh, verify.py and the manifest (tileport.exec.offline) with versions and sha256 of everything.
 """
 
@@ -192,7 +192,7 @@ def wheel_versions(wheels: Path) -> dict[str, str]:
 
 
 def pack_gpu(wheels: Path, out_dir: Path) -> str | None:
-    """bin/tileiras, bin/tileirdisasm, bin/ptxas and lib/libnvvm.so.4 of the wheelhouse's release, tar.xz."""
+    """bin/tileiras, bin/tileirdisasm, bin/ptxas and lib/libnvvm.so.4 of the wheelhouse's release, tar.gz."""
     members: list[tuple[str, bytes]] = []
     release = None
     for dist, files in GPU_FILES.items():
@@ -208,8 +208,8 @@ def pack_gpu(wheels: Path, out_dir: Path) -> str | None:
                 except KeyError:
                     raise UserError(f"{found[0].name} has no nvidia/cu13/{rel}; the GPU host part cannot be made") from None
     out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"tileiras-{release}.tar.xz"
-    with tarfile.open(out, "w:xz", preset=6) as tar:
+    out = out_dir / f"tileiras-{release}.tar.gz"  # gzip: xz -6 of these 227 MB takes minutes on 2 busy cores
+    with tarfile.open(out, "w:gz", compresslevel=6) as tar:
         for rel, data in members:
             info = tarfile.TarInfo(rel)
             info.size, info.mode, info.mtime = len(data), 0o755 if rel.startswith("bin/") else 0o644, int(time.time())
@@ -292,7 +292,7 @@ def pack(dest: str | os.PathLike, opts: PackOptions | None = None, log=print) ->
             "python": {"version": opts.python_version, "implementation": "cp", "platforms": opts.platforms},
             "versions": wheel_versions(staging / "wheels"),
             "cutile": {"version": CUTILE_VERSION, "crates": crates, "packed_with": cargo_v},
-            "gpu": {"tileiras_release": release, "archive": f"gpu/tileiras-{release}.tar.xz" if release else None},
+            "gpu": {"tileiras_release": release, "archive": f"gpu/tileiras-{release}.tar.gz" if release else None},
             "system": {"bubblewrap": bwrap_deb},
             "needs": {"rust": ">= 1.89 (cargo, rustc)", "bubblewrap": "bwrap + prlimit (util-linux)",
                       "model": "a vLLM install and model weights of your own"},

@@ -21,7 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tileport.exec import settings, tileir
-from tileport.exec import sandbox
+from tileport.exec import offline, sandbox
 from tileport.exec import toolchain as toolchain_mod
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec.proc import CommandResult, run_command
@@ -40,6 +40,8 @@ def dependencies_cached() -> bool:
 
     (The lock also lists target-specific crates, e.g. windows-sys, that cargo never downloads on Linux, so only
     the pinned roots are checked; a missing transitive crate still shows up as TP-DEPS-MISSING.)"""
+    if offline.cargo_config() is not None:  # installed from an offline bundle: the vendored sources
+        return True
     home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
     caches = [p for p in (home / "registry" / "cache").glob("*") if p.is_dir()]
     return all(any((c / f"{name}-{CUTILE_VERSION}.crate").is_file() for c in caches)
@@ -212,6 +214,9 @@ def run_profile(layout: CrateLayout, exe: str | Path, out_dir: Path, tc: toolcha
 def _toolchain_paths(tc: toolchain_mod.Toolchain) -> tuple[Path, ...]:
     parts = [tc.cuda_toolkit, tc.libclang_dir, tc.tileiras.parent if tc.tileiras else None,
              Path(tc.cargo).parent if tc.cargo else None]
+    vendored = offline.cargo_config()
+    if vendored is not None:  # the bundle's vendored crates and cargo config (may live under the hidden $HOME)
+        parts.append(vendored.parent)
     return sandbox.toolchain_readable(*parts)
 
 
@@ -233,6 +238,10 @@ def run_cargo_build(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: Buil
     returns {binary name: executable path} of the crate's binaries."""
     argv = [str(tc.cargo), "build", "--message-format=json", "--locked", "--offline"]
     online = not (opts.offline if opts.offline is not None else dependencies_cached())
+    vendored = offline.cargo_config()
+    if vendored is not None:  # an offline install: crates.io replaced by the bundle's vendored sources
+        argv[1:1] = ["--config", str(vendored)]
+        online = False
     if online and not fetch_dependencies(layout, tc, opts, result):
         return {}
     t0 = time.monotonic()

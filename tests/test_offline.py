@@ -1,0 +1,202 @@
+"""Offline bundle, fast parts: the manifest and its sha256 check (in tileport and as the bundle's standalone
+verify.py), install.sh's refusals, pack's refusals, and doctor's report of an offline install.
+
+The real pack -> install -> analyze / build-rust with no network is tests/test_offline_e2e.py (slow)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from tileport.exec import doctor, offline
+from tileport.offline.pack import expand_platforms, install_script
+
+
+def make_bundle(root: Path, python_version: str = "%d.%d" % sys.version_info[:2]) -> Path:
+    """A small bundle made by the real manifest writer and install.sh template (the wheels are not real)."""
+    (root / "wheels").mkdir(parents=True)
+    (root / "wheels" / "demo-1.0-py3-none-any.whl").write_bytes(b"PK-not-really-a-wheel" * 100)
+    (root / "wheels" / "other-2.0-py3-none-any.whl").write_bytes(b"other" * 50)
+    (root / "src").mkdir()
+    (root / "src" / "tileport-src.tar.gz").write_bytes(b"\x1f\x8b fake")
+    (root / "install.sh").write_text(install_script(python_version))
+    shutil.copyfile(offline.__file__, root / "verify.py")
+    offline.write_manifest(root, {"tileport": {"version": "0.1.0"}, "python": {"version": python_version}})
+    return root
+
+
+def one_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def test_manifest_lists_every_file_with_its_sha256_and_verify_passes(tmp_path, cli):
+    b = make_bundle(tmp_path / "b")
+    m = json.loads((b / "manifest.json").read_text())
+    assert set(m["files"]) == {"wheels/demo-1.0-py3-none-any.whl", "wheels/other-2.0-py3-none-any.whl",
+                               "src/tileport-src.tar.gz", "install.sh", "verify.py"}
+    assert m["files"]["wheels/other-2.0-py3-none-any.whl"] == {
+        "sha256": hashlib.sha256(b"other" * 50).hexdigest(), "size": 250}
+    r = cli("offline", "verify", str(b))
+    assert r.returncode == 0, r.stderr
+    assert "bundle OK: 5 files" in r.stdout
+
+
+@pytest.mark.parametrize("damage, named, words", [
+    ("missing", "wheels/demo-1.0-py3-none-any.whl", "missing"),
+    ("flip", "wheels/demo-1.0-py3-none-any.whl", "sha256"),
+    ("truncate", "src/tileport-src.tar.gz", "bytes"),
+    ("extra", "wheels/evil-9.9-py3-none-any.whl", "not listed"),
+])
+def test_damaged_bundle_fails_with_one_line_naming_the_file(tmp_path, cli, damage, named, words):
+    b = make_bundle(tmp_path / "b")
+    target = b / named
+    if damage == "missing":
+        target.unlink()
+    elif damage == "flip":  # same size, one byte changed: only the sha256 can tell
+        data = bytearray(target.read_bytes())
+        data[7] ^= 0xFF
+        target.write_bytes(bytes(data))
+    elif damage == "truncate":
+        target.write_bytes(target.read_bytes()[:-3])
+    else:
+        target.write_bytes(b"not in the manifest")
+    r = cli("offline", "verify", str(b))
+    assert r.returncode == 2
+    line = one_line(r.stderr)
+    assert named in line and words in line
+
+
+def test_standalone_verify_py_needs_nothing_installed(tmp_path):
+    """install.sh runs verify.py with a bare python3 (-I: no tileport, no site-packages) before any install."""
+    b = make_bundle(tmp_path / "b")
+    bare = [sys.executable, "-I", "-S", str(b / "verify.py")]
+    ok = subprocess.run([*bare, str(b)], capture_output=True, text=True, cwd=tmp_path)
+    assert ok.returncode == 0 and "bundle OK" in ok.stdout, ok.stderr
+    (b / "wheels" / "other-2.0-py3-none-any.whl").write_bytes(b"x" * 250)
+    bad = subprocess.run([*bare, str(b)], capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "wheels/other-2.0-py3-none-any.whl" in one_line(bad.stderr)
+    (b / "manifest.json").unlink()
+    gone = subprocess.run([*bare, str(b)], capture_output=True, text=True, cwd=tmp_path)
+    assert gone.returncode == 2 and "manifest.json" in one_line(gone.stderr)
+
+
+def run_install(bundle: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(bundle / "install.sh"), *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHON": sys.executable, **(env or {})})
+
+
+def test_install_refuses_a_corrupted_bundle_before_touching_dest(tmp_path):
+    b = make_bundle(tmp_path / "b")
+    (b / "wheels" / "demo-1.0-py3-none-any.whl").write_bytes(b"PK-not-really-a-whe3l" * 100)
+    dest = tmp_path / "dest"
+    r = run_install(b, str(dest))
+    assert r.returncode == 2
+    assert "wheels/demo-1.0-py3-none-any.whl" in one_line(r.stderr) and "sha256" in r.stderr
+    assert not dest.exists()
+
+
+def test_install_refuses_a_missing_wheel(tmp_path):
+    b = make_bundle(tmp_path / "b")
+    (b / "wheels" / "other-2.0-py3-none-any.whl").unlink()
+    r = run_install(b, str(tmp_path / "dest"))
+    assert r.returncode == 2
+    assert "wheels/other-2.0-py3-none-any.whl: missing" in one_line(r.stderr)
+
+
+def test_install_refuses_another_python_than_the_wheels_are_for(tmp_path):
+    b = make_bundle(tmp_path / "b", python_version="3.99")
+    r = run_install(b, str(tmp_path / "dest"))
+    assert r.returncode == 2
+    line = one_line(r.stderr)
+    assert "Python 3.99" in line and "PYTHON=" in line
+    assert not (tmp_path / "dest").exists()
+
+
+def test_install_never_writes_into_a_users_directory(tmp_path):
+    b = make_bundle(tmp_path / "b")
+    dest = tmp_path / "mine"
+    dest.mkdir()
+    (dest / "notes.txt").write_text("mine")
+    r = run_install(b, str(dest))
+    assert r.returncode == 2 and "not empty" in one_line(r.stderr)
+    assert sorted(os.listdir(dest)) == ["notes.txt"] and (dest / "notes.txt").read_text() == "mine"
+    r = run_install(b, str(dest), "extra")
+    assert r.returncode == 2 and "usage" in one_line(r.stderr)
+
+
+def test_pack_refusals_are_one_line_and_write_nothing(tmp_path, cli):
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "keep").write_text("x")
+    r = cli("offline", "pack", str(full))
+    assert r.returncode == 2 and "not empty" in one_line(r.stderr)
+    assert os.listdir(full) == ["keep"]
+    r = cli("offline", "pack", str(tmp_path / "b"), "--python-version", "three")
+    assert r.returncode == 2 and "MAJOR.MINOR" in one_line(r.stderr)
+    r = cli("offline", "pack", str(tmp_path / "b"), "--platform", "any")
+    assert r.returncode == 2 and "platform tag" in one_line(r.stderr)
+    r = cli("offline", "pack", str(tmp_path / "no" / "such" / "b"))
+    assert r.returncode == 2 and "does not exist" in one_line(r.stderr)
+    assert sorted(os.listdir(tmp_path)) == ["full"]
+
+
+def test_manylinux_platform_includes_older_glibc_tags():
+    tags = expand_platforms(["manylinux_2_28_x86_64"])
+    assert tags[0] == "manylinux_2_28_x86_64"
+    # cuda-tile 1.7.0 ships only manylinux2014 (= 2_17) wheels: pip must be allowed to take them
+    assert {"manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64"} <= set(tags)
+    assert "manylinux_2_29_x86_64" not in tags and "linux_x86_64" not in tags
+    assert expand_platforms(["macosx_11_0_arm64"]) == ["macosx_11_0_arm64"]
+
+
+def _lock() -> str:
+    return resources.files("tileport.validators.rust.crate_template").joinpath("cargo-lock.toml").read_text()
+
+
+def test_doctor_reports_the_bundle_and_names_a_crate_that_would_need_the_network(tmp_path, monkeypatch):
+    b = make_bundle(tmp_path / "b")
+    m = json.loads((b / "manifest.json").read_text())
+    m.update(versions={"cuda-tile": "1.7.0"}, cutile={"version": "0.5.0", "crates": 112}, created="2026-11-30T00:00:00Z")
+    (b / "manifest.json").write_text(json.dumps(m))
+    dest = tmp_path / "dest"
+    vendor = dest / ".offline" / "cargo" / "vendor"
+    packages = offline.locked_packages(_lock())
+    assert ("cutile", "0.5.0") in packages and len(packages) > 50
+    for name, version in packages:
+        (vendor / f"{name}-{version}").mkdir(parents=True)
+        (vendor / f"{name}-{version}" / ".cargo-checksum.json").write_text("{}")
+    prefix = tmp_path / "venv"
+    prefix.mkdir()
+    offline.write_record(b, dest, prefix=prefix)
+    config = (dest / ".offline" / "cargo" / "config.toml").read_text()
+    assert 'replace-with = "tileport-vendored"' in config and json.dumps(str(vendor)) in config
+
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    monkeypatch.setattr(doctor.importlib.metadata, "version", lambda d: {"cuda-tile": "1.7.0"}.get(d, "0"))
+    c = doctor.check_offline()
+    assert c.status == doctor.OK, c.detail
+    assert "no network needed" in c.detail and str(b) in c.detail and "cuda-tile 1.7.0" in c.detail
+    assert "air-gapped: bring a vLLM install" in doctor.check_model(
+        doctor.Config.model_validate({"model": {"base_url": "http://127.0.0.1:9/v1"}})).fix
+
+    shutil.rmtree(vendor / "cutile-macro-0.5.0")
+    c = doctor.check_offline()
+    assert c.status == doctor.MISSING and "cutile-macro-0.5.0" in c.detail and "install.sh" in c.fix
+
+
+def test_doctor_on_a_connected_install_says_so(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    c = doctor.check_offline()
+    assert c.status == doctor.OK and "connected install" in c.detail and c.facts["bundle"] is None
