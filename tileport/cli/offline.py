@@ -47,7 +47,7 @@ def run_pack(args: argparse.Namespace) -> int:
         return 0
     v = m["versions"]
     print(f"bundle {res.path}: {res.size / 1e6:.0f} MB in {len(m['files'])} files, "
-          f"{sum(res.seconds.values()):.0f} s")
+          f"packed in {res.seconds['total']:.0f} s")
     print(f"  Python {m['python']['version']} on {', '.join(m['python']['platforms'])}: {len(v)} wheels "
           f"(cuda-tile {v.get('cuda-tile', '?')}, tileiras {v.get('nvidia-cuda-tileiras', '?')})")
     print(f"  cutile {m['cutile']['version']}: {m['cutile']['crates']} crates vendored")

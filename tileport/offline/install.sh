@@ -45,7 +45,7 @@ offline_pip() {
 }
 [[ -x $dest/.venv/bin/python ]] || "$py" -m venv "$dest/.venv"
 offline_pip install -q --upgrade pip setuptools || die "pip could not install pip/setuptools from $bundle/wheels"
-offline_pip install -q --no-build-isolation -e "$dest[dev]" ||
+PYTHONWARNINGS=ignore offline_pip install -q --no-build-isolation -e "$dest[dev]" ||
   die "pip could not install tileport from $bundle/wheels (see above); is this the bundle's platform ($(uname -m))?"
 touch "$dest/.venv/.tileport-setup"
 

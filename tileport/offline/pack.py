@@ -262,6 +262,7 @@ def pack(dest: str | os.PathLike, opts: PackOptions | None = None, log=print) ->
     root = repo_root()
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-{os.getpid()}-", dir=dest.parent))
     times: dict[str, float] = {}
+    start = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="tileport-pack-") as work_s:
             work = Path(work_s)
@@ -298,9 +299,14 @@ def pack(dest: str | os.PathLike, opts: PackOptions | None = None, log=print) ->
                       "model": "a vLLM install and model weights of your own"},
         })
         times["manifest"] = time.monotonic() - t0
-        if dest.is_dir():
-            dest.rmdir()  # empty (checked above)
-        staging.rename(dest)
+        times["total"] = time.monotonic() - start
+        try:
+            if dest.is_dir():
+                dest.rmdir()  # empty when we started; fails if something was written there meanwhile
+            staging.rename(dest)
+        except OSError as e:
+            raise UserError(f"{dest}: {e.strerror or e} (something else wrote there while packing); "
+                            "nothing was written, pack again into a new directory") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -1,0 +1,94 @@
+"""What an offline bundle costs: its size (per part), the pack time, the offline install time, and (with --build)
+the first `tileport build-rust ports/vector_add` from the vendored crates, all without network on the install side.
+
+    .venv/bin/python benchmarks/bench_offline.py [--keep DIR] [--build] [--json]
+
+The install runs `bash install.sh` inside `unshare -n` (a network namespace with no network) when run as root,
+else plainly (pip --no-index, cargo --offline: it needs none either way). --build uses a fresh cargo target dir,
+so it measures the cold build of the vendored cutile tree (~3-5 min on 2 idle cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(argv: list[str], env: dict | None = None, cwd: Path | None = None) -> float:
+    t0 = time.monotonic()
+    res = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SystemExit(f"bench: {' '.join(argv[:4])} failed ({res.returncode}): {(res.stderr or res.stdout)[-800:]}")
+    return time.monotonic() - t0
+
+
+def isolated(argv: list[str]) -> list[str]:
+    if os.geteuid() == 0 and shutil.which("unshare"):
+        return ["unshare", "-n", *argv]
+    return argv
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--keep", metavar="DIR", help="work here and keep the bundle and install (default: a temp dir)")
+    ap.add_argument("--build", action="store_true", help="also time the first build-rust of ports/vector_add")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tileport-bench-offline-"))
+    work.mkdir(parents=True, exist_ok=True)
+    bundle, dest = work / "bundle", work / "install"
+    for p in (bundle, dest):
+        shutil.rmtree(p, ignore_errors=True)
+    figures: dict = {"cores": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)}
+
+    figures["pack_s"] = round(run([sys.executable, "-m", "tileport", "offline", "pack", str(bundle)], cwd=ROOT), 1)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    parts: dict[str, int] = {}
+    for rel, info in manifest["files"].items():
+        part = rel.split("/", 1)[0] if "/" in rel else "scripts"
+        parts[part] = parts.get(part, 0) + int(info["size"])
+    figures["bundle_mb"] = round(sum(parts.values()) / 1e6, 1)
+    figures["parts_mb"] = {k: round(v / 1e6, 1) for k, v in sorted(parts.items())}
+    figures["files"] = len(manifest["files"])
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHONPATH"))}
+    env["PYTHON"] = sys.executable
+    figures["isolated"] = os.geteuid() == 0
+    figures["install_s"] = round(run(isolated(["bash", str(bundle / "install.sh"), str(dest)]), env=env), 1)
+
+    if args.build:
+        tp = str(dest / ".venv" / "bin" / "tileport")
+        benv = {**env, "TILEPORT_CARGO_TARGET": str(work / "cargo-target"), "TILEPORT_CACHE_DIR": str(work / "cache"),
+                "CARGO_HOME": str(work / "empty-cargo-home")}
+        (work / "empty-cargo-home").mkdir(exist_ok=True)
+        build = isolated([tp, "build-rust", "ports/vector_add", "--out", str(work / "crate")])
+        figures["first_build_rust_s"] = round(run(build, env=benv, cwd=dest), 1)
+        figures["warm_build_rust_s"] = round(run(build, env=benv, cwd=dest), 1)
+
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(f"bundle: {figures['bundle_mb']} MB in {figures['files']} files "
+              f"({', '.join(f'{k} {v} MB' for k, v in figures['parts_mb'].items())})")
+        print(f"pack: {figures['pack_s']} s   offline install: {figures['install_s']} s "
+              f"({'unshare -n' if figures['isolated'] else 'not isolated'}; {figures['cores']} cores, "
+              f"load {figures['load_avg_1m']})")
+        if args.build:
+            print(f"build-rust ports/vector_add from the vendored crates: first {figures['first_build_rust_s']} s, "
+                  f"warm {figures['warm_build_rust_s']} s")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
