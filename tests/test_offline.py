@@ -200,3 +200,27 @@ def test_doctor_on_a_connected_install_says_so(monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "prefix", str(tmp_path))
     c = doctor.check_offline()
     assert c.status == doctor.OK and "connected install" in c.detail and c.facts["bundle"] is None
+
+
+def test_an_offline_install_builds_from_the_vendored_crates_inside_the_sandbox(tmp_path, monkeypatch):
+    """With the install record, builds need no registry cache and the sandbox can read the vendored sources
+    even where they sit under the hidden $HOME."""
+    from types import SimpleNamespace
+
+    from tileport.exec.toolchain import resolve
+    from tileport.validators.rust import build as rb
+
+    b = make_bundle(tmp_path / "b")
+    dest = tmp_path / "dest"
+    (dest / ".offline" / "cargo" / "vendor").mkdir(parents=True)
+    prefix = tmp_path / "venv"
+    prefix.mkdir()
+    monkeypatch.setenv("CARGO_HOME", str(tmp_path / "empty-cargo-home"))
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    assert not rb.dependencies_cached()  # a connected install with an empty registry cache would fetch
+    offline.write_record(b, dest, prefix=prefix)
+    assert rb.dependencies_cached()
+    opts = rb.BuildOptions(target_dir=tmp_path / "target")
+    profile = rb.build_profile(SimpleNamespace(root=tmp_path / "crate"), resolve(), opts)
+    assert (dest / ".offline" / "cargo").resolve() in profile.readable
+    assert not profile.network
