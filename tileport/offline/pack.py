@@ -13,7 +13,6 @@ import io
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
