@@ -91,7 +91,8 @@ def load_module(path: Path, timeout: float | None = None, limit_text: str = "imp
             return module
     if timeout:
         signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+        # re-armed every 0.5 s: library code that swallows one BaseException (a decorator's cleanup) gets another
+        signal.setitimer(signal.ITIMER_REAL, timeout, 0.5)
     try:
         try:
             return load()
