@@ -1,0 +1,1070 @@
+"""Translate one `@ct.kernel` body (a Python AST) into the statements of one cutile-rs entry.
+
+The constant branches the entry fixes are folded while translating (their conditions evaluate over the
+entry's known constants); every other `ct.Constant` stays a name (a const generic). Statements outside the
+subset become holes: a `// TODO(tileport)` comment in the text and a `Hole` record, never guessed code.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, RUST_DTYPE, Array, Lost, Unsupported, Val, View,
+                                          literal, paren, shape_macro, tile_type)
+
+INDENT = "    "
+
+_CMP = {ast.Lt: "lt_tile", ast.LtE: "le_tile", ast.Gt: "gt_tile", ast.GtE: "ge_tile", ast.Eq: "eq_tile",
+        ast.NotEq: "ne_tile"}
+_ARITH = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_BITS = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
+_ROUNDING = {"RN": "NearestEven", "RZ": "Zero", "RM": "NegativeInf", "RP": "PositiveInf", "FULL": "Full",
+             "APPROX": "Approx"}
+_PADDING = {"ZERO": "Zero", "NEG_ZERO": "NegZero", "NAN": "Nan", "POS_INF": "PosInf", "NEG_INF": "NegInf",
+            "UNDETERMINED": "None"}
+# ct.<name>(x) elementwise math with no modes -> cutile function.
+_UNARY = {"exp": "exp", "log": "log", "log2": "log2", "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan",
+          "sinh": "sinh", "cosh": "cosh", "floor": "floor", "ceil": "ceil"}
+_REDUCE = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "prod": "reduce_prod"}
+
+
+@dataclass
+class Scope:
+    names: dict[str, Val] = field(default_factory=dict)
+
+
+@dataclass
+class Prologue:
+    """Partitions every load/store/num_tiles needs, hoisted to the top of the entry (they are loop-invariant)."""
+
+    lines: list[str] = field(default_factory=list)
+    views: dict[tuple, View] = field(default_factory=dict)
+    used_names: set[str] = field(default_factory=set)
+    view_names: set[str] = field(default_factory=set)
+
+
+class BodyTranslator:
+    """One entry's body. `env` holds the kernel parameters; `constants` the values this entry folds on."""
+
+    def __init__(self, *, source_lines: list[str], file: str, params: dict[str, Val],
+                 folded: dict[str, Any], generics: set[str], module_consts: dict[str, Any],
+                 on_hole: Callable[[Unsupported], None]):
+        self.source_lines = source_lines
+        self.file = file
+        self.scopes = [Scope(dict(params))]
+        self.folded = folded  # constants whose value this entry fixes (used to fold branches)
+        self.generics = generics  # const generic names
+        self.module_consts = module_consts
+        self.on_hole = on_hole
+        self.prologue = Prologue(used_names=set(params) | set(generics))
+        self.lines: list[str] = []
+        self.depth = 1
+        self._tmp = 0
+        self.last_hoist: tuple[str, str, int] | None = None
+        self.folded_tests: dict[str, bool] = {}  # ast.dump(test) -> the branch this entry takes
+        self.loop_assigned: dict[int, set[str]] = {}
+
+    # ---- names -------------------------------------------------------------------------------
+
+    def lookup(self, name: str, node: ast.AST) -> Val:
+        for scope in reversed(self.scopes):
+            if name in scope.names:
+                v = scope.names[name]
+                if v.kind == "lost":
+                    raise Lost(name)
+                return v
+        if name in self.generics:
+            return Val("scalar", name, "i32", const_name=name)
+        if name in self.folded:
+            return Val("py", value=self.folded[name])
+        if name in self.module_consts:
+            return Val("py", value=self.module_consts[name])
+        raise Unsupported(f"name `{name}`", node, "not a kernel parameter, local or module constant")
+
+    def fresh(self, hint: str) -> str:
+        if hint and hint not in self.prologue.used_names:
+            self.prologue.used_names.add(hint)
+            return hint
+        base = hint or "tmp"
+        while True:
+            self._tmp += 1
+            name = f"{base}_{self._tmp}" if hint else f"tmp_{self._tmp}"
+            if name not in self.prologue.used_names:
+                self.prologue.used_names.add(name)
+                return name
+
+    def emit(self, line: str) -> None:
+        self.lines.append(INDENT * self.depth + line)
+
+    def hoist(self, hint: str, rust_type: str, expr: str) -> str:
+        name = self.fresh(hint)
+        self.emit(f"let {name}: {rust_type} = {expr};")
+        self.last_hoist = (name, expr, len(self.lines))
+        return name
+
+    def tile(self, dtype: str, shape: tuple[str, ...], expr: str, hint: str = "") -> Val:
+        """A tile whose type Rust cannot infer from `expr` alone: bind it to a typed `let`."""
+        return Val("tile", self.hoist(hint, tile_type(dtype, shape), expr), dtype, shape)
+
+    # ---- statements --------------------------------------------------------------------------
+
+    def run(self, body: list[ast.stmt]) -> None:
+        self.block(body)
+
+    def block(self, body: list[ast.stmt]) -> None:
+        for i, stmt in enumerate(body):
+            later_loops = _names_assigned_in_loops(body[i + 1:])
+            try:
+                self.statement(stmt, later_loops)
+            except Unsupported as e:
+                self.hole(e, stmt)
+            except Lost:
+                self.emit(f"// TODO(tileport): depends on a hole above: {self.src(stmt)}")
+                self.mark_lost(stmt)
+
+    def hole(self, e: Unsupported, stmt: ast.stmt) -> None:
+        node = e.node or stmt
+        if not hasattr(node, "lineno"):
+            node = stmt
+        e.node = node
+        self.on_hole(e)
+        col = getattr(node, "col_offset", 0) + 1
+        self.emit(f"// TODO(tileport): unsupported: {e.what} at {self.file}:{node.lineno}:{col}")
+        self.emit(f"//     {self.src(stmt)}")
+        self.mark_lost(stmt)
+
+    def mark_lost(self, stmt: ast.stmt) -> None:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self.scopes[-1].names[node.id] = Val("lost")
+
+    def src(self, node: ast.AST) -> str:
+        line = self.source_lines[node.lineno - 1].strip() if 0 < node.lineno <= len(self.source_lines) else ""
+        return line
+
+    def statement(self, stmt: ast.stmt, later_loops: set[str]) -> None:
+        if isinstance(stmt, ast.Expr):
+            if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+                return  # docstring
+            if isinstance(stmt.value, ast.Call):
+                self.call_statement(stmt.value)
+                return
+            raise Unsupported("an expression statement", stmt)
+        if isinstance(stmt, ast.Pass):
+            return
+        if isinstance(stmt, ast.Assign):
+            if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+                raise Unsupported("an assignment to several targets or a non-name target", stmt)
+            self.assign(stmt.targets[0].id, stmt.value, later_loops, stmt)
+            return
+        if isinstance(stmt, ast.AugAssign):
+            if not isinstance(stmt.target, ast.Name):
+                raise Unsupported("an augmented assignment to a non-name target", stmt)
+            value = ast.BinOp(left=ast.Name(stmt.target.id, ast.Load()), op=stmt.op, right=stmt.value)
+            ast.copy_location(value, stmt)
+            self.assign(stmt.target.id, value, later_loops, stmt)
+            return
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            self.assign(stmt.target.id, stmt.value, later_loops, stmt)
+            return
+        if isinstance(stmt, ast.If):
+            cond = self.fold_condition(stmt.test)
+            if cond is None:
+                raise Unsupported("`if` on a run-time value", stmt,
+                                  "only branches on ct.Constant parameters fold into variants")
+            self.block(stmt.body if cond else stmt.orelse)
+            return
+        if isinstance(stmt, ast.For):
+            self.for_loop(stmt)
+            return
+        if isinstance(stmt, ast.Return) and stmt.value is None:
+            self.emit("return;")
+            return
+        raise Unsupported(f"`{type(stmt).__name__.lower()}` statement", stmt)
+
+    def fold_condition(self, test: ast.expr) -> bool | None:
+        key = ast.dump(test)
+        if key in self.folded_tests:
+            return self.folded_tests[key]
+        try:
+            v = self.expr(test, "")
+        except (Unsupported, Lost):
+            return None
+        if v.kind == "py":
+            return bool(v.value)
+        return None
+
+    def assign(self, name: str, node: ast.expr, later_loops: set[str], stmt: ast.stmt) -> None:
+        v = self.expr(node, rust_name(name))
+        if self.last_hoist and v.expr == self.last_hoist[0] and len(self.lines) == self.last_hoist[2]:
+            # the value's own typed temporary is the last line: bind the Python name directly instead
+            self.lines.pop()
+            v = Val(v.kind, self.last_hoist[1], v.dtype, v.shape, v.value, v.const_name)
+        self.last_hoist = None
+        current = self.find_outer(name)
+        if v.kind in ("py", "array", "view", "dtype", "enum"):
+            if current is not None and current[1] < len(self.scopes) - 1 and current[0].kind != v.kind:
+                raise Unsupported(f"reassigning `{name}` with a different kind of value inside a loop", stmt)
+            if v.kind == "py" and current is not None and current[0].kind in ("tile", "scalar"):
+                v = self.materialize(v, current[0], node)
+            else:
+                self.scopes[-1].names[name] = v
+                return
+        rust_t = tile_type(v.dtype, v.shape) if v.kind == "tile" else v.dtype
+        if current is not None and current[1] < len(self.scopes) - 1:
+            # an outer variable reassigned inside a loop: a loop-carried value, same type required
+            old = current[0]
+            if old.kind != v.kind or old.dtype != v.dtype or old.shape != v.shape:
+                raise Unsupported(f"loop-carried `{name}` changes type ({_describe(old)} -> {_describe(v)})", stmt)
+            if not old.extra.get("mut"):
+                raise Unsupported(f"loop-carried `{name}` not declared mutable", stmt)
+            self.emit(f"{old.expr} = {v.expr};")
+            return
+        mut = "mut " if name in later_loops else ""
+        rname = rust_name(name)
+        self.emit(f"let {mut}{rname}: {rust_t} = {v.expr};")
+        self.prologue.used_names.add(rname)
+        self.scopes[-1].names[name] = Val(v.kind, rname, v.dtype, v.shape, extra={"mut": bool(mut)},
+                                          const_name=None)
+
+    def materialize(self, v: Val, like: Val, node: ast.AST) -> Val:
+        if like.kind == "scalar":
+            return Val("scalar", literal(v.value, like.dtype, node), like.dtype)
+        return Val("tile", f"constant({literal(v.value, like.dtype, node)}, {shape_macro(like.shape)})",
+                   like.dtype, like.shape)
+
+    def find_outer(self, name: str) -> tuple[Val, int] | None:
+        for i in range(len(self.scopes) - 1, -1, -1):
+            if name in self.scopes[i].names:
+                return self.scopes[i].names[name], i
+        return None
+
+    def for_loop(self, stmt: ast.For) -> None:
+        if stmt.orelse:
+            raise Unsupported("`for ... else`", stmt)
+        if not isinstance(stmt.target, ast.Name):
+            raise Unsupported("a `for` target that is not a name", stmt)
+        it = stmt.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and not it.keywords and 1 <= len(it.args) <= 3):
+            raise Unsupported("a `for` loop over something other than range(...)", stmt.iter)
+        args = [self.index_scalar(self.expr(a, ""), a) for a in it.args]
+        if len(args) == 1:
+            head = f"0i32..{_range_end(args[0])}"
+        else:
+            head = f"{args[0]}..{_range_end(args[1])}"
+        if len(args) == 3:
+            head = f"({head}).step_by({paren(args[2])} as usize)"
+        var = rust_name(stmt.target.id)
+        self.emit(f"for {var} in {head} {{")
+        self.depth += 1
+        self.scopes.append(Scope({stmt.target.id: Val("scalar", var, "i32")}))
+        self.block(stmt.body)
+        self.scopes.pop()
+        self.depth -= 1
+        self.emit("}")
+
+    # ---- memory statements -------------------------------------------------------------------
+
+    def call_statement(self, call: ast.Call) -> None:
+        name = _ct_name(call.func)
+        if name == "store":
+            args = _bind(call, ["array", "index", "tile"], {"order", "latency", "allow_tma"})
+            self.store(args, call)
+            return
+        if name in ("scatter", "gather"):
+            raise Unsupported(f"ct.{name}", call, "pointer (gather/scatter) memory ops are not drafted yet")
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "store" and name is None:
+            target = self.expr(call.func.value, "")
+            if target.kind == "view" and not target.value.var:
+                self.method(call, "")
+                return
+            if target.kind == "view":
+                args = _bind(call, ["index", "tile"], set())
+                self.view_store(target.value, args["index"], args["tile"], call)
+                return
+        raise Unsupported(_call_label(call), call)
+
+    def store(self, args: dict[str, ast.expr], call: ast.Call) -> None:
+        for k in ("order", "latency", "allow_tma"):
+            if k in args:
+                raise Unsupported(f"ct.store(..., {k}=)", call)
+        arr = self.expr(args["array"], "")
+        if arr.kind != "array":
+            raise Unsupported("ct.store into something that is not a kernel array parameter", args["array"])
+        tile = self.expr(args["tile"], "")
+        if tile.kind != "tile":
+            raise Unsupported("ct.store of a scalar", args["tile"])
+        view = self.view_for(arr.value, tile.shape, "None", None, mutable=True, node=call)
+        self.view_store(view, args["index"], args["tile"], call, tile)
+
+    def view_store(self, view: View, index_node: ast.expr, tile_node: ast.expr, call: ast.Call,
+                   tile: Val | None = None) -> None:
+        if not view.mutable:
+            view = self.view_for(view.array, view.shape, "None", None, mutable=True, node=call)
+        tile = tile or self.expr(tile_node, "")
+        if tile.kind != "tile":
+            raise Unsupported("storing a scalar through a view", tile_node)
+        if tile.shape != view.shape:
+            raise Unsupported("a stored tile whose shape differs from the view's tile", tile_node,
+                              f"{tile.shape} vs {view.shape}")
+        if tile.dtype != view.array.dtype:
+            raise Unsupported("a store that converts dtype implicitly", tile_node)
+        index = self.index_list(index_node, len(view.shape))
+        self.emit(f"{view.var}.store({tile.expr}, [{', '.join(index)}]);")
+
+    def index_list(self, node: ast.expr, rank: int) -> list[str]:
+        items = node.elts if isinstance(node, ast.Tuple) else [node]
+        if len(items) != rank:
+            raise Unsupported("an index whose length differs from the array's rank", node)
+        return [self.index_scalar(self.expr(i, ""), i) for i in items]
+
+    def index_scalar(self, v: Val, node: ast.AST) -> str:
+        if v.kind == "py" and isinstance(v.value, int) and not isinstance(v.value, bool):
+            return f"{v.value}i32"
+        if v.kind == "scalar" and v.dtype == "i32":
+            return v.expr
+        raise Unsupported("an index or bound that is not an int32 scalar", node)
+
+    def view_for(self, arr: Array, shape: tuple[str, ...], padding: str, order: tuple[int, ...] | None,
+                 mutable: bool, node: ast.AST, var: str | None = None) -> View:
+        """The hoisted partition of `arr` with this tile shape, padding and dim order (created once)."""
+        if len(shape) != arr.ndim:
+            raise Unsupported("a tile shape whose rank differs from the array's", node)
+        if mutable and not arr.mutable:
+            raise Unsupported("a store into an array that is also loaded", node)
+        key = (arr.name, shape, padding if not mutable else "mut", order)
+        if key in self.prologue.views:
+            return self.prologue.views[key]
+        if not mutable:  # a num_tiles view (no padding) can share any read view of that shape
+            for (a, s, p, o), v in self.prologue.views.items():
+                if a == arr.name and s == shape and o == order and p != "mut" and (padding == "any" or p == "any"):
+                    if padding != "any":
+                        self.prologue.views[key] = v
+                    return v
+        if var and var not in self.prologue.view_names:
+            name = var  # a Python view variable keeps its name
+        else:
+            name = self.fresh(f"{arr.name}_tiles")
+        self.prologue.view_names.add(name)
+        ty = f"<{arr.dtype}, {{ [{', '.join(shape)}] }}>"
+        if mutable:
+            line = f"let mut {name}: PartitionMut{ty} = {arr.name}.partition_mut({shape_macro(shape)});"
+        elif order is not None and order != tuple(range(len(shape))):
+            if padding not in ("Zero", "any"):
+                raise Unsupported("a permuted load with a padding other than zero", node)
+            dims = ", ".join(str(o) for o in order)
+            line = (f"let {name}: Partition{ty} = "
+                    f"{arr.name}.partition_permuted({shape_macro(shape)}, const_array![{dims}]);")
+        elif padding in ("Zero", "any"):
+            line = f"let {name}: Partition{ty} = {arr.name}.partition({shape_macro(shape)});"
+        else:
+            line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({arr.name}, {shape_macro(shape)}, "
+                    f"padding::{padding}, dim_map::Identity, {arr.name}.token()) }};")
+        self.prologue.lines.append(line)
+        view = View(name, arr, shape, mutable)
+        self.prologue.views[key] = view
+        return view
+
+    # ---- expressions -------------------------------------------------------------------------
+
+    def expr(self, node: ast.expr, hint: str) -> Val:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (bool, int, float)):
+                return Val("py", value=node.value)
+            raise Unsupported(f"the constant {node.value!r}", node)
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id, node)
+        if isinstance(node, ast.Tuple):
+            vals = [self.expr(e, "") for e in node.elts]
+            if all(v.kind == "py" for v in vals):
+                return Val("py", value=tuple(v.value for v in vals))
+            return Val("tuple", value=vals, extra={"nodes": node.elts})
+        if isinstance(node, ast.BinOp):
+            return self.binop(node, hint)
+        if isinstance(node, ast.UnaryOp):
+            return self.unary(node, hint)
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1:
+                raise Unsupported("a chained comparison", node)
+            return self.compare(node.ops[0], self.expr(node.left, ""), self.expr(node.comparators[0], ""), node,
+                                hint)
+        if isinstance(node, ast.BoolOp):
+            vals = [self.expr(v, "") for v in node.values]
+            if all(v.kind == "py" for v in vals):
+                res = all(v.value for v in vals) if isinstance(node.op, ast.And) else any(v.value for v in vals)
+                return Val("py", value=res)
+            raise Unsupported("`and`/`or` on run-time values", node, "use & and | on boolean tiles")
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
+        if isinstance(node, ast.Call):
+            return self.call(node, hint)
+        if isinstance(node, ast.IfExp):
+            c = self.fold_condition(node.test)
+            if c is None:
+                raise Unsupported("a conditional expression on a run-time value", node)
+            return self.expr(node.body if c else node.orelse, hint)
+        raise Unsupported(f"a {type(node).__name__} expression", node)
+
+    def attribute(self, node: ast.Attribute) -> Val:
+        chain = _dotted(node)
+        if chain and chain[0] == "ct" and len(chain) == 2 and chain[1] in RUST_DTYPE:
+            return Val("dtype", value=RUST_DTYPE[chain[1]])
+        if chain and chain[0] == "ct" and len(chain) == 3 and chain[1] in ("PaddingMode", "RoundingMode"):
+            return Val("enum", value=(chain[1], chain[2]))
+        base = self.expr(node.value, "")
+        if base.kind == "array" and node.attr == "dtype":
+            return Val("dtype", value=base.value.dtype)
+        if base.kind == "tile" and node.attr == "dtype":
+            return Val("dtype", value=base.dtype)
+        if base.kind == "array" and node.attr == "shape":
+            return Val("shape_of", value=base.value)
+        raise Unsupported(f"the attribute `.{node.attr}`", node)
+
+    def subscript(self, node: ast.Subscript) -> Val:
+        base = self.expr(node.value, "")
+        idx = self.expr(node.slice, "")
+        if base.kind == "shape_of" and idx.kind == "py" and isinstance(idx.value, int):
+            arr: Array = base.value
+            axis = idx.value + arr.ndim if idx.value < 0 else idx.value
+            return Val("scalar", f"{arr.name}.shape()[{axis}]", "i32")
+        if base.kind == "py" and idx.kind == "py":
+            return Val("py", value=base.value[idx.value])
+        raise Unsupported("indexing (`x[...]`) other than array.shape[i]", node)
+
+    # binary arithmetic, with NumPy-style broadcasting made explicit
+    def binop(self, node: ast.BinOp, hint: str) -> Val:
+        a, b = self.expr(node.left, ""), self.expr(node.right, "")
+        op = type(node.op)
+        if a.kind == "py" and b.kind == "py":
+            return Val("py", value=_fold(op, a.value, b.value, node))
+        if op in _BITS:
+            return self.elementwise(a, b, node, lambda x, y, d: f"{paren(x)} {_BITS[op]} {paren(y)}",
+                                    bool_ok=True)
+        if op in (ast.FloorDiv, ast.Mod):
+            return self.int_divmod(op, a, b, node, hint)
+        if op not in _ARITH:
+            raise Unsupported(f"the operator {_opname(op)}", node)
+        sym = _ARITH[op]
+        if a.kind in ("scalar", "py") and b.kind in ("scalar", "py"):
+            dtype = self.scalar_dtype(a, b, op)
+            x, y = self.as_scalar(a, dtype, node, hint), self.as_scalar(b, dtype, node, hint)
+            return Val("scalar", f"{_operand(x)} {sym} {_operand(y)}", dtype)
+        if op is ast.Div:
+            for v in (a, b):
+                if v.kind == "tile" and v.dtype in INTS:
+                    raise Unsupported("true division of integer tiles", node)
+        return self.elementwise(a, b, node, lambda x, y, d: f"{_operand(x)} {sym} {_operand(y)}")
+
+    def int_divmod(self, op: type, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
+        if not (a.kind in ("scalar", "py") and b.kind in ("scalar", "py")):
+            raise Unsupported(f"the operator {_opname(op)} on tiles", node)
+        x, y = self.as_scalar(a, "i32", node, hint), self.as_scalar(b, "i32", node, hint)
+        if (a.kind == "scalar" and a.dtype != "i32") or (b.kind == "scalar" and b.dtype != "i32"):
+            raise Unsupported(f"the operator {_opname(op)} on floats", node)
+        # Python's // and % round toward negative infinity: say so to the compiler instead of Rust's truncation.
+        tx = self.hoist(f"{hint}_lhs" if hint else "", "Tile<i32, { [] }>", f"scalar_to_tile({x})")
+        ty = self.hoist(f"{hint}_rhs" if hint else "", "Tile<i32, { [] }>", f"scalar_to_tile({y})")
+        if op is ast.FloorDiv:
+            t = self.hoist(f"{hint}_t" if hint else "", "Tile<i32, { [] }>",
+                           f"divi({tx}, {ty}, rounding::NegativeInf)")
+        else:
+            raise Unsupported("the operator % on run-time integers", node,
+                              "Python's floor modulo has no one-op cutile form")
+        return Val("scalar", f"tile_to_scalar::<i32, i32>({t})", "i32")
+
+    def scalar_dtype(self, a: Val, b: Val, op: type | None = None) -> str:
+        ds = [v.dtype for v in (a, b) if v.kind == "scalar"]
+        if any(d in FLOATS for d in ds):
+            return next(d for d in ds if d in FLOATS)
+        if any(v.kind == "py" and isinstance(v.value, float) for v in (a, b)) or op is ast.Div:
+            return "f32"
+        return ds[0] if ds else "i32"
+
+    def as_scalar(self, v: Val, dtype: str, node: ast.AST, hint: str) -> str:
+        if v.kind == "py":
+            return literal(v.value, dtype, node)
+        if v.kind != "scalar":
+            raise Unsupported("a tile where a scalar is needed", node)
+        if v.dtype == dtype:
+            return v.expr
+        return self.hoist(f"{hint}_{dtype}" if hint else "", dtype, f"convert_scalar({v.expr})")
+
+    def elementwise(self, a: Val, b: Val, node: ast.AST, render, bool_ok: bool = False,
+                    dtype: str | None = None, extra: list[Val] | None = None) -> Val:
+        """Broadcast a and b to one tile type (tiles decide the dtype; scalars/literals follow) and render."""
+        vals = [a, b] + (extra or [])
+        tiles = [v for v in vals if v.kind == "tile"]
+        if not tiles:
+            raise Unsupported("an elementwise op on scalars only", node)
+        dtype = dtype or tiles[0].dtype
+        for t in tiles:
+            if t.dtype != dtype:
+                raise Unsupported("mixing tile dtypes without astype", node, f"{t.dtype} vs {dtype}")
+        if dtype == "bool" and not bool_ok:
+            raise Unsupported("arithmetic on boolean tiles", node)
+        shape = _broadcast_shapes([t.shape for t in tiles], node)
+        exprs = [self.to_tile(v, dtype, shape, node) for v in (a, b)]
+        return Val("tile", render(exprs[0], exprs[1], dtype), dtype, shape)
+
+    def to_tile(self, v: Val, dtype: str, shape: tuple[str, ...], node: ast.AST) -> str:
+        if v.kind == "tile":
+            if v.dtype != dtype:
+                raise Unsupported("mixing tile dtypes without astype", node)
+            if v.shape == shape:
+                return v.expr
+            padded = ("1",) * (len(shape) - len(v.shape)) + v.shape
+            expr = v.expr
+            if padded != v.shape:
+                expr = f"{paren(expr)}.reshape({shape_macro(padded)})"
+            if padded != shape:
+                expr = f"{paren(expr)}.broadcast({shape_macro(shape)})"
+            return expr
+        if v.kind == "py":
+            return f"constant({literal(v.value, dtype, node)}, {shape_macro(shape)})"
+        if v.kind == "scalar":
+            s = v.expr
+            if v.dtype != dtype:
+                if dtype == OP_DTYPE or dtype == "bool":
+                    raise Unsupported(f"a {v.dtype} scalar combined with a {dtype} tile", node)
+                s = self.hoist("", dtype, f"convert_scalar({v.expr})")
+            if not shape:
+                return self.hoist("", tile_type(dtype, ()), f"scalar_to_tile({s})")
+            return f"{paren(s)}.broadcast({shape_macro(shape)})"
+        raise Unsupported(f"a {v.kind} where a tile is needed", node)
+
+    def unary(self, node: ast.UnaryOp, hint: str) -> Val:
+        v = self.expr(node.operand, "")
+        if isinstance(node.op, ast.Not):
+            if v.kind == "py":
+                return Val("py", value=not v.value)
+            raise Unsupported("`not` on a run-time value", node)
+        if isinstance(node.op, ast.USub):
+            if v.kind == "py":
+                return Val("py", value=-v.value)
+            if v.kind == "scalar":
+                return Val("scalar", f"-{paren(v.expr)}", v.dtype)
+            if v.kind == "tile" and v.is_float:
+                return Val("tile", f"negf({v.expr})", v.dtype, v.shape)
+            raise Unsupported("negation of an integer tile", node)
+        if isinstance(node.op, ast.UAdd):
+            return v
+        if isinstance(node.op, ast.Invert) and v.kind == "tile" and v.dtype == "bool":
+            return Val("tile", f"noti({v.expr})", v.dtype, v.shape)
+        raise Unsupported(f"the unary operator {type(node.op).__name__}", node)
+
+    def compare(self, op: ast.cmpop, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
+        if a.kind == "py" and b.kind == "py":
+            return Val("py", value=_fold_cmp(op, a.value, b.value))
+        if type(op) not in _CMP:
+            raise Unsupported(f"the comparison {type(op).__name__}", node)
+        if a.kind != "tile" and b.kind != "tile":
+            raise Unsupported("a comparison of run-time scalars", node)
+        dtype = a.dtype if a.kind == "tile" else b.dtype
+        fn = _CMP[type(op)]
+        res = self.elementwise(a, b, node, lambda x, y, d: f"{fn}({x}, {y})", bool_ok=True, dtype=dtype)
+        return Val("tile", res.expr, "bool", res.shape)
+
+    # ---- calls -------------------------------------------------------------------------------
+
+    def call(self, node: ast.Call, hint: str) -> Val:
+        name = _ct_name(node.func)
+        if name is None:
+            if isinstance(node.func, ast.Name) and node.func.id == "float" and len(node.args) == 1:
+                a0 = node.args[0]
+                if isinstance(a0, ast.Constant) and isinstance(a0.value, str):
+                    try:
+                        return Val("py", value=float(a0.value))
+                    except ValueError:
+                        raise Unsupported(f"float({a0.value!r})", node) from None
+                arg = self.expr(a0, "")
+                if arg.kind == "py":
+                    return Val("py", value=float(arg.value))
+            if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and not node.keywords:
+                vals = [self.expr(a, "") for a in node.args]
+                if all(v.kind == "py" for v in vals):
+                    return Val("py", value=(min if node.func.id == "min" else max)(v.value for v in vals))
+            if isinstance(node.func, ast.Attribute):
+                return self.method(node, hint)
+            raise Unsupported(_call_label(node), node)
+        handler = getattr(self, f"ct_{name}", None)
+        if handler is not None:
+            return handler(node, hint)
+        if name in _UNARY:
+            args = _bind(node, ["x"], set())
+            x = self.expr(args["x"], "")
+            if x.kind != "tile" or not x.is_float:
+                raise Unsupported(f"ct.{name} on a {x.kind}", node)
+            return Val("tile", f"{_UNARY[name]}({x.expr})", x.dtype, x.shape)
+        if name in _REDUCE:
+            return self.reduce(name, node, hint)
+        raise Unsupported(f"ct.{name}", node)
+
+    def method(self, node: ast.Call, hint: str) -> Val:
+        func = node.func
+        assert isinstance(func, ast.Attribute)
+        recv = self.expr(func.value, "")
+        m = func.attr
+        if recv.kind == "tile" and m == "astype":
+            args = _bind(node, ["dtype"], {"rounding_mode"})
+            return self.astype(recv, args, node, hint)
+        if recv.kind == "tile" and m == "reshape":
+            args = _bind(node, ["shape"], set())
+            return self.reshape(recv, args["shape"], node)
+        if recv.kind == "tile" and m == "transpose" and not node.args and not node.keywords:
+            return self.transpose(recv, node)
+        if recv.kind == "array" and m == "tiled_view":
+            args = _bind(node, ["tile_shape"], {"padding_mode"})
+            shape = self.dims(args["tile_shape"])
+            padding = self.padding(args.get("padding_mode"), node)
+            if len(shape) != recv.value.ndim:
+                raise Unsupported("a tile shape whose rank differs from the array's", node)
+            # made on first use: a read view (Partition) for loads, a PartitionMut for stores
+            return Val("view", value=View("", recv.value, shape), extra={"padding": padding, "name": hint})
+        if recv.kind == "view" and not recv.value.var:
+            lazy: View = recv.value
+            mutable = m == "store"
+            recv = Val("view", value=self.view_for(lazy.array, lazy.shape, recv.extra["padding"], None,
+                                                   mutable=mutable, node=node, var=recv.extra.get("name") or None))
+            if mutable:
+                args = _bind(node, ["index", "tile"], set())
+                self.view_store(recv.value, args["index"], args["tile"], node)
+                return Val("none")
+        if recv.kind == "view" and m == "load":
+            args = _bind(node, ["index"], set())
+            view: View = recv.value
+            index = self.index_list(args["index"], len(view.shape))
+            return self.tile(view.array.dtype, view.shape, f"{view.var}.load([{', '.join(index)}])", hint)
+        if recv.kind == "view" and m == "num_tiles":
+            args = _bind(node, ["axis"], set())
+            axis = self.const_int(args["axis"])
+            return Val("scalar", f"num_tiles(&{recv.value.var}, {axis}i32)", "i32")
+        raise Unsupported(f"the method `.{m}()` on a {recv.kind}", node)
+
+    def astype(self, x: Val, args: dict, node: ast.AST, hint: str) -> Val:
+        if "rounding_mode" in args:
+            raise Unsupported("astype(..., rounding_mode=)", node)
+        d = self.expr(args["dtype"], "")
+        if d.kind != "dtype":
+            raise Unsupported("astype to something that is not a dtype", node)
+        if x.kind != "tile":
+            raise Unsupported("astype of a scalar", node)
+        if d.value == x.dtype:
+            return x
+        return self.tile(d.value, x.shape, f"convert_tile({x.expr})", hint)
+
+    def reshape(self, x: Val, shape_node: ast.expr, node: ast.AST) -> Val:
+        shape = self.dims(shape_node)
+        if x.shape == shape:
+            return x
+        return Val("tile", f"{paren(x.expr)}.reshape({shape_macro(shape)})", x.dtype, shape)
+
+    def transpose(self, x: Val, node: ast.AST) -> Val:
+        if len(x.shape) != 2:
+            raise Unsupported("transpose of a tile that is not 2-D", node)
+        return Val("tile", f"{paren(x.expr)}.transpose()", x.dtype, (x.shape[1], x.shape[0]))
+
+    def dims(self, node: ast.expr) -> tuple[str, ...]:
+        items = node.elts if isinstance(node, ast.Tuple) else [node]
+        out = []
+        for item in items:
+            v = self.expr(item, "")
+            if v.kind == "py" and isinstance(v.value, int) and not isinstance(v.value, bool) and v.value > 0:
+                out.append(str(v.value))
+            elif v.kind == "scalar" and v.const_name:
+                out.append(v.const_name)
+            else:
+                raise Unsupported("a tile shape that is not made of constants", item)
+        return tuple(out)
+
+    def const_int(self, node: ast.expr) -> int:
+        v = self.expr(node, "")
+        if v.kind == "py" and isinstance(v.value, int) and not isinstance(v.value, bool):
+            return v.value
+        raise Unsupported("an axis that is not a constant integer", node)
+
+    def padding(self, node: ast.expr | None, call: ast.AST) -> str:
+        if node is None:
+            return "any"
+        v = self.expr(node, "")
+        if v.kind == "enum" and v.value[0] == "PaddingMode" and v.value[1] in _PADDING:
+            return _PADDING[v.value[1]]
+        raise Unsupported("a padding_mode that is not a ct.PaddingMode member", node)
+
+    def rounding(self, node: ast.expr | None) -> str | None:
+        if node is None:
+            return None
+        v = self.expr(node, "")
+        if v.kind == "py" and v.value is None:
+            return None
+        if v.kind == "enum" and v.value[0] == "RoundingMode" and v.value[1] in _ROUNDING:
+            return _ROUNDING[v.value[1]]
+        raise Unsupported("a rounding_mode that is not a ct.RoundingMode member", node)
+
+    def flag(self, node: ast.expr | None) -> bool:
+        if node is None:
+            return False
+        v = self.expr(node, "")
+        if v.kind == "py" and isinstance(v.value, bool):
+            return v.value
+        raise Unsupported("a mode flag that is not a constant bool", node)
+
+    # ct.* functions ------------------------------------------------------------------------------
+
+    def ct_bid(self, node: ast.Call, hint: str) -> Val:
+        axis = self.const_int(_bind(node, ["axis"], set())["axis"])
+        return Val("scalar", f"program_id({axis})", "i32")
+
+    def ct_num_blocks(self, node: ast.Call, hint: str) -> Val:
+        axis = self.const_int(_bind(node, ["axis"], set())["axis"])
+        return Val("scalar", f"num_programs({axis})", "i32")
+
+    def ct_num_tiles(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["array", "axis", "shape"], {"order"})
+        if "order" in args:
+            raise Unsupported("ct.num_tiles(..., order=)", node)
+        arr = self.expr(args["array"], "")
+        if arr.kind != "array":
+            raise Unsupported("ct.num_tiles of something that is not an array parameter", node)
+        shape = self.dims(args["shape"])
+        axis = self.const_int(args["axis"])
+        view = self.view_for(arr.value, shape, "any", None, mutable=False, node=node)
+        return Val("scalar", f"num_tiles(&{view.var}, {axis}i32)", "i32")
+
+    def ct_cdiv(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["x", "y"], set())
+        a, b = self.expr(args["x"], ""), self.expr(args["y"], "")
+        if a.kind == "py" and b.kind == "py":
+            return Val("py", value=-(-a.value // b.value))
+        x, y = self.as_scalar(a, "i32", node, hint), self.as_scalar(b, "i32", node, hint)
+        if a.kind == "tile" or b.kind == "tile":
+            raise Unsupported("ct.cdiv on tiles", node)
+        return Val("scalar", f"ceil_div({x}, {y})", "i32")
+
+    def _minmax(self, name: str, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["x", "y"], {"flush_to_zero", "propagate_nan"})
+        a, b = self.expr(args["x"], ""), self.expr(args["y"], "")
+        if a.kind == "py" and b.kind == "py":
+            return Val("py", value=(min if name == "minimum" else max)(a.value, b.value))
+        if a.kind in ("scalar", "py") and b.kind in ("scalar", "py"):
+            dtype = self.scalar_dtype(a, b)
+            if dtype != "i32":
+                raise Unsupported(f"ct.{name} on float scalars", node)
+            x, y = self.as_scalar(a, dtype, node, hint), self.as_scalar(b, dtype, node, hint)
+            return Val("scalar", f"{'min' if name == 'minimum' else 'max'}({x}, {y})", dtype)
+        ftz = self.flag(args.get("flush_to_zero"))
+        nan = self.flag(args.get("propagate_nan"))
+        short = "min" if name == "minimum" else "max"
+
+        def render(x: str, y: str, d: str) -> str:
+            if d in FLOATS or d == OP_DTYPE:
+                return (f"{short}f({x}, {y}, nan::{'Enabled' if nan else 'Disabled'}, "
+                        f"ftz::{'Enabled' if ftz else 'Disabled'})")
+            if ftz or nan:
+                raise Unsupported(f"ct.{name} flags on integer tiles", node)
+            return f"{short}i({x}, {y})"
+        return self.elementwise(a, b, node, render)
+
+    def ct_minimum(self, node: ast.Call, hint: str) -> Val:
+        return self._minmax("minimum", node, hint)
+
+    def ct_maximum(self, node: ast.Call, hint: str) -> Val:
+        return self._minmax("maximum", node, hint)
+
+    def _arith(self, op: str, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["x", "y"], {"rounding_mode", "flush_to_zero"})
+        rounding = self.rounding(args.get("rounding_mode"))
+        ftz = self.flag(args.get("flush_to_zero"))
+        fake = ast.BinOp(left=args["x"], op={"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult,
+                                             "truediv": ast.Div}[op](), right=args["y"])
+        ast.copy_location(fake, node)
+        if rounding is None and not ftz:
+            return self.binop(fake, hint)
+        a, b = self.expr(args["x"], ""), self.expr(args["y"], "")
+        fn = {"add": "addf", "sub": "subf", "mul": "mulf", "truediv": "divf"}[op]
+        r = rounding or "NearestEven"
+
+        def render(x: str, y: str, d: str) -> str:
+            if d not in FLOATS and d != OP_DTYPE:
+                raise Unsupported(f"ct.{op} with a rounding mode on integer tiles", node)
+            return f"{fn}({x}, {y}, rounding::{r}, ftz::{'Enabled' if ftz else 'Disabled'})"
+        return self.elementwise(a, b, node, render)
+
+    def ct_add(self, node, hint):
+        return self._arith("add", node, hint)
+
+    def ct_sub(self, node, hint):
+        return self._arith("sub", node, hint)
+
+    def ct_mul(self, node, hint):
+        return self._arith("mul", node, hint)
+
+    def ct_truediv(self, node, hint):
+        return self._arith("truediv", node, hint)
+
+    def ct_exp2(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["x"], {"flush_to_zero"})
+        x = self.expr(args["x"], "")
+        if x.kind != "tile" or not x.is_float:
+            raise Unsupported("ct.exp2 of a non-float tile", node)
+        ftz = "Enabled" if self.flag(args.get("flush_to_zero")) else "Disabled"
+        return Val("tile", f"exp2({x.expr}, ftz::{ftz})", x.dtype, x.shape)
+
+    def ct_rsqrt(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["x"], {"flush_to_zero"})
+        x = self.expr(args["x"], "")
+        if x.kind != "tile" or not x.is_float:
+            raise Unsupported("ct.rsqrt of a non-float tile", node)
+        ftz = "Enabled" if self.flag(args.get("flush_to_zero")) else "Disabled"
+        return Val("tile", f"rsqrt({x.expr}, ftz::{ftz})", x.dtype, x.shape)
+
+    def ct_where(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["cond", "x", "y"], set())
+        c, a, b = (self.expr(args[k], "") for k in ("cond", "x", "y"))
+        if c.kind != "tile" or c.dtype != "bool":
+            raise Unsupported("ct.where with a condition that is not a boolean tile", node)
+        tiles = [v for v in (a, b) if v.kind == "tile"]
+        if not tiles:
+            raise Unsupported("ct.where choosing between two scalars", node)
+        dtype = tiles[0].dtype
+        shape = _broadcast_shapes([c.shape] + [t.shape for t in tiles], node)
+        cx = self.to_tile(c, "bool", shape, node)
+        ax, bx = self.to_tile(a, dtype, shape, node), self.to_tile(b, dtype, shape, node)
+        return Val("tile", f"select({cx}, {ax}, {bx})", dtype, shape)
+
+    def ct_astype(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["x", "dtype"], {"rounding_mode"})
+        return self.astype(self.expr(args["x"], ""), {k: v for k, v in args.items() if k != "x"}, node, hint)
+
+    def ct_reshape(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["x", "shape"], set())
+        x = self.expr(args["x"], "")
+        if x.kind != "tile":
+            raise Unsupported("ct.reshape of a scalar", node)
+        return self.reshape(x, args["shape"], node)
+
+    def ct_transpose(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["x", "axis0", "axis1"], set())
+        if "axis0" in args or "axis1" in args:
+            raise Unsupported("ct.transpose with explicit axes", node)
+        x = self.expr(args["x"], "")
+        if x.kind != "tile":
+            raise Unsupported("ct.transpose of a scalar", node)
+        return self.transpose(x, node)
+
+    def ct_expand_dims(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["x", "axis"], set())
+        x = self.expr(args["x"], "")
+        if x.kind != "tile":
+            raise Unsupported("ct.expand_dims of a scalar", node)
+        axis = self.const_int(args["axis"])
+        rank = len(x.shape) + 1
+        axis = axis + rank if axis < 0 else axis
+        shape = x.shape[:axis] + ("1",) + x.shape[axis:]
+        return Val("tile", f"{paren(x.expr)}.reshape({shape_macro(shape)})", x.dtype, shape)
+
+    def _fill(self, node: ast.Call, shape_node: ast.expr, value: Any, dtype_node: ast.expr) -> Val:
+        shape = self.dims(shape_node)
+        d = self.expr(dtype_node, "")
+        if d.kind != "dtype":
+            raise Unsupported("a dtype argument that is not a dtype", dtype_node)
+        return Val("tile", f"constant({literal(value, d.value, node)}, {shape_macro(shape)})", d.value, shape)
+
+    def ct_full(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["shape", "fill_value", "dtype"], set())
+        v = self.expr(args["fill_value"], "")
+        if v.kind != "py":
+            raise Unsupported("ct.full with a run-time fill value", node)
+        return self._fill(node, args["shape"], v.value, args["dtype"])
+
+    def ct_zeros(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["shape", "dtype"], set())
+        return self._fill(node, args["shape"], 0, args["dtype"])
+
+    def ct_ones(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["shape", "dtype"], set())
+        return self._fill(node, args["shape"], 1, args["dtype"])
+
+    def ct_arange(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["size"], {"dtype", "start", "step"})
+        if "start" in args or "step" in args:
+            raise Unsupported("ct.arange with start/step", node)
+        size = self.dims(args["size"])
+        d = self.expr(args["dtype"], "") if "dtype" in args else Val("dtype", value="i32")
+        if d.kind != "dtype" or d.value not in INTS:
+            raise Unsupported("ct.arange of a non-integer dtype", node)
+        return self.tile(d.value, size, f"iota({shape_macro(size)})", hint)
+
+    def ct_mma(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["x", "y", "acc"], {"use_fast_acc"})
+        if self.flag(args.get("use_fast_acc")):
+            raise Unsupported("ct.mma(..., use_fast_acc=True)", node)
+        x, y, acc = (self.expr(args[k], "") for k in ("x", "y", "acc"))
+        for v, k in ((x, "x"), (y, "y"), (acc, "acc")):
+            if v.kind != "tile" or len(v.shape) != 2:
+                raise Unsupported("ct.mma of operands that are not 2-D tiles", args[k])
+        if x.dtype != y.dtype:
+            raise Unsupported("ct.mma of operands of two dtypes", node)
+        if x.shape[1] != y.shape[0] or acc.shape != (x.shape[0], y.shape[1]):
+            raise Unsupported("ct.mma with operand shapes that do not chain", node)
+        return Val("tile", f"mma({x.expr}, {y.expr}, {acc.expr})", acc.dtype, acc.shape)
+
+    def reduce(self, name: str, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["x", "axis"], {"keepdims", "rounding_mode", "flush_to_zero", "propagate_nan"})
+        for k in ("rounding_mode", "flush_to_zero", "propagate_nan"):
+            if k in args:
+                v = self.expr(args[k], "")
+                if not (v.kind == "py" and not v.value):
+                    raise Unsupported(f"ct.{name}(..., {k}=)", node)
+        x = self.expr(args["x"], "")
+        if x.kind != "tile":
+            raise Unsupported(f"ct.{name} of a scalar", node)
+        if "axis" not in args:
+            raise Unsupported(f"ct.{name} over all axes", node)
+        axis = self.const_int(args["axis"])
+        axis = axis + len(x.shape) if axis < 0 else axis
+        keep = self.flag(args.get("keepdims"))
+        reduced = x.shape[:axis] + x.shape[axis + 1:]
+        r = self.tile(x.dtype, reduced, f"{_REDUCE[name]}({x.expr}, {axis}i32)", hint)
+        if not keep:
+            return r
+        shape = x.shape[:axis] + ("1",) + x.shape[axis + 1:]
+        return Val("tile", f"{r.expr}.reshape({shape_macro(shape)})", x.dtype, shape)
+
+    def ct_load(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["array", "index", "shape"], {"order", "padding_mode", "latency", "allow_tma"})
+        for k in ("latency", "allow_tma"):
+            if k in args:
+                raise Unsupported(f"ct.load(..., {k}=)", node)
+        arr = self.expr(args["array"], "")
+        if arr.kind != "array":
+            raise Unsupported("ct.load from something that is not a kernel array parameter", args["array"])
+        shape = self.dims(args["shape"])
+        padding = self.padding(args.get("padding_mode"), node)
+        order = None
+        if "order" in args:
+            v = self.expr(args["order"], "")
+            if v.kind != "py" or not isinstance(v.value, tuple):
+                raise Unsupported("a load order that is not a constant tuple", args["order"])
+            order = tuple(int(o) for o in v.value)
+        view = self.view_for(arr.value, shape, padding, order, mutable=False, node=node)
+        index = self.index_list(args["index"], len(shape))
+        return self.tile(arr.value.dtype, shape, f"{view.var}.load([{', '.join(index)}])", hint)
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+RUST_KEYWORDS = {"as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if",
+                 "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self",
+                 "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async",
+                 "await", "dyn", "abstract", "become", "box", "do", "final", "macro", "override", "priv", "typeof",
+                 "unsized", "virtual", "yield", "try", "shape", "constant", "tile"}
+
+
+def rust_name(name: str) -> str:
+    """A Python identifier as a Rust one (keywords and names cutile's prelude uses get a trailing `_`)."""
+    return f"{name}_" if name in RUST_KEYWORDS else name
+
+
+def _ct_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "ct":
+        return func.attr
+    return None
+
+
+def _dotted(node: ast.expr) -> list[str] | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return parts[::-1]
+    return None
+
+
+def _call_label(call: ast.Call) -> str:
+    d = _dotted(call.func)
+    return f"{'.'.join(d)}(...)" if d else "a call"
+
+
+def _bind(call: ast.Call, positional: list[str], optional: set[str]) -> dict[str, ast.expr]:
+    """Map a call's arguments onto names (positional first, then keywords); unknown keywords are holes."""
+    out: dict[str, ast.expr] = {}
+    for name, arg in zip(positional, call.args):
+        if isinstance(arg, ast.Starred):
+            raise Unsupported("*args in a call", call)
+        out[name] = arg
+    if len(call.args) > len(positional):
+        raise Unsupported(f"{_call_label(call)} with {len(call.args)} positional arguments", call)
+    for kw in call.keywords:
+        if kw.arg is None:
+            raise Unsupported("**kwargs in a call", call)
+        if kw.arg not in positional and kw.arg not in optional:
+            raise Unsupported(f"{_call_label(call)[:-5]}(..., {kw.arg}=)", call)
+        out[kw.arg] = kw.value
+    return out
+
+
+def _names_assigned_in_loops(stmts: list[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.For, ast.While)):
+                for inner in node.body:
+                    for n in ast.walk(inner):
+                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                            names.add(n.id)
+    return names
+
+
+def _broadcast_shapes(shapes: list[tuple[str, ...]], node: ast.AST) -> tuple[str, ...]:
+    rank = max(len(s) for s in shapes)
+    out = []
+    for i in range(rank):
+        dims = {s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0} - {"1"}
+        if len(dims) > 1:
+            raise Unsupported("broadcasting tiles of incompatible shapes", node, " vs ".join(map(str, shapes)))
+        out.append(dims.pop() if dims else "1")
+    return tuple(out)
+
+
+def _fold(op: type, a: Any, b: Any, node: ast.AST) -> Any:
+    try:
+        return {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.Div: lambda: a / b,
+                ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b, ast.Pow: lambda: a ** b,
+                ast.BitAnd: lambda: a & b, ast.BitOr: lambda: a | b, ast.BitXor: lambda: a ^ b,
+                ast.LShift: lambda: a << b, ast.RShift: lambda: a >> b}[op]()
+    except (KeyError, ArithmeticError, TypeError):
+        raise Unsupported(f"folding {_opname(op)} of constants", node) from None
+
+
+def _fold_cmp(op: ast.cmpop, a: Any, b: Any) -> bool:
+    return {ast.Lt: a < b, ast.LtE: a <= b, ast.Gt: a > b, ast.GtE: a >= b, ast.Eq: a == b,
+            ast.NotEq: a != b, ast.Is: a is b, ast.IsNot: a is not b}[type(op)]
+
+
+def _opname(op: type) -> str:
+    return {ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>",
+            ast.MatMult: "@"}.get(op, op.__name__)
+
+
+def _operand(expr: str) -> str:
+    """Parenthesise a sum inside a product etc.: keep it simple and always wrap compound operands."""
+    return paren(expr)
+
+
+def _range_end(expr: str) -> str:
+    return expr if paren(expr) == expr else f"({expr})"
+
+
+def _describe(v: Val) -> str:
+    return tile_type(v.dtype, v.shape) if v.kind == "tile" else f"{v.kind} {v.dtype}"
+
+
+__all__ = ["BodyTranslator", "Unsupported", "Lost", "math"]
