@@ -336,6 +336,10 @@ class BodyTranslator:
             raise Unsupported("a tile shape whose rank differs from the array's", node)
         if mutable and not arr.mutable:
             raise Unsupported("a store into an array that is also loaded", node)
+        if arr.mutable and not mutable:
+            if padding != "any":
+                raise Unsupported("a load from an array the kernel also stores to", node)
+            mutable = True  # num_tiles of an output: count on its PartitionMut (no second, shared borrow)
         key = (arr.name, shape, padding if not mutable else "mut", order)
         if key in self.prologue.views:
             return self.prologue.views[key]
@@ -467,16 +471,20 @@ class BodyTranslator:
         x, y = self.as_scalar(a, "i32", node, hint), self.as_scalar(b, "i32", node, hint)
         if (a.kind == "scalar" and a.dtype != "i32") or (b.kind == "scalar" and b.dtype != "i32"):
             raise Unsupported(f"the operator {_opname(op)} on floats", node)
-        # Python's // and % round toward negative infinity: say so to the compiler instead of Rust's truncation.
-        tx = self.hoist(f"{hint}_lhs" if hint else "", "Tile<i32, { [] }>", f"scalar_to_tile({x})")
-        ty = self.hoist(f"{hint}_rhs" if hint else "", "Tile<i32, { [] }>", f"scalar_to_tile({y})")
+        # Python's // and % round toward negative infinity (not Rust's truncation): spell that out on 0-d tiles,
+        # as cuTile Python lowers them (divi rounding<negative_inf>; remi plus the sign fix-up).
+        t0 = "Tile<i32, { [] }>"
+        tx = self.hoist("", t0, f"scalar_to_tile({x})")
+        ty = self.hoist("", t0, f"scalar_to_tile({y})")
         if op is ast.FloorDiv:
-            t = self.hoist(f"{hint}_t" if hint else "", "Tile<i32, { [] }>",
-                           f"divi({tx}, {ty}, rounding::NegativeInf)")
+            t = self.hoist("", t0, f"divi({tx}, {ty}, rounding::NegativeInf)")
         else:
-            raise Unsupported("the operator % on run-time integers", node,
-                              "Python's floor modulo has no one-op cutile form")
-        return Val("scalar", f"tile_to_scalar::<i32, i32>({t})", "i32")
+            r = self.hoist("", t0, f"remi({tx}, {ty})")
+            zero = self.hoist("", t0, "scalar_to_tile(0i32)")
+            fix = self.hoist("", "Tile<bool, { [] }>",
+                             f"(lt_tile({r}, {zero}) ^ lt_tile({ty}, {zero})) & ne_tile({r}, {zero})")
+            t = self.hoist("", t0, f"select({fix}, {r} + {ty}, {r})")
+        return Val("scalar", self.hoist(hint, "i32", f"tile_to_scalar({t})"), "i32")
 
     def scalar_dtype(self, a: Val, b: Val, op: type | None = None) -> str:
         ds = [v.dtype for v in (a, b) if v.kind == "scalar"]
