@@ -1,0 +1,159 @@
+"""The deterministic draft translator on real analyses (real cuda-tile exports, sm_90, no cubins; no cargo).
+
+What a user notices: which entries and variants a draft has, that branches fold into entries, that modes
+(padding, flush-to-zero, approximate rounding, accumulator dtype, occupancy) survive, and that anything outside
+the subset is a precise hole (`unsupported: ct.X at op.py:L:C`), never silently wrong code.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tileport.agents.draft import draft_port
+from tileport.validators.analysis import analyze_op
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def analyses(tmp_path_factory):
+    root = tmp_path_factory.mktemp("draft-ref")
+    cache = {}
+
+    def get(op: str, path: Path | None = None):
+        if op not in cache:
+            cache[op] = analyze_op(path or REPO / "examples" / f"{op}.py", targets=["sm_90"], out_dir=root / op,
+                                   run_tileiras=False, warm=True)
+        return cache[op]
+    return get
+
+
+def test_vector_add_is_complete_with_one_variant_per_dtype(analyses):
+    d = draft_port(analyses("vector_add"))
+    assert d.holes == []
+    assert "fn vector_add<E: ElementType, const TILE: i32>(" in d.kernel_rs
+    assert "x.partition(shape![TILE])" in d.kernel_rs  # a view load with zero padding, as the reference
+    assert "out: &mut Tensor<E, { [-1] }>" in d.kernel_rs
+    [entry] = d.spec.entries
+    assert sorted((v.reference.dtype, tuple(v.generics)) for v in entry.variants) == [
+        ("bfloat16", ("bf16", "1024")), ("float16", ("f16", "1024")), ("float32", ("f32", "1024"))]
+    assert entry.variants[0].tensors["x"].base_align == 16  # the reference's alignment assumptions travel
+    [host] = d.host_contract.entries
+    assert host.generics == ["E", "TILE"]
+    assert [(p.name, p.output) for p in host.params] == [("x", False), ("y", False), ("out", True)]
+
+
+def test_constant_branch_becomes_its_own_entry(analyses):
+    d = draft_port(analyses("softmax"))
+    assert d.holes == []
+    names = [e.name for e in d.spec.entries]
+    assert names == ["softmax_row", "softmax_row_fuse_scale", "softmax_chunked", "softmax_chunked_fuse_scale"]
+    entries = d.kernel_rs.split("#[cutile::entry")
+    plain = next(e for e in entries if "fn softmax_row<" in e)
+    fused = next(e for e in entries if "fn softmax_row_fuse_scale<" in e)
+    assert "scale.broadcast" not in plain and "scale.broadcast" in fused
+    assert "padding::NegInf" in plain  # tiled_view(..., padding_mode=NEG_INF) keeps its padding
+    for e in d.spec.entries:
+        fuse = e.name.endswith("fuse_scale")
+        assert all(v.reference.constants["FUSE_SCALE"] is fuse for v in e.variants)
+
+
+def test_integer_branch_folds_and_keeps_the_constant_it_still_uses(analyses):
+    d = draft_port(analyses("rms_norm"))
+    assert d.holes == []
+    single, chunked = d.host_contract.entries
+    assert single.generics == ["E", "TILE_N"]  # CHUNKS == 1 folded away
+    assert chunked.generics == ["E", "TILE_N", "CHUNKS"]  # range(CHUNKS) still needs it
+    assert "for c in 0i32..CHUNKS {" in d.kernel_rs
+    assert "rsqrt(" in d.kernel_rs and "ftz::Disabled" in d.kernel_rs
+
+
+def test_attention_keeps_fast_math_permuted_load_and_accumulator(analyses):
+    d = draft_port(analyses("attention"))
+    assert d.holes == []
+    rs = d.kernel_rs
+    assert "exp2(scores - m_new.broadcast(shape![TILE_M, TILE_N]), ftz::Enabled)" in rs
+    assert "rounding::Approx" in rs
+    assert "partition_permuted(shape![1, HEAD_DIM, TILE_N], const_array![0, 2, 1])" in rs
+    assert "let mut acc: Tile<f32, { [TILE_M, HEAD_DIM] }>" in rs
+    causal = rs.split("fn attention_fwd_causal")[1]
+    assert "ge_tile(" in causal and "ge_tile(" not in rs.split("fn attention_fwd_causal")[0]
+
+
+def test_persistent_loop_floor_division_and_occupancy(analyses):
+    d = draft_port(analyses("persistent_matmul"))
+    assert d.holes == []
+    rs = d.kernel_rs
+    assert "optimization_hints = (sm_90 = (occupancy = 1,),)" in rs
+    assert ".step_by(num_programs(0) as usize)" in rs
+    assert "rounding::NegativeInf" in rs  # Python's // rounds toward -inf
+    assert "remi(" in rs and "select(" in rs  # Python's % is a floor modulo
+
+
+def test_pointer_ops_and_slices_are_precise_holes(analyses):
+    d = draft_port(analyses("gather_softmax"))
+    assert [str(h) for h in d.holes][:2] == ["unsupported: ct.gather at gather_softmax.py:31:11",
+                                             "unsupported: ct.gather at gather_softmax.py:34:9"]
+    assert "TODO(tileport): unsupported: ct.gather at gather_softmax.py:31:11" in d.kernel_rs
+    d = draft_port(analyses("silu_and_mul"))
+    assert {h.line for h in d.holes} == {25, 26}
+
+
+def test_runtime_branch_is_a_hole_not_a_guess(analyses, tmp_path):
+    op = tmp_path / "clamp_op.py"
+    op.write_text(textwrap.dedent('''
+        import cuda.tile as ct
+
+        @ct.kernel
+        def clamp_kernel(x, out, n, TILE: ct.Constant[int]):
+            b = ct.bid(0)
+            t = ct.load(x, index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+            if n > 4:
+                t = t * 2.0
+            ct.store(out, index=(b,), tile=t)
+
+        def clamp_op(x, out, n):
+            import torch
+            ct.launch(torch.cuda.current_stream(), (ct.cdiv(x.shape[0], 128), 1, 1), clamp_kernel, (x, out, n, 128))
+        '''), encoding="utf-8")
+    d = draft_port(analyses("clamp_op", op))
+    assert [str(h) for h in d.holes] == [
+        "unsupported: `if` on a run-time value at clamp_op.py:8:5 (only branches on ct.Constant parameters fold "
+        "into variants)"]
+    assert "// TODO(tileport): unsupported: `if` on a run-time value at clamp_op.py:8:5" in d.kernel_rs
+
+
+def test_write_puts_kernel_spec_and_contract(analyses, tmp_path):
+    d = draft_port(analyses("matmul"))
+    paths = d.write(tmp_path / "draft")
+    assert sorted(p.name for p in paths) == ["host_contract.json", "kernel.rs", "spec.json"]
+    spec = json.loads((tmp_path / "draft" / "spec.json").read_text())
+    assert {tuple(v["generics"]) for v in spec["entries"][0]["variants"]} == {
+        ("f16", "128", "128", "64"), ("bf16", "128", "128", "64"), ("f16", "64", "64", "32"), ("bf16", "64", "64", "32")}
+    contract = json.loads((tmp_path / "draft" / "host_contract.json").read_text())
+    assert contract["entries"][0]["grid"] == ["grid"]
+
+
+def test_cli_draft_writes_and_reports(cli, tmp_path, analyses):
+    ref = analyses("vector_add")
+    r = cli("draft", "examples/vector_add.py", "--analysis", ref.out_dir, "--out", str(tmp_path / "va"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "va" / "kernel.rs").is_file()
+    assert "complete: check it with `tileport build-rust" in r.stdout
+    ref = analyses("gather_softmax")
+    r = cli("draft", "examples/gather_softmax.py", "--analysis", ref.out_dir, "--out", str(tmp_path / "gs"))
+    assert r.returncode == 1
+    assert "unsupported: ct.gather at gather_softmax.py:31:11" in r.stdout
+
+
+def test_cli_draft_bad_input_is_one_line(cli, tmp_path):
+    r = cli("draft", str(tmp_path / "missing.py"))
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "no such file" in r.stderr
+    (tmp_path / "notes.txt").write_text("x")
+    r = cli("draft", str(tmp_path / "notes.txt"))
+    assert r.returncode == 2 and "not a Python file" in r.stderr
