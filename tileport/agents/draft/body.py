@@ -233,8 +233,8 @@ class BodyTranslator:
     def materialize(self, v: Val, like: Val, node: ast.AST) -> Val:
         if like.kind == "scalar":
             return Val("scalar", literal(v.value, like.dtype, node), like.dtype)
-        return Val("tile", f"constant({literal(v.value, like.dtype, node)}, {shape_macro(like.shape)})",
-                   like.dtype, like.shape)
+        return self.tile(like.dtype, like.shape, f"constant({literal(v.value, like.dtype, node)}, "
+                                                 f"{shape_macro(like.shape)})")
 
     def find_outer(self, name: str) -> tuple[Val, int] | None:
         for i in range(len(self.scopes) - 1, -1, -1):
@@ -533,8 +533,8 @@ class BodyTranslator:
             if padded != shape:
                 expr = f"{paren(expr)}.broadcast({shape_macro(shape)})"
             return expr
-        if v.kind == "py":
-            return f"constant({literal(v.value, dtype, node)}, {shape_macro(shape)})"
+        if v.kind == "py":  # the JIT needs a constant's type spelled out: bind it to a typed let
+            return self.hoist("", tile_type(dtype, shape), f"constant({literal(v.value, dtype, node)}, {shape_macro(shape)})")
         if v.kind == "scalar":
             s = v.expr
             if v.dtype != dtype:
@@ -881,7 +881,7 @@ class BodyTranslator:
         d = self.expr(dtype_node, "")
         if d.kind != "dtype":
             raise Unsupported("a dtype argument that is not a dtype", dtype_node)
-        return Val("tile", f"constant({literal(value, d.value, node)}, {shape_macro(shape)})", d.value, shape)
+        return self.tile(d.value, shape, f"constant({literal(value, d.value, node)}, {shape_macro(shape)})")
 
     def ct_full(self, node: ast.Call, hint: str) -> Val:
         args = _bind(node, ["shape", "fill_value", "dtype"], set())
