@@ -88,7 +88,7 @@ def test_persistent_loop_floor_division_and_occupancy(analyses):
     d = draft_port(analyses("persistent_matmul"))
     assert d.holes == []
     rs = d.kernel_rs
-    assert "optimization_hints = (sm_90 = (occupancy = 1,),)" in rs
+    assert "optimization_hints = (default = (occupancy = 1,),)" in rs
     assert ".step_by(num_programs(0) as usize)" in rs
     assert "rounding::NegativeInf" in rs  # Python's // rounds toward -inf
     assert "remi(" in rs and "select(" in rs  # Python's % is a floor modulo

@@ -343,12 +343,6 @@ class BodyTranslator:
         key = (arr.name, shape, padding if not mutable else "mut", order)
         if key in self.prologue.views:
             return self.prologue.views[key]
-        if not mutable:  # a num_tiles view (no padding) can share any read view of that shape
-            for (a, s, p, o), v in self.prologue.views.items():
-                if a == arr.name and s == shape and o == order and p != "mut" and (padding == "any" or p == "any"):
-                    if padding != "any":
-                        self.prologue.views[key] = v
-                    return v
         if var and var not in self.prologue.view_names:
             name = var  # a Python view variable keeps its name
         else:
@@ -363,8 +357,11 @@ class BodyTranslator:
             dims = ", ".join(str(o) for o in order)
             line = (f"let {name}: Partition{ty} = "
                     f"{arr.name}.partition_permuted({shape_macro(shape)}, const_array![{dims}]);")
-        elif padding in ("Zero", "any"):
+        elif padding == "Zero":
             line = f"let {name}: Partition{ty} = {arr.name}.partition({shape_macro(shape)});"
+        elif padding == "any" and not mutable:  # counting tiles (num_tiles): a view without padding, as cuTile
+            line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({arr.name}, {shape_macro(shape)}, "
+                    f"padding::None, dim_map::Identity, {arr.name}.token()) }};")
         else:
             line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({arr.name}, {shape_macro(shape)}, "
                     f"padding::{padding}, dim_map::Identity, {arr.name}.token()) }};")

@@ -316,8 +316,7 @@ def _hints(info: KernelInfo, targets: list[str]) -> str:
                 if isinstance(v, int) and t in targets:
                     per_target.setdefault(t, []).append(f"{hint} = {v}")
         elif isinstance(value, int) and not isinstance(value, bool):
-            for t in targets:
-                per_target.setdefault(t, []).append(f"{hint} = {value}")
+            per_target.setdefault("default", []).append(f"{hint} = {value}")  # as the reference: every target
     if not per_target:
         return ""
     inner = ", ".join(f"{t} = ({', '.join(h)},)" for t, h in per_target.items())
