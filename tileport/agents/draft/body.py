@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -28,6 +29,7 @@ _PADDING = {"ZERO": "Zero", "NEG_ZERO": "NegZero", "NAN": "Nan", "POS_INF": "Pos
 # ct.<name>(x) elementwise math with no modes -> cutile function.
 _UNARY = {"exp": "exp", "log": "log", "log2": "log2", "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan",
           "sinh": "sinh", "cosh": "cosh", "floor": "floor", "ceil": "ceil"}
+_FMA_FLOATS = {"f16", "bf16", "f32", "f64", OP_DTYPE}
 _REDUCE = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "prod": "reduce_prod"}
 
 
@@ -65,6 +67,13 @@ class BodyTranslator:
         self._tmp = 0
         self.last_hoist: tuple[str, str, int] | None = None
         self.folded_tests: dict[str, bool] = {}  # ast.dump(test) -> the branch this entry takes
+        self.uses: dict[int, int] = {}  # binding (assignment statement) -> how often its name is read
+        self.fusable: set[int] = set()  # bindings of named products read by an add/sub (first pass)
+        self.known_fusable: set[int] = set()
+        self.known_uses: dict[int, int] | None = None  # the first pass' counts: deferring products needs them
+        self.pending: list[Val] = []  # products bound to a name but not written yet (their one use fuses them)
+        self.mut_names: set[str] = set()
+        self.computed_index = False  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
 
     # ---- names -------------------------------------------------------------------------------
@@ -75,6 +84,8 @@ class BodyTranslator:
                 v = scope.names[name]
                 if v.kind == "lost":
                     raise Lost(name)
+                if "binding" in v.extra:
+                    self.uses[v.extra["binding"]] = self.uses.get(v.extra["binding"], 0) + 1
                 return v
         if name in self.generics:
             return Val("scalar", name, "i32", const_name=name)
@@ -225,10 +236,36 @@ class BodyTranslator:
             return
         mut = "mut " if name in later_loops else ""
         rname = rust_name(name)
+        self.flush_pending(rname)
+        key = id(stmt)
+        if (not mut and v.kind == "tile" and v.extra.get("mul") and self.known_uses is not None
+                and self.known_uses.get(key) == 1 and key in self.known_fusable and not (_idents(" ".join(v.extra["mul"])) & self.mut_names)):
+            # a product read exactly once: keep it unwritten so that read can contract it into an fma
+            deferred = Val("tile", f"{_operand(v.extra['mul'][0])} * {_operand(v.extra['mul'][1])}", v.dtype,
+                           v.shape, extra={"mul": v.extra["mul"], "binding": key, "name": rname})
+            self.scopes[-1].names[name] = deferred
+            self.pending.append(deferred)
+            return
         self.emit(f"let {mut}{rname}: {rust_t} = {v.expr};")
         self.prologue.used_names.add(rname)
-        self.scopes[-1].names[name] = Val(v.kind, rname, v.dtype, v.shape, extra={"mut": bool(mut)},
-                                          const_name=None)
+        if mut:
+            self.mut_names.add(rname)
+        extra = {"mut": bool(mut), "binding": key, "index_ok": bool(v.extra.get("index_ok")) and not mut}
+        if not mut and v.kind == "tile" and v.extra.get("mul"):
+            extra["mul_named"] = True
+        self.scopes[-1].names[name] = Val(v.kind, rname, v.dtype, v.shape, extra=extra, const_name=None)
+
+    def flush_pending(self, rname: str) -> None:
+        """A deferred product whose operands `let {rname}` is about to shadow is written out first."""
+        for d in list(self.pending):
+            if d.extra.get("fused"):
+                self.pending.remove(d)
+            elif rname in _idents(" ".join(d.extra["mul"])):
+                name = self.fresh(d.extra["name"])
+                self.emit(f"let {name}: {tile_type(d.dtype, d.shape)} = {d.expr};")
+                d.expr = name
+                d.extra.pop("mul", None)
+                self.pending.remove(d)
 
     def materialize(self, v: Val, like: Val, node: ast.AST) -> Val:
         if like.kind == "scalar":
@@ -251,7 +288,7 @@ class BodyTranslator:
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                 and not it.keywords and 1 <= len(it.args) <= 3):
             raise Unsupported("a `for` loop over something other than range(...)", stmt.iter)
-        args = [self.index_scalar(self.expr(a, ""), a) for a in it.args]
+        args = [self.index_scalar(self.expr(a, ""), a, bound=True) for a in it.args]
         if len(args) == 1:
             head = f"0i32..{_range_end(args[0])}"
         else:
@@ -261,7 +298,7 @@ class BodyTranslator:
         var = rust_name(stmt.target.id)
         self.emit(f"for {var} in {head} {{")
         self.depth += 1
-        self.scopes.append(Scope({stmt.target.id: Val("scalar", var, "i32")}))
+        self.scopes.append(Scope({stmt.target.id: Val("scalar", var, "i32", extra={"index_ok": len(args) == 1})}))
         self.block(stmt.body)
         self.scopes.pop()
         self.depth -= 1
@@ -322,10 +359,12 @@ class BodyTranslator:
             raise Unsupported("an index whose length differs from the array's rank", node)
         return [self.index_scalar(self.expr(i, ""), i) for i in items]
 
-    def index_scalar(self, v: Val, node: ast.AST) -> str:
+    def index_scalar(self, v: Val, node: ast.AST, bound: bool = False) -> str:
         if v.kind == "py" and isinstance(v.value, int) and not isinstance(v.value, bool):
             return f"{v.value}i32"
         if v.kind == "scalar" and v.dtype == "i32":
+            if not bound and not v.extra.get("index_ok"):
+                self.computed_index = True
             return v.expr
         raise Unsupported("an index or bound that is not an int32 scalar", node)
 
@@ -460,7 +499,39 @@ class BodyTranslator:
             for v in (a, b):
                 if v.kind == "tile" and v.dtype in INTS:
                     raise Unsupported("true division of integer tiles", node)
-        return self.elementwise(a, b, node, lambda x, y, d: f"{_operand(x)} {sym} {_operand(y)}")
+        if op in (ast.Add, ast.Sub):
+            fused = self.fuse_fma(op, a, b, node)
+            if fused is not None:
+                return fused
+        res = self.elementwise(a, b, node, lambda x, y, d: f"{_operand(x)} {sym} {_operand(y)}")
+        if op is ast.Mult and (res.dtype in _FMA_FLOATS):
+            res.extra["mul"] = tuple(res.extra["operands"])
+        return res
+
+    def fuse_fma(self, op: type, a: Val, b: Val, node: ast.AST) -> Val | None:
+        """cuTile Python contracts a float multiply whose only use is an add/sub into one fma (its
+        rewrite_patterns pass, same rounding and ftz); write the same op so the IR, and the rounding, match."""
+        tiles = [v for v in (a, b) if v.kind == "tile"]
+        if not tiles:
+            return None
+        dtype = tiles[0].dtype
+        if dtype not in _FMA_FLOATS or any(t.dtype != dtype for t in tiles):
+            return None
+        shape = _broadcast_shapes([t.shape for t in tiles], node)
+        for mul, acc, mul_is_rhs in ((a, b, False), (b, a, True)):
+            if mul.kind == "tile" and mul.extra.get("mul_named") and mul.shape == shape:
+                self.fusable.add(mul.extra["binding"])  # first pass: this named product's read is an add/sub
+                return None
+            if mul.kind == "tile" and mul.extra.get("mul") and mul.shape == shape and mul.extra.get("uses_ok", True):
+                x, y = mul.extra["mul"]
+                acc_expr = self.to_tile(acc, dtype, shape, node)
+                if op is ast.Sub and mul_is_rhs:
+                    x = f"negf({x})"
+                elif op is ast.Sub:
+                    acc_expr = f"negf({acc_expr})"
+                mul.extra["fused"] = True
+                return Val("tile", f"fma({x}, {y}, {acc_expr}, rounding::NearestEven, ftz::Disabled)", dtype, shape)
+        return None
 
     def int_divmod(self, op: type, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
         if not (a.kind in ("scalar", "py") and b.kind in ("scalar", "py")):
@@ -515,7 +586,7 @@ class BodyTranslator:
             raise Unsupported("arithmetic on boolean tiles", node)
         shape = _broadcast_shapes([t.shape for t in tiles], node)
         exprs = [self.to_tile(v, dtype, shape, node) for v in (a, b)]
-        return Val("tile", render(exprs[0], exprs[1], dtype), dtype, shape)
+        return Val("tile", render(exprs[0], exprs[1], dtype), dtype, shape, extra={"operands": exprs})
 
     def to_tile(self, v: Val, dtype: str, shape: tuple[str, ...], node: ast.AST) -> str:
         if v.kind == "tile":
@@ -723,7 +794,7 @@ class BodyTranslator:
 
     def ct_bid(self, node: ast.Call, hint: str) -> Val:
         axis = self.const_int(_bind(node, ["axis"], set())["axis"])
-        return Val("scalar", f"program_id({axis})", "i32")
+        return Val("scalar", f"program_id({axis})", "i32", extra={"index_ok": True})
 
     def ct_num_blocks(self, node: ast.Call, hint: str) -> Val:
         axis = self.const_int(_bind(node, ["axis"], set())["axis"])
@@ -1062,6 +1133,10 @@ def _opname(op: type) -> str:
 def _operand(expr: str) -> str:
     """Parenthesise a sum inside a product etc.: keep it simple and always wrap compound operands."""
     return paren(expr)
+
+
+def _idents(text: str) -> set[str]:
+    return set(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", text))
 
 
 def _range_end(expr: str) -> str:

@@ -262,17 +262,31 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
             params[p.name] = Val("scalar", rname, rt)
             sig.append((rname, rt, HostParam(name=rname, kind="scalar", rust_type=rt, dtype=sdt)))
     consts_env = {k: v for k, v in non_int.items() if v is not None}
-    tr = BodyTranslator(source_lines=lines, file=file, params=params, folded=consts_env,
-                        generics=set(int_consts), module_consts=module_consts, on_hole=on_hole)
-    tr.prologue.used_names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-    tr.depth = 2
-    tr.folded_tests = {k: v for k, v in folded.items() if k.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp("))}
-    body = list(fn.body)
-    tr.run(body)
+
+    def translator(hole_sink) -> BodyTranslator:
+        tr = BodyTranslator(source_lines=lines, file=file, params=params, folded=consts_env,
+                            generics=set(int_consts), module_consts=module_consts, on_hole=hole_sink)
+        tr.prologue.used_names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        tr.depth = 2
+        tr.folded_tests = {k: v for k, v in folded.items() if k.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp("))}
+        return tr
+
+    # Two passes: the first counts how often each binding is read (cuTile contracts a product read once, by an
+    # add/sub, into an fma); the second writes the entry knowing that.
+    first = translator(lambda e: None)
+    first.run(list(fn.body))
+    tr = translator(on_hole)
+    tr.known_uses, tr.known_fusable = first.uses, first.fusable
+    tr.run(list(fn.body))
     used_generics = [c for c in int_consts if _uses_name(tr, c)]
     generic_decl = ([f"E: ElementType"] if uses_e else []) + [f"const {c}: i32" for c in used_generics]
     hints = _hints(info, targets)
-    attr = f"#[cutile::entry({hints})]" if hints else "#[cutile::entry()]"
+    keys = [hints] if hints else []
+    if tr.computed_index:
+        # cuTile Python never traps on a view access (out-of-range tiles are padded / clipped); without this the
+        # cutile JIT adds a bounds assert wherever it cannot prove a computed tile index in range
+        keys.append("unchecked_accesses = true")
+    attr = f"#[cutile::entry({', '.join(keys)})]"
     out = [f"{INDENT}{attr}",
            f"{INDENT}fn {entry_name}{'<' + ', '.join(generic_decl) + '>' if generic_decl else ''}("]
     out += [f"{INDENT * 2}{n}: {t}," for n, t, _ in sig]
