@@ -29,6 +29,8 @@ _PADDING = {"ZERO": "Zero", "NEG_ZERO": "NegZero", "NAN": "Nan", "POS_INF": "Pos
 # ct.<name>(x) elementwise math with no modes -> cutile function.
 _UNARY = {"exp": "exp", "log": "log", "log2": "log2", "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan",
           "sinh": "sinh", "cosh": "cosh", "floor": "floor", "ceil": "ceil"}
+_ELEM_BYTES = {"i8": 1, "u8": 1, "bool": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "f32": 4,
+               "i64": 8, "u64": 8, "f64": 8}
 _FMA_FLOATS = {"f16", "bf16", "f32", "f64", OP_DTYPE}
 _REDUCE = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "prod": "reduce_prod"}
 
@@ -73,6 +75,8 @@ class BodyTranslator:
         self.known_uses: dict[int, int] | None = None  # the first pass' counts: deferring products needs them
         self.pending: list[Val] = []  # products bound to a name but not written yet (their one use fuses them)
         self.mut_names: set[str] = set()
+        self.stride_constants: dict[str, list[int | None]] = {}  # array -> static strides (1) or None
+        self.helpers: set[int] = set()  # ranks whose tensor_strides_N compiler op the module needs
         self.computed_index = False  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
 
@@ -312,8 +316,10 @@ class BodyTranslator:
             args = _bind(call, ["array", "index", "tile"], {"order", "latency", "allow_tma"})
             self.store(args, call)
             return
-        if name in ("scatter", "gather"):
-            raise Unsupported(f"ct.{name}", call, "pointer (gather/scatter) memory ops are not drafted yet")
+        if name == "scatter":
+            args = _bind(call, ["array", "indices", "value"], {"mask", "check_bounds", "latency"})
+            self.pointer_access(args, call, "", store=True)
+            return
         if isinstance(call.func, ast.Attribute) and call.func.attr == "store" and name is None:
             target = self.expr(call.func.value, "")
             if target.kind == "view" and not target.value.var:
@@ -1011,6 +1017,112 @@ class BodyTranslator:
             return r
         shape = x.shape[:axis] + ("1",) + x.shape[axis + 1:]
         return Val("tile", f"{r.expr}.reshape({shape_macro(shape)})", x.dtype, shape)
+
+    def ct_gather(self, node: ast.Call, hint: str) -> Val:
+        args = _bind(node, ["array", "indices"], {"mask", "padding_value", "check_bounds", "latency"})
+        return self.pointer_access(args, node, hint, store=False)
+
+    def pointer_access(self, args: dict[str, ast.expr], node: ast.Call, hint: str, store: bool) -> Val:
+        """ct.gather / ct.scatter as cuTile Python lowers them: i64 offsets (index x stride, summed), unsigned
+        bounds checks per index (unless check_bounds=False) and-ed with the mask, a tile of pointers, then one
+        load_ptr_tko (always with a padding value) or store_ptr_tko."""
+        what = "ct.scatter" if store else "ct.gather"
+        if "latency" in args:
+            raise Unsupported(f"{what}(..., latency=)", node)
+        arr_v = self.expr(args["array"], "")
+        if arr_v.kind != "array":
+            raise Unsupported(f"{what} on something that is not a kernel array parameter", args["array"])
+        arr: Array = arr_v.value
+        items = args["indices"].elts if isinstance(args["indices"], ast.Tuple) else [args["indices"]]
+        if len(items) != arr.ndim:
+            raise Unsupported(f"{what} with {len(items)} index tile(s) for a {arr.ndim}-D array", node)
+        idx = [self.expr(i, "") for i in items]
+        for v, n in zip(idx, items):
+            ok = (v.kind == "py" and isinstance(v.value, int) and not isinstance(v.value, bool)) or \
+                 (v.kind in ("scalar", "tile") and v.dtype == "i32")
+            if not ok:
+                raise Unsupported(f"a {what} index that is not int32", n)
+        mask = self.expr(args["mask"], "") if "mask" in args else None
+        if mask is not None and (mask.kind != "tile" or mask.dtype != "bool"):
+            raise Unsupported(f"a {what} mask that is not a boolean tile", args["mask"])
+        value = self.expr(args["value"], "") if store else None
+        check = self.flag(args.get("check_bounds")) if "check_bounds" in args else True
+        shapes = [v.shape for v in idx if v.kind == "tile"] + ([mask.shape] if mask is not None else [])
+        if value is not None and value.kind == "tile":
+            shapes.append(value.shape)
+        shape = _broadcast_shapes(shapes or [()], node)
+        p = self.fresh(f"{arr.name}_{'sc' if store else 'g'}")
+        u0 = "Tile<u64, { [] }>"
+        terms: list[str] = []
+        bounds: list[str] = []
+        strides = self.stride_constants.get(arr.name, [None] * arr.ndim)
+        for k, v in enumerate(idx):
+            if v.kind == "tile":
+                src, src_shape = v.expr, v.shape
+            else:
+                lit = f"{v.value}i32" if v.kind == "py" else v.expr
+                src, src_shape = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({lit})"), ()
+            e = self.hoist(f"{p}_i{k}", f"Tile<u64, {{ [{', '.join(src_shape)}] }}>", f"exti({src})")
+            eb = self.to_tile(Val("tile", e, "u64", src_shape), "u64", shape, node)
+            if check:
+                n32 = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({arr.name}.shape()[{k}])")
+                n64 = self.hoist(f"{p}_n{k}", u0, f"exti({n32})")
+                bounds.append(self.hoist("", tile_type("bool", shape),
+                                         f"lt_tile({eb}, {self.to_tile(Val('tile', n64, 'u64', ()), 'u64', shape, node)})"))
+            if strides[k] == 1:
+                st = self.hoist("", tile_type("u64", shape), f"constant(1u64, {shape_macro(shape)})")
+            else:
+                acc = self.strides_of(arr)
+                s32 = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({acc}[{k}])")
+                s64 = self.hoist(f"{p}_s{k}", u0, f"exti({s32})")
+                st = self.to_tile(Val("tile", s64, "u64", ()), "u64", shape, node)
+            terms.append(self.hoist("", tile_type("u64", shape), f"{paren(eb)} * {paren(st)}"))
+        offset = terms[0]
+        for t in terms[1:]:
+            offset = self.hoist("", tile_type("u64", shape), f"{offset} + {t}")
+        masks = bounds[:1]
+        for b in bounds[1:]:
+            masks = [self.hoist("", tile_type("bool", shape), f"{masks[0]} & {b}")]
+        if mask is not None:
+            m = self.to_tile(mask, "bool", shape, node)
+            masks = [self.hoist("", tile_type("bool", shape), f"{masks[0]} & {paren(m)}") if masks else m]
+        mask_arg = f"Some({masks[0]})" if masks else "None"
+        ptr_t = f"PointerTile<*mut {arr.dtype}, {{ [{', '.join(shape)}] }}>"
+        base = self.hoist(f"{p}_base", f"PointerTile<*mut {arr.dtype}, {{ [] }}>", f"get_tensor_base({arr.name})")
+        if shape:
+            base = f"{base}.reshape({shape_macro(('1',) * len(shape))}).broadcast({shape_macro(shape)})"
+        ptr = self.hoist(f"{p}_ptr", ptr_t, f"addptr_tile({base}, {offset})")
+        if not shape and arr.dtype in _ELEM_BYTES:  # a single element: cuTile assumes it is naturally aligned
+            ptr = self.hoist(f"{p}_ptr", ptr_t, f"unsafe {{ assume_div_by::<_, {_ELEM_BYTES[arr.dtype]}>({ptr}) }}")
+        if store:
+            val = self.to_tile(value, arr.dtype, shape, node)
+            self.emit(f"unsafe {{ store_ptr_tko({ptr}, {val}, ordering::Weak, None::<scope::Device>, {mask_arg}, "
+                      f"Some({arr.name}.token()), Latency::<0>) }};")
+            return Val("none")
+        pad_v = self.expr(args["padding_value"], "") if "padding_value" in args else Val("py", value=0)
+        if pad_v.kind != "py":
+            raise Unsupported("a gather padding_value that is not a constant", args.get("padding_value", node))
+        if arr.dtype == OP_DTYPE:
+            lit = literal(float(pad_v.value), "f32", node)
+            pad = self.hoist(f"{p}_pad", OP_DTYPE, f"convert_scalar({lit})")
+        else:
+            pad = literal(pad_v.value, arr.dtype, node)
+        out = self.fresh(hint or f"{p}_v")
+        self.emit(f"let ({out}, _): ({tile_type(arr.dtype, shape)}, Token) = unsafe {{ load_ptr_tko({ptr}, "
+                  f"ordering::Weak, None::<scope::Device>, {mask_arg}, Some({pad}), Some({arr.name}.token()), "
+                  f"Latency::<0>) }};")
+        return Val("tile", out, arr.dtype, shape)
+
+    def strides_of(self, arr: Array) -> str:
+        """The array's strides (cutile has no accessor: the module gets the `tensor_strides_N` compiler op)."""
+        name = f"{arr.name}_strides"
+        if name not in self.prologue.view_names:
+            self.prologue.view_names.add(name)
+            consts = self.stride_constants.get(arr.name, [None] * arr.ndim)
+            dims = ", ".join(str(c) if c is not None else "-1" for c in consts)
+            self.prologue.lines.append(f"let {name}: Array<{{ [{dims}] }}> = tensor_strides_{arr.ndim}({arr.name});")
+            self.helpers.add(arr.ndim)
+        return name
 
     def ct_load(self, node: ast.Call, hint: str) -> Val:
         args = _bind(node, ["array", "index", "shape"], {"order", "padding_mode", "latency", "allow_tma"})

@@ -47,6 +47,7 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
     holes: list[Hole] = []
     seen_holes: set[tuple] = set()
     used_entry_names: set[str] = set()
+    helpers: set[int] = set()
 
     for info in kernels:
         fn = functions.get(info.name)
@@ -68,7 +69,7 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
                                   detail=e.detail))
 
             text, generics, params, uses_e = _entry(fn, info, group, folded, module_consts, lines, path.name,
-                                                    entry_name, on_hole, analysis.targets)
+                                                    entry_name, on_hole, analysis.targets, helpers)
             entries_rs.append(text)
             spec_entries.append(Entry(name=entry_name, variants=_spec_variants(analysis, info, group, generics,
                                                                                uses_e)))
@@ -80,7 +81,7 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
               f"// One entry per kernel and constant-branch choice; integer ct.Constant parameters are const generics.\n")
     if holes:
         header += f"// {len(holes)} construct(s) are left as TODO(tileport) holes for a writer to fill.\n"
-    body = "\n\n".join(entries_rs)
+    body = "\n\n".join([_strides_helper(n) for n in sorted(helpers)] + entries_rs)
     kernel_rs = (f"{header}#[cutile::module]\npub mod {module} {{\n{INDENT}use cutile::core::*;\n\n{body}\n}}\n")
     spec = DumpSpec(module=module, entries=spec_entries, targets=list(analysis.targets) or ["sm_90"])
     contract = HostContract(module=module, op=analysis.op, entries=host_entries,
@@ -232,7 +233,8 @@ def _stored_arrays(fn: ast.FunctionDef) -> set[str]:
 
 
 def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folded: dict[str, Any],
-           module_consts: dict[str, Any], lines: list[str], file: str, entry_name: str, on_hole, targets: list[str]):
+           module_consts: dict[str, Any], lines: list[str], file: str, entry_name: str, on_hole, targets: list[str],
+           helpers: set[int]):
     inst = group[0].instances[0]
     stored = _stored_arrays(fn)
     params: dict[str, Val] = {}
@@ -262,6 +264,10 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
             params[p.name] = Val("scalar", rname, rt)
             sig.append((rname, rt, HostParam(name=rname, kind="scalar", rust_type=rt, dtype=sdt)))
     consts_env = {k: v for k, v in non_int.items() if v is not None}
+    strides = {}
+    for p, sig_ in zip(info.params, inst.signature):
+        if sig_.get("kind") == "array":
+            strides[rust_name(p.name)] = [c if c == 1 else None for c in (sig_.get("stride_constant") or [])]
 
     def translator(hole_sink) -> BodyTranslator:
         tr = BodyTranslator(source_lines=lines, file=file, params=params, folded=consts_env,
@@ -269,6 +275,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
         tr.prologue.used_names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
         tr.depth = 2
         tr.folded_tests = {k: v for k, v in folded.items() if k.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp("))}
+        tr.stride_constants = strides
         return tr
 
     # Two passes: the first counts how often each binding is read (cuTile contracts a product read once, by an
@@ -287,14 +294,18 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
         # cutile JIT adds a bounds assert wherever it cannot prove a computed tile index in range
         keys.append("unchecked_accesses = true")
     attr = f"#[cutile::entry({', '.join(keys)})]"
-    out = [f"{INDENT}{attr}",
-           f"{INDENT}fn {entry_name}{'<' + ', '.join(generic_decl) + '>' if generic_decl else ''}("]
+    unsafe = "unsafe " if tr.computed_index else ""
+    out = [f"{INDENT}// SAFETY: tile indices are computed as in the reference, which clips and pads, never traps."]\
+        if unsafe else []
+    out += [f"{INDENT}{attr}",
+           f"{INDENT}{unsafe}fn {entry_name}{'<' + ', '.join(generic_decl) + '>' if generic_decl else ''}("]
     out += [f"{INDENT * 2}{n}: {t}," for n, t, _ in sig]
     out.append(f"{INDENT}) {{")
     out += [INDENT * 2 + line for line in tr.prologue.lines]
     out += tr.lines
     out.append(f"{INDENT}}}")
     comment = _entry_comment(info, folded, used_generics)
+    helpers.update(tr.helpers)
     return "\n".join(comment + out), used_generics, [h for _, _, h in sig], uses_e
 
 
@@ -371,3 +382,14 @@ def _host_entry(analysis: Analysis, info: KernelInfo, entry: str, group: list[Re
                 str(v).lower() for k, v in folded.items()},
         grid=sorted({la.grid for la in launches}), launches=[f"{la.function}:{la.line}" for la in launches],
         variants=variants)
+
+
+def _strides_helper(rank: int) -> str:
+    """cutile 0.5.0 has no strides accessor: read the `strides` field of a tensor's metadata the way cutile declares
+    its own accessors (the compiler_op form tileport's policy allows)."""
+    i = INDENT
+    return (f"{i}// A tensor's strides (cutile 0.5.0 exposes base and shape, not strides).\n"
+            f"{i}#[allow(unused_variables)]\n"
+            f"{i}#[cuda_tile::compiler_op(name = \"return_type_meta_field\", type_meta_field = \"strides\")]\n"
+            f"{i}fn tensor_strides_{rank}<'s, E: ElementType, const S: [i32; {rank}], const C: [i32; {rank}]>(\n"
+            f"{i}{i}t: &Tensor<E, S>,\n{i}) -> Array<'s, C> {{\n{i}{i}unreachable!()\n{i}}}")
