@@ -94,13 +94,23 @@ def test_persistent_loop_floor_division_and_occupancy(analyses):
     assert "remi(" in rs and "select(" in rs  # Python's % is a floor modulo
 
 
-def test_pointer_ops_and_slices_are_precise_holes(analyses):
+def test_gather_and_scatter_become_pointer_tiles_with_bounds_masks_and_padding(analyses):
     d = draft_port(analyses("gather_softmax"))
-    assert [str(h) for h in d.holes][:2] == ["unsupported: ct.gather at gather_softmax.py:31:11",
-                                             "unsupported: ct.gather at gather_softmax.py:34:9"]
-    assert "TODO(tileport): unsupported: ct.gather at gather_softmax.py:31:11" in d.kernel_rs
+    assert d.holes == []
+    rs = d.kernel_rs
+    assert "fn tensor_strides_2<" in rs and "let x_strides: Array<{ [-1, 1] }> = tensor_strides_2(x);" in rs
+    assert rs.count("load_ptr_tko(") == 4 and rs.count("store_ptr_tko(") == 2  # row id + row, per entry
+    assert "let x_g_pad: E = convert_scalar(f32::NEG_INFINITY);" in rs  # the -inf padding of masked lanes
+    assert "Tile<u64, { [TILE_N] }> = exti(cols)" in rs  # i64 offsets; unsigned bounds checks
+    assert "& in_row" in rs  # the user's mask and-ed after the bounds checks
+
+
+def test_slices_are_precise_holes(analyses):
     d = draft_port(analyses("silu_and_mul"))
-    assert {h.line for h in d.holes} == {25, 26}
+    assert [str(h) for h in d.holes] == [
+        "unsupported: the method `.slice()` on an array at silu_and_mul.py:25:17",
+        "unsupported: the method `.slice()` on an array at silu_and_mul.py:26:15"]
+    assert "// TODO(tileport): unsupported: the method `.slice()` on an array at silu_and_mul.py:25:17" in d.kernel_rs
 
 
 def test_runtime_branch_is_a_hole_not_a_guess(analyses, tmp_path):
@@ -144,10 +154,10 @@ def test_cli_draft_writes_and_reports(cli, tmp_path, analyses):
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "va" / "kernel.rs").is_file()
     assert "complete: check it with `tileport build-rust" in r.stdout
-    ref = analyses("gather_softmax")
-    r = cli("draft", "examples/gather_softmax.py", "--analysis", ref.out_dir, "--out", str(tmp_path / "gs"))
+    ref = analyses("silu_and_mul")
+    r = cli("draft", "examples/silu_and_mul.py", "--analysis", ref.out_dir, "--out", str(tmp_path / "sm"))
     assert r.returncode == 1
-    assert "unsupported: ct.gather at gather_softmax.py:31:11" in r.stdout
+    assert "unsupported: the method `.slice()` on an array at silu_and_mul.py:25:17" in r.stdout
 
 
 def test_cli_draft_bad_input_is_one_line(cli, tmp_path):

@@ -254,7 +254,8 @@ class BodyTranslator:
         self.prologue.used_names.add(rname)
         if mut:
             self.mut_names.add(rname)
-        extra = {"mut": bool(mut), "binding": key, "index_ok": bool(v.extra.get("index_ok")) and not mut}
+        extra = {"mut": bool(mut), "binding": key, "index_ok": bool(v.extra.get("index_ok")) and not mut,
+                 "tile_count": bool(v.extra.get("tile_count")) and not mut}
         if not mut and v.kind == "tile" and v.extra.get("mul"):
             extra["mul_named"] = True
         self.scopes[-1].names[name] = Val(v.kind, rname, v.dtype, v.shape, extra=extra, const_name=None)
@@ -292,7 +293,8 @@ class BodyTranslator:
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                 and not it.keywords and 1 <= len(it.args) <= 3):
             raise Unsupported("a `for` loop over something other than range(...)", stmt.iter)
-        args = [self.index_scalar(self.expr(a, ""), a, bound=True) for a in it.args]
+        bound_vals = [self.expr(a, "") for a in it.args]
+        args = [self.index_scalar(v, a, bound=True) for v, a in zip(bound_vals, it.args)]
         if len(args) == 1:
             head = f"0i32..{_range_end(args[0])}"
         else:
@@ -302,7 +304,9 @@ class BodyTranslator:
         var = rust_name(stmt.target.id)
         self.emit(f"for {var} in {head} {{")
         self.depth += 1
-        self.scopes.append(Scope({stmt.target.id: Val("scalar", var, "i32", extra={"index_ok": len(args) == 1})}))
+        # the compiler proves an index in range when it walks 0..num_tiles(view, axis); other trip counts it checks
+        counted = len(it.args) == 1 and bool(bound_vals[0].extra.get("tile_count"))
+        self.scopes.append(Scope({stmt.target.id: Val("scalar", var, "i32", extra={"index_ok": counted})}))
         self.block(stmt.body)
         self.scopes.pop()
         self.depth -= 1
@@ -725,8 +729,8 @@ class BodyTranslator:
         if recv.kind == "view" and m == "num_tiles":
             args = _bind(node, ["axis"], set())
             axis = self.const_int(args["axis"])
-            return Val("scalar", f"num_tiles(&{recv.value.var}, {axis}i32)", "i32")
-        raise Unsupported(f"the method `.{m}()` on a {recv.kind}", node)
+            return Val("scalar", f"num_tiles(&{recv.value.var}, {axis}i32)", "i32", extra={"tile_count": True})
+        raise Unsupported(f"the method `.{m}()` on {'an' if recv.kind[0] in 'aeiou' else 'a'} {recv.kind}", node)
 
     def astype(self, x: Val, args: dict, node: ast.AST, hint: str) -> Val:
         if "rounding_mode" in args:
@@ -816,7 +820,7 @@ class BodyTranslator:
         shape = self.dims(args["shape"])
         axis = self.const_int(args["axis"])
         view = self.view_for(arr.value, shape, "any", None, mutable=False, node=node)
-        return Val("scalar", f"num_tiles(&{view.var}, {axis}i32)", "i32")
+        return Val("scalar", f"num_tiles(&{view.var}, {axis}i32)", "i32", extra={"tile_count": True})
 
     def ct_cdiv(self, node: ast.Call, hint: str) -> Val:
         args = _bind(node, ["x", "y"], set())
