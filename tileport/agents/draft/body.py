@@ -414,7 +414,10 @@ class BodyTranslator:
         else:
             line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({arr.name}, {shape_macro(shape)}, "
                     f"padding::{padding}, dim_map::Identity, {arr.name}.token()) }};")
-        self.prologue.lines.append(line)
+        if arr.in_body:
+            self.emit(line)
+        else:
+            self.prologue.lines.append(line)
         view = View(name, arr, shape, mutable)
         self.prologue.views[key] = view
         return view
@@ -704,6 +707,8 @@ class BodyTranslator:
             return self.reshape(recv, args["shape"], node)
         if recv.kind == "tile" and m == "transpose" and not node.args and not node.keywords:
             return self.transpose(recv, node)
+        if recv.kind == "array" and m == "slice":
+            return self.slice(recv.value, node, hint)
         if recv.kind == "array" and m == "tiled_view":
             args = _bind(node, ["tile_shape"], {"padding_mode"})
             shape = self.dims(args["tile_shape"])
@@ -1116,6 +1121,42 @@ class BodyTranslator:
                   f"ordering::Weak, None::<scope::Device>, {mask_arg}, Some({pad}), Some({arr.name}.token()), "
                   f"Latency::<0>) }};")
         return Val("tile", out, arr.dtype, shape)
+
+    def slice(self, arr: Array, node: ast.Call, hint: str) -> Val:
+        """Array.slice(axis, start, stop) as cuTile lowers it: the base offset by start * stride[axis], the shape
+        with stop - start on that axis, the same strides, one new tensor view."""
+        args = _bind(node, ["axis", "start", "stop"], set())
+        if arr.mutable:
+            raise Unsupported("a slice of an array the kernel stores to", node)
+        axis = self.const_int(args["axis"])
+        axis = axis + arr.ndim if axis < 0 else axis
+        start_v, stop_v = self.expr(args["start"], ""), self.expr(args["stop"], "")
+        start = self.index_scalar(start_v, args["start"], bound=True)
+        stop = self.index_scalar(stop_v, args["stop"], bound=True)
+        if hint and hint not in self.prologue.view_names:
+            name = hint  # the Python variable keeps its name
+        else:
+            name = self.fresh(f"{arr.name}_slice")
+        self.prologue.view_names.add(name)
+        strides = self.strides_of(arr)
+        consts = self.stride_constants.get(arr.name, [None] * arr.ndim)
+        self.stride_constants[name] = consts
+        dyn = ", ".join(["-1"] * arr.ndim)
+        dims = [f"{arr.name}.shape()[{d}]" if d != axis else f"{_operand(stop)} - {_operand(start)}"
+                for d in range(arr.ndim)]
+        shape = self.hoist(f"{name}_shape", f"Shape<{{ [{dyn}] }}>",
+                           f"Shape::<{{ [{dyn}] }}> {{ dims: &[{', '.join(dims)}] }}")
+        step = "1i32" if consts[axis] == 1 else f"{strides}[{axis}]"
+        off = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({_operand(start)} * {step})")
+        off64 = self.hoist(f"{name}_offset", "Tile<i64, { [] }>", f"exti({off})")
+        base = self.hoist(f"{arr.name}_base", f"PointerTile<*mut {arr.dtype}, {{ [] }}>", f"get_tensor_base({arr.name})")
+        moved = f"addptr_tile({base}, {off64})"
+        if start_v.kind == "py" and start_v.value == 0:  # an unmoved base keeps the array's alignment
+            moved = f"unsafe {{ assume_div_by::<_, 16>({moved}) }}"
+        new_base = self.hoist(f"{name}_base", f"PointerTile<*mut {arr.dtype}, {{ [] }}>", moved)
+        self.emit(f"let {name}: Tensor<{arr.dtype}, {{ [{dyn}] }}> = "
+                  f"unsafe {{ make_tensor_view({new_base}, {shape}, {strides}, {arr.name}.token()) }};")
+        return Val("array", name, value=Array(name, arr.ndim, arr.dtype, mutable=False, in_body=True))
 
     def strides_of(self, arr: Array) -> str:
         """The array's strides (cutile has no accessor: the module gets the `tensor_strides_N` compiler op)."""

@@ -47,6 +47,7 @@ class Array:
     ndim: int
     dtype: str  # Rust element type or OP_DTYPE
     mutable: bool = False
+    in_body: bool = False  # a view made inside the kernel (Array.slice): its partitions follow it in the body
 
 
 @dataclass
