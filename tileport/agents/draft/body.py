@@ -1082,7 +1082,7 @@ class BodyTranslator:
                 st = self.hoist("", tile_type("u64", shape), f"constant(1u64, {shape_macro(shape)})")
             else:
                 acc = self.strides_of(arr)
-                s32 = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({acc}[{k}])")
+                s32 = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({acc}.dims[{k}])")
                 s64 = self.hoist(f"{p}_s{k}", u0, f"exti({s32})")
                 st = self.to_tile(Val("tile", s64, "u64", ()), "u64", shape, node)
             terms.append(self.hoist("", tile_type("u64", shape), f"{paren(eb)} * {paren(st)}"))
@@ -1099,14 +1099,18 @@ class BodyTranslator:
         ptr_t = f"PointerTile<*mut {arr.dtype}, {{ [{', '.join(shape)}] }}>"
         base = self.hoist(f"{p}_base", f"PointerTile<*mut {arr.dtype}, {{ [] }}>", f"get_tensor_base({arr.name})")
         if shape:
-            base = f"{base}.reshape({shape_macro(('1',) * len(shape))}).broadcast({shape_macro(shape)})"
+            ones = ("1",) * len(shape)
+            base = self.hoist("", f"PointerTile<*mut {arr.dtype}, {{ [{', '.join(ones)}] }}>",
+                              f"{base}.reshape({shape_macro(ones)})")
+            base = self.hoist("", ptr_t, f"{base}.broadcast({shape_macro(shape)})")
         ptr = self.hoist(f"{p}_ptr", ptr_t, f"addptr_tile({base}, {offset})")
         if not shape and arr.dtype in _ELEM_BYTES:  # a single element: cuTile assumes it is naturally aligned
             ptr = self.hoist(f"{p}_ptr", ptr_t, f"unsafe {{ assume_div_by::<_, {_ELEM_BYTES[arr.dtype]}>({ptr}) }}")
+        tok = self.hoist(f"{arr.name}_token", "Token", f"get_tensor_token({arr.name})")
         if store:
             val = self.to_tile(value, arr.dtype, shape, node)
             self.emit(f"unsafe {{ store_ptr_tko({ptr}, {val}, ordering::Weak, None::<scope::Device>, {mask_arg}, "
-                      f"Some({arr.name}.token()), Latency::<0>) }};")
+                      f"Some({tok}), Latency::<0>) }};")
             return Val("none")
         pad_v = self.expr(args["padding_value"], "") if "padding_value" in args else Val("py", value=0)
         if pad_v.kind != "py":
@@ -1118,7 +1122,7 @@ class BodyTranslator:
             pad = literal(pad_v.value, arr.dtype, node)
         out = self.fresh(hint or f"{p}_v")
         self.emit(f"let ({out}, _): ({tile_type(arr.dtype, shape)}, Token) = unsafe {{ load_ptr_tko({ptr}, "
-                  f"ordering::Weak, None::<scope::Device>, {mask_arg}, Some({pad}), Some({arr.name}.token()), "
+                  f"ordering::Weak, None::<scope::Device>, {mask_arg}, Some({pad}), Some({tok}), "
                   f"Latency::<0>) }};")
         return Val("tile", out, arr.dtype, shape)
 
@@ -1146,7 +1150,7 @@ class BodyTranslator:
                 for d in range(arr.ndim)]
         shape = self.hoist(f"{name}_shape", f"Shape<{{ [{dyn}] }}>",
                            f"Shape::<{{ [{dyn}] }}> {{ dims: &[{', '.join(dims)}] }}")
-        step = "1i32" if consts[axis] == 1 else f"{strides}[{axis}]"
+        step = "1i32" if consts[axis] == 1 else f"{strides}.dims[{axis}]"
         off = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({_operand(start)} * {step})")
         off64 = self.hoist(f"{name}_offset", "Tile<i64, { [] }>", f"exti({off})")
         base = self.hoist(f"{arr.name}_base", f"PointerTile<*mut {arr.dtype}, {{ [] }}>", f"get_tensor_base({arr.name})")
