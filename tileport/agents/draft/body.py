@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, RUST_DTYPE, Array, Lost, Unsupported, Val, View,
-                                          literal, paren, shape_macro, tile_type)
+from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, RUST_DTYPE, Array, Lost, NeedsDtype, Unsupported,
+                                          Val, View, literal, paren, shape_macro, tile_type)
 
 INDENT = "    "
 
@@ -77,7 +77,8 @@ class BodyTranslator:
         self.mut_names: set[str] = set()
         self.stride_constants: dict[str, list[int | None]] = {}  # array -> static strides (1) or None
         self.helpers: set[int] = set()  # ranks whose tensor_strides_N compiler op the module needs
-        self.computed_index = False  # a load/store index the compiler may not prove in bounds (cuTile never traps)
+        self.computed_index = False
+        self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
 
     # ---- names -------------------------------------------------------------------------------
@@ -141,6 +142,8 @@ class BodyTranslator:
                 self.mark_lost(stmt)
 
     def hole(self, e: Unsupported, stmt: ast.stmt) -> None:
+        if isinstance(e, NeedsDtype):
+            self.needs_dtype = True
         node = e.node or stmt
         if not hasattr(node, "lineno"):
             node = stmt
@@ -636,8 +639,11 @@ class BodyTranslator:
         if isinstance(node.op, ast.USub):
             if v.kind == "py":
                 return Val("py", value=-v.value)
-            if v.kind == "scalar":
-                return Val("scalar", f"-{paren(v.expr)}", v.dtype)
+            if v.kind == "scalar":  # the JIT negates tiles, not scalar expressions: a 0-d tile, as cuTile has
+                t = self.hoist("", tile_type(v.dtype, ()), f"scalar_to_tile({v.expr})")
+                if v.dtype in FLOATS:
+                    return Val("tile", f"negf({t})", v.dtype, ())
+                return Val("tile", f"negi({t}, overflow::None)", v.dtype, ())
             if v.kind == "tile" and v.is_float:
                 return Val("tile", f"negf({v.expr})", v.dtype, v.shape)
             raise Unsupported("negation of an integer tile", node)
@@ -1115,9 +1121,8 @@ class BodyTranslator:
         pad_v = self.expr(args["padding_value"], "") if "padding_value" in args else Val("py", value=0)
         if pad_v.kind != "py":
             raise Unsupported("a gather padding_value that is not a constant", args.get("padding_value", node))
-        if arr.dtype == OP_DTYPE:
-            lit = literal(float(pad_v.value), "f32", node)
-            pad = self.hoist(f"{p}_pad", OP_DTYPE, f"convert_scalar({lit})")
+        if arr.dtype == OP_DTYPE and pad_v.value == 0:
+            pad = "E::ZERO"
         else:
             pad = literal(pad_v.value, arr.dtype, node)
         out = self.fresh(hint or f"{p}_v")

@@ -55,25 +55,15 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
         if fn is None or not variants:
             continue
         for group, folded in _groups(fn, info, variants, module_consts):
-            entry_name = _entry_name(info.name, folded, used_entry_names)
-            used_entry_names.add(entry_name)
-
-            def on_hole(e: Unsupported, entry=entry_name, kname=info.name) -> None:
-                node = e.node
-                key = (e.what, getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
-                if key in seen_holes:
-                    return
-                seen_holes.add(key)
-                holes.append(Hole(what=e.what, file=path.name, line=getattr(node, "lineno", fn.lineno),
-                                  col=getattr(node, "col_offset", 0) + 1, kernel=kname, entry=entry,
-                                  detail=e.detail))
-
-            text, generics, params, uses_e = _entry(fn, info, group, folded, module_consts, lines, path.name,
-                                                    entry_name, on_hole, analysis.targets, helpers)
-            entries_rs.append(text)
-            spec_entries.append(Entry(name=entry_name, variants=_spec_variants(analysis, info, group, generics,
-                                                                               uses_e)))
-            host_entries.append(_host_entry(analysis, info, entry_name, group, generics, params, uses_e, folded))
+            base_name = _entry_name(info.name, folded, used_entry_names)
+            dtypes: list[str | None] = [None]
+            if _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, path.name, analysis.targets):
+                dtypes = sorted({i.dtype for v in group for i in v.instances})
+            for dtype in dtypes:
+                entry_name = base_name if dtype is None else f"{base_name}_{RUST_DTYPE.get(dtype, dtype)}"
+                used_entry_names.add(entry_name)
+                _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype,
+                             seen_holes, holes, entries_rs, spec_entries, host_entries, helpers)
 
     if not spec_entries:
         raise UserError(f"the analysis of {analysis.op} has no kernel instances to draft")
@@ -89,6 +79,35 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
                             notes=["output tensors are `&mut Tensor<_, {[-1, ...]}>` stored through partition_mut: "
                                    "pass the whole tensor; the grid is the reference's, not derived from a partition"])
     return Draft(op=analysis.op, kernel_rs=kernel_rs, spec=spec, host_contract=contract, holes=holes)
+
+
+def _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, file, targets) -> bool:
+    """A first translation, generic over E: does the body need a literal of the op dtype?"""
+    probe: set[int] = set()
+    _, _, _, _, tr = _entry(fn, info, group, folded, module_consts, lines, file, "probe", lambda e: None, targets,
+                            probe, None)
+    return tr.needs_dtype
+
+
+def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype, seen_holes,
+                 holes, entries_rs, spec_entries, host_entries, helpers) -> None:
+    def on_hole(e: Unsupported, entry=entry_name, kname=info.name) -> None:
+        node = e.node
+        key = (e.what, getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        if key in seen_holes:
+            return
+        seen_holes.add(key)
+        holes.append(Hole(what=e.what, file=path.name, line=getattr(node, "lineno", fn.lineno),
+                          col=getattr(node, "col_offset", 0) + 1, kernel=kname, entry=entry, detail=e.detail))
+
+    if dtype is not None:
+        group = [v.model_copy(update={"instances": [i for i in v.instances if i.dtype == dtype]}) for v in group]
+        group = [v for v in group if v.instances]
+    text, generics, params, uses_e, _ = _entry(fn, info, group, folded, module_consts, lines, path.name, entry_name,
+                                               on_hole, analysis.targets, helpers, dtype)
+    entries_rs.append(text)
+    spec_entries.append(Entry(name=entry_name, variants=_spec_variants(analysis, info, group, generics, uses_e)))
+    host_entries.append(_host_entry(analysis, info, entry_name, group, generics, params, uses_e, folded))
 
 
 # ---- planning -------------------------------------------------------------------------------------
@@ -234,7 +253,7 @@ def _stored_arrays(fn: ast.FunctionDef) -> set[str]:
 
 def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folded: dict[str, Any],
            module_consts: dict[str, Any], lines: list[str], file: str, entry_name: str, on_hole, targets: list[str],
-           helpers: set[int]):
+           helpers: set[int], concrete: str | None = None):
     inst = group[0].instances[0]
     stored = _stored_arrays(fn)
     params: dict[str, Val] = {}
@@ -249,7 +268,8 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
         rname = rust_name(p.name)
         if p.kind == "array":
             fixed = p.dtype or (inst.param_dtypes.get(p.name) if inst.param_dtypes.get(p.name) != inst.dtype else None)
-            dtype = RUST_DTYPE.get(fixed, fixed) if fixed else OP_DTYPE
+            dtype = RUST_DTYPE.get(fixed, fixed) if fixed else (RUST_DTYPE.get(concrete, concrete) if concrete
+                                                                  else OP_DTYPE)
             uses_e |= dtype == OP_DTYPE
             ndim = p.ndim or 1
             arr = Array(rname, ndim, dtype, mutable=p.name in stored)
@@ -257,7 +277,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
             ref = "&mut " if arr.mutable else "&"
             rt = f"{ref}Tensor<{dtype}, {{ [{', '.join(['-1'] * ndim)}] }}>"
             sig.append((rname, rt, HostParam(name=rname, kind="tensor", rust_type=rt, ndim=ndim, output=arr.mutable,
-                                             dtype=fixed or "op")))
+                                             dtype=fixed or concrete or "op")))
         elif p.kind == "scalar":
             sdt = p.dtype or inst.param_dtypes.get(p.name) or "int32"
             rt = RUST_DTYPE.get(sdt, sdt)
@@ -306,7 +326,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     out.append(f"{INDENT}}}")
     comment = _entry_comment(info, folded, used_generics)
     helpers.update(tr.helpers)
-    return "\n".join(comment + out), used_generics, [h for _, _, h in sig], uses_e
+    return "\n".join(comment + out), used_generics, [h for _, _, h in sig], uses_e, tr
 
 
 def _uses_name(tr: BodyTranslator, name: str) -> bool:

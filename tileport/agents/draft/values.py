@@ -37,6 +37,10 @@ class Unsupported(Exception):
         self.what, self.node, self.detail = what, node, detail
 
 
+class NeedsDtype(Unsupported):
+    """A literal of the op dtype: the entry is written once per concrete dtype instead of generic over E."""
+
+
 class Lost(Exception):
     """A use of a value that an earlier hole left undefined (the earlier hole already says why)."""
 
@@ -110,8 +114,8 @@ def literal(value: Any, dtype: str, node: ast.AST | None = None) -> str:
     if dtype == "bool":
         return "true" if value else "false"
     if dtype == OP_DTYPE:
-        raise Unsupported("a Python number combined with a tile of the op dtype", node,
-                          "cutile has no generic literal: convert to float32 first")
+        raise NeedsDtype("a Python number as a value of the op dtype", node,
+                         "cutile has no generic literal; the entry is specialised per dtype")
     if dtype in FLOATS:
         v = float(value)
         if math.isinf(v):
@@ -119,7 +123,10 @@ def literal(value: Any, dtype: str, node: ast.AST | None = None) -> str:
         if math.isnan(v):
             return f"{dtype}::NAN"
         if dtype not in ("f32", "f64"):
-            raise Unsupported(f"a Python number as a {dtype} literal", node)
+            if v == 0:
+                return f"{dtype}::ZERO"
+            raise Unsupported(f"the Python number {v!r} as a {dtype} literal", node,
+                              "cutile has no f16/bf16 literal syntax")
         text = repr(v)
         return f"{text}{dtype}"
     if dtype in INTS:
