@@ -1121,7 +1121,9 @@ class BodyTranslator:
         pad_v = self.expr(args["padding_value"], "") if "padding_value" in args else Val("py", value=0)
         if pad_v.kind != "py":
             raise Unsupported("a gather padding_value that is not a constant", args.get("padding_value", node))
-        pad = "E::ZERO" if arr.dtype == OP_DTYPE and pad_v.value == 0 else literal(pad_v.value, arr.dtype, node)
+        if arr.dtype == OP_DTYPE:  # a padding scalar of the generic E cannot be spelled: specialise per dtype
+            raise NeedsDtype("a gather padding value of the op dtype", node)
+        pad = literal(pad_v.value, arr.dtype, node)
         if "::" in pad:  # a named constant (E::ZERO, f16::NEG_INFINITY) is only accepted by constant(): a 0-d tile
             t = self.hoist(f"{p}_pad", tile_type(arr.dtype, ()), f"constant({pad}, shape![])")
             pad = self.hoist(f"{p}_pad", arr.dtype, f"tile_to_scalar({t})")
