@@ -63,7 +63,7 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
                 entry_name = base_name if dtype is None else f"{base_name}_{RUST_DTYPE.get(dtype, dtype)}"
                 used_entry_names.add(entry_name)
                 _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype,
-                             seen_holes, holes, entries_rs, spec_entries, host_entries, helpers)
+                             seen_holes, holes, entries_rs, spec_entries, host_entries, helpers, functions)
 
     if not spec_entries:
         raise UserError(f"the analysis of {analysis.op} has no kernel instances to draft")
@@ -90,7 +90,7 @@ def _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, file, t
 
 
 def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype, seen_holes,
-                 holes, entries_rs, spec_entries, host_entries, helpers) -> None:
+                 holes, entries_rs, spec_entries, host_entries, helpers, functions) -> None:
     def on_hole(e: Unsupported, entry=entry_name, kname=info.name) -> None:
         node = e.node
         key = (e.what, getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
@@ -107,7 +107,7 @@ def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, 
                                                on_hole, analysis.targets, helpers, dtype)
     entries_rs.append(text)
     spec_entries.append(Entry(name=entry_name, variants=_spec_variants(analysis, info, group, generics, uses_e)))
-    host_entries.append(_host_entry(analysis, info, entry_name, group, generics, params, uses_e, folded))
+    host_entries.append(_host_entry(analysis, info, entry_name, group, generics, params, uses_e, folded, functions))
 
 
 # ---- planning -------------------------------------------------------------------------------------
@@ -386,8 +386,22 @@ def _spec_variants(analysis: Analysis, info: KernelInfo, group: list[RefVariant]
     return out
 
 
+def _grid_text(launch, functions: dict[str, ast.FunctionDef]) -> str:
+    """The launch grid as source text; a grid variable is resolved to its last assignment before the launch."""
+    fn = functions.get(launch.function)
+    if fn is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", launch.grid):
+        return launch.grid
+    best = None
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and node.lineno < launch.line and any(
+                isinstance(t, ast.Name) and t.id == launch.grid for t in node.targets):
+            if best is None or node.lineno > best.lineno:
+                best = node
+    return ast.unparse(best.value) if best is not None else launch.grid
+
+
 def _host_entry(analysis: Analysis, info: KernelInfo, entry: str, group: list[RefVariant], generics: list[str],
-                params: list[HostParam], uses_e: bool, folded: dict[str, Any]) -> HostEntry:
+                params: list[HostParam], uses_e: bool, folded: dict[str, Any], functions=None) -> HostEntry:
     launches = [la for la in analysis.launches if la.kernel == info.name]
     variants = []
     for rv in group:
@@ -400,7 +414,8 @@ def _host_entry(analysis: Analysis, info: KernelInfo, entry: str, group: list[Re
         name=entry, kernel=info.name, generics=(["E"] if uses_e else []) + generics, params=params,
         folded={(_test_text(k) if k.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp(")) else k):
                 str(v).lower() for k, v in folded.items()},
-        grid=sorted({la.grid for la in launches}), launches=[f"{la.function}:{la.line}" for la in launches],
+        grid=sorted({_grid_text(la, functions or {}) for la in launches}),
+        launches=[f"{la.function}:{la.line}" for la in launches],
         variants=variants)
 
 
