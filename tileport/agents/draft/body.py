@@ -345,7 +345,7 @@ class BodyTranslator:
         arr = self.expr(args["array"], "")
         if arr.kind != "array":
             raise Unsupported("ct.store into something that is not a kernel array parameter", args["array"])
-        tile = self.expr(args["tile"], "")
+        tile = self.expr(args["tile"], f"{arr.value.name}_tile")
         if tile.kind != "tile":
             raise Unsupported("ct.store of a scalar", args["tile"])
         view = self.view_for(arr.value, tile.shape, "None", None, mutable=True, node=call)
@@ -355,7 +355,7 @@ class BodyTranslator:
                    tile: Val | None = None) -> None:
         if not view.mutable:
             view = self.view_for(view.array, view.shape, "None", None, mutable=True, node=call)
-        tile = tile or self.expr(tile_node, "")
+        tile = tile or self.expr(tile_node, f"{view.array.name}_tile")
         if tile.kind != "tile":
             raise Unsupported("storing a scalar through a view", tile_node)
         if tile.shape != view.shape:
@@ -703,8 +703,9 @@ class BodyTranslator:
     def method(self, node: ast.Call, hint: str) -> Val:
         func = node.func
         assert isinstance(func, ast.Attribute)
-        recv = self.expr(func.value, "")
         m = func.attr
+        # the value an astype converts gets its own name: `t_raw` for `t = ....astype(...)`
+        recv = self.expr(func.value, f"{hint}_raw" if hint and m == "astype" else "")
         if recv.kind == "tile" and m == "astype":
             args = _bind(node, ["dtype"], {"rounding_mode"})
             return self.astype(recv, args, node, hint)
