@@ -43,7 +43,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for op in ops:
             held = op in HELDOUT
-            src = REPO / ("tests/heldout_ops" if held else "examples") / f"{op}.py"
+            src = REPO / ("tests/draft_heldout" if held else "examples") / f"{op}.py"
             analysis = analyze_op(src, targets=["sm_90"], out_dir=Path(tmp) / op, run_tileiras=False, warm=True)
             t0 = time.perf_counter()
             draft = draft_port(analysis)

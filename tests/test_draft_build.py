@@ -38,7 +38,7 @@ if shutil.which("cargo") is None:
 
 
 def _op_path(op: str) -> Path:
-    return REPO / "examples" / f"{op}.py" if op in EXAMPLES else REPO / "tests" / "heldout_ops" / f"{op}.py"
+    return REPO / "examples" / f"{op}.py" if op in EXAMPLES else REPO / "tests" / "draft_heldout" / f"{op}.py"
 
 
 @pytest.fixture(scope="module")
