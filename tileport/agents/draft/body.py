@@ -78,7 +78,8 @@ class BodyTranslator:
         self.stride_constants: dict[str, list[int | None]] = {}  # array -> static strides (1) or None
         self.helpers: set[int] = set()  # ranks whose tensor_strides_N compiler op the module needs
         self.computed_index = False
-        self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype  # a load/store index the compiler may not prove in bounds (cuTile never traps)
+        self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype
+        self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
 
     # ---- names -------------------------------------------------------------------------------
@@ -117,9 +118,35 @@ class BodyTranslator:
 
     def hoist(self, hint: str, rust_type: str, expr: str) -> str:
         name = self.fresh(hint)
-        self.emit(f"let {name}: {rust_type} = {expr};")
+        line = f"let {name}: {rust_type} = {expr};"
+        target = self.invariant_loop(expr)
+        if target is not None:
+            # loop-invariant and pure: computed before the outermost loop it does not depend on, as cuTile does
+            at, depth = self.loops[target][0], self.loops[target][2]
+            self.lines.insert(at, INDENT * depth + line)
+            for loop in self.loops[target:]:
+                loop[0] += 1
+            self.last_hoist = None
+            return name
+        self.emit(line)
+        self.define_in_loops(name)
         self.last_hoist = (name, expr, len(self.lines))
         return name
+
+    def invariant_loop(self, expr: str) -> int | None:
+        """Index (in self.loops) of the outermost open loop `expr` does not depend on, or None."""
+        if not self.loops or any(k in expr for k in _EFFECTFUL):
+            return None
+        idents = _idents(expr)
+        for i, loop in enumerate(self.loops):
+            if not (idents & loop[1]):
+                return i
+        return None
+
+    def define_in_loops(self, name: str) -> None:
+        """`name` is computed inside every open loop: it varies with them."""
+        for loop in self.loops:
+            loop[1].add(name)
 
     def tile(self, dtype: str, shape: tuple[str, ...], expr: str, hint: str = "") -> Val:
         """A tile whose type Rust cannot infer from `expr` alone: bind it to a typed `let`."""
@@ -254,6 +281,7 @@ class BodyTranslator:
             self.pending.append(deferred)
             return
         self.emit(f"let {mut}{rname}: {rust_t} = {v.expr};")
+        self.define_in_loops(rname)
         self.prologue.used_names.add(rname)
         if mut:
             self.mut_names.add(rname)
@@ -305,7 +333,12 @@ class BodyTranslator:
         if len(args) == 3:
             head = f"({head}).step_by({paren(args[2])} as usize)"
         var = rust_name(stmt.target.id)
+        # loop-carried (mutable) variables and the loop variable vary with the loop
+        carried = {rust_name(n) for n in _assigned_names(stmt.body)}
+        self.loops.append([len(self.lines), carried | {var}, self.depth])
+        self.define_in_loops(var)
         self.emit(f"for {var} in {head} {{")
+        self.loops[-1][0] = len(self.lines) - 1
         self.depth += 1
         # the compiler proves an index in range when it walks 0..num_tiles(view, axis); other trip counts it checks
         counted = len(it.args) == 1 and bool(bound_vals[0].extra.get("tile_count"))
@@ -313,6 +346,7 @@ class BodyTranslator:
         self.block(stmt.body)
         self.scopes.pop()
         self.depth -= 1
+        self.loops.pop()
         self.emit("}")
 
     # ---- memory statements -------------------------------------------------------------------
@@ -616,6 +650,8 @@ class BodyTranslator:
                 expr = f"{paren(expr)}.reshape({shape_macro(padded)})"
             if padded != shape:
                 expr = f"{paren(expr)}.broadcast({shape_macro(shape)})"
+            if self.invariant_loop(expr) is not None:
+                return self.hoist("", tile_type(dtype, shape), expr)
             return expr
         if v.kind == "py":  # the JIT needs a constant's type spelled out: bind it to a typed let
             return self.hoist("", tile_type(dtype, shape), f"constant({literal(v.value, dtype, node)}, {shape_macro(shape)})")
@@ -627,7 +663,10 @@ class BodyTranslator:
                 s = self.hoist("", dtype, f"convert_scalar({v.expr})")
             if not shape:
                 return self.hoist("", tile_type(dtype, ()), f"scalar_to_tile({s})")
-            return f"{paren(s)}.broadcast({shape_macro(shape)})"
+            expr = f"{paren(s)}.broadcast({shape_macro(shape)})"
+            if self.invariant_loop(expr) is not None:
+                return self.hoist("", tile_type(dtype, shape), expr)
+            return expr
         raise Unsupported(f"a {v.kind} where a tile is needed", node)
 
     def unary(self, node: ast.UnaryOp, hint: str) -> Val:
@@ -1129,6 +1168,7 @@ class BodyTranslator:
             t = self.hoist(f"{p}_pad", tile_type(arr.dtype, ()), f"constant({pad}, shape![])")
             pad = self.hoist(f"{p}_pad", arr.dtype, f"tile_to_scalar({t})")
         out = self.fresh(hint or f"{p}_v")
+        self.define_in_loops(out)
         self.emit(f"let ({out}, _): ({tile_type(arr.dtype, shape)}, Token) = unsafe {{ load_ptr_tko({ptr}, "
                   f"ordering::Weak, None::<scope::Device>, {mask_arg}, Some({pad}), Some({tok}), "
                   f"Latency::<0>) }};")
@@ -1302,6 +1342,13 @@ def _opname(op: type) -> str:
 def _operand(expr: str) -> str:
     """Parenthesise a sum inside a product etc.: keep it simple and always wrap compound operands."""
     return paren(expr)
+
+
+_EFFECTFUL = (".load(", "load_ptr_tko", "store", "token", "make_", "get_tensor", "num_tiles", "partition")
+
+
+def _assigned_names(stmts: list[ast.stmt]) -> set[str]:
+    return {n.id for st in stmts for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _idents(text: str) -> set[str]:
