@@ -653,8 +653,13 @@ class BodyTranslator:
             if self.invariant_loop(expr) is not None:
                 return self.hoist("", tile_type(dtype, shape), expr)
             return expr
-        if v.kind == "py":  # the JIT needs a constant's type spelled out: bind it to a typed let
-            return self.hoist("", tile_type(dtype, shape), f"constant({literal(v.value, dtype, node)}, {shape_macro(shape)})")
+        if v.kind == "py":
+            # a Python number meeting a tile: a 0-d constant broadcast to the tile, as cuTile writes it (the JIT
+            # needs a constant's type spelled out, so it is bound to a typed let)
+            c = self.hoist("", tile_type(dtype, ()), f"constant({literal(v.value, dtype, node)}, shape![])")
+            if not shape:
+                return c
+            return self.to_tile(Val("tile", c, dtype, ()), dtype, shape, node)
         if v.kind == "scalar":
             s = v.expr
             if v.dtype != dtype:
