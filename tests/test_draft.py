@@ -190,3 +190,25 @@ def test_cli_draft_bad_input_is_one_line(cli, tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     r = cli("draft", str(tmp_path / "notes.txt"))
     assert r.returncode == 2 and "not a Python file" in r.stderr
+
+
+def test_tuple_unpacking_of_block_ids_and_shapes(analyses, tmp_path):
+    op = tmp_path / "unpack_op.py"
+    op.write_text(textwrap.dedent('''
+        import cuda.tile as ct
+
+        @ct.kernel
+        def unpack_kernel(x, out, TM: ct.Constant[int], TN: ct.Constant[int]):
+            pm, pn = ct.bid(0), ct.bid(1)
+            m, n = x.shape
+            t = ct.load(x, index=(pm, pn), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO)
+            ct.store(out, index=(pm, pn), tile=t)
+
+        def unpack_op(x, out):
+            import torch
+            ct.launch(torch.cuda.current_stream(), (4, 4, 1), unpack_kernel, (x, out, 32, 32))
+        '''), encoding="utf-8")
+    d = draft_port(analyses("unpack_op", op))
+    assert d.holes == []
+    assert "let pm: i32 = program_id(0);" in d.kernel_rs and "let pn: i32 = program_id(1);" in d.kernel_rs
+    assert "let n: i32 = x.shape()[1];" in d.kernel_rs

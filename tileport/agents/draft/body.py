@@ -200,6 +200,9 @@ class BodyTranslator:
             raise Unsupported("an expression statement", stmt)
         if isinstance(stmt, ast.Pass):
             return
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple):
+            self.unpack(stmt.targets[0], stmt.value, later_loops, stmt)
+            return
         if isinstance(stmt, ast.Assign):
             if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
                 raise Unsupported("an assignment to several targets or a non-name target", stmt)
@@ -229,6 +232,24 @@ class BodyTranslator:
             self.emit("return;")
             return
         raise Unsupported(f"`{type(stmt).__name__.lower()}` statement", stmt)
+
+    def unpack(self, target: ast.Tuple, value: ast.expr, later_loops: set[str], stmt: ast.stmt) -> None:
+        """`a, b = x, y` and `m, n = arr.shape`: one assignment per name (when no right side reads a target)."""
+        names = [t.id for t in target.elts if isinstance(t, ast.Name)]
+        if len(names) != len(target.elts):
+            raise Unsupported("unpacking into something other than names", stmt)
+        if isinstance(value, ast.Tuple) and len(value.elts) == len(names):
+            parts = list(value.elts)
+        elif isinstance(value, ast.Attribute) and value.attr == "shape":
+            parts = [ast.copy_location(ast.Subscript(value=value, slice=ast.Constant(i), ctx=ast.Load()), value)
+                     for i in range(len(names))]
+        else:
+            raise Unsupported("unpacking a value that is not a tuple or an array's shape", stmt)
+        read = {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name)}
+        if read & set(names):
+            raise Unsupported("a swap-style unpacking (a right side reads a target)", stmt)
+        for name, part in zip(names, parts):
+            self.assign(name, part, later_loops, part)
 
     def fold_condition(self, test: ast.expr) -> bool | None:
         key = ast.dump(test)
