@@ -26,11 +26,6 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = {"vector_add": 0, "matmul": 0, "softmax": 0, "rms_norm": 0, "attention": 0, "persistent_matmul": 0,
             "gather_softmax": 0, "silu_and_mul": 0}
 HELDOUT = {"layer_norm": 0, "transpose": 0, "column_sum": 0, "linear_relu": 0, "masked_axpby": 0, "embedding": 0}
-# attention: the IR diff hashes a value together with its `assume` chain, and cuTile Python wraps a shape parameter
-# in div_by, bounded, div_by while cutile-rs writes bounded, div_by; `cols < k.shape[1]` then reads as a dataflow
-# difference with no op named (reported to the IR-diff owner). Until that is fixed only that check may fail there.
-KNOWN_DIFF_GAPS = {"attention": {"structure.dataflow"}}
-
 if shutil.which("cargo") is None:
     pytest.skip("cargo is not installed", allow_module_level=True)
 
@@ -60,9 +55,5 @@ def test_draft_builds_and_passes_the_ir_self_check(op, refs):
     report = self_check(result, analysis, layout.spec)
     assert len(report.pairs) == len(layout.spec.jobs()) and not report.unmatched
     for pair in report.pairs:
-        errors = {f.check for f in pair.findings if f.severity == Severity.ERROR}
-        if op in KNOWN_DIFF_GAPS:
-            assert errors <= KNOWN_DIFF_GAPS[op], (pair.entry, pair.variant, sorted(errors))
-            continue
         assert pair.verdict in ("PASS", "PASS_WITH_NOTES"), (pair.entry, pair.variant, sorted(
             f.check + ": " + f.message for f in pair.findings if f.severity == Severity.ERROR))
