@@ -27,7 +27,7 @@ def main() -> int:
     ap.add_argument("--out-root", default=str(REPO / "out"))
     args = ap.parse_args()
     roots = sorted(p.parent for p in Path(args.out_root).glob("*/analysis.json"))
-    roots += sorted(p.parent for p in Path(args.out_root).glob("heldout/*/analysis.json"))
+    roots += sorted(p.parent for p in Path(args.out_root).glob("draft_heldout/*/analysis.json"))
     if not roots:
         print(f"no analyses under {args.out_root}: run `tileport analyze` first", file=sys.stderr)
         return 2
