@@ -15,8 +15,8 @@ from tileport import __version__
 from tileport.errors import UserError
 
 # Subcommand modules, in the order `tileport --help` lists them. Each defines register(subparsers).
-COMMANDS = ("run", "analyze", "build_rust", "ir_diff", "gate", "model", "status", "approve", "reject", "merge", "worktrees",
-            "doctor", "offline", "tui")
+COMMANDS = ("run", "analyze", "draft", "build_rust", "ir_diff", "gate", "model", "status", "approve", "reject", "merge",
+            "worktrees", "doctor", "offline", "tui")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,52 @@
+"""Drafting time per op (target: under 1 s): `draft_port` on each example's analysis, median of repeats.
+
+    python benchmarks/bench_draft.py [--repeat N] [--out-root out]
+
+Needs the analyses (`tileport analyze` writes out/<op>/analysis.json); prints one line per op: entries,
+spec variants, holes, median and max seconds, and a verdict against the 1 s target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tileport.agents.draft import draft_port  # noqa: E402
+from tileport.validators.rust.reference import load_analysis  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--out-root", default=str(REPO / "out"))
+    args = ap.parse_args()
+    roots = sorted(p.parent for p in Path(args.out_root).glob("*/analysis.json"))
+    roots += sorted(p.parent for p in Path(args.out_root).glob("draft_heldout/*/analysis.json"))
+    if not roots:
+        print(f"no analyses under {args.out_root}: run `tileport analyze` first", file=sys.stderr)
+        return 2
+    worst = 0.0
+    print(f"{'op':<20} {'entries':>7} {'variants':>8} {'holes':>5} {'median_ms':>10} {'max_ms':>8}")
+    for root in roots:
+        analysis = load_analysis(root)
+        times = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            d = draft_port(analysis)
+            times.append(time.perf_counter() - t0)
+        variants = sum(len(e.variants) for e in d.spec.entries)
+        worst = max(worst, max(times))
+        print(f"{analysis.op:<20} {len(d.spec.entries):>7} {variants:>8} {len(d.holes):>5} "
+              f"{statistics.median(times) * 1e3:>10.1f} {max(times) * 1e3:>8.1f}")
+    print(f"slowest single draft: {worst * 1e3:.1f} ms (target < 1000 ms): {'OK' if worst < 1.0 else 'TOO SLOW'}")
+    return 0 if worst < 1.0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,620 @@
+"""Translate one `@ct.kernel` body (a Python AST) into the statements of one cutile-rs entry.
+
+The constant branches the entry fixes are folded while translating (their conditions evaluate over the
+entry's known constants); every other `ct.Constant` stays a name (a const generic). Statements outside the
+subset become holes: a `// TODO(tileport)` comment in the text and a `Hole` record, never guessed code.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tileport.agents.draft.calls import CallOps
+from tileport.agents.draft.memory import MemoryOps
+from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, RUST_DTYPE, Array, Lost, NeedsDtype, Unsupported,
+                                          Val, View, literal, paren, shape_macro, tile_type)
+from tileport.agents.draft.syntax import (INDENT, CMP_FUNCS, ARITH_OPS, BIT_OPS, FMA_FLOATS, rust_name, dotted,
+                                          names_assigned_in_loops, broadcast_shapes, fold_binop, fold_compare, opname,
+                                          operand, EFFECTFUL, assigned_names, idents, range_end, describe)
+
+
+@dataclass
+class Scope:
+    names: dict[str, Val] = field(default_factory=dict)
+
+
+@dataclass
+class Prologue:
+    """Partitions every load/store/num_tiles needs, hoisted to the top of the entry (they are loop-invariant)."""
+
+    lines: list[str] = field(default_factory=list)
+    views: dict[tuple, View] = field(default_factory=dict)
+    used_names: set[str] = field(default_factory=set)
+    view_names: set[str] = field(default_factory=set)
+
+
+class BodyTranslator(MemoryOps, CallOps):
+    """One entry's body. `env` holds the kernel parameters; `constants` the values this entry folds on."""
+
+    def __init__(self, *, source_lines: list[str], file: str, params: dict[str, Val],
+                 folded: dict[str, Any], generics: set[str], module_consts: dict[str, Any],
+                 on_hole: Callable[[Unsupported], None]):
+        self.source_lines = source_lines
+        self.file = file
+        self.scopes = [Scope(dict(params))]
+        self.folded = folded  # constants whose value this entry fixes (used to fold branches)
+        self.generics = generics  # const generic names
+        self.module_consts = module_consts
+        self.on_hole = on_hole
+        self.prologue = Prologue(used_names=set(params) | set(generics))
+        self.lines: list[str] = []
+        self.depth = 1
+        self._tmp = 0
+        self.last_hoist: tuple[str, str, int] | None = None
+        self.folded_tests: dict[str, bool] = {}  # ast.dump(test) -> the branch this entry takes
+        self.uses: dict[int, int] = {}  # binding (assignment statement) -> how often its name is read
+        self.fusable: set[int] = set()  # bindings of named products read by an add/sub (first pass)
+        self.known_fusable: set[int] = set()
+        self.known_uses: dict[int, int] | None = None  # the first pass' counts: deferring products needs them
+        self.pending: list[Val] = []  # products bound to a name but not written yet (their one use fuses them)
+        self.mut_names: set[str] = set()
+        self.stride_constants: dict[str, list[int | None]] = {}  # array -> static strides (1) or None
+        self.helpers: set[int] = set()  # ranks whose tensor_strides_N compiler op the module needs
+        self.computed_index = False
+        self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype
+        self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
+        self.loop_assigned: dict[int, set[str]] = {}
+
+    # ---- names -------------------------------------------------------------------------------
+
+    def lookup(self, name: str, node: ast.AST) -> Val:
+        for scope in reversed(self.scopes):
+            if name in scope.names:
+                v = scope.names[name]
+                if v.kind == "lost":
+                    raise Lost(name)
+                if "binding" in v.extra:
+                    self.uses[v.extra["binding"]] = self.uses.get(v.extra["binding"], 0) + 1
+                return v
+        if name in self.generics:
+            return Val("scalar", name, "i32", const_name=name)
+        if name in self.folded:
+            return Val("py", value=self.folded[name])
+        if name in self.module_consts:
+            return Val("py", value=self.module_consts[name])
+        raise Unsupported(f"name `{name}`", node, "not a kernel parameter, local or module constant")
+
+    def fresh(self, hint: str) -> str:
+        if hint and hint not in self.prologue.used_names:
+            self.prologue.used_names.add(hint)
+            return hint
+        base = hint or "tmp"
+        while True:
+            self._tmp += 1
+            name = f"{base}_{self._tmp}" if hint else f"tmp_{self._tmp}"
+            if name not in self.prologue.used_names:
+                self.prologue.used_names.add(name)
+                return name
+
+    def emit(self, line: str) -> None:
+        self.lines.append(INDENT * self.depth + line)
+
+    def hoist(self, hint: str, rust_type: str, expr: str) -> str:
+        name = self.fresh(hint)
+        line = f"let {name}: {rust_type} = {expr};"
+        target = self.invariant_loop(expr)
+        if target is not None:
+            # loop-invariant and pure: computed before the outermost loop it does not depend on, as cuTile does
+            at, depth = self.loops[target][0], self.loops[target][2]
+            self.lines.insert(at, INDENT * depth + line)
+            for loop in self.loops[target:]:
+                loop[0] += 1
+            self.last_hoist = None
+            return name
+        self.emit(line)
+        self.define_in_loops(name)
+        self.last_hoist = (name, expr, len(self.lines))
+        return name
+
+    def invariant_loop(self, expr: str) -> int | None:
+        """Index (in self.loops) of the outermost open loop `expr` does not depend on, or None."""
+        if not self.loops or any(k in expr for k in EFFECTFUL):
+            return None
+        names = idents(expr)
+        for i, loop in enumerate(self.loops):
+            if not (names & loop[1]):
+                return i
+        return None
+
+    def define_in_loops(self, name: str) -> None:
+        """`name` is computed inside every open loop: it varies with them."""
+        for loop in self.loops:
+            loop[1].add(name)
+
+    def tile(self, dtype: str, shape: tuple[str, ...], expr: str, hint: str = "") -> Val:
+        """A tile whose type Rust cannot infer from `expr` alone: bind it to a typed `let`."""
+        return Val("tile", self.hoist(hint, tile_type(dtype, shape), expr), dtype, shape)
+
+    # ---- statements --------------------------------------------------------------------------
+
+    def run(self, body: list[ast.stmt]) -> None:
+        self.block(body)
+
+    def block(self, body: list[ast.stmt]) -> None:
+        for i, stmt in enumerate(body):
+            later_loops = names_assigned_in_loops(body[i + 1:])
+            try:
+                self.statement(stmt, later_loops)
+            except Unsupported as e:
+                self.hole(e, stmt)
+            except Lost:
+                self.emit(f"// TODO(tileport): depends on a hole above: {self.src(stmt)}")
+                self.mark_lost(stmt)
+
+    def hole(self, e: Unsupported, stmt: ast.stmt) -> None:
+        if isinstance(e, NeedsDtype):
+            self.needs_dtype = True
+        node = e.node or stmt
+        if not hasattr(node, "lineno"):
+            node = stmt
+        e.node = node
+        self.on_hole(e)
+        col = getattr(node, "col_offset", 0) + 1
+        self.emit(f"// TODO(tileport): unsupported: {e.what} at {self.file}:{node.lineno}:{col}")
+        self.emit(f"//     {self.src(stmt)}")
+        self.mark_lost(stmt)
+
+    def mark_lost(self, stmt: ast.stmt) -> None:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self.scopes[-1].names[node.id] = Val("lost")
+
+    def src(self, node: ast.AST) -> str:
+        line = self.source_lines[node.lineno - 1].strip() if 0 < node.lineno <= len(self.source_lines) else ""
+        return line
+
+    def statement(self, stmt: ast.stmt, later_loops: set[str]) -> None:
+        if isinstance(stmt, ast.Expr):
+            if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+                return  # docstring
+            if isinstance(stmt.value, ast.Call):
+                self.call_statement(stmt.value)
+                return
+            raise Unsupported("an expression statement", stmt)
+        if isinstance(stmt, ast.Pass):
+            return
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple):
+            self.unpack(stmt.targets[0], stmt.value, later_loops, stmt)
+            return
+        if isinstance(stmt, ast.Assign):
+            if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+                raise Unsupported("an assignment to several targets or a non-name target", stmt)
+            self.assign(stmt.targets[0].id, stmt.value, later_loops, stmt)
+            return
+        if isinstance(stmt, ast.AugAssign):
+            if not isinstance(stmt.target, ast.Name):
+                raise Unsupported("an augmented assignment to a non-name target", stmt)
+            value = ast.BinOp(left=ast.Name(stmt.target.id, ast.Load()), op=stmt.op, right=stmt.value)
+            ast.copy_location(value, stmt)
+            self.assign(stmt.target.id, value, later_loops, stmt)
+            return
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            self.assign(stmt.target.id, stmt.value, later_loops, stmt)
+            return
+        if isinstance(stmt, ast.If):
+            cond = self.fold_condition(stmt.test)
+            if cond is None:
+                raise Unsupported("`if` on a run-time value", stmt,
+                                  "only branches on ct.Constant parameters fold into variants")
+            self.block(stmt.body if cond else stmt.orelse)
+            return
+        if isinstance(stmt, ast.For):
+            self.for_loop(stmt)
+            return
+        if isinstance(stmt, ast.Return) and stmt.value is None:
+            self.emit("return;")
+            return
+        raise Unsupported(f"`{type(stmt).__name__.lower()}` statement", stmt)
+
+    def unpack(self, target: ast.Tuple, value: ast.expr, later_loops: set[str], stmt: ast.stmt) -> None:
+        """`a, b = x, y` and `m, n = arr.shape`: one assignment per name (when no right side reads a target)."""
+        names = [t.id for t in target.elts if isinstance(t, ast.Name)]
+        if len(names) != len(target.elts):
+            raise Unsupported("unpacking into something other than names", stmt)
+        if isinstance(value, ast.Tuple) and len(value.elts) == len(names):
+            parts = list(value.elts)
+        elif isinstance(value, ast.Attribute) and value.attr == "shape":
+            parts = [ast.copy_location(ast.Subscript(value=value, slice=ast.Constant(i), ctx=ast.Load()), value)
+                     for i in range(len(names))]
+        else:
+            raise Unsupported("unpacking a value that is not a tuple or an array's shape", stmt)
+        read = {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name)}
+        if read & set(names):
+            raise Unsupported("a swap-style unpacking (a right side reads a target)", stmt)
+        for name, part in zip(names, parts):
+            self.assign(name, part, later_loops, part)
+
+    def fold_condition(self, test: ast.expr) -> bool | None:
+        key = ast.dump(test)
+        if key in self.folded_tests:
+            return self.folded_tests[key]
+        try:
+            v = self.expr(test, "")
+        except (Unsupported, Lost):
+            return None
+        if v.kind == "py":
+            return bool(v.value)
+        return None
+
+    def assign(self, name: str, node: ast.expr, later_loops: set[str], stmt: ast.stmt) -> None:
+        v = self.expr(node, rust_name(name))
+        if self.last_hoist and v.expr == self.last_hoist[0] and len(self.lines) == self.last_hoist[2]:
+            # the value's own typed temporary is the last line: bind the Python name directly instead
+            self.lines.pop()
+            v = Val(v.kind, self.last_hoist[1], v.dtype, v.shape, v.value, v.const_name)
+        self.last_hoist = None
+        current = self.find_outer(name)
+        if v.kind in ("py", "array", "view", "dtype", "enum"):
+            if current is not None and current[1] < len(self.scopes) - 1 and current[0].kind != v.kind:
+                raise Unsupported(f"reassigning `{name}` with a different kind of value inside a loop", stmt)
+            if v.kind == "py" and current is not None and current[0].kind in ("tile", "scalar"):
+                v = self.materialize(v, current[0], node)
+            else:
+                self.scopes[-1].names[name] = v
+                return
+        rust_t = tile_type(v.dtype, v.shape) if v.kind == "tile" else v.dtype
+        if current is not None and current[1] < len(self.scopes) - 1:
+            # an outer variable reassigned inside a loop: a loop-carried value, same type required
+            old = current[0]
+            if old.kind != v.kind or old.dtype != v.dtype or old.shape != v.shape:
+                raise Unsupported(f"loop-carried `{name}` changes type ({describe(old)} -> {describe(v)})", stmt)
+            if not old.extra.get("mut"):
+                raise Unsupported(f"loop-carried `{name}` not declared mutable", stmt)
+            self.emit(f"{old.expr} = {v.expr};")
+            return
+        mut = "mut " if name in later_loops else ""
+        rname = rust_name(name)
+        self.flush_pending(rname)
+        key = id(stmt)
+        if (not mut and v.kind == "tile" and v.extra.get("mul") and self.known_uses is not None
+                and self.known_uses.get(key) == 1 and key in self.known_fusable and not (idents(" ".join(v.extra["mul"])) & self.mut_names)):
+            # a product read exactly once: keep it unwritten so that read can contract it into an fma
+            deferred = Val("tile", f"{operand(v.extra['mul'][0])} * {operand(v.extra['mul'][1])}", v.dtype,
+                           v.shape, extra={"mul": v.extra["mul"], "binding": key, "name": rname})
+            self.scopes[-1].names[name] = deferred
+            self.pending.append(deferred)
+            return
+        self.emit(f"let {mut}{rname}: {rust_t} = {v.expr};")
+        self.define_in_loops(rname)
+        self.prologue.used_names.add(rname)
+        if mut:
+            self.mut_names.add(rname)
+        extra = {"mut": bool(mut), "binding": key, "index_ok": bool(v.extra.get("index_ok")) and not mut,
+                 "tile_count": bool(v.extra.get("tile_count")) and not mut}
+        if not mut and v.kind == "tile" and v.extra.get("mul"):
+            extra["mul_named"] = True
+        self.scopes[-1].names[name] = Val(v.kind, rname, v.dtype, v.shape, extra=extra, const_name=None)
+
+    def flush_pending(self, rname: str) -> None:
+        """A deferred product whose operands `let {rname}` is about to shadow is written out first."""
+        for d in list(self.pending):
+            if d.extra.get("fused"):
+                self.pending.remove(d)
+            elif rname in idents(" ".join(d.extra["mul"])):
+                name = self.fresh(d.extra["name"])
+                self.emit(f"let {name}: {tile_type(d.dtype, d.shape)} = {d.expr};")
+                d.expr = name
+                d.extra.pop("mul", None)
+                self.pending.remove(d)
+
+    def materialize(self, v: Val, like: Val, node: ast.AST) -> Val:
+        if like.kind == "scalar":
+            return Val("scalar", literal(v.value, like.dtype, node), like.dtype)
+        return self.tile(like.dtype, like.shape, f"constant({literal(v.value, like.dtype, node)}, "
+                                                 f"{shape_macro(like.shape)})")
+
+    def find_outer(self, name: str) -> tuple[Val, int] | None:
+        for i in range(len(self.scopes) - 1, -1, -1):
+            if name in self.scopes[i].names:
+                return self.scopes[i].names[name], i
+        return None
+
+    def for_loop(self, stmt: ast.For) -> None:
+        if stmt.orelse:
+            raise Unsupported("`for ... else`", stmt)
+        if not isinstance(stmt.target, ast.Name):
+            raise Unsupported("a `for` target that is not a name", stmt)
+        it = stmt.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and not it.keywords and 1 <= len(it.args) <= 3):
+            raise Unsupported("a `for` loop over something other than range(...)", stmt.iter)
+        bound_vals = [self.expr(a, "") for a in it.args]
+        args = [self.index_scalar(v, a, bound=True) for v, a in zip(bound_vals, it.args)]
+        if len(args) == 1:
+            head = f"0i32..{range_end(args[0])}"
+        else:
+            head = f"{args[0]}..{range_end(args[1])}"
+        if len(args) == 3:
+            head = f"({head}).step_by({paren(args[2])} as usize)"
+        var = rust_name(stmt.target.id)
+        # loop-carried (mutable) variables and the loop variable vary with the loop
+        carried = {rust_name(n) for n in assigned_names(stmt.body)}
+        self.loops.append([len(self.lines), carried | {var}, self.depth])
+        self.define_in_loops(var)
+        self.emit(f"for {var} in {head} {{")
+        self.loops[-1][0] = len(self.lines) - 1
+        self.depth += 1
+        # the compiler proves an index in range when it walks 0..num_tiles(view, axis); other trip counts it checks
+        counted = len(it.args) == 1 and bool(bound_vals[0].extra.get("tile_count"))
+        self.scopes.append(Scope({stmt.target.id: Val("scalar", var, "i32", extra={"index_ok": counted})}))
+        self.block(stmt.body)
+        self.scopes.pop()
+        self.depth -= 1
+        self.loops.pop()
+        self.emit("}")
+
+    # ---- memory statements -------------------------------------------------------------------
+
+
+    # ---- expressions -------------------------------------------------------------------------
+
+    def expr(self, node: ast.expr, hint: str) -> Val:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (bool, int, float)):
+                return Val("py", value=node.value)
+            raise Unsupported(f"the constant {node.value!r}", node)
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id, node)
+        if isinstance(node, ast.Tuple):
+            vals = [self.expr(e, "") for e in node.elts]
+            if all(v.kind == "py" for v in vals):
+                return Val("py", value=tuple(v.value for v in vals))
+            return Val("tuple", value=vals, extra={"nodes": node.elts})
+        if isinstance(node, ast.BinOp):
+            return self.binop(node, hint)
+        if isinstance(node, ast.UnaryOp):
+            return self.unary(node, hint)
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1:
+                raise Unsupported("a chained comparison", node)
+            return self.compare(node.ops[0], self.expr(node.left, ""), self.expr(node.comparators[0], ""), node,
+                                hint)
+        if isinstance(node, ast.BoolOp):
+            vals = [self.expr(v, "") for v in node.values]
+            if all(v.kind == "py" for v in vals):
+                res = all(v.value for v in vals) if isinstance(node.op, ast.And) else any(v.value for v in vals)
+                return Val("py", value=res)
+            raise Unsupported("`and`/`or` on run-time values", node, "use & and | on boolean tiles")
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
+        if isinstance(node, ast.Call):
+            return self.call(node, hint)
+        if isinstance(node, ast.IfExp):
+            c = self.fold_condition(node.test)
+            if c is None:
+                raise Unsupported("a conditional expression on a run-time value", node)
+            return self.expr(node.body if c else node.orelse, hint)
+        raise Unsupported(f"a {type(node).__name__} expression", node)
+
+    def attribute(self, node: ast.Attribute) -> Val:
+        chain = dotted(node)
+        if chain and chain[0] == "ct" and len(chain) == 2 and chain[1] in RUST_DTYPE:
+            return Val("dtype", value=RUST_DTYPE[chain[1]])
+        if chain and chain[0] == "ct" and len(chain) == 3 and chain[1] in ("PaddingMode", "RoundingMode"):
+            return Val("enum", value=(chain[1], chain[2]))
+        base = self.expr(node.value, "")
+        if base.kind == "array" and node.attr == "dtype":
+            return Val("dtype", value=base.value.dtype)
+        if base.kind == "tile" and node.attr == "dtype":
+            return Val("dtype", value=base.dtype)
+        if base.kind == "array" and node.attr == "shape":
+            return Val("shape_of", value=base.value)
+        raise Unsupported(f"the attribute `.{node.attr}`", node)
+
+    def subscript(self, node: ast.Subscript) -> Val:
+        base = self.expr(node.value, "")
+        idx = self.expr(node.slice, "")
+        if base.kind == "shape_of" and idx.kind == "py" and isinstance(idx.value, int):
+            arr: Array = base.value
+            axis = idx.value + arr.ndim if idx.value < 0 else idx.value
+            return Val("scalar", f"{arr.name}.shape()[{axis}]", "i32")
+        if base.kind == "py" and idx.kind == "py":
+            return Val("py", value=base.value[idx.value])
+        raise Unsupported("indexing (`x[...]`) other than array.shape[i]", node)
+
+    # binary arithmetic, with NumPy-style broadcasting made explicit
+    def binop(self, node: ast.BinOp, hint: str) -> Val:
+        a, b = self.expr(node.left, ""), self.expr(node.right, "")
+        op = type(node.op)
+        if a.kind == "py" and b.kind == "py":
+            return Val("py", value=fold_binop(op, a.value, b.value, node))
+        if op in BIT_OPS:
+            return self.elementwise(a, b, node, lambda x, y, d: f"{paren(x)} {BIT_OPS[op]} {paren(y)}",
+                                    bool_ok=True)
+        if op in (ast.FloorDiv, ast.Mod):
+            return self.int_divmod(op, a, b, node, hint)
+        if op not in ARITH_OPS:
+            raise Unsupported(f"the operator {opname(op)}", node)
+        sym = ARITH_OPS[op]
+        if a.kind in ("scalar", "py") and b.kind in ("scalar", "py"):
+            dtype = self.scalar_dtype(a, b, op)
+            x, y = self.as_scalar(a, dtype, node, hint), self.as_scalar(b, dtype, node, hint)
+            return Val("scalar", f"{operand(x)} {sym} {operand(y)}", dtype)
+        if op is ast.Div:
+            for v in (a, b):
+                if v.kind == "tile" and v.dtype in INTS:
+                    raise Unsupported("true division of integer tiles", node)
+        if op in (ast.Add, ast.Sub):
+            fused = self.fuse_fma(op, a, b, node)
+            if fused is not None:
+                return fused
+        res = self.elementwise(a, b, node, lambda x, y, d: f"{operand(x)} {sym} {operand(y)}")
+        if op is ast.Mult and (res.dtype in FMA_FLOATS):
+            res.extra["mul"] = tuple(res.extra["operands"])
+        return res
+
+    def fuse_fma(self, op: type, a: Val, b: Val, node: ast.AST) -> Val | None:
+        """cuTile Python contracts a float multiply whose only use is an add/sub into one fma (its
+        rewrite_patterns pass, same rounding and ftz); write the same op so the IR, and the rounding, match."""
+        tiles = [v for v in (a, b) if v.kind == "tile"]
+        if not tiles:
+            return None
+        dtype = tiles[0].dtype
+        if dtype not in FMA_FLOATS or any(t.dtype != dtype for t in tiles):
+            return None
+        shape = broadcast_shapes([t.shape for t in tiles], node)
+        for mul, acc, mul_is_rhs in ((a, b, False), (b, a, True)):
+            if mul.kind == "tile" and mul.extra.get("mul_named") and mul.shape == shape:
+                self.fusable.add(mul.extra["binding"])  # first pass: this named product's read is an add/sub
+                return None
+            if mul.kind == "tile" and mul.extra.get("mul") and mul.shape == shape and mul.extra.get("uses_ok", True):
+                x, y = mul.extra["mul"]
+                acc_expr = self.to_tile(acc, dtype, shape, node)
+                if op is ast.Sub and mul_is_rhs:
+                    x = f"negf({x})"
+                elif op is ast.Sub:
+                    acc_expr = f"negf({acc_expr})"
+                mul.extra["fused"] = True
+                return Val("tile", f"fma({x}, {y}, {acc_expr}, rounding::NearestEven, ftz::Disabled)", dtype, shape)
+        return None
+
+    def int_divmod(self, op: type, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
+        if not (a.kind in ("scalar", "py") and b.kind in ("scalar", "py")):
+            raise Unsupported(f"the operator {opname(op)} on tiles", node)
+        x, y = self.as_scalar(a, "i32", node, hint), self.as_scalar(b, "i32", node, hint)
+        if (a.kind == "scalar" and a.dtype != "i32") or (b.kind == "scalar" and b.dtype != "i32"):
+            raise Unsupported(f"the operator {opname(op)} on floats", node)
+        # Python's // and % round toward negative infinity (not Rust's truncation): spell that out on 0-d tiles,
+        # as cuTile Python lowers them (divi rounding<negative_inf>; remi plus the sign fix-up).
+        t0 = "Tile<i32, { [] }>"
+        tx = self.hoist("", t0, f"scalar_to_tile({x})")
+        ty = self.hoist("", t0, f"scalar_to_tile({y})")
+        if op is ast.FloorDiv:
+            t = self.hoist("", t0, f"divi({tx}, {ty}, rounding::NegativeInf)")
+        else:
+            r = self.hoist("", t0, f"remi({tx}, {ty})")
+            zero = self.hoist("", t0, "scalar_to_tile(0i32)")
+            fix = self.hoist("", "Tile<bool, { [] }>",
+                             f"(lt_tile({r}, {zero}) ^ lt_tile({ty}, {zero})) & ne_tile({r}, {zero})")
+            t = self.hoist("", t0, f"select({fix}, {r} + {ty}, {r})")
+        return Val("scalar", self.hoist(hint, "i32", f"tile_to_scalar({t})"), "i32")
+
+    def scalar_dtype(self, a: Val, b: Val, op: type | None = None) -> str:
+        ds = [v.dtype for v in (a, b) if v.kind == "scalar"]
+        if any(d in FLOATS for d in ds):
+            return next(d for d in ds if d in FLOATS)
+        if any(v.kind == "py" and isinstance(v.value, float) for v in (a, b)) or op is ast.Div:
+            return "f32"
+        return ds[0] if ds else "i32"
+
+    def as_scalar(self, v: Val, dtype: str, node: ast.AST, hint: str) -> str:
+        if v.kind == "py":
+            return literal(v.value, dtype, node)
+        if v.kind != "scalar":
+            raise Unsupported("a tile where a scalar is needed", node)
+        if v.dtype == dtype:
+            return v.expr
+        return self.hoist(f"{hint}_{dtype}" if hint else "", dtype, f"convert_scalar({v.expr})")
+
+    def elementwise(self, a: Val, b: Val, node: ast.AST, render, bool_ok: bool = False,
+                    dtype: str | None = None, extra: list[Val] | None = None) -> Val:
+        """Broadcast a and b to one tile type (tiles decide the dtype; scalars/literals follow) and render."""
+        vals = [a, b] + (extra or [])
+        tiles = [v for v in vals if v.kind == "tile"]
+        if not tiles:
+            raise Unsupported("an elementwise op on scalars only", node)
+        dtype = dtype or tiles[0].dtype
+        for t in tiles:
+            if t.dtype != dtype:
+                raise Unsupported("mixing tile dtypes without astype", node, f"{t.dtype} vs {dtype}")
+        if dtype == "bool" and not bool_ok:
+            raise Unsupported("arithmetic on boolean tiles", node)
+        shape = broadcast_shapes([t.shape for t in tiles], node)
+        exprs = [self.to_tile(v, dtype, shape, node) for v in (a, b)]
+        return Val("tile", render(exprs[0], exprs[1], dtype), dtype, shape, extra={"operands": exprs})
+
+    def to_tile(self, v: Val, dtype: str, shape: tuple[str, ...], node: ast.AST) -> str:
+        if v.kind == "tile":
+            if v.dtype != dtype:
+                raise Unsupported("mixing tile dtypes without astype", node)
+            if v.shape == shape:
+                return v.expr
+            padded = ("1",) * (len(shape) - len(v.shape)) + v.shape
+            expr = v.expr
+            if padded != v.shape:
+                expr = f"{paren(expr)}.reshape({shape_macro(padded)})"
+            if padded != shape:
+                expr = f"{paren(expr)}.broadcast({shape_macro(shape)})"
+            if self.invariant_loop(expr) is not None:
+                return self.hoist("", tile_type(dtype, shape), expr)
+            return expr
+        if v.kind == "py":
+            # a Python number meeting a tile: a 0-d constant broadcast to the tile, as cuTile writes it (the JIT
+            # needs a constant's type spelled out, so it is bound to a typed let)
+            c = self.hoist("", tile_type(dtype, ()), f"constant({literal(v.value, dtype, node)}, shape![])")
+            if not shape:
+                return c
+            return self.to_tile(Val("tile", c, dtype, ()), dtype, shape, node)
+        if v.kind == "scalar":
+            s = v.expr
+            if v.dtype != dtype:
+                if dtype == OP_DTYPE or dtype == "bool":
+                    raise Unsupported(f"a {v.dtype} scalar combined with a {dtype} tile", node)
+                s = self.hoist("", dtype, f"convert_scalar({v.expr})")
+            if not shape:
+                return self.hoist("", tile_type(dtype, ()), f"scalar_to_tile({s})")
+            expr = f"{paren(s)}.broadcast({shape_macro(shape)})"
+            if self.invariant_loop(expr) is not None:
+                return self.hoist("", tile_type(dtype, shape), expr)
+            return expr
+        raise Unsupported(f"a {v.kind} where a tile is needed", node)
+
+    def unary(self, node: ast.UnaryOp, hint: str) -> Val:
+        v = self.expr(node.operand, "")
+        if isinstance(node.op, ast.Not):
+            if v.kind == "py":
+                return Val("py", value=not v.value)
+            raise Unsupported("`not` on a run-time value", node)
+        if isinstance(node.op, ast.USub):
+            if v.kind == "py":
+                return Val("py", value=-v.value)
+            if v.kind == "scalar":  # the JIT negates tiles, not scalar expressions: a 0-d tile, as cuTile has
+                t = self.hoist("", tile_type(v.dtype, ()), f"scalar_to_tile({v.expr})")
+                if v.dtype in FLOATS:
+                    return Val("tile", f"negf({t})", v.dtype, ())
+                return Val("tile", f"negi({t}, overflow::None)", v.dtype, ())
+            if v.kind == "tile" and v.is_float:
+                return Val("tile", f"negf({v.expr})", v.dtype, v.shape)
+            raise Unsupported("negation of an integer tile", node)
+        if isinstance(node.op, ast.UAdd):
+            return v
+        if isinstance(node.op, ast.Invert) and v.kind == "tile" and v.dtype == "bool":
+            return Val("tile", f"noti({v.expr})", v.dtype, v.shape)
+        raise Unsupported(f"the unary operator {type(node.op).__name__}", node)
+
+    def compare(self, op: ast.cmpop, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
+        if a.kind == "py" and b.kind == "py":
+            return Val("py", value=fold_compare(op, a.value, b.value))
+        if type(op) not in CMP_FUNCS:
+            raise Unsupported(f"the comparison {type(op).__name__}", node)
+        if a.kind != "tile" and b.kind != "tile":
+            raise Unsupported("a comparison of run-time scalars", node)
+        dtype = a.dtype if a.kind == "tile" else b.dtype
+        fn = CMP_FUNCS[type(op)]
+        res = self.elementwise(a, b, node, lambda x, y, d: f"{fn}({x}, {y})", bool_ok=True, dtype=dtype)
+        return Val("tile", res.expr, "bool", res.shape)
+
+    # ---- calls -------------------------------------------------------------------------------
+
+
+    # ct.* functions ------------------------------------------------------------------------------
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+
+__all__ = ["BodyTranslator", "INDENT", "Lost", "Unsupported", "rust_name"]

@@ -1,0 +1,367 @@
+"""Calls: ct.* functions and tile methods (math, reductions, mma, shapes, conversions, modes)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from tileport.agents.draft.values import FLOATS, INTS, OP_DTYPE, Unsupported, Val, View, literal, paren, shape_macro
+from tileport.agents.draft.syntax import (ROUNDING, PADDING, UNARY_MATH, REDUCTIONS, ct_name, call_label, bind_args,
+                                          broadcast_shapes)
+
+
+class CallOps:
+    """Mixin of BodyTranslator: ct.* calls and methods on tiles, arrays and views."""
+
+    def call(self, node: ast.Call, hint: str) -> Val:
+        name = ct_name(node.func)
+        if name is None:
+            if isinstance(node.func, ast.Name) and node.func.id == "float" and len(node.args) == 1:
+                a0 = node.args[0]
+                if isinstance(a0, ast.Constant) and isinstance(a0.value, str):
+                    try:
+                        return Val("py", value=float(a0.value))
+                    except ValueError:
+                        raise Unsupported(f"float({a0.value!r})", node) from None
+                arg = self.expr(a0, "")
+                if arg.kind == "py":
+                    return Val("py", value=float(arg.value))
+            if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and not node.keywords:
+                vals = [self.expr(a, "") for a in node.args]
+                if all(v.kind == "py" for v in vals):
+                    return Val("py", value=(min if node.func.id == "min" else max)(v.value for v in vals))
+            if isinstance(node.func, ast.Attribute):
+                return self.method(node, hint)
+            raise Unsupported(call_label(node), node)
+        handler = getattr(self, f"ct_{name}", None)
+        if handler is not None:
+            return handler(node, hint)
+        if name in UNARY_MATH:
+            args = bind_args(node, ["x"], set())
+            x = self.expr(args["x"], "")
+            if x.kind != "tile" or not x.is_float:
+                raise Unsupported(f"ct.{name} on a {x.kind}", node)
+            return Val("tile", f"{UNARY_MATH[name]}({x.expr})", x.dtype, x.shape)
+        if name in REDUCTIONS:
+            return self.reduce(name, node, hint)
+        raise Unsupported(f"ct.{name}", node)
+
+    def method(self, node: ast.Call, hint: str) -> Val:
+        func = node.func
+        assert isinstance(func, ast.Attribute)
+        m = func.attr
+        # the value an astype converts gets its own name: `t_raw` for `t = ....astype(...)`
+        recv = self.expr(func.value, f"{hint}_raw" if hint and m == "astype" else "")
+        if recv.kind == "tile" and m == "astype":
+            args = bind_args(node, ["dtype"], {"rounding_mode"})
+            return self.astype(recv, args, node, hint)
+        if recv.kind == "tile" and m == "reshape":
+            args = bind_args(node, ["shape"], set())
+            return self.reshape(recv, args["shape"], node)
+        if recv.kind == "tile" and m == "transpose" and not node.args and not node.keywords:
+            return self.transpose(recv, node)
+        if recv.kind == "array" and m == "slice":
+            return self.slice(recv.value, node, hint)
+        if recv.kind == "array" and m == "tiled_view":
+            args = bind_args(node, ["tile_shape"], {"padding_mode"})
+            shape = self.dims(args["tile_shape"])
+            padding = self.padding(args.get("padding_mode"), node)
+            if len(shape) != recv.value.ndim:
+                raise Unsupported("a tile shape whose rank differs from the array's", node)
+            # made on first use: a read view (Partition) for loads, a PartitionMut for stores
+            return Val("view", value=View("", recv.value, shape), extra={"padding": padding, "name": hint})
+        if recv.kind == "view" and not recv.value.var:
+            lazy: View = recv.value
+            mutable = m == "store"
+            recv = Val("view", value=self.view_for(lazy.array, lazy.shape, recv.extra["padding"], None,
+                                                   mutable=mutable, node=node, var=recv.extra.get("name") or None))
+            if mutable:
+                args = bind_args(node, ["index", "tile"], set())
+                self.view_store(recv.value, args["index"], args["tile"], node)
+                return Val("none")
+        if recv.kind == "view" and m == "load":
+            args = bind_args(node, ["index"], set())
+            view: View = recv.value
+            index = self.index_list(args["index"], len(view.shape))
+            return self.tile(view.array.dtype, view.shape, f"{view.var}.load([{', '.join(index)}])", hint)
+        if recv.kind == "view" and m == "num_tiles":
+            args = bind_args(node, ["axis"], set())
+            axis = self.const_int(args["axis"])
+            return Val("scalar", f"num_tiles(&{recv.value.var}, {axis}i32)", "i32", extra={"tile_count": True})
+        raise Unsupported(f"the method `.{m}()` on {'an' if recv.kind[0] in 'aeiou' else 'a'} {recv.kind}", node)
+
+    def astype(self, x: Val, args: dict, node: ast.AST, hint: str) -> Val:
+        if "rounding_mode" in args:
+            raise Unsupported("astype(..., rounding_mode=)", node)
+        d = self.expr(args["dtype"], "")
+        if d.kind != "dtype":
+            raise Unsupported("astype to something that is not a dtype", node)
+        if x.kind != "tile":
+            raise Unsupported("astype of a scalar", node)
+        if d.value == x.dtype:
+            return x
+        return self.tile(d.value, x.shape, f"convert_tile({x.expr})", hint)
+
+    def reshape(self, x: Val, shape_node: ast.expr, node: ast.AST) -> Val:
+        shape = self.dims(shape_node)
+        if x.shape == shape:
+            return x
+        return Val("tile", f"{paren(x.expr)}.reshape({shape_macro(shape)})", x.dtype, shape)
+
+    def transpose(self, x: Val, node: ast.AST) -> Val:
+        if len(x.shape) != 2:
+            raise Unsupported("transpose of a tile that is not 2-D", node)
+        return Val("tile", f"{paren(x.expr)}.transpose()", x.dtype, (x.shape[1], x.shape[0]))
+
+    def dims(self, node: ast.expr) -> tuple[str, ...]:
+        items = node.elts if isinstance(node, ast.Tuple) else [node]
+        out = []
+        for item in items:
+            v = self.expr(item, "")
+            if v.kind == "py" and isinstance(v.value, int) and not isinstance(v.value, bool) and v.value > 0:
+                out.append(str(v.value))
+            elif v.kind == "scalar" and v.const_name:
+                out.append(v.const_name)
+            else:
+                raise Unsupported("a tile shape that is not made of constants", item)
+        return tuple(out)
+
+    def const_int(self, node: ast.expr) -> int:
+        v = self.expr(node, "")
+        if v.kind == "py" and isinstance(v.value, int) and not isinstance(v.value, bool):
+            return v.value
+        raise Unsupported("an axis that is not a constant integer", node)
+
+    def padding(self, node: ast.expr | None, call: ast.AST) -> str:
+        if node is None:
+            return "any"
+        v = self.expr(node, "")
+        if v.kind == "enum" and v.value[0] == "PaddingMode" and v.value[1] in PADDING:
+            return PADDING[v.value[1]]
+        raise Unsupported("a padding_mode that is not a ct.PaddingMode member", node)
+
+    def rounding(self, node: ast.expr | None) -> str | None:
+        if node is None:
+            return None
+        v = self.expr(node, "")
+        if v.kind == "py" and v.value is None:
+            return None
+        if v.kind == "enum" and v.value[0] == "RoundingMode" and v.value[1] in ROUNDING:
+            return ROUNDING[v.value[1]]
+        raise Unsupported("a rounding_mode that is not a ct.RoundingMode member", node)
+
+    def flag(self, node: ast.expr | None) -> bool:
+        if node is None:
+            return False
+        v = self.expr(node, "")
+        if v.kind == "py" and isinstance(v.value, bool):
+            return v.value
+        raise Unsupported("a mode flag that is not a constant bool", node)
+
+    def ct_bid(self, node: ast.Call, hint: str) -> Val:
+        axis = self.const_int(bind_args(node, ["axis"], set())["axis"])
+        return Val("scalar", f"program_id({axis})", "i32", extra={"index_ok": True})
+
+    def ct_num_blocks(self, node: ast.Call, hint: str) -> Val:
+        axis = self.const_int(bind_args(node, ["axis"], set())["axis"])
+        return Val("scalar", f"num_programs({axis})", "i32")
+
+    def ct_cdiv(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "y"], set())
+        a, b = self.expr(args["x"], ""), self.expr(args["y"], "")
+        if a.kind == "py" and b.kind == "py":
+            return Val("py", value=-(-a.value // b.value))
+        x, y = self.as_scalar(a, "i32", node, hint), self.as_scalar(b, "i32", node, hint)
+        if a.kind == "tile" or b.kind == "tile":
+            raise Unsupported("ct.cdiv on tiles", node)
+        return Val("scalar", f"ceil_div({x}, {y})", "i32")
+
+    def _minmax(self, name: str, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "y"], {"flush_to_zero", "propagate_nan"})
+        a, b = self.expr(args["x"], ""), self.expr(args["y"], "")
+        if a.kind == "py" and b.kind == "py":
+            return Val("py", value=(min if name == "minimum" else max)(a.value, b.value))
+        if a.kind in ("scalar", "py") and b.kind in ("scalar", "py"):
+            dtype = self.scalar_dtype(a, b)
+            if dtype != "i32":
+                raise Unsupported(f"ct.{name} on float scalars", node)
+            x, y = self.as_scalar(a, dtype, node, hint), self.as_scalar(b, dtype, node, hint)
+            return Val("scalar", f"{'min' if name == 'minimum' else 'max'}({x}, {y})", dtype)
+        ftz = self.flag(args.get("flush_to_zero"))
+        nan = self.flag(args.get("propagate_nan"))
+        short = "min" if name == "minimum" else "max"
+
+        def render(x: str, y: str, d: str) -> str:
+            if d in FLOATS or d == OP_DTYPE:
+                return (f"{short}f({x}, {y}, nan::{'Enabled' if nan else 'Disabled'}, "
+                        f"ftz::{'Enabled' if ftz else 'Disabled'})")
+            if ftz or nan:
+                raise Unsupported(f"ct.{name} flags on integer tiles", node)
+            return f"{short}i({x}, {y})"
+        return self.elementwise(a, b, node, render)
+
+    def ct_minimum(self, node: ast.Call, hint: str) -> Val:
+        return self._minmax("minimum", node, hint)
+
+    def ct_maximum(self, node: ast.Call, hint: str) -> Val:
+        return self._minmax("maximum", node, hint)
+
+    def _arith(self, op: str, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "y"], {"rounding_mode", "flush_to_zero"})
+        rounding = self.rounding(args.get("rounding_mode"))
+        ftz = self.flag(args.get("flush_to_zero"))
+        fake = ast.BinOp(left=args["x"], op={"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult,
+                                             "truediv": ast.Div}[op](), right=args["y"])
+        ast.copy_location(fake, node)
+        if rounding is None and not ftz:
+            return self.binop(fake, hint)
+        a, b = self.expr(args["x"], ""), self.expr(args["y"], "")
+        fn = {"add": "addf", "sub": "subf", "mul": "mulf", "truediv": "divf"}[op]
+        r = rounding or "NearestEven"
+
+        def render(x: str, y: str, d: str) -> str:
+            if d not in FLOATS and d != OP_DTYPE:
+                raise Unsupported(f"ct.{op} with a rounding mode on integer tiles", node)
+            return f"{fn}({x}, {y}, rounding::{r}, ftz::{'Enabled' if ftz else 'Disabled'})"
+        return self.elementwise(a, b, node, render)
+
+    def ct_add(self, node, hint):
+        return self._arith("add", node, hint)
+
+    def ct_sub(self, node, hint):
+        return self._arith("sub", node, hint)
+
+    def ct_mul(self, node, hint):
+        return self._arith("mul", node, hint)
+
+    def ct_truediv(self, node, hint):
+        return self._arith("truediv", node, hint)
+
+    def ct_exp2(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x"], {"flush_to_zero"})
+        x = self.expr(args["x"], "")
+        if x.kind != "tile" or not x.is_float:
+            raise Unsupported("ct.exp2 of a non-float tile", node)
+        ftz = "Enabled" if self.flag(args.get("flush_to_zero")) else "Disabled"
+        return Val("tile", f"exp2({x.expr}, ftz::{ftz})", x.dtype, x.shape)
+
+    def ct_rsqrt(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x"], {"flush_to_zero"})
+        x = self.expr(args["x"], "")
+        if x.kind != "tile" or not x.is_float:
+            raise Unsupported("ct.rsqrt of a non-float tile", node)
+        ftz = "Enabled" if self.flag(args.get("flush_to_zero")) else "Disabled"
+        return Val("tile", f"rsqrt({x.expr}, ftz::{ftz})", x.dtype, x.shape)
+
+    def ct_where(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["cond", "x", "y"], set())
+        c, a, b = (self.expr(args[k], "") for k in ("cond", "x", "y"))
+        if c.kind != "tile" or c.dtype != "bool":
+            raise Unsupported("ct.where with a condition that is not a boolean tile", node)
+        tiles = [v for v in (a, b) if v.kind == "tile"]
+        if not tiles:
+            raise Unsupported("ct.where choosing between two scalars", node)
+        dtype = tiles[0].dtype
+        shape = broadcast_shapes([c.shape] + [t.shape for t in tiles], node)
+        cx = self.to_tile(c, "bool", shape, node)
+        ax, bx = self.to_tile(a, dtype, shape, node), self.to_tile(b, dtype, shape, node)
+        return Val("tile", f"select({cx}, {ax}, {bx})", dtype, shape)
+
+    def ct_astype(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "dtype"], {"rounding_mode"})
+        return self.astype(self.expr(args["x"], ""), {k: v for k, v in args.items() if k != "x"}, node, hint)
+
+    def ct_reshape(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "shape"], set())
+        x = self.expr(args["x"], "")
+        if x.kind != "tile":
+            raise Unsupported("ct.reshape of a scalar", node)
+        return self.reshape(x, args["shape"], node)
+
+    def ct_transpose(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "axis0", "axis1"], set())
+        if "axis0" in args or "axis1" in args:
+            raise Unsupported("ct.transpose with explicit axes", node)
+        x = self.expr(args["x"], "")
+        if x.kind != "tile":
+            raise Unsupported("ct.transpose of a scalar", node)
+        return self.transpose(x, node)
+
+    def ct_expand_dims(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "axis"], set())
+        x = self.expr(args["x"], "")
+        if x.kind != "tile":
+            raise Unsupported("ct.expand_dims of a scalar", node)
+        axis = self.const_int(args["axis"])
+        rank = len(x.shape) + 1
+        axis = axis + rank if axis < 0 else axis
+        shape = x.shape[:axis] + ("1",) + x.shape[axis:]
+        return Val("tile", f"{paren(x.expr)}.reshape({shape_macro(shape)})", x.dtype, shape)
+
+    def _fill(self, node: ast.Call, shape_node: ast.expr, value: Any, dtype_node: ast.expr) -> Val:
+        shape = self.dims(shape_node)
+        d = self.expr(dtype_node, "")
+        if d.kind != "dtype":
+            raise Unsupported("a dtype argument that is not a dtype", dtype_node)
+        return self.tile(d.value, shape, f"constant({literal(value, d.value, node)}, {shape_macro(shape)})")
+
+    def ct_full(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["shape", "fill_value", "dtype"], set())
+        v = self.expr(args["fill_value"], "")
+        if v.kind != "py":
+            raise Unsupported("ct.full with a run-time fill value", node)
+        return self._fill(node, args["shape"], v.value, args["dtype"])
+
+    def ct_zeros(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["shape", "dtype"], set())
+        return self._fill(node, args["shape"], 0, args["dtype"])
+
+    def ct_ones(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["shape", "dtype"], set())
+        return self._fill(node, args["shape"], 1, args["dtype"])
+
+    def ct_arange(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["size"], {"dtype", "start", "step"})
+        if "start" in args or "step" in args:
+            raise Unsupported("ct.arange with start/step", node)
+        size = self.dims(args["size"])
+        d = self.expr(args["dtype"], "") if "dtype" in args else Val("dtype", value="i32")
+        if d.kind != "dtype" or d.value not in INTS:
+            raise Unsupported("ct.arange of a non-integer dtype", node)
+        return self.tile(d.value, size, f"iota({shape_macro(size)})", hint)
+
+    def ct_mma(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "y", "acc"], {"use_fast_acc"})
+        if self.flag(args.get("use_fast_acc")):
+            raise Unsupported("ct.mma(..., use_fast_acc=True)", node)
+        x, y, acc = (self.expr(args[k], "") for k in ("x", "y", "acc"))
+        for v, k in ((x, "x"), (y, "y"), (acc, "acc")):
+            if v.kind != "tile" or len(v.shape) != 2:
+                raise Unsupported("ct.mma of operands that are not 2-D tiles", args[k])
+        if x.dtype != y.dtype:
+            raise Unsupported("ct.mma of operands of two dtypes", node)
+        if x.shape[1] != y.shape[0] or acc.shape != (x.shape[0], y.shape[1]):
+            raise Unsupported("ct.mma with operand shapes that do not chain", node)
+        return Val("tile", f"mma({x.expr}, {y.expr}, {acc.expr})", acc.dtype, acc.shape)
+
+    def reduce(self, name: str, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "axis"], {"keepdims", "rounding_mode", "flush_to_zero", "propagate_nan"})
+        for k in ("rounding_mode", "flush_to_zero", "propagate_nan"):
+            if k in args:
+                v = self.expr(args[k], "")
+                if not (v.kind == "py" and not v.value):
+                    raise Unsupported(f"ct.{name}(..., {k}=)", node)
+        x = self.expr(args["x"], "")
+        if x.kind != "tile":
+            raise Unsupported(f"ct.{name} of a scalar", node)
+        if "axis" not in args:
+            raise Unsupported(f"ct.{name} over all axes", node)
+        axis = self.const_int(args["axis"])
+        axis = axis + len(x.shape) if axis < 0 else axis
+        keep = self.flag(args.get("keepdims"))
+        reduced = x.shape[:axis] + x.shape[axis + 1:]
+        r = self.tile(x.dtype, reduced, f"{REDUCTIONS[name]}({x.expr}, {axis}i32)", hint)
+        if not keep:
+            return r
+        shape = x.shape[:axis] + ("1",) + x.shape[axis + 1:]
+        return Val("tile", f"{r.expr}.reshape({shape_macro(shape)})", x.dtype, shape)

@@ -1,0 +1,301 @@
+"""Memory: tiled views (view loads/stores, hoisted partitions), pointer gathers/scatters and Array.slice."""
+
+from __future__ import annotations
+
+import ast
+
+from tileport.agents.draft.values import (OP_DTYPE, Array, NeedsDtype, Unsupported, Val, View, literal, paren,
+                                          shape_macro, tile_type)
+from tileport.agents.draft.syntax import ELEM_BYTES, ct_name, call_label, bind_args, broadcast_shapes, operand
+
+
+class MemoryOps:
+    """Mixin of BodyTranslator: everything that reads or writes an array."""
+
+    def call_statement(self, call: ast.Call) -> None:
+        name = ct_name(call.func)
+        if name == "store":
+            args = bind_args(call, ["array", "index", "tile"], {"order", "latency", "allow_tma"})
+            self.store(args, call)
+            return
+        if name == "scatter":
+            args = bind_args(call, ["array", "indices", "value"], {"mask", "check_bounds", "latency"})
+            self.pointer_access(args, call, "", store=True)
+            return
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "store" and name is None:
+            target = self.expr(call.func.value, "")
+            if target.kind == "view" and not target.value.var:
+                self.method(call, "")
+                return
+            if target.kind == "view":
+                args = bind_args(call, ["index", "tile"], set())
+                self.view_store(target.value, args["index"], args["tile"], call)
+                return
+        raise Unsupported(call_label(call), call)
+
+    def store(self, args: dict[str, ast.expr], call: ast.Call) -> None:
+        for k in ("order", "latency", "allow_tma"):
+            if k in args:
+                raise Unsupported(f"ct.store(..., {k}=)", call)
+        arr = self.expr(args["array"], "")
+        if arr.kind != "array":
+            raise Unsupported("ct.store into something that is not a kernel array parameter", args["array"])
+        tile = self.expr(args["tile"], f"{arr.value.name}_tile")
+        if tile.kind != "tile":
+            raise Unsupported("ct.store of a scalar", args["tile"])
+        view = self.view_for(arr.value, tile.shape, "None", None, mutable=True, node=call)
+        self.view_store(view, args["index"], args["tile"], call, tile)
+
+    def view_store(self, view: View, index_node: ast.expr, tile_node: ast.expr, call: ast.Call,
+                   tile: Val | None = None) -> None:
+        if not view.mutable:
+            view = self.view_for(view.array, view.shape, "None", None, mutable=True, node=call)
+        tile = tile or self.expr(tile_node, f"{view.array.name}_tile")
+        if tile.kind != "tile":
+            raise Unsupported("storing a scalar through a view", tile_node)
+        if tile.shape != view.shape:
+            raise Unsupported("a stored tile whose shape differs from the view's tile", tile_node,
+                              f"{tile.shape} vs {view.shape}")
+        if tile.dtype != view.array.dtype:
+            raise Unsupported("a store that converts dtype implicitly", tile_node)
+        index = self.index_list(index_node, len(view.shape))
+        self.emit(f"{view.var}.store({tile.expr}, [{', '.join(index)}]);")
+
+    def index_list(self, node: ast.expr, rank: int) -> list[str]:
+        items = node.elts if isinstance(node, ast.Tuple) else [node]
+        if len(items) != rank:
+            raise Unsupported("an index whose length differs from the array's rank", node)
+        return [self.index_scalar(self.expr(i, ""), i) for i in items]
+
+    def index_scalar(self, v: Val, node: ast.AST, bound: bool = False) -> str:
+        if v.kind == "py" and isinstance(v.value, int) and not isinstance(v.value, bool):
+            return f"{v.value}i32"
+        if v.kind == "scalar" and v.dtype == "i32":
+            if not bound and not v.extra.get("index_ok"):
+                self.computed_index = True
+            return v.expr
+        raise Unsupported("an index or bound that is not an int32 scalar", node)
+
+    def view_for(self, arr: Array, shape: tuple[str, ...], padding: str, order: tuple[int, ...] | None,
+                 mutable: bool, node: ast.AST, var: str | None = None) -> View:
+        """The hoisted partition of `arr` with this tile shape, padding and dim order (created once)."""
+        if len(shape) != arr.ndim:
+            raise Unsupported("a tile shape whose rank differs from the array's", node)
+        if mutable and not arr.mutable:
+            raise Unsupported("a store into an array that is also loaded", node)
+        if arr.mutable and not mutable:
+            if padding != "any":
+                raise Unsupported("a load from an array the kernel also stores to", node)
+            mutable = True  # num_tiles of an output: count on its PartitionMut (no second, shared borrow)
+        key = (arr.name, shape, padding if not mutable else "mut", order)
+        if key in self.prologue.views:
+            return self.prologue.views[key]
+        if var and var not in self.prologue.view_names:
+            name = var  # a Python view variable keeps its name
+        else:
+            name = self.fresh(f"{arr.name}_tiles")
+        self.prologue.view_names.add(name)
+        ty = f"<{arr.dtype}, {{ [{', '.join(shape)}] }}>"
+        if mutable:
+            line = f"let mut {name}: PartitionMut{ty} = {arr.name}.partition_mut({shape_macro(shape)});"
+        elif order is not None and order != tuple(range(len(shape))):
+            if padding not in ("Zero", "any"):
+                raise Unsupported("a permuted load with a padding other than zero", node)
+            dims = ", ".join(str(o) for o in order)
+            line = (f"let {name}: Partition{ty} = "
+                    f"{arr.name}.partition_permuted({shape_macro(shape)}, const_array![{dims}]);")
+        elif padding == "Zero":
+            line = f"let {name}: Partition{ty} = {arr.name}.partition({shape_macro(shape)});"
+        elif padding == "any" and not mutable:  # counting tiles (num_tiles): a view without padding, as cuTile
+            line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({arr.name}, {shape_macro(shape)}, "
+                    f"padding::None, dim_map::Identity, {arr.name}.token()) }};")
+        else:
+            line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({arr.name}, {shape_macro(shape)}, "
+                    f"padding::{padding}, dim_map::Identity, {arr.name}.token()) }};")
+        if arr.in_body:
+            self.emit(line)
+        else:
+            self.prologue.lines.append(line)
+        view = View(name, arr, shape, mutable)
+        self.prologue.views[key] = view
+        return view
+
+    def ct_num_tiles(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["array", "axis", "shape"], {"order"})
+        if "order" in args:
+            raise Unsupported("ct.num_tiles(..., order=)", node)
+        arr = self.expr(args["array"], "")
+        if arr.kind != "array":
+            raise Unsupported("ct.num_tiles of something that is not an array parameter", node)
+        shape = self.dims(args["shape"])
+        axis = self.const_int(args["axis"])
+        view = self.view_for(arr.value, shape, "any", None, mutable=False, node=node)
+        return Val("scalar", f"num_tiles(&{view.var}, {axis}i32)", "i32", extra={"tile_count": True})
+
+    def ct_gather(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["array", "indices"], {"mask", "padding_value", "check_bounds", "latency"})
+        return self.pointer_access(args, node, hint, store=False)
+
+    def pointer_access(self, args: dict[str, ast.expr], node: ast.Call, hint: str, store: bool) -> Val:
+        """ct.gather / ct.scatter as cuTile Python lowers them: i64 offsets (index x stride, summed), unsigned
+        bounds checks per index (unless check_bounds=False) and-ed with the mask, a tile of pointers, then one
+        load_ptr_tko (always with a padding value) or store_ptr_tko."""
+        what = "ct.scatter" if store else "ct.gather"
+        if "latency" in args:
+            raise Unsupported(f"{what}(..., latency=)", node)
+        arr_v = self.expr(args["array"], "")
+        if arr_v.kind != "array":
+            raise Unsupported(f"{what} on something that is not a kernel array parameter", args["array"])
+        arr: Array = arr_v.value
+        items = args["indices"].elts if isinstance(args["indices"], ast.Tuple) else [args["indices"]]
+        if len(items) != arr.ndim:
+            raise Unsupported(f"{what} with {len(items)} index tile(s) for a {arr.ndim}-D array", node)
+        idx = [self.expr(i, "") for i in items]
+        for v, n in zip(idx, items):
+            ok = (v.kind == "py" and isinstance(v.value, int) and not isinstance(v.value, bool)) or \
+                 (v.kind in ("scalar", "tile") and v.dtype == "i32")
+            if not ok:
+                raise Unsupported(f"a {what} index that is not int32", n)
+        mask = self.expr(args["mask"], "") if "mask" in args else None
+        if mask is not None and (mask.kind != "tile" or mask.dtype != "bool"):
+            raise Unsupported(f"a {what} mask that is not a boolean tile", args["mask"])
+        value = self.expr(args["value"], "") if store else None
+        check = self.flag(args.get("check_bounds")) if "check_bounds" in args else True
+        shapes = [v.shape for v in idx if v.kind == "tile"] + ([mask.shape] if mask is not None else [])
+        if value is not None and value.kind == "tile":
+            shapes.append(value.shape)
+        shape = broadcast_shapes(shapes or [()], node)
+        p = self.fresh(f"{arr.name}_{'sc' if store else 'g'}")
+        u0 = "Tile<u64, { [] }>"
+        terms: list[str] = []
+        bounds: list[str] = []
+        strides = self.stride_constants.get(arr.name, [None] * arr.ndim)
+        for k, v in enumerate(idx):
+            if v.kind == "tile":
+                src, src_shape = v.expr, v.shape
+            else:
+                lit = f"{v.value}i32" if v.kind == "py" else v.expr
+                src, src_shape = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({lit})"), ()
+            e = self.hoist(f"{p}_i{k}", f"Tile<u64, {{ [{', '.join(src_shape)}] }}>", f"exti({src})")
+            eb = self.to_tile(Val("tile", e, "u64", src_shape), "u64", shape, node)
+            if check:
+                n32 = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({arr.name}.shape()[{k}])")
+                n64 = self.hoist(f"{p}_n{k}", u0, f"exti({n32})")
+                bounds.append(self.hoist("", tile_type("bool", shape),
+                                         f"lt_tile({eb}, {self.to_tile(Val('tile', n64, 'u64', ()), 'u64', shape, node)})"))
+            if strides[k] == 1:
+                st = self.hoist("", tile_type("u64", shape), f"constant(1u64, {shape_macro(shape)})")
+            else:
+                acc = self.strides_of(arr)
+                s32 = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({acc}.dims[{k}])")
+                s64 = self.hoist(f"{p}_s{k}", u0, f"exti({s32})")
+                st = self.to_tile(Val("tile", s64, "u64", ()), "u64", shape, node)
+            terms.append(self.hoist("", tile_type("u64", shape), f"{paren(eb)} * {paren(st)}"))
+        offset = terms[0]
+        for t in terms[1:]:
+            offset = self.hoist("", tile_type("u64", shape), f"{offset} + {t}")
+        masks = bounds[:1]
+        for b in bounds[1:]:
+            masks = [self.hoist("", tile_type("bool", shape), f"{masks[0]} & {b}")]
+        if mask is not None:
+            m = self.to_tile(mask, "bool", shape, node)
+            masks = [self.hoist("", tile_type("bool", shape), f"{masks[0]} & {paren(m)}") if masks else m]
+        mask_arg = f"Some({masks[0]})" if masks else "None"
+        ptr_t = f"PointerTile<*mut {arr.dtype}, {{ [{', '.join(shape)}] }}>"
+        base = self.hoist(f"{p}_base", f"PointerTile<*mut {arr.dtype}, {{ [] }}>", f"get_tensor_base({arr.name})")
+        if shape:
+            ones = ("1",) * len(shape)
+            base = self.hoist("", f"PointerTile<*mut {arr.dtype}, {{ [{', '.join(ones)}] }}>",
+                              f"{base}.reshape({shape_macro(ones)})")
+            base = self.hoist("", ptr_t, f"{base}.broadcast({shape_macro(shape)})")
+        ptr = self.hoist(f"{p}_ptr", ptr_t, f"addptr_tile({base}, {offset})")
+        if not shape and arr.dtype in ELEM_BYTES:  # a single element: cuTile assumes it is naturally aligned
+            ptr = self.hoist(f"{p}_ptr", ptr_t, f"unsafe {{ assume_div_by::<_, {ELEM_BYTES[arr.dtype]}>({ptr}) }}")
+        tok = self.hoist(f"{arr.name}_token", "Token", f"get_tensor_token({arr.name})")
+        if store:
+            val = self.to_tile(value, arr.dtype, shape, node)
+            self.emit(f"unsafe {{ store_ptr_tko({ptr}, {val}, ordering::Weak, None::<scope::Device>, {mask_arg}, "
+                      f"Some({tok}), Latency::<0>) }};")
+            return Val("none")
+        pad_v = self.expr(args["padding_value"], "") if "padding_value" in args else Val("py", value=0)
+        if pad_v.kind != "py":
+            raise Unsupported("a gather padding_value that is not a constant", args.get("padding_value", node))
+        if arr.dtype == OP_DTYPE:  # a padding scalar of the generic E cannot be spelled: specialise per dtype
+            raise NeedsDtype("a gather padding value of the op dtype", node)
+        pad = literal(pad_v.value, arr.dtype, node)
+        if "::" in pad:  # a named constant (E::ZERO, f16::NEG_INFINITY) is only accepted by constant(): a 0-d tile
+            t = self.hoist(f"{p}_pad", tile_type(arr.dtype, ()), f"constant({pad}, shape![])")
+            pad = self.hoist(f"{p}_pad", arr.dtype, f"tile_to_scalar({t})")
+        out = self.fresh(hint or f"{p}_v")
+        self.define_in_loops(out)
+        self.emit(f"let ({out}, _): ({tile_type(arr.dtype, shape)}, Token) = unsafe {{ load_ptr_tko({ptr}, "
+                  f"ordering::Weak, None::<scope::Device>, {mask_arg}, Some({pad}), Some({tok}), "
+                  f"Latency::<0>) }};")
+        return Val("tile", out, arr.dtype, shape)
+
+    def slice(self, arr: Array, node: ast.Call, hint: str) -> Val:
+        """Array.slice(axis, start, stop) as cuTile lowers it: the base offset by start * stride[axis], the shape
+        with stop - start on that axis, the same strides, one new tensor view."""
+        args = bind_args(node, ["axis", "start", "stop"], set())
+        if arr.mutable:
+            raise Unsupported("a slice of an array the kernel stores to", node)
+        axis = self.const_int(args["axis"])
+        axis = axis + arr.ndim if axis < 0 else axis
+        start_v, stop_v = self.expr(args["start"], ""), self.expr(args["stop"], "")
+        start = self.index_scalar(start_v, args["start"], bound=True)
+        stop = self.index_scalar(stop_v, args["stop"], bound=True)
+        if hint and hint not in self.prologue.view_names:
+            name = hint  # the Python variable keeps its name
+        else:
+            name = self.fresh(f"{arr.name}_slice")
+        self.prologue.view_names.add(name)
+        strides = self.strides_of(arr)
+        consts = self.stride_constants.get(arr.name, [None] * arr.ndim)
+        self.stride_constants[name] = consts
+        dyn = ", ".join(["-1"] * arr.ndim)
+        dims = [f"{arr.name}.shape()[{d}]" if d != axis else f"{operand(stop)} - {operand(start)}"
+                for d in range(arr.ndim)]
+        shape = self.hoist(f"{name}_shape", f"Shape<{{ [{dyn}] }}>",
+                           f"Shape::<{{ [{dyn}] }}> {{ dims: &[{', '.join(dims)}] }}")
+        step = "1i32" if consts[axis] == 1 else f"{strides}.dims[{axis}]"
+        off = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({operand(start)} * {step})")
+        off64 = self.hoist(f"{name}_offset", "Tile<i64, { [] }>", f"exti({off})")
+        base = self.hoist(f"{arr.name}_base", f"PointerTile<*mut {arr.dtype}, {{ [] }}>", f"get_tensor_base({arr.name})")
+        moved = f"addptr_tile({base}, {off64})"
+        if start_v.kind == "py" and start_v.value == 0:  # an unmoved base keeps the array's alignment
+            moved = f"unsafe {{ assume_div_by::<_, 16>({moved}) }}"
+        new_base = self.hoist(f"{name}_base", f"PointerTile<*mut {arr.dtype}, {{ [] }}>", moved)
+        self.emit(f"let {name}: Tensor<{arr.dtype}, {{ [{dyn}] }}> = "
+                  f"unsafe {{ make_tensor_view({new_base}, {shape}, {strides}, {arr.name}.token()) }};")
+        return Val("array", name, value=Array(name, arr.ndim, arr.dtype, mutable=False, in_body=True))
+
+    def strides_of(self, arr: Array) -> str:
+        """The array's strides (cutile has no accessor: the module gets the `tensor_strides_N` compiler op)."""
+        name = f"{arr.name}_strides"
+        if name not in self.prologue.view_names:
+            self.prologue.view_names.add(name)
+            consts = self.stride_constants.get(arr.name, [None] * arr.ndim)
+            dims = ", ".join(str(c) if c is not None else "-1" for c in consts)
+            self.prologue.lines.append(f"let {name}: Array<{{ [{dims}] }}> = tensor_strides_{arr.ndim}({arr.name});")
+            self.helpers.add(arr.ndim)
+        return name
+
+    def ct_load(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["array", "index", "shape"], {"order", "padding_mode", "latency", "allow_tma"})
+        for k in ("latency", "allow_tma"):
+            if k in args:
+                raise Unsupported(f"ct.load(..., {k}=)", node)
+        arr = self.expr(args["array"], "")
+        if arr.kind != "array":
+            raise Unsupported("ct.load from something that is not a kernel array parameter", args["array"])
+        shape = self.dims(args["shape"])
+        padding = self.padding(args.get("padding_mode"), node)
+        order = None
+        if "order" in args:
+            v = self.expr(args["order"], "")
+            if v.kind != "py" or not isinstance(v.value, tuple):
+                raise Unsupported("a load order that is not a constant tuple", args["order"])
+            order = tuple(int(o) for o in v.value)
+        view = self.view_for(arr.value, shape, padding, order, mutable=False, node=node)
+        index = self.index_list(args["index"], len(shape))
+        return self.tile(arr.value.dtype, shape, f"{view.var}.load([{', '.join(index)}])", hint)

@@ -1,0 +1,430 @@
+"""Plan the Rust entries of a draft from the analysis, translate each, and assemble kernel.rs, spec and contract.
+
+One entry per kernel x *structural* group: the analysis' variants of a kernel are grouped by the truth values of
+the constant branches in its body (and by its bool/float constants, which are folded, not generics), so each
+entry is straight-line code for one branch choice. Integer `ct.Constant` parameters the body still uses after
+folding are const generics; the spec carries one variant per (analysis variant x dtype) naming its reference.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+from tileport.agents.draft.body import INDENT, BodyTranslator, rust_name
+from tileport.agents.draft.model import Draft, Hole, HostContract, HostEntry, HostParam, HostVariant
+from tileport.agents.draft.values import OP_DTYPE, RUST_DTYPE, Array, Unsupported, Val
+from tileport.errors import UserError
+from tileport.validators.analysis.schema import Analysis, KernelInfo, Variant as RefVariant
+from tileport.validators.rust.reference import tensor_specs
+from tileport.validators.rust.spec import DumpSpec, Entry, ReferenceKey, Variant
+
+_HINT_KEYS = {"occupancy": "occupancy", "num_ctas": "num_cta_in_cga", "num_cta_in_cga": "num_cta_in_cga"}
+
+
+def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
+    """Translate the analysed op (or one kernel of it) to a cutile-rs draft; see the package docstring."""
+    path = Path(analysis.source.path)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"cannot read the op source {path} named by the analysis: {e.strerror or e}") from None
+    tree = ast.parse(source, filename=str(path))
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    module_consts = _module_constants(tree)
+    kernels = [k for k in analysis.kernels if kernel is None or k.name == kernel]
+    if not kernels:
+        have = ", ".join(k.name for k in analysis.kernels) or "none"
+        raise UserError(f"{analysis.op} has no kernel {kernel!r} (it has: {have})")
+
+    lines = source.splitlines()
+    module = _ident(analysis.op)
+    entries_rs: list[str] = []
+    spec_entries: list[Entry] = []
+    host_entries: list[HostEntry] = []
+    holes: list[Hole] = []
+    seen_holes: set[tuple] = set()
+    used_entry_names: set[str] = set()
+    helpers: set[int] = set()
+
+    for info in kernels:
+        fn = functions.get(info.name)
+        variants = [v for v in analysis.variants if v.kernel == info.name and v.instances]
+        if fn is None or not variants:
+            continue
+        for group, folded in _groups(fn, info, variants, module_consts):
+            base_name = _entry_name(info.name, folded, used_entry_names)
+            dtypes: list[str | None] = [None]
+            if _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, path.name, analysis.targets):
+                dtypes = sorted({i.dtype for v in group for i in v.instances})
+            for dtype in dtypes:
+                entry_name = base_name if dtype is None else f"{base_name}_{RUST_DTYPE.get(dtype, dtype)}"
+                used_entry_names.add(entry_name)
+                _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype,
+                             seen_holes, holes, entries_rs, spec_entries, host_entries, helpers, functions)
+
+    if not spec_entries:
+        raise UserError(f"the analysis of {analysis.op} has no kernel instances to draft")
+    header = (f"// Draft port of {path.name}, written by `tileport draft` (deterministic translation, no model).\n"
+              f"// One entry per kernel and constant-branch choice; integer ct.Constant parameters are const generics.\n")
+    if holes:
+        header += f"// {len(holes)} construct(s) are left as TODO(tileport) holes for a writer to fill.\n"
+    body = "\n\n".join([_strides_helper(n) for n in sorted(helpers)] + entries_rs)
+    kernel_rs = (f"{header}#[cutile::module]\npub mod {module} {{\n{INDENT}use cutile::core::*;\n\n{body}\n}}\n")
+    spec = DumpSpec(module=module, entries=spec_entries, targets=list(analysis.targets) or ["sm_90"])
+    contract = HostContract(module=module, op=analysis.op, entries=host_entries,
+                            assumptions=list(analysis.assumptions),
+                            notes=["output tensors are `&mut Tensor<_, {[-1, ...]}>` stored through partition_mut: "
+                                   "pass the whole tensor; the grid is the reference's, not derived from a partition"])
+    return Draft(op=analysis.op, kernel_rs=kernel_rs, spec=spec, host_contract=contract, holes=holes)
+
+
+def _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, file, targets) -> bool:
+    """A first translation, generic over E: does the body need a literal of the op dtype?"""
+    probe: set[int] = set()
+    _, _, _, _, tr = _entry(fn, info, group, folded, module_consts, lines, file, "probe", lambda e: None, targets,
+                            probe, None)
+    return tr.needs_dtype
+
+
+def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype, seen_holes,
+                 holes, entries_rs, spec_entries, host_entries, helpers, functions) -> None:
+    def on_hole(e: Unsupported, entry=entry_name, kname=info.name) -> None:
+        node = e.node
+        key = (e.what, getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        if key in seen_holes:
+            return
+        seen_holes.add(key)
+        holes.append(Hole(what=e.what, file=path.name, line=getattr(node, "lineno", fn.lineno),
+                          col=getattr(node, "col_offset", 0) + 1, kernel=kname, entry=entry, detail=e.detail))
+
+    if dtype is not None:
+        group = [v.model_copy(update={"instances": [i for i in v.instances if i.dtype == dtype]}) for v in group]
+        group = [v for v in group if v.instances]
+    text, generics, params, uses_e, _ = _entry(fn, info, group, folded, module_consts, lines, path.name, entry_name,
+                                               on_hole, analysis.targets, helpers, dtype)
+    entries_rs.append(text)
+    spec_entries.append(Entry(name=entry_name, variants=_spec_variants(analysis, info, group, generics, uses_e)))
+    host_entries.append(_host_entry(analysis, info, entry_name, group, generics, params, uses_e, folded, functions))
+
+
+# ---- planning -------------------------------------------------------------------------------------
+
+def _module_constants(tree: ast.Module) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if isinstance(value, (bool, int, float)):
+                out[node.targets[0].id] = value
+    return out
+
+
+def _constant_tests(fn: ast.FunctionDef, constants: set[str], module_consts: dict[str, Any]) -> list[ast.expr]:
+    """`if` / conditional-expression tests made only of constants: they fold per entry."""
+    tests = []
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.If, ast.IfExp)):
+            names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+            if names and names <= constants | set(module_consts) and names & constants:
+                tests.append(node.test)
+    return tests
+
+
+def _eval(node: ast.expr, env: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not _eval(node.operand, env)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_eval(node.operand, env)
+    if isinstance(node, ast.BoolOp):
+        vals = [_eval(v, env) for v in node.values]
+        return all(vals) if isinstance(node.op, ast.And) else any(vals)
+    if isinstance(node, ast.Compare):
+        left = _eval(node.left, env)
+        for op, right in zip(node.ops, node.comparators):
+            r = _eval(right, env)
+            ok = {ast.Eq: left == r, ast.NotEq: left != r, ast.Lt: left < r, ast.LtE: left <= r,
+                  ast.Gt: left > r, ast.GtE: left >= r}.get(type(op))
+            if ok is None:
+                raise ValueError("comparison")
+            if not ok:
+                return False
+            left = r
+        return True
+    if isinstance(node, ast.BinOp):
+        a, b = _eval(node.left, env), _eval(node.right, env)
+        return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b, ast.Mod: a % b if b else 0,
+                ast.FloorDiv: a // b if b else 0}[type(node.op)]
+    raise ValueError(type(node).__name__)
+
+
+def _groups(fn: ast.FunctionDef, info: KernelInfo, variants: list[RefVariant], module_consts: dict[str, Any]):
+    """[(variants, folded)]: folded maps each folded test (ast.dump) -> bool, and bool/float constants -> value."""
+    constants = {p.name for p in info.params if p.kind == "constant"}
+    tests = _constant_tests(fn, constants, module_consts)
+    groups: dict[tuple, tuple[list[RefVariant], dict[str, Any]]] = {}
+    for v in variants:
+        env = {**module_consts, **v.constants}
+        folded: dict[str, Any] = {}
+        for t in tests:
+            try:
+                folded[ast.dump(t)] = bool(_eval(t, env))
+            except (KeyError, ValueError, TypeError, ZeroDivisionError):
+                continue
+        for name, value in v.constants.items():
+            if isinstance(value, (bool, float)):
+                folded[name] = value
+        key = tuple(sorted((k, repr(val)) for k, val in folded.items()))
+        groups.setdefault(key, ([], folded))[0].append(v)
+    return list(groups.values())
+
+
+def _entry_name(kernel: str, folded: dict[str, Any], used: set[str]) -> str:
+    base = kernel[: -len("_kernel")] if kernel.endswith("_kernel") and len(kernel) > 7 else kernel
+    parts = []
+    for key, value in folded.items():
+        if key.startswith("Compare(") or key.startswith("Name(") or key.startswith("BoolOp(") \
+                or key.startswith("UnaryOp("):
+            text = _test_text(key)
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
+                continue  # a bare bool constant: named below from the constant itself
+            parts.append(_slug(text) if value else f"not_{_slug(text)}")
+        elif isinstance(value, bool):
+            if value:
+                parts.append(key.lower())
+        else:
+            parts.append(f"{key.lower()}_{_slug(str(value))}")
+    name = _ident("_".join([base] + [p for p in parts if p]))
+    candidate, n = name, 2
+    while candidate in used:
+        candidate, n = f"{name}_{n}", n + 1
+    return candidate
+
+
+def _test_text(dump: str) -> str:
+    try:
+        node = eval(dump, {k: getattr(ast, k) for k in dir(ast) if not k.startswith("_")})  # noqa: S307 - ast dump
+        return ast.unparse(node)
+    except Exception:  # noqa: BLE001 - naming only
+        return "cond"
+
+
+def _slug(text: str) -> str:
+    text = text.replace("==", " eq ").replace("!=", " ne ").replace("<=", " le ").replace(">=", " ge ")
+    text = text.replace("<", " lt ").replace(">", " gt ").replace(" and ", " and ").replace(" or ", " or ")
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def _ident(name: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return name if re.match(r"[A-Za-z_]", name) else f"k_{name}"
+
+
+# ---- one entry ------------------------------------------------------------------------------------
+
+def _stored_arrays(fn: ast.FunctionDef) -> set[str]:
+    views: dict[str, str] = {}
+    stored: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            v = node.value
+            if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "tiled_view" \
+                    and isinstance(v.func.value, ast.Name):
+                views[node.targets[0].id] = v.func.value.id
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            f = node.func
+            if isinstance(f.value, ast.Name) and f.value.id == "ct" and f.attr in ("store", "scatter") and node.args:
+                if isinstance(node.args[0], ast.Name):
+                    stored.add(node.args[0].id)
+            elif f.attr == "store" and isinstance(f.value, ast.Name) and f.value.id in views:
+                stored.add(views[f.value.id])
+    return stored
+
+
+def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folded: dict[str, Any],
+           module_consts: dict[str, Any], lines: list[str], file: str, entry_name: str, on_hole, targets: list[str],
+           helpers: set[int], concrete: str | None = None):
+    inst = group[0].instances[0]
+    stored = _stored_arrays(fn)
+    params: dict[str, Val] = {}
+    sig: list[tuple[str, str, HostParam]] = []
+    uses_e = False
+    int_consts = [p.name for p in info.params if p.kind == "constant" and not isinstance(folded.get(p.name), (bool, float))
+                  and all(isinstance(v.constants.get(p.name), int) and not isinstance(v.constants.get(p.name), bool)
+                          for v in group)]
+    non_int = {p.name: group[0].constants.get(p.name) for p in info.params
+               if p.kind == "constant" and p.name not in int_consts}
+    for p in info.params:
+        rname = rust_name(p.name)
+        if p.kind == "array":
+            fixed = p.dtype or (inst.param_dtypes.get(p.name) if inst.param_dtypes.get(p.name) != inst.dtype else None)
+            dtype = RUST_DTYPE.get(fixed, fixed) if fixed else (RUST_DTYPE.get(concrete, concrete) if concrete
+                                                                  else OP_DTYPE)
+            uses_e |= dtype == OP_DTYPE
+            ndim = p.ndim or 1
+            arr = Array(rname, ndim, dtype, mutable=p.name in stored)
+            params[p.name] = Val("array", rname, value=arr)
+            ref = "&mut " if arr.mutable else "&"
+            rt = f"{ref}Tensor<{dtype}, {{ [{', '.join(['-1'] * ndim)}] }}>"
+            sig.append((rname, rt, HostParam(name=rname, kind="tensor", rust_type=rt, ndim=ndim, output=arr.mutable,
+                                             dtype=fixed or concrete or "op")))
+        elif p.kind == "scalar":
+            sdt = p.dtype or inst.param_dtypes.get(p.name) or "int32"
+            rt = RUST_DTYPE.get(sdt, sdt)
+            params[p.name] = Val("scalar", rname, rt)
+            sig.append((rname, rt, HostParam(name=rname, kind="scalar", rust_type=rt, dtype=sdt)))
+    consts_env = {k: v for k, v in non_int.items() if v is not None}
+    strides = {}
+    for p, sig_ in zip(info.params, inst.signature):
+        if sig_.get("kind") == "array":
+            strides[rust_name(p.name)] = [c if c == 1 else None for c in (sig_.get("stride_constant") or [])]
+
+    def translator(hole_sink) -> BodyTranslator:
+        tr = BodyTranslator(source_lines=lines, file=file, params=params, folded=consts_env,
+                            generics=set(int_consts), module_consts=module_consts, on_hole=hole_sink)
+        tr.prologue.used_names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        tr.depth = 2
+        tr.folded_tests = {k: v for k, v in folded.items() if k.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp("))}
+        tr.stride_constants = strides
+        return tr
+
+    # Two passes: the first counts how often each binding is read (cuTile contracts a product read once, by an
+    # add/sub, into an fma); the second writes the entry knowing that.
+    first = translator(lambda e: None)
+    first.run(list(fn.body))
+    tr = translator(on_hole)
+    tr.known_uses, tr.known_fusable = first.uses, first.fusable
+    tr.run(list(fn.body))
+    used_generics = [c for c in int_consts if _uses_name(tr, c)]
+    generic_decl = ([f"E: ElementType"] if uses_e else []) + [f"const {c}: i32" for c in used_generics]
+    hints = _hints(info, targets)
+    keys = [hints] if hints else []
+    if tr.computed_index:
+        # cuTile Python never traps on a view access (out-of-range tiles are padded / clipped); without this the
+        # cutile JIT adds a bounds assert wherever it cannot prove a computed tile index in range
+        keys.append("unchecked_accesses = true")
+    attr = f"#[cutile::entry({', '.join(keys)})]"
+    unsafe = "unsafe " if tr.computed_index else ""
+    out = [f"{INDENT}// SAFETY: tile indices are computed as in the reference, which clips and pads, never traps."]\
+        if unsafe else []
+    out += [f"{INDENT}{attr}",
+           f"{INDENT}{unsafe}fn {entry_name}{'<' + ', '.join(generic_decl) + '>' if generic_decl else ''}("]
+    out += [f"{INDENT * 2}{n}: {t}," for n, t, _ in sig]
+    out.append(f"{INDENT}) {{")
+    out += [INDENT * 2 + line for line in tr.prologue.lines]
+    out += tr.lines
+    out.append(f"{INDENT}}}")
+    comment = _entry_comment(info, folded, used_generics)
+    helpers.update(tr.helpers)
+    return "\n".join(comment + out), used_generics, [h for _, _, h in sig], uses_e, tr
+
+
+def _uses_name(tr: BodyTranslator, name: str) -> bool:
+    pat = re.compile(rf"\b{re.escape(name)}\b")
+    return any(pat.search(line) for line in tr.lines + tr.prologue.lines)
+
+
+def _entry_comment(info: KernelInfo, folded: dict[str, Any], generics: list[str]) -> list[str]:
+    parts = []
+    tests = {_test_text(k) for k in folded if k.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp("))}
+    for key, value in folded.items():
+        if key.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp(")):
+            parts.append(f"`{_test_text(key)}` is {str(value).lower()}")
+        elif key in tests:
+            continue
+        else:
+            parts.append(f"{key} = {str(value).lower() if isinstance(value, bool) else value}")
+    text = f"{INDENT}// {info.name}"
+    if parts:
+        text += ", folded where " + ", ".join(parts)
+    return [text + "."]
+
+
+def _hints(info: KernelInfo, targets: list[str]) -> str:
+    per_target: dict[str, list[str]] = {}
+    for key, value in info.compiler_options.items():
+        hint = _HINT_KEYS.get(key)
+        if hint is None or value is None:
+            continue
+        if isinstance(value, dict):
+            for t, v in value.items():
+                if isinstance(v, int) and t in targets:
+                    per_target.setdefault(t, []).append(f"{hint} = {v}")
+        elif isinstance(value, int) and not isinstance(value, bool):
+            per_target.setdefault("default", []).append(f"{hint} = {value}")  # as the reference: every target
+    if not per_target:
+        return ""
+    inner = ", ".join(f"{t} = ({', '.join(h)},)" for t, h in per_target.items())
+    return f"optimization_hints = ({inner},)"
+
+
+# ---- spec and host contract -----------------------------------------------------------------------
+
+def _spec_variants(analysis: Analysis, info: KernelInfo, group: list[RefVariant], generics: list[str],
+                   uses_e: bool) -> list[Variant]:
+    renamed = {rust_name(p.name): p.name for p in info.params if rust_name(p.name) != p.name}
+    out = []
+    for rv in group:
+        for inst in rv.instances:
+            tensors, strides = tensor_specs(analysis, rv.kernel, inst, renamed)
+            gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + [str(rv.constants[g]) for g in generics]
+            name = "__".join([RUST_DTYPE.get(inst.dtype, inst.dtype)]
+                             + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}" for k, v in rv.constants.items()])
+            out.append(Variant(name=name[:64], generics=gen, strides=strides, tensors=tensors,
+                               reference=ReferenceKey(kernel=rv.kernel, constants=dict(rv.constants), dtype=inst.dtype,
+                                                      params=renamed)))
+    return out
+
+
+def _grid_text(launch, functions: dict[str, ast.FunctionDef]) -> str:
+    """The launch grid as source text; a grid variable is resolved to its last assignment before the launch."""
+    fn = functions.get(launch.function)
+    if fn is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", launch.grid):
+        return launch.grid
+    best = None
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and node.lineno < launch.line and any(
+                isinstance(t, ast.Name) and t.id == launch.grid for t in node.targets):
+            if best is None or node.lineno > best.lineno:
+                best = node
+    return ast.unparse(best.value) if best is not None else launch.grid
+
+
+def _host_entry(analysis: Analysis, info: KernelInfo, entry: str, group: list[RefVariant], generics: list[str],
+                params: list[HostParam], uses_e: bool, folded: dict[str, Any], functions=None) -> HostEntry:
+    launches = [la for la in analysis.launches if la.kernel == info.name]
+    variants = []
+    for rv in group:
+        for inst in rv.instances:
+            gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + [str(rv.constants[g]) for g in generics]
+            name = "__".join([RUST_DTYPE.get(inst.dtype, inst.dtype)]
+                             + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}" for k, v in rv.constants.items()])
+            variants.append(HostVariant(name=name[:64], dtype=inst.dtype, generics=gen, constants=dict(rv.constants)))
+    return HostEntry(
+        name=entry, kernel=info.name, generics=(["E"] if uses_e else []) + generics, params=params,
+        folded={(_test_text(k) if k.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp(")) else k):
+                str(v).lower() for k, v in folded.items()},
+        grid=sorted({_grid_text(la, functions or {}) for la in launches}),
+        launches=[f"{la.function}:{la.line}" for la in launches],
+        variants=variants)
+
+
+def _strides_helper(rank: int) -> str:
+    """cutile 0.5.0 has no strides accessor: read the `strides` field of a tensor's metadata the way cutile declares
+    its own accessors (the compiler_op form tileport's policy allows)."""
+    i = INDENT
+    return (f"{i}// A tensor's strides (cutile 0.5.0 exposes base and shape, not strides).\n"
+            f"{i}#[allow(unused_variables)]\n"
+            f"{i}#[cuda_tile::compiler_op(name = \"return_type_meta_field\", type_meta_field = \"strides\")]\n"
+            f"{i}fn tensor_strides_{rank}<'s, E: ElementType, const S: [i32; {rank}], const C: [i32; {rank}]>(\n"
+            f"{i}{i}t: &Tensor<E, S>,\n{i}) -> Array<'s, C> {{\n{i}{i}unreachable!()\n{i}}}")

@@ -1,0 +1,145 @@
+"""Tables and small AST helpers the body translator shares: operator maps, argument binding, names."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from tileport.agents.draft.values import OP_DTYPE, Unsupported, Val, paren, tile_type
+
+INDENT = "    "
+CMP_FUNCS = {ast.Lt: "lt_tile", ast.LtE: "le_tile", ast.Gt: "gt_tile", ast.GtE: "ge_tile", ast.Eq: "eq_tile",
+        ast.NotEq: "ne_tile"}
+ARITH_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+BIT_OPS = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
+ROUNDING = {"RN": "NearestEven", "RZ": "Zero", "RM": "NegativeInf", "RP": "PositiveInf", "FULL": "Full",
+             "APPROX": "Approx"}
+PADDING = {"ZERO": "Zero", "NEG_ZERO": "NegZero", "NAN": "Nan", "POS_INF": "PosInf", "NEG_INF": "NegInf",
+            "UNDETERMINED": "None"}
+UNARY_MATH = {"exp": "exp", "log": "log", "log2": "log2", "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan",
+          "sinh": "sinh", "cosh": "cosh", "floor": "floor", "ceil": "ceil"}
+ELEM_BYTES = {"i8": 1, "u8": 1, "bool": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "f32": 4,
+               "i64": 8, "u64": 8, "f64": 8}
+FMA_FLOATS = {"f16", "bf16", "f32", "f64", OP_DTYPE}
+REDUCTIONS = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "prod": "reduce_prod"}
+
+
+RUST_KEYWORDS = {"as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if",
+                 "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self",
+                 "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async",
+                 "await", "dyn", "abstract", "become", "box", "do", "final", "macro", "override", "priv", "typeof",
+                 "unsized", "virtual", "yield", "try", "shape", "constant", "tile"}
+
+
+def rust_name(name: str) -> str:
+    """A Python identifier as a Rust one (keywords and names cutile's prelude uses get a trailing `_`)."""
+    return f"{name}_" if name in RUST_KEYWORDS else name
+
+
+def ct_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "ct":
+        return func.attr
+    return None
+
+
+def dotted(node: ast.expr) -> list[str] | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return parts[::-1]
+    return None
+
+
+def call_label(call: ast.Call) -> str:
+    d = dotted(call.func)
+    return f"{'.'.join(d)}(...)" if d else "a call"
+
+
+def bind_args(call: ast.Call, positional: list[str], optional: set[str]) -> dict[str, ast.expr]:
+    """Map a call's arguments onto names (positional first, then keywords); unknown keywords are holes."""
+    out: dict[str, ast.expr] = {}
+    for name, arg in zip(positional, call.args):
+        if isinstance(arg, ast.Starred):
+            raise Unsupported("*args in a call", call)
+        out[name] = arg
+    if len(call.args) > len(positional):
+        raise Unsupported(f"{call_label(call)} with {len(call.args)} positional arguments", call)
+    for kw in call.keywords:
+        if kw.arg is None:
+            raise Unsupported("**kwargs in a call", call)
+        if kw.arg not in positional and kw.arg not in optional:
+            raise Unsupported(f"{call_label(call)[:-5]}(..., {kw.arg}=)", call)
+        out[kw.arg] = kw.value
+    return out
+
+
+def names_assigned_in_loops(stmts: list[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.For, ast.While)):
+                for inner in node.body:
+                    for n in ast.walk(inner):
+                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                            names.add(n.id)
+    return names
+
+
+def broadcast_shapes(shapes: list[tuple[str, ...]], node: ast.AST) -> tuple[str, ...]:
+    rank = max(len(s) for s in shapes)
+    out = []
+    for i in range(rank):
+        dims = {s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0} - {"1"}
+        if len(dims) > 1:
+            raise Unsupported("broadcasting tiles of incompatible shapes", node, " vs ".join(map(str, shapes)))
+        out.append(dims.pop() if dims else "1")
+    return tuple(out)
+
+
+def fold_binop(op: type, a: Any, b: Any, node: ast.AST) -> Any:
+    try:
+        return {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.Div: lambda: a / b,
+                ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b, ast.Pow: lambda: a ** b,
+                ast.BitAnd: lambda: a & b, ast.BitOr: lambda: a | b, ast.BitXor: lambda: a ^ b,
+                ast.LShift: lambda: a << b, ast.RShift: lambda: a >> b}[op]()
+    except (KeyError, ArithmeticError, TypeError):
+        raise Unsupported(f"folding {opname(op)} of constants", node) from None
+
+
+def fold_compare(op: ast.cmpop, a: Any, b: Any) -> bool:
+    return {ast.Lt: a < b, ast.LtE: a <= b, ast.Gt: a > b, ast.GtE: a >= b, ast.Eq: a == b,
+            ast.NotEq: a != b, ast.Is: a is b, ast.IsNot: a is not b}[type(op)]
+
+
+def opname(op: type) -> str:
+    return {ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>",
+            ast.MatMult: "@"}.get(op, op.__name__)
+
+
+def operand(expr: str) -> str:
+    """Parenthesise a sum inside a product etc.: keep it simple and always wrap compound operands."""
+    return paren(expr)
+
+
+EFFECTFUL = (".load(", "load_ptr_tko", "store", "token", "make_", "get_tensor", "num_tiles", "partition")
+
+
+def assigned_names(stmts: list[ast.stmt]) -> set[str]:
+    return {n.id for st in stmts for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def idents(text: str) -> set[str]:
+    return set(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", text))
+
+
+def range_end(expr: str) -> str:
+    return expr if paren(expr) == expr else f"({expr})"
+
+
+def describe(v: Val) -> str:
+    return tile_type(v.dtype, v.shape) if v.kind == "tile" else f"{v.kind} {v.dtype}"
+

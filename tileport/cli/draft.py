@@ -1,0 +1,75 @@
+"""`tileport draft OP.py`: a deterministic cutile-rs first draft of a cuTile Python op, with no model.
+
+Runs stage A first when the op has no current analysis (out/<op>/analysis.json whose source hash matches), then
+writes kernel.rs, spec.json and host_contract.json (default out/<op>/draft/) and prints every hole
+(`unsupported: ct.X at op.py:L:C`). Exit 0 when the draft is complete, 1 when it has holes, 2 for bad input.
+Check it with `tileport build-rust DIR --reference out/<op>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+from tileport.cli._common import config_from
+from tileport.errors import UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "draft", help="translate a cuTile Python op to a cutile-rs draft (kernel.rs + spec.json), no model",
+        description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("op", metavar="OP.py", help="the cuTile Python op module")
+    p.add_argument("--analysis", metavar="DIR", help="use this analysis (out/<op> or its analysis.json)")
+    p.add_argument("--kernel", metavar="NAME", help="draft only this kernel")
+    p.add_argument("--out", metavar="DIR", help="where to write the draft (default out/<op>/draft)")
+    p.set_defaults(func=run)
+
+
+def _current(analysis_json: Path, op: Path) -> bool:
+    try:
+        data = json.loads(analysis_json.read_text(encoding="utf-8"))
+        return data.get("source", {}).get("sha256") == hashlib.sha256(op.read_bytes()).hexdigest()
+    except (OSError, ValueError):
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    from tileport.agents.draft import draft_port
+    from tileport.validators.rust.reference import load_analysis
+
+    op = Path(args.op)
+    if not op.is_file():
+        raise UserError(f"{op}: no such file (give the cuTile Python op module, e.g. examples/softmax.py)")
+    if op.suffix != ".py":
+        raise UserError(f"{op}: not a Python file (give the cuTile Python op module, e.g. examples/softmax.py)")
+    if args.analysis:
+        analysis = load_analysis(args.analysis)
+    else:
+        default = Path("out") / op.stem
+        if _current(default / "analysis.json", op):
+            analysis = load_analysis(default)
+        else:
+            from tileport.validators.analysis.pipeline import analyze_op
+
+            config = config_from(args)
+            print(f"analysing {op} (no current analysis in {default}/) ...", flush=True)
+            analysis = analyze_op(str(op), out_dir=str(default), kernel=args.kernel, targets=list(config.targets),
+                                  config=config, run_tileiras=True, workers=None)
+    draft = draft_port(analysis, kernel=args.kernel)
+    out = Path(args.out) if args.out else Path(analysis.out_dir) / "draft"
+    paths = draft.write(out)
+    entries = ", ".join(f"{e.name} ({len(e.variants)} variant{'s' * (len(e.variants) != 1)})"
+                        for e in draft.spec.entries)
+    print(f"{analysis.op}: {len(draft.spec.entries)} entr{'ies' if len(draft.spec.entries) != 1 else 'y'}: {entries}")
+    for p in paths:
+        print(f"wrote {p}")
+    for hole in draft.holes:
+        print(str(hole))
+    if draft.holes:
+        print(f"{len(draft.holes)} hole(s): the draft needs a writer for them before it builds")
+        return 1
+    print(f"complete: check it with `tileport build-rust {out} --reference {analysis.out_dir}`")
+    return 0
