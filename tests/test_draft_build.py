@@ -19,7 +19,7 @@ from tileport.validators.rust.crate import crate_cache_root, write_crate
 from tileport.validators.rust.selfcheck import self_check
 from tileport.validators.tileir.diff import Severity
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 REPO = Path(__file__).resolve().parent.parent
 # op -> holes the draft leaves

@@ -8,10 +8,13 @@ import json
 import git
 import pytest
 
+
 from tests.test_pipeline import VECTOR_ADD, _gpu_gates, project, status, tileport  # noqa: F401  (fixture)
 from tileport.records import Stage, StageResult
 from tileport.store import Store
 from tileport.worktrees.conversion import commit_stage, open_conversion_worktree
+
+pytestmark = pytest.mark.heavy
 
 
 @pytest.mark.slow

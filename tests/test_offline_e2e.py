@@ -21,7 +21,10 @@ from pathlib import Path
 
 import pytest
 
+
 from tileport.exec import settings
+
+pytestmark = pytest.mark.heavy
 
 REPO = Path(__file__).resolve().parents[1]
 INET = re.compile(r"\b(connect|sendto|sendmsg|sendmmsg)\(.*sa_family=AF_INET6?\b")

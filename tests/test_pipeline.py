@@ -88,6 +88,7 @@ def assert_commits_match_store(project: Path, detail: dict) -> None:
 # --------------------------------------------------------------------------------------------- scripted, real cargo
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 @pytest.mark.skipif(_gpu_gates(), reason="a GPU and the gates are here: D is not BLOCKED(env)")
 def test_run_fixes_a_real_rustc_error_and_stops_blocked_at_d(project):
@@ -117,6 +118,7 @@ def test_run_fixes_a_real_rustc_error_and_stops_blocked_at_d(project):
     assert g.active_branch.name == "main" and not g.is_dirty(untracked_files=True)
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 @pytest.mark.skipif(_gpu_gates(), reason="a GPU and the gates are here: D is not BLOCKED(env)")
 def test_self_check_failure_goes_to_diagnose_and_back_to_the_writer(project):
@@ -133,6 +135,7 @@ def test_self_check_failure_goes_to_diagnose_and_back_to_the_writer(project):
     assert_commits_match_store(project, detail)
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_caps_reached_stops_the_conversion_naming_the_cap(project):
     """Item 7(c): two B attempts that never compile: FAILED, 'cap reached: B 2/2', exit 1; no third attempt."""

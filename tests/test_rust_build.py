@@ -132,6 +132,7 @@ def errors(result: RustBuildResult, source: str):
     return [d for d in result.diagnostics if d.is_error and d.source.value == source]
 
 
+@pytest.mark.heavy
 def test_tile_shape_mismatch_is_rustc_E0308_at_the_store(scratch):
     result, src = scratch(body(
         "let tx: Tile<f32, { [B] }> = x.load_like(z);",
@@ -145,6 +146,7 @@ def test_tile_shape_mismatch_is_rustc_E0308_at_the_store(scratch):
     assert "Tile_2<f32, B, 2>" in d.rendered and "Tile_1<f32, B>" in d.rendered
 
 
+@pytest.mark.heavy
 def test_wrong_dtype_is_rustc_E0308_naming_both_element_types(scratch):
     src = GOOD.replace("y: &Tensor<f32, { [-1] }>", "y: &Tensor<f16, { [-1] }>")
     result, src = scratch(src)
@@ -154,6 +156,7 @@ def test_wrong_dtype_is_rustc_E0308_naming_both_element_types(scratch):
     assert "f16" in d.rendered and "f32" in d.rendered
 
 
+@pytest.mark.heavy
 def test_missing_type_annotation_is_rustc_E0283(scratch):
     result, src = scratch(body("let total = reduce_sum(x.load_like(z), 0i32);",
                                "let tx = x.load_like(z);", "let ty = y.load_like(z);", "z.store(tx + ty);"))
@@ -163,6 +166,7 @@ def test_missing_type_annotation_is_rustc_E0283(scratch):
     assert any("explicit type" in n for n in d.notes)
 
 
+@pytest.mark.heavy
 def test_unsupported_call_is_a_located_cutile_jit_error(scratch):
     result, src = scratch(body("let block: i32 = program_id(0).pow(2u32);",
                                "let tx = x.load_like(z);", "let ty = y.load_like(z);", "z.store(tx + ty);"))
@@ -176,6 +180,7 @@ def test_unsupported_call_is_a_located_cutile_jit_error(scratch):
     assert [j.ok for j in result.jobs] == [False]
 
 
+@pytest.mark.heavy
 def test_non_power_of_two_tile_is_a_tileiras_error_for_that_variant(scratch):
     spec = json.loads(json.dumps(VA_SPEC))
     spec["entries"][0]["variants"].append({"name": "b1000", "generics": ["1000"], "strides": {"z": [1], "x": [1], "y": [1]}})
@@ -205,6 +210,7 @@ pub fn run() -> Result<(), String> {
 """
 
 
+@pytest.mark.heavy
 def test_host_side_aliasing_is_a_borrow_error_in_host_rs(scratch):
     spec = dict(VA_SPEC, host=True)
     result, _ = scratch(GOOD, spec, HOST_ALIAS)
@@ -214,6 +220,7 @@ def test_host_side_aliasing_is_a_borrow_error_in_host_rs(scratch):
     assert "moved value: `buf`" in d.message
 
 
+@pytest.mark.heavy
 def test_fixing_the_kernel_rebuilds_only_the_conversion_crate(scratch):
     result, _ = scratch(GOOD.replace("z.store(tx + ty);", "z.store(ty + tx);"))
     assert result.ok, [d.short() for d in result.diagnostics]

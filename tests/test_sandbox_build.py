@@ -20,7 +20,7 @@ from tileport.validators.rust.crate import crate_cache_root, write_crate
 from tileport.validators.rust.policy import check_crate
 from tileport.validators.rust.spec import DumpSpec
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 if shutil.which("cargo") is None:
     pytest.skip("cargo is not installed", allow_module_level=True)
