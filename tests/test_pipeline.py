@@ -188,6 +188,7 @@ def test_kill_9_at_any_point_then_resume_reaches_the_same_end_state(project, poi
     assert recovered == ([(stage, int(attempt))] if point.startswith("committed") else [])
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 @pytest.mark.skipif(_gpu_gates(), reason="a GPU and the gates are here: D is not BLOCKED(env)")
 def test_kill_9_after_a_scripted_b_commit_resumes_without_asking_the_model_again(project):

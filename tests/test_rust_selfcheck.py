@@ -197,4 +197,5 @@ def test_cli_reference_exit_codes_and_json(tmp_path, capsys):
 
     # bad input: no analysis there -> exit 2 before any build
     assert cli_main(["build-rust", str(PORTS / "softmax"), "--reference", str(tmp_path / "nowhere")]) == 2
-    assert "no such file; pass the reference analysis.json" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "nowhere" in err and "no such file" in err and "tileport analyze" in err
