@@ -66,6 +66,8 @@ class BodyTranslator(MemoryOps, CallOps):
         self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype
         self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
+        # output array -> its view stores: (tile shape, per index component the bid axis / "0" / None, in a loop)
+        self.out_stores: dict[str, list[tuple[tuple[str, ...], list, bool]]] = {}
 
     # ---- names -------------------------------------------------------------------------------
 
@@ -293,6 +295,8 @@ class BodyTranslator(MemoryOps, CallOps):
             self.mut_names.add(rname)
         extra = {"mut": bool(mut), "binding": key, "index_ok": bool(v.extra.get("index_ok")) and not mut,
                  "tile_count": bool(v.extra.get("tile_count")) and not mut}
+        if not mut and v.kind == "scalar" and v.extra.get("bid") is not None:
+            extra["bid"] = v.extra["bid"]  # a name bound to ct.bid(axis): a store index the launch grid can own
         if not mut and v.kind == "tile" and v.extra.get("mul"):
             extra["mul_named"] = True
         self.scopes[-1].names[name] = Val(v.kind, rname, v.dtype, v.shape, extra=extra, const_name=None)

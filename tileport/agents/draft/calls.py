@@ -160,7 +160,7 @@ class CallOps:
 
     def ct_bid(self, node: ast.Call, hint: str) -> Val:
         axis = self.const_int(bind_args(node, ["axis"], set())["axis"])
-        return Val("scalar", f"program_id({axis})", "i32", extra={"index_ok": True})
+        return Val("scalar", f"program_id({axis})", "i32", extra={"index_ok": True, "bid": axis})
 
     def ct_num_blocks(self, node: ast.Call, hint: str) -> Val:
         axis = self.const_int(bind_args(node, ["axis"], set())["axis"])

@@ -58,7 +58,13 @@ class MemoryOps:
                               f"{tile.shape} vs {view.shape}")
         if tile.dtype != view.array.dtype:
             raise Unsupported("a store that converts dtype implicitly", tile_node)
-        index = self.index_list(index_node, len(view.shape))
+        items = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
+        if len(items) != len(view.shape):
+            raise Unsupported("an index whose length differs from the array's rank", index_node)
+        vals = [self.expr(i, "") for i in items]
+        index = [self.index_scalar(v, i) for v, i in zip(vals, items)]
+        self.out_stores.setdefault(view.array.name, []).append(
+            (view.shape, [_block_axis(v) for v in vals], bool(self.loops)))
         self.emit(f"{view.var}.store({tile.expr}, [{', '.join(index)}]);")
 
     def index_list(self, node: ast.expr, rank: int) -> list[str]:
@@ -299,3 +305,10 @@ class MemoryOps:
         view = self.view_for(arr.value, shape, padding, order, mutable=False, node=node)
         index = self.index_list(args["index"], len(shape))
         return self.tile(arr.value.dtype, shape, f"{view.var}.load([{', '.join(index)}])", hint)
+
+
+def _block_axis(v: Val):
+    """A store index component: the grid axis of the ct.bid it is, "0" for a literal 0, else None."""
+    if v.kind == "py" and v.value == 0 and not isinstance(v.value, bool):
+        return "0"
+    return v.extra.get("bid") if v.kind == "scalar" else None

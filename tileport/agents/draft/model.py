@@ -36,7 +36,8 @@ class HostParam(BaseModel):
     rust_type: str  # as written in the entry signature
     dtype: str  # element / scalar dtype (cuTile Python name), "op" for the op dtype generic E
     ndim: int | None = None
-    output: bool = False  # written by the kernel (`&mut Tensor`): the host passes it whole, dynamic shape
+    output: bool = False  # written by the kernel (`&mut Tensor`): passed whole, or as a partition (below)
+    partition: list[str] | None = None  # an output's static tile shape: the host passes tensor.partition(shape)
 
 
 class HostVariant(BaseModel):

@@ -15,7 +15,7 @@ from typing import Any
 
 from tileport.agents.draft.body import INDENT, BodyTranslator, rust_name
 from tileport.agents.draft.model import Draft, Hole, HostContract, HostEntry, HostParam, HostVariant
-from tileport.agents.draft.values import OP_DTYPE, RUST_DTYPE, Array, Unsupported, Val
+from tileport.agents.draft.values import OP_DTYPE, RUST_DTYPE, Array, Unsupported, Val, shape_macro
 from tileport.errors import UserError
 from tileport.validators.analysis.schema import Analysis, KernelInfo, Variant as RefVariant
 from tileport.validators.rust.reference import tensor_specs
@@ -76,8 +76,11 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
     spec = DumpSpec(module=module, entries=spec_entries, targets=list(analysis.targets) or ["sm_90"])
     contract = HostContract(module=module, op=analysis.op, entries=host_entries,
                             assumptions=list(analysis.assumptions),
-                            notes=["output tensors are `&mut Tensor<_, {[-1, ...]}>` stored through partition_mut: "
-                                   "pass the whole tensor; the grid is the reference's, not derived from a partition"])
+                            notes=["an output with a static tile shape (`partition` in its parameter) is launched "
+                                   "as `tensor.partition(shape)`: cutile requires the launch grid to equal that "
+                                   "partition grid (ceil(dim / tile) per axis, 1 past the rank)",
+                                   "an output with dynamic tile dims (`{[-1, ...]}`) is stored through partition_mut "
+                                   "of the whole tensor; cutile 0.5 cannot launch it (the entry's comment says why)"])
     return Draft(op=analysis.op, kernel_rs=kernel_rs, spec=spec, host_contract=contract, holes=holes)
 
 
@@ -305,6 +308,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     tr = translator(on_hole)
     tr.known_uses, tr.known_fusable = first.uses, first.fusable
     tr.run(list(fn.body))
+    notes = _static_outputs(tr, sig, int_consts)
     used_generics = [c for c in int_consts if _uses_name(tr, c)]
     generic_decl = ([f"E: ElementType"] if uses_e else []) + [f"const {c}: i32" for c in used_generics]
     hints = _hints(info, targets)
@@ -324,9 +328,64 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     out += [INDENT * 2 + line for line in tr.prologue.lines]
     out += tr.lines
     out.append(f"{INDENT}}}")
-    comment = _entry_comment(info, folded, used_generics)
+    comment = _entry_comment(info, folded, used_generics) + [f"{INDENT}// {n}" for n in notes]
     helpers.update(tr.helpers)
     return "\n".join(comment + out), used_generics, [h for _, _, h in sig], uses_e, tr
+
+
+def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> list[str]:
+    """Give each output the kernel writes with one view store per block, at (bid(0), bid(1), ...) or 0, a static
+    tile shape: cutile launches a `&mut` output only as a partition of its declared tile shape, and checks that
+    the launch grid equals that partition grid. The store keeps its explicit index, through a view over the whole
+    tensor (`partition_full_mut`), so the Tile IR stays the reference's. Other outputs keep dynamic dims; the
+    returned notes say why (the gate cannot launch them as drafted)."""
+    notes = []
+    for k, (name, rust_t, host) in enumerate(sig):
+        if host.kind != "tensor" or not host.output:
+            continue
+        shape, why = _static_shape(tr, name, int_consts)
+        if shape is None:
+            notes.append(f"output `{name}` keeps dynamic tile dims, so `tileport gate` cannot launch this entry: {why}")
+            continue
+        dtype = rust_t.split("<", 1)[1].split(",", 1)[0]
+        new_t = f"&mut Tensor<{dtype}, {{ [{', '.join(shape)}] }}>"
+        sig[k] = (name, new_t, host.model_copy(update={"rust_type": new_t, "partition": list(shape)}))
+        macro = shape_macro(shape)
+        for lines in (tr.prologue.lines, tr.lines):
+            for i, line in enumerate(lines):
+                if line.endswith(f"= {name}.partition_mut({macro});"):
+                    lines[i] = line[: -len(f"{name}.partition_mut({macro});")] + \
+                        f"unsafe {{ {name}.partition_full_mut({macro}) }};"
+                    lines.insert(i, f"{line[: len(line) - len(line.lstrip())]}// SAFETY: one store per block at the block's own tile of `{name}`, "
+                                    "as in the reference.")
+                    break
+    return notes
+
+
+def _static_shape(tr: BodyTranslator, name: str, int_consts: list[str]) -> tuple[tuple[str, ...] | None, str]:
+    stores = tr.out_stores.get(name, [])
+    if not stores:
+        return None, "it is written by pointer stores (ct.scatter), not one tile per block"
+    if len(stores) > 1:
+        return None, f"it is stored at {len(stores)} places per block, not one tile per block"
+    shape, axes, in_loop = stores[0]
+    if in_loop:
+        return None, "it is stored inside a loop (several tiles per block), not one tile per block"
+    if any(not (re.fullmatch(r"[0-9]+", d) or d in int_consts) for d in shape):
+        return None, f"its tile shape ({', '.join(shape)}) is not made of literals and const generics"
+    want = [d if d < 3 else None for d in range(len(axes))]
+    if any(a != "0" and (a is None or a != w) for a, w in zip(axes, want)):
+        got = ", ".join("bid(%s)" % a if isinstance(a, int) else (a or "computed") for a in axes)
+        return None, (f"its store index is ({got}), not bid(d) (or 0) on each axis d, so the launch grid is not "
+                      "the output's partition grid")
+    pat = re.compile(rf"\b{re.escape(name)}\b")
+    macro = shape_macro(shape)
+    other = [line for line in tr.prologue.lines + tr.lines
+             if pat.search(line) and not line.endswith(f"= {name}.partition_mut({macro});")]
+    views = [line for line in tr.prologue.lines + tr.lines if line.endswith(f"= {name}.partition_mut({macro});")]
+    if other or len(views) != 1:
+        return None, "the kernel also reads its shape, strides or another view of it"
+    return shape, ""
 
 
 def _uses_name(tr: BodyTranslator, name: str) -> bool:
