@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from tileport.records import FailClass, Stage, StageResult, utcnow
+
 
 def gate(name: str) -> tuple[Callable[..., Any] | None, str | None]:
     """(the gate function, None) or (None, why it is missing)."""
@@ -25,3 +27,18 @@ def inputs(ctx) -> tuple[Any, Any]:
     from tileport.validators.rust.spec import load_spec
 
     return load_analysis(ctx.paths.reference), load_spec(ctx.paths.spec_json)
+
+
+def run_gate(ctx, stage: Stage, name: str, to_result: Callable[..., StageResult]) -> StageResult:
+    """Stages D and E alike: find the gate (BLOCKED(env) naming what is missing when absent), run it on the
+    conversion's crate under the GPU limit, and turn its report into the stage's result with `to_result`."""
+    started = utcnow()
+    fn, missing = gate(name)
+    if fn is None:
+        return StageResult(stage=stage, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
+                           started_at=started, finished_at=utcnow(), details={"env_missing": missing},
+                           summary=f"blocked: {missing}")
+    analysis, spec = inputs(ctx)
+    with ctx.limits.gpu:
+        report = fn(ctx.paths.crate, analysis, spec, ctx.config)
+    return to_result(report, attempt=ctx.attempt, started_at=started)

@@ -4,7 +4,7 @@ BLOCKED(env) when the GPU, the driver or the gates themselves are missing."""
 
 from __future__ import annotations
 
-from tileport.agents.stages._gates import gate, inputs
+from tileport.agents.stages._gates import run_gate
 from tileport.records import FailClass, Stage, StageResult, utcnow
 
 STAGE = Stage.HOST_CORRECTNESS
@@ -35,13 +35,5 @@ def result_from_report(report, *, attempt: int, started_at) -> StageResult:
 
 
 def run(ctx) -> StageResult:
-    started = utcnow()
-    fn, missing = gate("host_and_correctness")
-    if fn is None:
-        return StageResult(stage=STAGE, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
-                           started_at=started, finished_at=utcnow(), details={"env_missing": missing},
-                           summary=f"blocked: {missing}")
-    analysis, spec = inputs(ctx)
-    with ctx.limits.gpu:
-        report = fn(ctx.paths.crate, analysis, spec, ctx.config)
-    return result_from_report(report, attempt=ctx.attempt, started_at=started)
+    return run_gate(ctx, STAGE, "host_and_correctness",
+                    lambda report, **kw: result_from_report(report, **kw))

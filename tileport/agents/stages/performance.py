@@ -3,7 +3,7 @@ DONE when geomean(port / reference) <= [perf] geomean_max, else INVESTIGATE; BLO
 
 from __future__ import annotations
 
-from tileport.agents.stages._gates import gate, inputs
+from tileport.agents.stages._gates import run_gate
 from tileport.records import FailClass, Stage, StageResult, utcnow
 
 STAGE = Stage.PERFORMANCE
@@ -30,13 +30,5 @@ def result_from_report(report, *, attempt: int, started_at, geomean_max: float) 
 
 
 def run(ctx) -> StageResult:
-    started = utcnow()
-    fn, missing = gate("performance")
-    if fn is None:
-        return StageResult(stage=STAGE, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
-                           started_at=started, finished_at=utcnow(), details={"env_missing": missing},
-                           summary=f"blocked: {missing}")
-    analysis, spec = inputs(ctx)
-    with ctx.limits.gpu:
-        report = fn(ctx.paths.crate, analysis, spec, ctx.config)
-    return result_from_report(report, attempt=ctx.attempt, started_at=started, geomean_max=ctx.config.perf.geomean_max)
+    return run_gate(ctx, STAGE, "performance",
+                    lambda report, **kw: result_from_report(report, geomean_max=ctx.config.perf.geomean_max, **kw))
