@@ -1,6 +1,9 @@
 // Port of examples/rms_norm.py `rms_norm_kernel`. CHUNKS is an integer structural variant in the reference, so
 // each branch is its own entry: `rms_norm_single` (CHUNKS == 1: the row is loaded once and kept in registers)
-// and `rms_norm_chunked` (two passes over CHUNKS column tiles: sum of squares, then normalise).
+// and `rms_norm_chunked` (two passes over CHUNKS column tiles: sum of squares, then normalise). The chunked
+// entry's output is the block's whole row, a static [1, N] slab (cutile launches an output as a partition whose
+// shape is the declared one); it stores its CHUNKS tiles at [0, c], relative to the slab. N is the row length the
+// variant was built for: the launcher refuses any other.
 #[cutile::module]
 pub mod rms_norm {
     use cutile::core::*;
@@ -30,10 +33,10 @@ pub mod rms_norm {
     }
 
     #[cutile::entry()]
-    fn rms_norm_chunked<E: ElementType, const TILE_N: i32, const CHUNKS: i32>(
+    fn rms_norm_chunked<E: ElementType, const TILE_N: i32, const CHUNKS: i32, const N: i32>(
         x: &Tensor<E, { [-1, -1] }>,
         weight: &Tensor<E, { [-1] }>,
-        out: &mut Tensor<E, { [-1, -1] }>,
+        out: &mut Tensor<E, { [1, N] }>,
         eps: f32,
     ) {
         let row: i32 = program_id(0);
@@ -54,7 +57,7 @@ pub mod rms_norm {
             let t: Tile<f32, { [1, TILE_N] }> = convert_tile(rows.load([row, c]));
             let w: Tile<f32, { [TILE_N] }> = convert_tile(w_tiles.load([c]));
             let y: Tile<E, { [1, TILE_N] }> = convert_tile(t * inv_rms * w.reshape(shape![1, TILE_N]));
-            out_tiles.store(y, [row, c]);
+            out_tiles.store(y, [0i32, c]);
         }
     }
 }
