@@ -11,7 +11,10 @@ concrete types). How a cuTile Python launch maps onto a port entry is read from 
   value all variants fix (a tile size only the port has);
 * a reference constant no generic takes (softmax `FUSE_SCALE`, rms_norm `CHUNKS` for the single-pass entry) is
   structural: a launch selects this entry only with one of the values its variants declare;
-* port parameter names map to the reference's through `params` (vector_add `z` -> `out`), else by name.
+* port parameter names map to the reference's through `params` (vector_add `z` -> `out`), else by name;
+* an output slab dim only the port fixes (rms_norm / softmax chunked `&mut Tensor<E, {[1, N]}>`, N the row length
+  of the variant) must tile the output's extent exactly with the launch grid: the launcher refuses any other
+  extent before it launches, with one message naming the dim and what the entry was built for.
 
 Where none of these decides (an ambiguous constant, a pointer parameter) the binding carries `undecided` with
 the reason, and the launch of that entry fails as a host fault naming it: the place to ask a model.
@@ -111,6 +114,7 @@ def entry_bindings(sig: EntrySig, spec: DumpSpec, dtypes: list[str]) -> dict:
     else:
         concrete = sorted(elem_types - type_params)
         rust_dtypes = concrete[:1] or ["f32"]
+    slab_checks = _slab_checks(sig, binds, refs)
     kernel_faults = [f"output {p.name}: &mut Tensor with dynamic tile dims {p.dims}; cutile 0.5 launches an output "
                      "only as a partition whose shape equals the declared tile shape, so declare it static"
                      for p in sig.params if p.kind == "out" and any(d.strip() == "-1" for d in p.dims)]
@@ -123,11 +127,66 @@ def entry_bindings(sig: EntrySig, spec: DumpSpec, dtypes: list[str]) -> dict:
         "type_params": sorted(type_params),
         "reference_kernels": kernels, "structural": structural, "param_map": params_map,
         "symbols": {TORCH_DTYPES[d]: symbol(sig.name, d) for d in rust_dtypes},
-        "undecided": undecided, "kernel_faults": kernel_faults,
+        "undecided": undecided, "kernel_faults": kernel_faults, "slab_checks": slab_checks,
     }
 
 
-def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str]) -> str:
+def _slab_checks(sig: EntrySig, binds: list[dict], refs: list) -> list[dict]:
+    """Output slab dims the launcher must see tile their extent exactly.
+
+    cutile launches a `&mut Tensor<E, {[d0, d1, ...]}>` as a partition of the output into slabs of the declared
+    shape, one per block along the grid. A slab dim the reference launch chooses (a const generic bound to one of
+    its constants, or a literal equal to one) partitions the output as the reference's own tiles do, ragged last
+    tile included. A slab dim only the port fixes (a const generic with one value in every variant, or a literal no
+    reference constant has) was built for one extent: the launch is refused unless slabs x grid blocks equal the
+    tensor's extent in that dim, so a block never sees a slab that is cut short or a part of the row it never
+    writes."""
+    ref_values = {str(_const(v)) for r in refs for v in r.constants.values()}
+    by_name = {b["name"]: (j, b) for j, b in enumerate(binds)}
+    checks = []
+    ti = 0
+    for p in sig.params:
+        if p.kind == "scalar":
+            continue
+        if p.kind == "out":
+            for d, dim in enumerate(p.dims[:3]):
+                dim = dim.strip()
+                if dim in by_name and by_name[dim][1].get("from") == "fixed":
+                    checks.append({"param": p.name, "tensor": ti, "dim": d, "name": dim,
+                                   "generic": by_name[dim][0]})
+                elif dim.isdigit() and int(dim) > 1 and dim not in ref_values:
+                    checks.append({"param": p.name, "tensor": ti, "dim": d, "name": dim, "value": int(dim)})
+        ti += 1
+    return checks
+
+
+def _slab_check_rust(entry: str, c: dict) -> list[str]:
+    """Rust statements refusing a launch whose output extent the port's fixed slab dim does not tile exactly."""
+    if "generic" in c:
+        value = (f"gens.get({c['generic']}).and_then(|s| s.parse::<i64>().ok()).ok_or_else(|| Refused(1, "
+                 f"format!(\"{entry}: generic {c['name']} (slab dim {c['dim']} of output {c['param']}) missing or "
+                 f"not an integer in {{gens:?}}\")))?")
+        what = f"{c['name']} = {{v}}"
+    else:
+        value = f"{c['value']}i64"
+        what = f"{c['value']}"
+    d, t = c["dim"], c["tensor"]
+    return [
+        "        {",
+        f"            let v: i64 = {value};",
+        f"            let t = &ts[{t}];",
+        f"            let blocks = g[{d}] as i64;",
+        f"            if t.ndim > {d} && t.shape[{d}] != v * blocks {{",
+        f"                return Err(Refused(1, format!(\"{entry}: output {c['param']} has extent {{}} in dim {d}, but "
+        f"this entry was built for slabs of {what} there ({{blocks}} block(s) of the launch grid cover {{}}); "
+        f"refused before launch: add a spec variant whose {c['name']} fits this extent\", t.shape[{d}], "
+        f"v * blocks)));",
+        "            }",
+        "        }",
+    ]
+
+
+def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks: list[dict] = ()) -> str:
     tensors = [p for p in sig.params if p.kind != "scalar"]
     scalars = [p for p in sig.params if p.kind == "scalar"]
     body = [
@@ -147,10 +206,14 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str]) -> str:
         "                fits_i32(t.strides[d], &format!(\"tensor {i} stride[{d}]\"))?;",
         "            }",
         "        }",
-        "        let ctx = context(device)?;",
-        "        let stream = Stream::borrow_raw(stream as *mut c_void, &ctx);",
         "        let g = std::slice::from_raw_parts(grid as *const u32, 3);",
         "        let gens = generics_of(generics as *const c_char)?;",
+    ]
+    for c in slab_checks:
+        body += _slab_check_rust(sig.name, c)
+    body += [
+        "        let ctx = context(device)?;",
+        "        let stream = Stream::borrow_raw(stream as *mut c_void, &ctx);",
         f"        let ss = std::slice::from_raw_parts(scalars as *const TpScalar, {max(len(scalars), 1)});",
     ]
     args, ti, si = [], 0, 0
@@ -202,5 +265,5 @@ def render_ffi(kernel_source: str, spec: DumpSpec, dtypes: list[str]) -> FfiSour
     fns = []
     for sig, b in zip(sigs, entries):
         for torch_dtype, sym in b["symbols"].items():
-            fns.append(_entry_fn(sig, RUST_DTYPES[torch_dtype], set(b["type_params"])))
+            fns.append(_entry_fn(sig, RUST_DTYPES[torch_dtype], set(b["type_params"]), b["slab_checks"]))
     return FfiSource(rust=prelude + "\n" + "\n".join(fns), bindings=bindings)
