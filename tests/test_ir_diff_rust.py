@@ -71,8 +71,34 @@ def test_silu_and_mul_port_that_reads_the_wrong_columns_fails():
 
 
 @pytest.mark.parametrize("name", ["matmul_f16", "vector_add_f32", "softmax_f16", "rms_norm_chunked_f16",
-                                  "silu_and_mul_f16"])
+                                  "silu_and_mul_f16", "rms_norm_slab_f16", "softmax_chunked_scaled_f16"])
 def test_each_side_equals_itself(name):
     for side in ("ref", "rust"):
         p = RUST / f"{name}.{side}.tileir"
         assert diff_files(p, p).verdict == Verdict.PASS
+
+
+@pytest.mark.parametrize("name,per_slab", [("rms_norm_slab_f16", "4"), ("softmax_chunked_scaled_f16", "16")])
+def test_a_store_into_a_static_row_slab_pairs_with_the_reference_store_for_a_one_block_wide_grid(name, per_slab):
+    # ports/rms_norm and ports/softmax store their chunks into the block's [1, N] output slab at [0, j]; cutile
+    # offsets the slab by bid(y) * (N / TILE_N) tiles, the reference stores at [bid(x), j]: the same index exactly
+    # when the grid is one block wide in y, which the host stage confirms (a warning, not an error)
+    rep = diff(name)
+    assert rep.verdict == Verdict.PASS_WITH_NOTES, [(f.check, f.message) for f in rep.findings]
+    f = next(f for f in rep.findings if f.check == "memory.index_grid")
+    assert f.severity == Severity.WARNING
+    assert f.ref == "bid(x), for.index" and f.port == f"bid(x), addi(muli(bid(y), {per_slab}), for.index)"
+    assert "memory.index" not in rep.checks(Severity.ERROR)
+
+
+def test_a_slab_offset_on_a_block_id_the_reference_indexes_by_stays_an_error(tmp_path):
+    # the same port with its slab offset taken from bid(x) (the row the reference stores to) instead of bid(y):
+    # other columns for every row but the first, whatever the grid: an error, not a host warning
+    src = (RUST / "rms_norm_slab_f16.rust.tileir").read_text()
+    bad = src.replace("%7 = muli %blockId_y_65,", "%7 = muli %blockId_x_64,")
+    assert bad != src
+    (tmp_path / "bad.rust.tileir").write_text(bad)
+    rep = diff_files(RUST / "rms_norm_slab_f16.ref.tileir", tmp_path / "bad.rust.tileir")
+    assert rep.verdict == Verdict.FAIL_FIXABLE
+    f = next(f for f in rep.findings if f.check == "memory.index")
+    assert f.severity == Severity.ERROR and "muli(bid(x), 4)" in f.port

@@ -107,8 +107,13 @@ def _v2(db: sqlite_utils.Database) -> None:
     db["perf_rows"].create_index(["stage_run_id"])
 
 
+def _v3(db: sqlite_utils.Database) -> None:
+    """Stage E rows keep each side's CUPTI launch attributes (grid, block, registers, shared memory, occupancy)."""
+    db["perf_rows"].add_column("launch", str)
+
+
 # Migration i (0-based) takes the schema from version i to i+1. Append, never edit.
-MIGRATIONS = (_v1, _v2)
+MIGRATIONS = (_v1, _v2, _v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -428,12 +433,12 @@ class Store:
             self.db["perf_rows"].insert_all(
                 {"stage_run_id": stage_run_id, "config": r.config, "ref_ms": r.ref_ms, "port_ms": r.port_ms,
                  "ratio": r.ratio, "ref_samples": json.dumps(r.ref_samples), "port_samples": json.dumps(r.port_samples),
-                 "flags": json.dumps(r.flags)} for r in rows)
+                 "flags": json.dumps(r.flags), "launch": json.dumps(getattr(r, "launch", None) or {})} for r in rows)
 
     def perf_rows(self, stage_run_id: int) -> list[dict]:
         rows = self.db["perf_rows"].rows_where("stage_run_id = ?", [stage_run_id], order_by="id")
-        return [{**r, **{k: json.loads(r[k]) if r[k] else [] for k in ("ref_samples", "port_samples", "flags")}}
-                for r in rows]
+        return [{**r, **{k: json.loads(r[k]) if r[k] else [] for k in ("ref_samples", "port_samples", "flags")},
+                 "launch": json.loads(r["launch"]) if r.get("launch") else {}} for r in rows]
 
 def _damage_is_user_error(fn):
     """A damaged store (malformed page, dropped table) is one line naming the file, never a traceback."""

@@ -76,6 +76,7 @@ class PerfRow:
     hw: dict = field(default_factory=dict)
     tiny: bool = False
     failed: bool = False
+    launch: dict = field(default_factory=dict)  # side -> CUPTI launch attributes per kernel (runner.launch_attributes)
 
     def model_dump(self, mode: str = "json") -> dict:
         return asdict(self)
@@ -147,7 +148,8 @@ def perf_from_results(results: dict) -> PerfReport:
         rep.rows.append(PerfRow(config=r["config"], ref_ms=r.get("ref_ms"), port_ms=r.get("port_ms"),
                                 ratio=r.get("ratio"), ref_samples=r.get("ref_samples") or [],
                                 port_samples=r.get("port_samples") or [], flags=r.get("flags") or [],
-                                hw=r.get("hw") or {}, tiny=bool(r.get("tiny")), failed=bool(r.get("failed"))))
+                                hw=r.get("hw") or {}, tiny=bool(r.get("tiny")), failed=bool(r.get("failed")),
+                                launch=r.get("launch") or {}))
     return rep
 
 

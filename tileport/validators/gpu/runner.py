@@ -25,7 +25,10 @@ than a warm one), every timed output checked again against torch's reference for
 launches and the kernel names per call are asserted from the trace (anything else running is a failure).
 Medians, per-configuration ratio port/reference, every raw sample. Shapes whose median is under `tiny_us`
 are flagged and left out of the geomean. Each side's achieved bandwidth is given as % of a measured device
-copy, and FLOP/s (when the op module defines `flops(shape)`) as % of a measured cuBLAS GEMM.
+copy, and FLOP/s (when the op module defines `flops(shape)`) as % of a measured cuBLAS GEMM. Each row also keeps,
+per side, the launch attributes CUPTI recorded for every timed kernel (grid, block, registers per thread, shared
+memory, blocks/warps per SM, occupancy estimate), read from the chrome trace of that same profiled run after it
+ends (no extra launch), so a slow configuration can be explained by how it was launched.
 
 Results are written to results.json after every case, so a crash leaves what was measured.
 """
@@ -309,7 +312,9 @@ def _device_kernels(prof) -> list[tuple[float, float, str]]:
     return sorted(out)
 
 
-def _profile(fn, n: int):
+def _profile(fn, n: int, trace: bool = False):
+    """Device kernels of n calls of fn under torch.profiler; with trace=True also the exported chrome trace of
+    that same run (a dict: its kernel events carry CUPTI's launch attributes), or the export's error text."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -317,7 +322,78 @@ def _profile(fn, n: int):
         for i in range(n):
             fn(i)
         torch.cuda.synchronize()
-    return _device_kernels(prof)
+    events = _device_kernels(prof)
+    if not trace:
+        return events
+    try:  # after the run: exporting reads what CUPTI recorded, it launches nothing
+        with tempfile.TemporaryDirectory(prefix="tp-trace-") as d:
+            path = os.path.join(d, "trace.json")
+            prof.export_chrome_trace(path)
+            with open(path, encoding="utf-8") as f:
+                exported = json.load(f)
+    except Exception as exc:  # the timing stands without it
+        exported = f"chrome trace export failed: {type(exc).__name__}: {str(exc)[:200]}"
+    return events, exported
+
+
+# CUPTI kernel-record fields as kineto writes them into a chrome trace's kernel event "args" -> our names.
+# kineto reports "shared memory" as static + dynamic shared memory per block (one number); newer versions that
+# split them are read too.
+LAUNCH_ARGS = (("grid", "grid"), ("block", "block"), ("registers per thread", "registers_per_thread"),
+               ("shared memory", "shared_memory_bytes"), ("static shared memory", "static_shared_memory_bytes"),
+               ("dynamic shared memory", "dynamic_shared_memory_bytes"), ("blocks per SM", "blocks_per_sm"),
+               ("warps per SM", "warps_per_sm"), ("est. achieved occupancy %", "occupancy_pct"))
+
+
+def launch_attributes(trace: dict, kernel_names: list[str]) -> list[dict]:
+    """Per kernel name (in kernel_names' order) the launch attributes CUPTI recorded for it in a chrome trace
+    exported by torch.profiler: grid, block, registers per thread, shared memory, blocks/warps per SM, kineto's
+    occupancy estimate; `calls` counts its kernel events, and a field whose value changed between calls lists
+    every distinct value (`varies`)."""
+    per_name: dict[str, dict] = {}
+    for ev in (trace or {}).get("traceEvents") or []:
+        if not isinstance(ev, dict) or str(ev.get("cat", "")).lower() != "kernel" or ev.get("ph") not in ("X", None):
+            continue
+        name = next((k for k in kernel_names if k == ev.get("name")), None) or next(
+            (k for k in kernel_names if k and isinstance(ev.get("name"), str) and (k in ev["name"] or ev["name"] in k)),
+            None)
+        if name is None:
+            continue
+        args = ev.get("args") or {}
+        got = per_name.setdefault(name, {"kernel": name, "calls": 0})
+        got["calls"] += 1
+        for key, ours in LAUNCH_ARGS:
+            if key not in args:
+                continue
+            value = args[key]
+            if ours not in got:
+                got[ours] = value
+            elif got[ours] != value:
+                seen = got.setdefault("varies", {}).setdefault(ours, [got[ours]])
+                if value not in seen:
+                    seen.append(value)
+    return [per_name[n] for n in dict.fromkeys(kernel_names) if n in per_name]
+
+
+def launch_summary(attrs: list[dict]) -> str:
+    """One line per side for a table: grid, block, registers, shared memory, occupancy of each kernel."""
+    parts = []
+    for a in attrs:
+        bits = []
+        if "grid" in a:
+            bits.append("grid " + "x".join(str(x) for x in a["grid"]))
+        if "block" in a:
+            bits.append("block " + "x".join(str(x) for x in a["block"]))
+        if "registers_per_thread" in a:
+            bits.append(f"{a['registers_per_thread']} regs")
+        if "shared_memory_bytes" in a:
+            bits.append(f"smem {a['shared_memory_bytes']} B")
+        if "occupancy_pct" in a:
+            bits.append(f"occ {a['occupancy_pct']}%")
+        if a.get("varies"):
+            bits.append("varies: " + ",".join(sorted(a["varies"])))
+        parts.append(", ".join(bits) or "no attributes")
+    return " | ".join(parts) if parts else "-"
 
 
 FLUSH_NAME = "bitwise_not"
@@ -570,7 +646,12 @@ class Runner:
                     out, _ = self._call(side, sets[i], variant)
                 outs.append(out)
 
-            events = _profile(one, reps)
+            events, exported = _profile(one, reps, trace=True)
+            if isinstance(exported, dict):
+                row.setdefault("launch", {})[side] = launch_attributes(exported, expect[side])
+            else:
+                row.setdefault("launch", {})[side] = []
+                row.setdefault("launch_errors", {})[side] = exported
             segs = _segments(events)
             samples, problems = [], []
             names = expect[side]

@@ -97,9 +97,24 @@ def _is_zero(v: Val) -> bool:
     return v.splat is not None and v.splat[1] == "0"
 
 
-def _vanishes_on_one_block(v: Val, depth: int = 0) -> bool:
-    """v is 0 whenever the block ids it reads are 0: a block id, 0, a product with such a factor, a sum of such
-    terms (a slab's offset `bid(y) * tiles_per_slab` is one)."""
+def _block_axes(vals: list[Val], depth: int = 0) -> set[int]:
+    """The block-id axes (0 = x, 1 = y, 2 = z) the values read, through integer arithmetic."""
+    axes: set[int] = set()
+    for v in vals:
+        v = v.stripped
+        n = v.node
+        if n is None or depth > 8:
+            continue
+        if n.op.name == "get_tile_block_id":
+            axes.add(v.index)
+        else:
+            axes |= _block_axes(list(n.operands), depth + 1)
+    return axes
+
+
+def _vanishes_on_one_block(v: Val, free: set[int], depth: int = 0) -> bool:
+    """v is 0 whenever the block ids of the `free` axes are 0: such a block id, 0, a product with such a factor, a
+    sum of such terms (a slab's offset `bid(y) * tiles_per_slab` is one)."""
     v = v.stripped
     if v.splat is not None:
         return v.splat[1] == "0"
@@ -107,29 +122,29 @@ def _vanishes_on_one_block(v: Val, depth: int = 0) -> bool:
     if n is None or depth > 8:
         return False
     if n.op.name == "get_tile_block_id":
-        return True
+        return v.index in free
     if n.op.name == "muli":
-        return any(_vanishes_on_one_block(o, depth + 1) for o in n.operands)
+        return any(_vanishes_on_one_block(o, free, depth + 1) for o in n.operands)
     if n.op.name == "addi":
-        return all(_vanishes_on_one_block(o, depth + 1) for o in n.operands)
+        return all(_vanishes_on_one_block(o, free, depth + 1) for o in n.operands)
     return False
 
 
-def _equal_on_one_block(a: Val, b: Val, depth: int = 0) -> bool:
-    """a and b are the same index when every block id that only one side reads is 0 (the launch grid has extent 1
-    there): b == a, or b == a + t (either side) with t vanishing on that block."""
+def _equal_on_one_block(a: Val, b: Val, free: set[int], depth: int = 0) -> bool:
+    """a and b are the same index when the block ids of the `free` axes (those the reference's index never reads)
+    are 0, i.e. the launch grid has extent 1 there: b == a, or b == a + t (either side) with t vanishing then."""
     if a.hash == b.hash:
         return True
     if depth > 8:
         return False
-    if _vanishes_on_one_block(a) and _vanishes_on_one_block(b) and (_is_zero(a) or _is_zero(b)):
+    if (_is_zero(a) or _is_zero(b)) and _vanishes_on_one_block(a, free) and _vanishes_on_one_block(b, free):
         return True
     for x, y in ((a, b), (b, a)):
         n = y.stripped.node
         if n is not None and n.op.name == "addi" and len(n.operands) == 2:
             u, w = n.operands
-            if (_vanishes_on_one_block(u) and _equal_on_one_block(x, w, depth + 1)) or (
-                    _vanishes_on_one_block(w) and _equal_on_one_block(x, u, depth + 1)):
+            if (_vanishes_on_one_block(u, free) and _equal_on_one_block(x, w, free, depth + 1)) or (
+                    _vanishes_on_one_block(w, free) and _equal_on_one_block(x, u, free, depth + 1)):
                 return True
     return False
 
@@ -221,7 +236,8 @@ def _compare_mem(ctx: Ctx, rm: Mem, pm: Mem) -> None:
             pvals = p.operands[(1 if pm.dir == "load" else 2):]
             ri = ", ".join(render(v) for v in rvals)
             pi = ", ".join(render(v) for v in pvals)
-            grid = len(rvals) == len(pvals) and all(_equal_on_one_block(a, b) for a, b in zip(rvals, pvals))
+            free = {0, 1, 2} - _block_axes(list(rvals))
+            grid = len(rvals) == len(pvals) and all(_equal_on_one_block(a, b, free) for a, b in zip(rvals, pvals))
             if grid:
                 ctx.add("memory", "index_grid", Severity.WARNING,
                         f"{rm.what()} is indexed [{ri}] in the reference but [{pi}] in the port: the same only when "
