@@ -42,13 +42,17 @@ def test_every_port_entry_is_read_with_its_parameter_kinds():
     sigs = {e.name: e for op in ("matmul", "rms_norm", "silu_and_mul", "softmax", "vector_add")
             for e in parse_entries((PORTS / op / "kernel.rs").read_text())}
     assert set(sigs) == {"matmul", "rms_norm_single", "rms_norm_chunked", "silu_and_mul", "softmax_row",
-                         "softmax_row_scaled", "add"}
+                         "softmax_row_scaled", "softmax_chunked", "softmax_chunked_scaled", "add"}
     mm = sigs["matmul"]
     assert [(p.name, p.kind, p.dims) for p in mm.params] == [
         ("a", "in", ["-1", "-1"]), ("b", "in", ["-1", "-1"]), ("c", "out", ["TILE_M", "TILE_N"])]
     assert [(g.name, g.kind) for g in mm.generics] == [("E", "type"), ("TILE_M", "const"), ("TILE_N", "const"),
                                                        ("TILE_K", "const")]
     assert [(p.name, p.kind, p.elem) for p in sigs["rms_norm_single"].params][-1] == ("eps", "scalar", "f32")
+    # the chunked entries' output is the block's whole row: a static [1, N] slab
+    for name in ("rms_norm_chunked", "softmax_chunked", "softmax_chunked_scaled"):
+        out = next(p for p in sigs[name].params if p.kind == "out")
+        assert out.dims == ["1", "N"] and ("N", "const") in [(g.name, g.kind) for g in sigs[name].generics]
 
 
 def test_a_pointer_parameter_is_named_as_undecidable_not_guessed():
@@ -61,8 +65,10 @@ pub mod m { use cutile::core::*;
 
 def test_generics_bind_to_reference_constants_by_name_or_by_value():
     va = entry(bindings("vector_add"), "add")
-    assert va["generics"] == [{"name": "B", "kind": "const", "from": "constant", "constant": "TILE"}]
-    assert va["param_map"] == {"z": "out"} and va["symbols"] == {"float32": "tp_add__f32"}  # f32-only port
+    assert va["generics"] == [{"name": "E", "kind": "type", "from": "dtype"},
+                              {"name": "B", "kind": "const", "from": "constant", "constant": "TILE"}]
+    assert va["param_map"] == {"z": "out"}
+    assert va["symbols"] == {"float16": "tp_add__f16", "bfloat16": "tp_add__bf16", "float32": "tp_add__f32"}
     mm = entry(bindings("matmul"), "matmul")
     assert [g.get("constant") for g in mm["generics"][1:]] == ["TILE_M", "TILE_N", "TILE_K"]
     assert set(mm["symbols"]) == set(DTYPES)
@@ -79,7 +85,8 @@ def test_constants_no_generic_takes_are_structural_selectors():
 
 def test_ambiguous_constant_is_undecided_and_a_launch_of_it_is_a_host_fault():
     spec = load_spec(PORTS / "vector_add" / "spec.json").model_dump()
-    spec["entries"][0]["variants"][0]["reference"]["constants"] = {"TILE": 1024, "OTHER": 1024}
+    for v in spec["entries"][0]["variants"]:
+        v["reference"]["constants"] = {"TILE": 1024, "OTHER": 1024}
     b = render_ffi((PORTS / "vector_add" / "kernel.rs").read_text(), DumpSpec.model_validate(spec), DTYPES).bindings
     assert "TILE" in entry(b, "add")["undecided"][0] and "OTHER" in entry(b, "add")["undecided"][0]
     launcher = PortLauncher(SimpleNamespace(bindings=b))
@@ -91,23 +98,143 @@ def test_ambiguous_constant_is_undecided_and_a_launch_of_it_is_a_host_fault():
 def test_launches_select_the_entry_their_constants_and_dtype_declare():
     rn = PortLauncher(SimpleNamespace(bindings=bindings("rms_norm")))
     assert rn.select("rms_norm_kernel", {"TILE_N": 4096, "CHUNKS": 1}, "float16")["entry"] == "rms_norm_single"
-    with pytest.raises(PortError, match=r"rms_norm_chunked: output out: &mut Tensor with dynamic tile dims") as e:
-        rn.select("rms_norm_kernel", {"TILE_N": 2048, "CHUNKS": 4}, "bfloat16")  # unlaunchable on cutile 0.5
-    assert e.value.fail_class == "kernel"
+    chunked = rn.select("rms_norm_kernel", {"TILE_N": 2048, "CHUNKS": 4}, "bfloat16")
+    assert chunked["entry"] == "rms_norm_chunked" and not chunked["kernel_faults"]
     sm = PortLauncher(SimpleNamespace(bindings=bindings("softmax")))
     assert sm.select("softmax_row_kernel", {"TILE_N": 4096, "FUSE_SCALE": True}, "float32")["entry"] == "softmax_row_scaled"
-    with pytest.raises(PortError, match="no port entry for reference launch softmax_chunked_kernel"):
-        sm.select("softmax_chunked_kernel", {"TILE_N": 2048, "FUSE_SCALE": False}, "float16")
+    assert sm.select("softmax_chunked_kernel", {"TILE_N": 2048, "FUSE_SCALE": False}, "float16")["entry"] == "softmax_chunked"
+    assert sm.select("softmax_chunked_kernel", {"TILE_N": 2048, "FUSE_SCALE": True}, "bfloat16")["entry"] == \
+        "softmax_chunked_scaled"
     va = PortLauncher(SimpleNamespace(bindings=bindings("vector_add")))
-    with pytest.raises(PortError, match=r"add: no float16 instance \(has float32\)") as e:
-        va.select("vector_add_kernel", {"TILE": 1024}, "float16")
-    assert e.value.fail_class == "kernel"  # the kernel writer must make it generic
+    assert va.select("vector_add_kernel", {"TILE": 1024}, "float16")["symbols"]["float16"] == "tp_add__f16"
+
+
+def test_dynamic_output_tile_dims_are_a_kernel_fault_named_before_launch():
+    src = (PORTS / "rms_norm" / "kernel.rs").read_text().replace("out: &mut Tensor<E, { [1, N] }>",
+                                                                   "out: &mut Tensor<E, { [-1, -1] }>")
+    b = render_ffi(src, load_spec(PORTS / "rms_norm" / "spec.json"), DTYPES).bindings
+    with pytest.raises(PortError, match=r"rms_norm_chunked: output out: &mut Tensor with dynamic tile dims") as e:
+        PortLauncher(SimpleNamespace(bindings=b)).select("rms_norm_kernel", {"TILE_N": 2048, "CHUNKS": 4}, "float16")
+    assert e.value.fail_class == "kernel"  # unlaunchable on cutile 0.5
+
+
+def test_a_slab_dim_only_the_port_fixes_is_checked_against_the_extent_in_the_generated_launcher():
+    f = render_ffi((PORTS / "rms_norm" / "kernel.rs").read_text(), load_spec(PORTS / "rms_norm" / "spec.json"), DTYPES)
+    chunked = entry(f.bindings, "rms_norm_chunked")
+    # N (the row length the variant was built for) is fixed by the spec; TILE_N and CHUNKS come from the launch
+    assert [(g["name"], g["from"]) for g in chunked["generics"]] == [
+        ("E", "dtype"), ("TILE_N", "constant"), ("CHUNKS", "constant"), ("N", "fixed")]
+    assert entry(f.bindings, "rms_norm_chunked")["generics"][3]["value"] == "8192"
+    assert chunked["slab_checks"] == [{"param": "out", "tensor": 2, "dim": 1, "name": "N", "generic": 3}]
+    # the check runs before the context is taken, in every dtype's launcher
+    for dt in ("f16", "bf16", "f32"):
+        body = f.rust.split(f"fn tp_rms_norm_chunked__{dt}(")[1].split("#[no_mangle]")[0]
+        assert body.index("this entry was built for slabs of N") < body.index("context(device)")
+    # slab dims the reference's own constants give (TILE_N, vector_add's B = TILE) keep their ragged last tile
+    assert entry(f.bindings, "rms_norm_single")["slab_checks"] == []
+    assert entry(bindings("vector_add"), "add")["slab_checks"] == []
+    # a literal slab dim no reference constant has is checked the same way
+    src = (PORTS / "softmax" / "kernel.rs").read_text().replace(
+        "fn softmax_chunked<E: ElementType, const TILE_N: i32, const N: i32>(\n        x: &Tensor<E, { [-1, -1] }>,\n"
+        "        out: &mut Tensor<E, { [1, N] }>,",
+        "fn softmax_chunked<E: ElementType, const TILE_N: i32, const N: i32>(\n        x: &Tensor<E, { [-1, -1] }>,\n"
+        "        out: &mut Tensor<E, { [1, 32768] }>,")
+    b = render_ffi(src, load_spec(PORTS / "softmax" / "spec.json"), DTYPES).bindings
+    assert entry(b, "softmax_chunked")["slab_checks"] == [
+        {"param": "out", "tensor": 1, "dim": 1, "name": "32768", "value": 32768}]
 
 
 def test_driver_and_tileiras_faults_are_env_the_rest_keeps_its_class():
     assert classify_message("primary context of device 0: CUDA driver library unavailable: libcuda.so.1", "host") == "env"
     assert classify_message("tileiras exited 5: failed to compile Tile IR program", "kernel") == "env"
     assert classify_message("partition shape [1, 4096] does not match", "host") == "host"
+
+
+# ------------------------------------------------------------------------------------------- launch attributes
+
+# A recorded sample of what torch.profiler's export_chrome_trace writes (kineto's chrome-trace logger, the
+# kernel event's "args" as in libkineto's GpuActivity<CUpti_ActivityKernel>::metadataJson): two timed calls of a
+# port kernel between L2-flush kernels, plus a CPU op and a runtime call. Values as an H200 reports them.
+RECORDED_TRACE = {
+    "schemaVersion": 1,
+    "traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::bitwise_not_", "pid": 4242, "tid": 4242, "ts": 100.0,
+         "dur": 12.5, "args": {"External id": 3, "Record function id": 0, "Ev Idx": 2}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cuLaunchKernel", "pid": 4242, "tid": 4242, "ts": 130.1,
+         "dur": 4.2, "args": {"External id": 5, "cbid": 307, "correlation": 5133}},
+        {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, bitwise_not>",
+         "pid": 0, "tid": 7, "ts": 140.0, "dur": 180.3,
+         "args": {"queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 5120,
+                  "registers per thread": 28, "shared memory": 0, "blocks per SM": 1985.939453,
+                  "warps per SM": 15887.515625, "grid": [262144, 1, 1], "block": [256, 1, 1],
+                  "est. achieved occupancy %": 100}},
+        {"ph": "X", "cat": "kernel", "name": "softmax_row", "pid": 0, "tid": 7, "ts": 330.0, "dur": 22.4,
+         "args": {"queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 5133,
+                  "registers per thread": 64, "shared memory": 1024, "blocks per SM": 7.757576,
+                  "warps per SM": 31.030304, "grid": [1024, 1, 1], "block": [128, 1, 1],
+                  "est. achieved occupancy %": 50}},
+        {"ph": "X", "cat": "kernel", "name": "softmax_row", "pid": 0, "tid": 7, "ts": 560.0, "dur": 22.5,
+         "args": {"queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 5151,
+                  "registers per thread": 64, "shared memory": 1024, "blocks per SM": 7.757576,
+                  "warps per SM": 31.030304, "grid": [1024, 1, 1], "block": [128, 1, 1],
+                  "est. achieved occupancy %": 50}},
+        {"ph": "f", "id": 5133, "pid": 0, "tid": 7, "ts": 330.0, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+    ],
+}
+
+
+def test_launch_attributes_are_read_per_kernel_from_a_recorded_chrome_trace():
+    from tileport.validators.gpu.runner import launch_attributes, launch_summary
+
+    got = launch_attributes(RECORDED_TRACE, ["softmax_row"])
+    assert got == [{"kernel": "softmax_row", "calls": 2, "grid": [1024, 1, 1], "block": [128, 1, 1],
+                    "registers_per_thread": 64, "shared_memory_bytes": 1024, "blocks_per_sm": 7.757576,
+                    "warps_per_sm": 31.030304, "occupancy_pct": 50}]  # the flush kernel is not one of ours
+    assert launch_summary(got) == "grid 1024x1x1, block 128x1x1, 64 regs, smem 1024 B, occ 50%"
+    # a value that changes between the timed calls is kept, not hidden behind the first one
+    varied = json.loads(json.dumps(RECORDED_TRACE))
+    varied["traceEvents"][4]["args"]["registers per thread"] = 72
+    a = launch_attributes(varied, ["softmax_row"])[0]
+    assert a["varies"] == {"registers_per_thread": [64, 72]} and "varies: registers_per_thread" in launch_summary([a])
+    assert launch_attributes({"traceEvents": []}, ["softmax_row"]) == [] and launch_summary([]) == "-"
+
+
+def test_the_table_explains_slow_rows_by_their_launch_and_all_rows_with_launch_flag(tmp_path):
+    from tileport.validators.gpu.runner import launch_attributes
+
+    port = launch_attributes(RECORDED_TRACE, ["softmax_row"])
+    ref = [{**port[0], "kernel": "softmax_row_kernel", "registers_per_thread": 40, "occupancy_pct": 75}]
+    rows = [{"config": "float16 [m=1024,n=1000]", "ref_ms": 0.0181, "port_ms": 0.0224, "ratio": 1.2376,
+             "flags": [], "launch": {"ref": ref, "port": port}},
+            {"config": "float16 [m=4096,n=4096]", "ref_ms": 0.137, "port_ms": 0.1374, "ratio": 1.003, "flags": [],
+             "launch": {"ref": ref, "port": port}}]
+    res = tmp_path / "softmax.json"
+    res.write_text(json.dumps({"gate": {"op": "softmax"}, "cases": [], "perf": {"rows": rows}}))
+    table = REPO / "benchmarks" / "gpu_gate_table.py"
+    import subprocess
+    out = subprocess.run([sys.executable, str(table), str(res)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = [l for l in out.stdout.splitlines() if l.startswith("| softmax |") and "block" in l]
+    assert len(lines) == 2  # the 1.238 row, both sides; the 1.003 row is not explained unasked
+    assert "| ref | grid 1024x1x1, block 128x1x1, 40 regs, smem 1024 B, occ 75% |" in lines[0]
+    assert "| port | grid 1024x1x1, block 128x1x1, 64 regs, smem 1024 B, occ 50% |" in lines[1]
+    out = subprocess.run([sys.executable, str(table), str(res), "--launch"], capture_output=True, text=True, timeout=60)
+    assert len([l for l in out.stdout.splitlines() if l.startswith("| softmax |") and "block" in l]) == 4
+
+
+def test_perf_rows_keep_their_launch_attributes_in_the_store(tmp_path):
+    from tileport.records import Stage, StageResult
+    from tileport.store import Store
+    from tileport.validators.gpu.reports import perf_from_results
+
+    port = [{"kernel": "softmax_row", "calls": 50, "grid": [1024, 1, 1], "registers_per_thread": 64}]
+    perf = perf_from_results({"perf": {"rows": [{"config": "c", "ref_ms": 1.0, "port_ms": 1.2, "ratio": 1.2,
+                                                 "launch": {"port": port}}]}})
+    store = Store(tmp_path / "t.db")
+    cid = store.add_conversion("examples/softmax.py")
+    run = store.record_stage(cid, StageResult(stage=Stage.PERFORMANCE, verdict="DONE"))
+    store.add_perf_rows(run, perf.rows)
+    assert store.perf_rows(run)[0]["launch"] == {"port": port}
 
 
 # ------------------------------------------------------------------------------------------- reports
@@ -154,14 +281,42 @@ def test_pack_writes_a_self_contained_gate_whose_library_loads_without_a_gpu(va_
     lib = PortLibrary(so)  # ctypes load: nothing launches
     assert lib.abi == manifest["abi"] and lib.bindings == manifest["bindings"]
     t = {"ptr": 4096, "shape": [1 << 31], "strides": [1], "part": [1024]}
-    rc, msg = lib.call("tp_add__f32", stream=0, device=0, grid=(1, 1, 1), generics=["1024"], tensors=[t, t, t],
+    rc, msg = lib.call("tp_add__f32", stream=0, device=0, grid=(1, 1, 1), generics=["f32", "1024"], tensors=[t, t, t],
                        scalars=[])
     assert rc == 2 and "2147483648 does not fit in i32" in msg and "not truncated" in msg
     t["shape"] = [4096]
-    rc, msg = lib.call("tp_add__f32", stream=0, device=0, grid=(4, 1, 1), generics=["1024"], tensors=[t, t, t],
+    rc, msg = lib.call("tp_add__f32", stream=0, device=0, grid=(4, 1, 1), generics=["f32", "1024"], tensors=[t, t, t],
                        scalars=[])
     if rc != 0:  # no driver here: the launch stops at the context, as an environment fault
         assert rc == 1 and classify_message(msg, "host") == "env", msg
+
+
+@pytest.mark.slow
+def test_the_built_launcher_refuses_a_row_its_slab_was_not_built_for_without_a_gpu(tmp_path):
+    gate = tmp_path / "gate-rn"
+    r = run_cli("gate", "pack", "ports/rms_norm", "--op", "examples/rms_norm.py", "--out", str(gate), timeout=1500)
+    assert r.returncode == 0, r.stderr + r.stdout
+    so = tmp_path / "libport.so"
+    with lzma.open(gate / "lib" / "libport.so.xz") as f:
+        so.write_bytes(f.read())
+    from tileport.validators.gpu.runner import PortLibrary
+    lib = PortLibrary(so)
+
+    def call(n: int):
+        x = {"ptr": 4096, "shape": [16, n], "strides": [n, 1]}
+        w = {"ptr": 4096, "shape": [n], "strides": [1]}
+        out = {**x, "part": [1, 8192]}
+        return lib.call("tp_rms_norm_chunked__bf16", stream=0, device=0, grid=(16, 1, 1),
+                        generics=["bf16", "2048", str(-(-n // 2048)), "8192"], tensors=[x, w, out], scalars=[1e-6])
+
+    for n in (10000, 6000):  # more columns than the slab, and fewer: one line, nothing launched
+        rc, msg = call(n)
+        assert rc == 1 and msg.startswith(f"rms_norm_chunked: output out has extent {n} in dim 1, but this entry "
+                                          "was built for slabs of N = 8192"), msg
+        assert "add a spec variant" in msg and "\n" not in msg
+    rc, msg = call(8192)  # the row the variant was built for passes the check and reaches the device
+    if rc != 0:
+        assert "built for slabs" not in msg and classify_message(msg, "host") == "env", msg
 
 
 def _have_gpu() -> bool:
