@@ -41,8 +41,11 @@ def build(layout, **kw) -> RustBuildResult:
 
 # What a reader of each reference kernel expects to find in the port's Tile IR (tileirdisasm text).
 EXPECTED_IR = {
-    "vector_add": ["load_view_tko", "store_view_tko", "addf", "assume div_by<16>"],
-    "softmax": ["padding_value = neg_inf", "reduce", "exp", "ftof"],
+    # generic over the element type: one variant per dtype the op declares
+    "vector_add": ["load_view_tko", "store_view_tko", "addf", "assume div_by<16>", "tile<1024xf16>",
+                   "tile<1024xbf16>", "tile<1024xf32>"],
+    # the chunked entries walk the row in a loop and keep a running max (maxf) and sum
+    "softmax": ["padding_value = neg_inf", "reduce", "exp", "ftof", "for ", "maxf"],
     "matmul": ["mmaf", "tile<128x128xf32>", "tile<128x64xf16>", "for "],
     "silu_and_mul": ["exp", "divf", "ftof"],
     "rms_norm": ["rsqrt", "reduce", "for "],
@@ -96,7 +99,11 @@ def test_matmul_variants_are_distinct_specialisations(ports_built):
 
 # ---------------------------------------------------------------------------------------------- broken kernels
 
-GOOD = (PORTS / "vector_add" / "kernel.rs").read_text()
+# the vector_add port written for f32 only (the port itself is generic over its element type): the broken kernels
+# below are edits of this one
+GOOD = (PORTS / "vector_add" / "kernel.rs").read_text().replace(
+    "fn add<E: ElementType, const B: i32>", "fn add<const B: i32>").replace("Tensor<E, ", "Tensor<f32, ")
+assert "fn add<const B: i32>" in GOOD and "Tensor<E" not in GOOD
 VA_SPEC = {"module": "vector_add", "entries": [{"name": "add", "variants": [
     {"name": "b1024", "generics": ["1024"], "strides": {"z": [1], "x": [1], "y": [1]}}]}]}
 
