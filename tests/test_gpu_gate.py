@@ -421,3 +421,39 @@ def test_a_runner_that_dies_or_hangs_fails_that_conversion_only(va_gate, tmp_pat
         assert results["cases"][-1]["fail_class"] == "kernel"
         assert ("killed after" in results["crashed"]) == (name == "hang")
         assert json.loads((work / "results.json").read_text())["crashed"] == results["crashed"]
+
+
+# ------------------------------------------------------------------------------------------- cubin resources
+
+CUBINS = REPO / "tests" / "cubins"
+
+
+def test_cubin_resources_show_what_a_kernel_asks_of_an_sm():
+    # recorded samples: tileiras 13.4 -O3 sm_90 cubins of ports/silu_and_mul (f16, 16x256) and of its cuTile
+    # Python reference (tileport analyze examples/silu_and_mul.py), assembled on the CPU machine
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cubin_resources", REPO / "benchmarks" / "cubin_resources.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    [port] = mod.resources(CUBINS / "silu_and_mul_port_f16.sm_90.cubin")
+    [ref] = mod.resources(CUBINS / "silu_and_mul_ref_f16.sm_90.cubin")
+    assert port["kernel"] == "silu_and_mul_entry" and ref["kernel"].startswith("silu_and_mul_kernel_")
+    # the port's in-kernel bounds checks cost a 64-byte stack frame and 3 registers the reference does without
+    assert (port["registers"], port["frame_bytes"], ref["registers"], ref["frame_bytes"]) == (57, 64, 54, 0)
+    assert port["threads"] == ref["threads"] == [128, 1, 1]
+    assert port["static_smem_bytes"] == ref["static_smem_bytes"] == 9216
+    assert port["code_bytes"] > ref["code_bytes"]
+
+
+def test_cubin_resources_cli_prints_a_table_and_refuses_a_non_cubin_in_one_line(tmp_path):
+    import subprocess
+    script = REPO / "benchmarks" / "cubin_resources.py"
+    out = subprocess.run([sys.executable, str(script), *sorted(map(str, CUBINS.glob("*.cubin")))],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "| silu_and_mul_port_f16.sm_90.cubin | silu_and_mul_entry | 57 | 64 | 9216 | 128x1x1 |" in out.stdout
+    bad = tmp_path / "x.cubin"
+    bad.write_text("not an ELF file")
+    out = subprocess.run([sys.executable, str(script), str(bad)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "not a readable cubin" in out.stderr
+    assert "Traceback" not in out.stderr
