@@ -3,7 +3,10 @@
 // and `rms_norm_chunked` (two passes over CHUNKS column tiles: sum of squares, then normalise). The chunked
 // entry's output is the block's whole row, a static [1, N] slab (cutile launches an output as a partition whose
 // shape is the declared one); it stores its CHUNKS tiles at [0, c], relative to the slab. N is the row length the
-// variant was built for: the launcher refuses any other.
+// variant was built for: the launcher refuses any other. Its loads of x and of the weight are plain view loads
+// (load_view_tko), as the reference's are: `Partition::load` would add a bounds assertion per load that the
+// compiler cannot discharge for the constant CHUNKS against the run-time width (a 192-byte stack frame in the
+// cubin; the reference has none).
 #[cutile::module]
 pub mod rms_norm {
     use cutile::core::*;
@@ -45,7 +48,9 @@ pub mod rms_norm {
         let w_tiles: Partition<E, { [TILE_N] }> = weight.partition(shape![TILE_N]);
         let mut acc: Tile<f32, { [1, TILE_N] }> = constant(0.0f32, shape![1, TILE_N]);
         for c in 0i32..CHUNKS {
-            let t: Tile<f32, { [1, TILE_N] }> = convert_tile(rows.load([row, c]));
+            let t: Tile<E, { [1, TILE_N] }> =
+                load_view_tko(&rows, [row, c], ordering::Weak, scope::TileBlock, None, tma::Enabled);
+            let t: Tile<f32, { [1, TILE_N] }> = convert_tile(t);
             acc = acc + t * t;
         }
         let sum_sq: Tile<f32, { [1] }> = reduce_sum(acc, 1i32);
@@ -54,8 +59,12 @@ pub mod rms_norm {
         let inv_rms: Tile<f32, { [1, TILE_N] }> = inv_rms.reshape(shape![1, 1]).broadcast(shape![1, TILE_N]);
         let mut out_tiles: PartitionMut<E, { [1, TILE_N] }> = out.partition_mut(shape![1, TILE_N]);
         for c in 0i32..CHUNKS {
-            let t: Tile<f32, { [1, TILE_N] }> = convert_tile(rows.load([row, c]));
-            let w: Tile<f32, { [TILE_N] }> = convert_tile(w_tiles.load([c]));
+            let t: Tile<E, { [1, TILE_N] }> =
+                load_view_tko(&rows, [row, c], ordering::Weak, scope::TileBlock, None, tma::Enabled);
+            let t: Tile<f32, { [1, TILE_N] }> = convert_tile(t);
+            let w: Tile<E, { [TILE_N] }> =
+                load_view_tko(&w_tiles, [c], ordering::Weak, scope::TileBlock, None, tma::Enabled);
+            let w: Tile<f32, { [TILE_N] }> = convert_tile(w);
             let y: Tile<E, { [1, TILE_N] }> = convert_tile(t * inv_rms * w.reshape(shape![1, TILE_N]));
             out_tiles.store(y, [0i32, c]);
         }
