@@ -289,6 +289,9 @@ def pack(dest: str | os.PathLike, opts: PackOptions | None = None, log=print) ->
     if tc.cargo is None:
         raise UserError("cargo not found: packing vendors the cutile crates, install Rust >= 1.89 (https://rustup.rs)")
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-{os.getpid()}-", dir=dest.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp's 0700 would keep others from reading the bundle once renamed
     times: dict[str, float] = {}
     cached: dict[str, bool] = {}
     start = time.monotonic()
@@ -298,6 +301,8 @@ def pack(dest: str | os.PathLike, opts: PackOptions | None = None, log=print) ->
         t0 = time.monotonic()
         files, meta, hit = pack_cache.cached_part(name, inputs, staging, make, refresh=refresh, log=log)
         times[name], cached[name] = time.monotonic() - t0, hit
+        if hit:
+            log(f"  {name}: from the pack cache ({pack_cache.cache_root()})")
         return files, meta
 
     try:
