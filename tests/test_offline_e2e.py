@@ -42,12 +42,15 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 def isolation() -> tuple[list[str] | None, str]:
     """The command prefix for a network namespace with no network, or None and the kernel's reason.
 
-    Root: `unshare -n` (CAP_SYS_ADMIN). Others: `unshare -r -n` (a user namespace, where the kernel allows them)."""
-    prefix = ["unshare", "-n"] if os.geteuid() == 0 else ["unshare", "-r", "-n"]
-    probe = subprocess.run([*prefix, "true"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return None, f"the kernel refuses a network namespace ({' '.join(prefix)}: {probe.stderr.strip()[:200]})"
-    return prefix, ""
+    Root: `unshare -n` (needs CAP_SYS_ADMIN, which a container may drop), else `unshare -r -n` (a user namespace
+    first, where the kernel allows unprivileged ones: the only way for a non-root user)."""
+    tried = []
+    for prefix in ([["unshare", "-n"]] if os.geteuid() == 0 else []) + [["unshare", "-r", "-n"]]:
+        probe = subprocess.run([*prefix, "true"], capture_output=True, text=True)
+        if probe.returncode == 0:
+            return prefix, ""
+        tried.append(f"`{' '.join(prefix)}`: {probe.stderr.strip()[:160] or f'exit {probe.returncode}'}")
+    return None, "the kernel refuses a network namespace here (" + "; ".join(tried) + ")"
 
 
 def missing_tools() -> list[str]:
