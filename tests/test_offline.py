@@ -298,6 +298,12 @@ def test_the_pack_cache_serves_a_part_made_from_the_same_inputs_and_remakes_a_da
     assert not cache.cached_part("wheels", inputs, tmp_path / "b6", make, root=root, refresh=True)[2]
     assert len(made) == 4
     assert not list(root.glob(".*"))  # no staging or dropped entries left behind
+    # only the most recently used entries of a kind are kept: a third key evicts the least recently used one
+    assert cache.lookup("wheels", inputs, root) is not None  # used now
+    cache.cached_part("wheels", {**inputs, "python": "3.13"}, tmp_path / "b7", make, root=root)
+    assert len(list(root.glob("wheels-*"))) == cache.KEEP
+    assert cache.lookup("wheels", {**inputs, "python": "3.12"}, root) is None
+    assert cache.lookup("wheels", inputs, root) is not None
 
 
 def test_the_bundled_rust_is_the_packing_machines_toolchain_without_docs_or_tools():

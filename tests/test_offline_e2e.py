@@ -92,6 +92,17 @@ def test_pack_install_analyze_and_build_rust_with_no_network(tmp_path, e2e_cache
     assert any(f.startswith("gpu/tileiras-") for f in manifest["files"])
     assert manifest["rust"] and manifest["rust"]["archive"] in manifest["files"]
 
+    # A second pack from the same inputs is served by the pack cache, part for part, with the same bytes
+    # (a volatile cache key would make every CI run pack cold without anyone noticing).
+    again = subprocess.run([sys.executable, "-m", "tileport", "offline", "pack", str(tmp_path / "again"), "--json"],
+                           cwd=REPO, capture_output=True, text=True, timeout=1800)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert all(json.loads(again.stdout)["cached"].values()), again.stdout
+    second = json.loads((tmp_path / "again" / "manifest.json").read_text())["files"]
+    assert {k: v for k, v in second.items() if not k.startswith("src/")} == \
+        {k: v for k, v in manifest["files"].items() if not k.startswith("src/")}
+    shutil.rmtree(tmp_path / "again")
+
     homes = {name: tmp_path / name for name in ("empty-cargo-home", "empty-rustup-home")}
     for p in homes.values():
         p.mkdir()

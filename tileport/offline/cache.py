@@ -26,6 +26,7 @@ from typing import Callable
 from tileport.exec import settings
 
 ENTRY = "entry.json"
+KEEP = 2  # entries kept per kind (the most recently used): a new requirement set does not pile up copies of ~600 MB
 
 
 def cache_root() -> Path:
@@ -62,7 +63,13 @@ def lookup(kind: str, inputs: dict, root: Path | None = None) -> Path | None:
         entry = json.loads((d / ENTRY).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
-    return d if isinstance(entry, dict) and entry.get("key") == key and isinstance(entry.get("files"), dict) else None
+    if not (isinstance(entry, dict) and entry.get("key") == key and isinstance(entry.get("files"), dict)):
+        return None
+    try:
+        os.utime(d / ENTRY)  # recently used: kept by prune
+    except OSError:
+        pass
+    return d
 
 
 def copy_out(entry: Path, dest: Path) -> tuple[list[str], dict]:
@@ -106,7 +113,22 @@ def store(kind: str, inputs: dict, src: Path, files: list[str], meta: dict | Non
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    prune(kind, root)
     return final
+
+
+def prune(kind: str, root: Path, keep: int = KEEP) -> None:
+    """Drop all but the `keep` most recently used complete entries of a kind."""
+    def used(d: Path) -> float:
+        try:
+            return (d / ENTRY).stat().st_mtime
+        except OSError:
+            return 0.0
+
+    entries = sorted((d for d in root.glob(f"{kind}-*") if d.is_dir() and (d / ENTRY).is_file()), key=used,
+                     reverse=True)
+    for d in entries[keep:]:
+        drop(d)
 
 
 def drop(entry: Path) -> None:
