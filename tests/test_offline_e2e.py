@@ -177,3 +177,4 @@ def test_pack_install_analyze_and_build_rust_with_no_network(tmp_path, e2e_cache
     assert again.returncode != 0, again.stdout[-2000:]
     diag = json.loads(again.stdout)["diagnostics"][0]
     assert "cutile" in diag["rendered"] and "checksum" in diag["rendered"], diag
+    shutil.rmtree(dest, ignore_errors=True)  # ~1 GB; kept only when the test fails (to look into); the target stays
