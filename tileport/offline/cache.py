@@ -170,6 +170,8 @@ def cached_part(kind: str, inputs: dict, dest: Path, make: Callable[[Path], tupl
                 _remove_copied(entry, dest)
                 drop(entry)
     files, meta = make(dest)
+    if not files:  # nothing made (no apt download, no GPU wheels): not worth keeping, and maybe a passing failure
+        return files, meta, False
     try:
         store(kind, inputs, dest, files, meta, root)
     except OSError as e:  # a full or read-only cache never fails a pack
