@@ -390,3 +390,14 @@ def test_a_build_in_an_install_missing_a_vendored_crate_names_it_without_running
     d = result.diagnostics[0]
     assert d.code == "TP-DEPS-MISSING" and "cutile-0.5.0" in d.message and "install.sh" in d.notes[0]
     assert isinstance(d, dg.Diagnostic)
+
+
+def test_pack_carries_no_rust_older_than_tileport_needs_and_says_why(tmp_path):
+    from tileport.offline import rust
+
+    fake = tmp_path / "rustc"  # a fake rustc (a script): what an old rustup toolchain prints
+    fake.write_text("#!/bin/sh\nif [ \"$1\" = --print ]; then echo /opt/old-rust; else\n"
+                    "printf 'rustc 1.80.0\\nhost: x86_64-unknown-linux-gnu\\nrelease: 1.80.0\\n'; fi\n")
+    fake.chmod(0o755)
+    tc, why = rust.find(fake)
+    assert tc is None and "1.80.0 is older than 1.89" in why

@@ -18,6 +18,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tileport.exec.doctor import MIN_RUST
 from tileport.exec.proc import run_command
 
 ARCHIVE_DIR = "rust"
@@ -47,6 +48,10 @@ def find(rustc: Path | None) -> tuple[RustToolchain | None, str]:
     host = re.search(r"^host: (\S+)", vv.stdout, re.M)
     if not version or not host:
         return None, f"{rustc} -vV printed no release/host"
+    numbers = tuple(int(x) for x in re.findall(r"\d+", version.group(1))[:2])
+    if numbers < MIN_RUST:
+        return None, f"this machine's Rust {version.group(1)} is older than {'.'.join(map(str, MIN_RUST))}; " \
+                     "update it (rustup update) or bring Rust >= 1.89 to the air-gapped machine"
     sysroot = Path(root.stdout.strip())
     need = [sysroot / "bin" / "cargo", sysroot / "bin" / "rustc", sysroot / "lib" / "rustlib" / host.group(1) / "lib"]
     missing = [str(p) for p in need if not p.exists()]
