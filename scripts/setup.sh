@@ -22,8 +22,13 @@ if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
   .venv/bin/python -m pip install -q -e ".[dev]"
   touch "$stamp"
 fi
+# Rust is not installed here: the Rust build stage needs one present (rustup on a connected machine; an offline
+# bundle carries the packing machine's, see tileport/offline/rust.py). cargo links with the system's C compiler.
 if ! command -v cargo >/dev/null && [[ ! -x $HOME/.cargo/bin/cargo ]]; then
   echo "setup.sh: note: no cargo found; the Rust build stage needs Rust >= 1.89 (https://rustup.rs)" >&2
+fi
+if ! command -v cc >/dev/null; then
+  echo "setup.sh: note: no C compiler (cc); cargo links with it: install gcc (apt-get install build-essential)" >&2
 fi
 # Model-written code is built and run only inside bubblewrap (tileport.exec.sandbox): install it when we can.
 if ! command -v bwrap >/dev/null; then

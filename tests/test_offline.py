@@ -224,3 +224,180 @@ def test_an_offline_install_builds_from_the_vendored_crates_inside_the_sandbox(t
     profile = rb.build_profile(SimpleNamespace(root=tmp_path / "crate"), resolve(), opts)
     assert (dest / ".offline" / "cargo").resolve() in profile.readable
     assert not profile.network
+
+
+# ------------------------------------------------------------------------------------- vendored crates, Rust, cache
+
+
+def _tar(path: Path, members: dict[str, bytes]) -> None:
+    import io
+    import tarfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def make_bundle_with_crates(root: Path, drop: str | None = None) -> Path:
+    """A bundle whose src/ holds the real pinned Cargo.lock and whose cargo/vendor.tar.gz holds a (contentless)
+    directory per locked crate, less `drop`: what verify reads to decide whether cargo would need the network."""
+    make_bundle(root)
+    _tar(root / offline.SRC_ARCHIVE, {offline.LOCK_IN_SRC: _lock().encode()})
+    _tar(root / offline.VENDOR_ARCHIVE, {f"vendor/{n}-{v}/.cargo-checksum.json": b'{"files":{},"package":""}'
+                                         for n, v in offline.locked_packages(_lock()) if f"{n}-{v}" != drop})
+    offline.write_manifest(root, {"tileport": {"version": "0.1.0"}, "python": {"version": "%d.%d" % sys.version_info[:2]}})
+    return root
+
+
+def test_a_bundle_whose_vendored_crates_miss_a_locked_crate_is_refused_naming_it(tmp_path, cli):
+    ok = make_bundle_with_crates(tmp_path / "ok")
+    r = cli("offline", "verify", str(ok))
+    assert r.returncode == 0, r.stderr
+    bad = make_bundle_with_crates(tmp_path / "bad", drop="cutile-macro-0.5.0")  # sha256s all match: a bad pack
+    r = cli("offline", "verify", str(bad))
+    assert r.returncode == 2
+    line = one_line(r.stderr)
+    assert "cargo/vendor.tar.gz" in line and "cutile-macro-0.5.0" in line and "pack the bundle again" in line
+    r = run_install(bad, str(tmp_path / "dest"))
+    assert r.returncode == 2 and "cutile-macro-0.5.0" in one_line(r.stderr)
+    assert not (tmp_path / "dest").exists()
+
+
+def test_the_pack_cache_serves_a_part_made_from_the_same_inputs_and_remakes_a_damaged_one(tmp_path):
+    from tileport.offline import cache
+
+    root, made, logged = tmp_path / "cache", [], []
+
+    def make(out: Path):
+        made.append(out)
+        (out / "wheels").mkdir(parents=True, exist_ok=True)
+        (out / "wheels" / "a-1.0-py3-none-any.whl").write_bytes(b"wheel bytes " * 1000)
+        return ["wheels/a-1.0-py3-none-any.whl"], {"count": 1}
+
+    inputs = {"requirements": ["a==1.0"], "python": "3.11"}
+    files, meta, hit = cache.cached_part("wheels", inputs, tmp_path / "b1", make, root=root)
+    assert (files, meta, hit, len(made)) == (["wheels/a-1.0-py3-none-any.whl"], {"count": 1}, False, 1)
+    files, meta, hit = cache.cached_part("wheels", inputs, tmp_path / "b2", make, root=root)
+    assert hit and meta == {"count": 1} and len(made) == 1
+    assert (tmp_path / "b2" / files[0]).read_bytes() == b"wheel bytes " * 1000
+    # another input is another key: made afresh
+    _, _, hit = cache.cached_part("wheels", {**inputs, "python": "3.12"}, tmp_path / "b3", make, root=root)
+    assert not hit and len(made) == 2
+    # a damaged cache file (same size) is caught while copying: the part is made again and the entry replaced
+    entry = cache.lookup("wheels", inputs, root)
+    cached_file = entry / "wheels" / "a-1.0-py3-none-any.whl"
+    cached_file.write_bytes(b"W" + cached_file.read_bytes()[1:])
+    files, _, hit = cache.cached_part("wheels", inputs, tmp_path / "b4", make, root=root, log=logged.append)
+    assert not hit and len(made) == 3 and "damaged" in logged[0]
+    assert (tmp_path / "b4" / files[0]).read_bytes() == b"wheel bytes " * 1000
+    assert cache.cached_part("wheels", inputs, tmp_path / "b5", make, root=root)[2]
+    # --refresh: made afresh even though the entry is good
+    assert not cache.cached_part("wheels", inputs, tmp_path / "b6", make, root=root, refresh=True)[2]
+    assert len(made) == 4
+    assert not list(root.glob(".*"))  # no staging or dropped entries left behind
+    # only the most recently used entries of a kind are kept: a third key evicts the least recently used one
+    assert cache.lookup("wheels", inputs, root) is not None  # used now
+    cache.cached_part("wheels", {**inputs, "python": "3.13"}, tmp_path / "b7", make, root=root)
+    assert len(list(root.glob("wheels-*"))) == cache.KEEP
+    assert cache.lookup("wheels", {**inputs, "python": "3.12"}, root) is None
+    assert cache.lookup("wheels", inputs, root) is not None
+
+
+def test_the_bundled_rust_is_the_packing_machines_toolchain_without_docs_or_tools():
+    from tileport.exec.toolchain import resolve
+    from tileport.offline import rust
+
+    assert rust.find(None)[0] is None and "no rustc" in rust.find(None)[1]
+    rustc = resolve().rustc
+    if rustc is None:
+        pytest.skip("no rustc on this machine")
+    tc, why = rust.find(rustc)
+    if tc is None:
+        pytest.skip(why)
+    version = subprocess.run([str(rustc), "-V"], capture_output=True, text=True).stdout
+    assert tc.version in version and tc.archive == f"rust/rust-{tc.version}-{tc.host}.tar.gz"
+    names = [p.relative_to(tc.sysroot).as_posix() for p in rust.members(tc)]
+    assert {"bin/cargo", "bin/rustc", f"lib/rustlib/{tc.host}"} <= set(names)
+    assert any(n.startswith("lib/librustc_driver-") for n in names)
+    assert not any(n.startswith(("share", "bin/rustdoc", "bin/cargo-clippy", "lib/rustlib/src")) for n in names)
+
+
+def _install_record(tmp_path: Path, monkeypatch, *, rust: bool, vendor_all: bool = True) -> Path:
+    b = make_bundle(tmp_path / "b")
+    m = json.loads((b / "manifest.json").read_text())
+    m["rust"] = {"version": "1.95.0", "host": "x86_64-unknown-linux-gnu"} if rust else None
+    (b / "manifest.json").write_text(json.dumps(m))
+    dest = tmp_path / "dest"
+    vendor = dest / ".offline" / "cargo" / "vendor"
+    vendor.mkdir(parents=True)
+    for name, version in offline.locked_packages(_lock()):
+        if vendor_all or name != "cutile":
+            (vendor / f"{name}-{version}").mkdir()
+            (vendor / f"{name}-{version}" / ".cargo-checksum.json").write_text("{}")
+    if rust:  # a fake toolchain (two scripts): only where tileport looks for cargo/rustc is under test here
+        bin_dir = dest / ".offline" / "rust" / "bin"
+        bin_dir.mkdir(parents=True)
+        for tool in ("cargo", "rustc"):
+            (bin_dir / tool).write_text("#!/bin/sh\necho fake\n")
+            (bin_dir / tool).chmod(0o755)
+    prefix = tmp_path / "venv"
+    prefix.mkdir()
+    offline.write_record(b, dest, prefix=prefix)
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    return dest
+
+
+def test_an_offline_install_builds_with_the_bundled_rust_and_its_own_cargo_home(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from tileport.exec.toolchain import resolve
+    from tileport.validators.rust import build as rb
+
+    monkeypatch.setenv("CARGO_HOME", str(tmp_path / "users-cargo-home"))
+    dest = _install_record(tmp_path, monkeypatch, rust=True)
+    rust_bin = dest.resolve() / ".offline" / "rust" / "bin"
+    tc = resolve()
+    assert (tc.cargo, tc.rustc) == (rust_bin / "cargo", rust_bin / "rustc")  # before ~/.cargo/bin and PATH
+    env = tc.cargo_env()
+    assert env["CARGO_HOME"] == str(dest.resolve() / ".offline" / "cargo")  # never the user's ~/.cargo
+    assert env["RUSTC"] == str(rust_bin / "rustc") and env["PATH"].split(os.pathsep)[0] == str(rust_bin)
+    profile = rb.build_profile(SimpleNamespace(root=tmp_path / "crate"), tc, rb.BuildOptions(target_dir=tmp_path / "t"))
+    assert (dest.resolve() / ".offline" / "rust") in profile.readable  # rustc's lib/ too, not only bin/
+    c = doctor.check_offline()
+    assert c.status == doctor.OK and "Rust 1.95.0 bundled" in c.detail
+
+    shutil.rmtree(dest / ".offline" / "rust")
+    c = doctor.check_offline()
+    assert c.status == doctor.MISSING and "bundled Rust is not installed" in c.detail and "install.sh" in c.fix
+
+
+def test_a_build_in_an_install_missing_a_vendored_crate_names_it_without_running_cargo(tmp_path, monkeypatch):
+    from tileport.exec.toolchain import resolve
+    from tileport.validators.rust import build as rb
+    from tileport.validators.rust import diagnostics as dg
+
+    _install_record(tmp_path, monkeypatch, rust=False, vendor_all=False)
+    crate = tmp_path / "crate"
+    crate.mkdir()
+    (crate / "Cargo.lock").write_text(_lock())
+    result = rb.RustBuildResult(crate=str(crate), ok=False, stage="cargo")
+    layout = type("Layout", (), {"root": crate})()
+    bins = rb.run_cargo_build(layout, resolve(), rb.BuildOptions(target_dir=tmp_path / "t"), result)
+    assert bins == {} and result.commands == []
+    d = result.diagnostics[0]
+    assert d.code == "TP-DEPS-MISSING" and "cutile-0.5.0" in d.message and "install.sh" in d.notes[0]
+    assert isinstance(d, dg.Diagnostic)
+
+
+def test_pack_carries_no_rust_older_than_tileport_needs_and_says_why(tmp_path):
+    from tileport.offline import rust
+
+    fake = tmp_path / "rustc"  # a fake rustc (a script): what an old rustup toolchain prints
+    fake.write_text("#!/bin/sh\nif [ \"$1\" = --print ]; then echo /opt/old-rust; else\n"
+                    "printf 'rustc 1.80.0\\nhost: x86_64-unknown-linux-gnu\\nrelease: 1.80.0\\n'; fi\n")
+    fake.chmod(0o755)
+    tc, why = rust.find(fake)
+    assert tc is None and "1.80.0 is older than 1.89" in why

@@ -240,14 +240,20 @@ def check_offline() -> Check:
     config, vendor = offline.cargo_config(), offline.vendor_dir()
     missing = offline.missing_vendored(lock, vendor) if vendor else ["(vendor dir)"]
     tp = record.get("tileport") or {}
+    rust, rust_dir = record.get("rust") or None, offline.rust_dir()
     facts = {"bundle": record.get("bundle"), "installed_at": record.get("installed_at"), "tileport": tp,
              "python": record.get("python"), "versions": versions, "cutile": record.get("cutile"),
              "gpu": record.get("gpu"), "cargo_config": str(config) if config else None,
+             "rust": rust, "rust_dir": str(rust_dir) if rust_dir else None,
              "missing_crates": missing, "drift": drift, "network_needed": bool(missing or config is None)}
     where = (f"bundle {record.get('bundle')} (tileport {tp.get('version', '?')} {str(tp.get('commit') or '?')[:10]}, "
              f"packed {record.get('created', '?')}, installed {record.get('installed_at', '?')}): cuda-tile "
              f"{versions.get('cuda-tile', '?')}, tileiras {versions.get('nvidia-cuda-tileiras', '?')}, cutile "
-             f"{(record.get('cutile') or {}).get('version', '?')}")
+             f"{(record.get('cutile') or {}).get('version', '?')}, "
+             + (f"Rust {rust.get('version', '?')} bundled" if rust else "Rust not bundled (bring Rust >= 1.89)"))
+    if rust and rust_dir is None:
+        return Check("offline", MISSING, f"{where}; the bundled Rust is not installed (no {record.get('dest')}"
+                     "/.offline/rust/bin/cargo)", "run the bundle's install.sh again (it extracts rust/)", facts)
     if config is None or missing:
         return Check("offline", MISSING, f"{where}; cargo would need the network: "
                      + (f"{len(missing)} locked crate(s) not vendored ({', '.join(missing[:3])})" if missing

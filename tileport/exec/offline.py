@@ -9,11 +9,13 @@ A bundle (made by `tileport offline pack DIR`, see tileport.offline.pack) is one
     src/tileport-src.tar.gz   the tileport tree (ports/, examples/, scripts/, the package)
     cargo/vendor.tar.gz       `cargo vendor` of tileport's pinned Cargo.lock (cutile =0.5.0 and every dependency)
     gpu/tileiras-<release>.tar.gz  bin/tileiras, bin/ptxas, lib/libnvvm.so.4 for a GPU host without them
+    rust/rust-<version>-<host>.tar.gz  cargo, rustc and the host's std (optional: `pack --no-rust`)
     system/*.deb        bubblewrap, when the packing machine could fetch it (optional)
 
 The install writes `tileport-offline.json` into the venv (sys.prefix): the bundle's versions, where the vendored
-crates and the cargo config with the source replacement are. tileport's Rust builds pass that config to cargo
-(`--config FILE`), so the cutile crates come from the vendored sources and cargo never needs the network.
+crates, the cargo config with the source replacement and the bundled Rust toolchain are. tileport's Rust builds
+run that toolchain with CARGO_HOME = DEST/.offline/cargo and pass the config to cargo (`--config FILE`), so the
+cutile crates come from the vendored sources and cargo never needs the network (nor reads ~/.cargo).
 
 Standard library only: this file runs as `python3 verify.py` on a machine where nothing is installed yet.
 """
@@ -36,7 +38,10 @@ FORMAT = "tileport-offline-bundle/1"
 MANIFEST = "manifest.json"
 RECORD = "tileport-offline.json"  # in the venv (sys.prefix) of an offline install
 # Files a bundle holds besides the manifest, which it does not list (install.sh and verify.py are listed too).
-LISTED_DIRS = ("wheels", "src", "cargo", "gpu", "system")
+LISTED_DIRS = ("wheels", "src", "cargo", "gpu", "system", "rust")
+SRC_ARCHIVE = "src/tileport-src.tar.gz"
+VENDOR_ARCHIVE = "cargo/vendor.tar.gz"
+LOCK_IN_SRC = "tileport/tileport/validators/rust/crate_template/cargo-lock.toml"
 MAX_MANIFEST_BYTES = 16 << 20
 
 
@@ -140,7 +145,34 @@ def verify(bundle: str | os.PathLike) -> dict:
     for rel in list_files(root):
         if rel not in listed and rel.split("/", 1)[0] in LISTED_DIRS:
             raise BundleError(f"{rel}: not listed in {MANIFEST}; remove it (only the packed files are installed)")
+    if VENDOR_ARCHIVE in listed:
+        check_vendor_archive(root)
     return manifest
+
+
+def check_vendor_archive(root: Path) -> None:
+    """Every crate the shipped Cargo.lock names is in cargo/vendor.tar.gz (a bundle packed from a lock its vendor
+    run did not cover would send cargo to the network)."""
+    import tarfile
+
+    try:
+        with tarfile.open(root / SRC_ARCHIVE) as tar:
+            member = tar.extractfile(LOCK_IN_SRC)
+            lock = member.read().decode("utf-8") if member else None
+    except (tarfile.TarError, KeyError, OSError, EOFError, UnicodeDecodeError):
+        lock = None
+    if lock is None:
+        raise BundleError(f"{SRC_ARCHIVE}: holds no readable {LOCK_IN_SRC.split('/', 1)[1]}; pack the bundle again")
+    try:
+        with tarfile.open(root / VENDOR_ARCHIVE) as tar:
+            names = set(tar.getnames())
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise BundleError(f"{VENDOR_ARCHIVE}: not a readable tar.gz ({e}); pack the bundle again") from None
+    missing = [f"{n}-{v}" for n, v in locked_packages(lock) if f"vendor/{n}-{v}/.cargo-checksum.json" not in names]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise BundleError(f"{VENDOR_ARCHIVE}: lacks the locked crate {missing[0]}{more}; cargo would need the "
+                          "network: pack the bundle again")
 
 
 # ------------------------------------------------------------------------------------------- the install record
@@ -155,6 +187,13 @@ def write_record(bundle: str | os.PathLike, dest: str | os.PathLike, prefix: str
     manifest = read_manifest(bundle)
     dest = Path(dest).resolve()
     cargo = dest / ".offline" / "cargo"
+    rust = dest / ".offline" / "rust"
+    lock = dest / LOCK_IN_SRC.split("/", 1)[1]
+    if (cargo / "vendor").is_dir() and lock.is_file():
+        missing = missing_vendored(lock.read_text(encoding="utf-8"), cargo / "vendor")
+        if missing:
+            raise BundleError(f"{cargo / 'vendor'}: the locked crate {missing[0]} is missing after extracting "
+                              f"{VENDOR_ARCHIVE}; pack the bundle again")
     record = {
         "format": FORMAT,
         "bundle": str(Path(bundle).resolve()),
@@ -162,6 +201,8 @@ def write_record(bundle: str | os.PathLike, dest: str | os.PathLike, prefix: str
         "dest": str(dest),
         "cargo_config": str(cargo / "config.toml"),
         "vendor_dir": str(cargo / "vendor"),
+        "cargo_home": str(cargo),
+        "rust_dir": str(rust) if (rust / "bin" / "cargo").is_file() else None,
         "gpu_dir": str(Path(bundle).resolve() / "gpu"),
         "files": len(manifest["files"]),
         **{k: v for k, v in manifest.items() if k not in ("files", "format")},
@@ -195,6 +236,20 @@ def cargo_config() -> Path | None:
         return None
     path = Path(record["cargo_config"])
     return path if path.is_file() else None
+
+
+def cargo_home() -> Path | None:
+    """CARGO_HOME for builds of an offline install: DEST/.offline/cargo (nothing from ~/.cargo is read)."""
+    record = installed()
+    path = Path(record["cargo_home"]) if record and record.get("cargo_home") else None
+    return path if path is not None and path.is_dir() else None
+
+
+def rust_dir() -> Path | None:
+    """The bundle's Rust toolchain (bin/cargo, bin/rustc), when the install extracted one."""
+    record = installed()
+    path = Path(record["rust_dir"]) if record and record.get("rust_dir") else None
+    return path if path is not None and (path / "bin" / "cargo").is_file() else None
 
 
 def vendor_dir() -> Path | None:

@@ -18,6 +18,7 @@ VLLM_VENV = "TILEPORT_VLLM_VENV"  # the CPU-fallback vllm venv
 MODEL_CACHE = "TILEPORT_MODEL_CACHE"  # downloaded / converted models
 VLLM_PYTHON = "TILEPORT_VLLM_PYTHON"  # python of a venv with vllm
 REQUIRE_VLLM = "TILEPORT_REQUIRE_VLLM"  # tests: fail instead of skip when the real server is missing
+OFFLINE_CACHE = "TILEPORT_OFFLINE_CACHE"  # `offline pack`'s cache of wheels, vendored crates, GPU files, Rust
 FAULT_KILL = "TILEPORT_FAULT_KILL"  # tests: `POINT:STAGE:ATTEMPT` -> the runner SIGKILLs itself there (a real kill -9)
 
 
@@ -38,6 +39,10 @@ def cache_dir() -> Path:
 
 def cargo_target_dir() -> Path:
     return _env_path(CARGO_TARGET) or shared_cache_root() / "cargo-target"
+
+
+def offline_cache_dir() -> Path:
+    return _env_path(OFFLINE_CACHE) or shared_cache_root() / "offline"
 
 
 def vllm_venv() -> Path:

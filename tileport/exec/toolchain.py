@@ -2,7 +2,8 @@
 
 Order for each tool: explicit path from `tileport.toml` [toolchain], then the environment
 (`CUTILE_TILEIRAS_PATH`, `CUDA_TOOLKIT_PATH`, `LIBCLANG_PATH`), then the pip-installed
-`nvidia/cu13` tree beside this interpreter, then `PATH`.
+`nvidia/cu13` tree beside this interpreter, then `PATH`. cargo and rustc: the Rust toolchain of the offline
+bundle this tileport was installed from (tileport.exec.offline), then `$CARGO_HOME/bin`, then `PATH`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from tileport.exec import offline
 
 if TYPE_CHECKING:
     from tileport.config import Config
@@ -50,8 +53,17 @@ class Toolchain:
     rustc: Path | None
 
     def cargo_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        """Environment for building the cutile crates: headers, libclang and tileiras wired in."""
+        """Environment for building the cutile crates: headers, libclang and tileiras wired in; in an offline
+        install also the bundle's Rust (RUSTC, PATH) and CARGO_HOME = DEST/.offline/cargo (never ~/.cargo)."""
         env = dict(os.environ if base is None else base)
+        rust = offline.rust_dir()
+        if rust is not None and self.cargo is not None and Path(self.cargo).parent == rust / "bin":
+            env["RUSTC"] = str(rust / "bin" / "rustc")
+            env["PATH"] = os.pathsep.join([str(rust / "bin"), *filter(None, [env.get("PATH")])])
+            env.pop("RUSTUP_TOOLCHAIN", None)
+        home = offline.cargo_home()
+        if home is not None:
+            env["CARGO_HOME"] = str(home)
         if self.cuda_toolkit:
             env["CUDA_TOOLKIT_PATH"] = str(self.cuda_toolkit)
         if self.libclang_dir:
@@ -117,14 +129,16 @@ def resolve(
         ti.parent / "tileirdisasm" if ti and (ti.parent / "tileirdisasm").is_file() else _which("tileirdisasm", *bin_dirs)
     )
     clang = _path_or_none(libclang_dir) or _path_or_none(os.environ.get("LIBCLANG_PATH")) or pip_libclang_dir()
+    bundled = offline.rust_dir()
     cargo_home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo")) / "bin"
+    rust_dirs = [bundled / "bin" if bundled else None, cargo_home]
     return Toolchain(
         tileiras=ti,
         tileirdisasm=dis,
         cuda_toolkit=cuda,
         libclang_dir=clang,
-        cargo=_which("cargo", cargo_home),
-        rustc=_which("rustc", cargo_home),
+        cargo=_which("cargo", *rust_dirs),
+        rustc=_which("rustc", *rust_dirs),
     )
 
 

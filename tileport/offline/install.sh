@@ -2,8 +2,9 @@
 # Install tileport from this offline bundle (made by `tileport offline pack`), with no network at all.
 # Sets up what scripts/setup.sh sets up on a connected machine: the tileport tree in DEST, a venv in DEST/.venv
 # with tileport, cuda-tile, tileiras/tileirdisasm, CUDA headers, libclang and the dev tools (pip --no-index, from
-# wheels/ only), the vendored cutile crates with a cargo source replacement (DEST/.offline/cargo), and bubblewrap
-# from system/ when it is missing (root, dpkg). Every file is checked against manifest.json first.
+# wheels/ only), the vendored cutile crates with a cargo source replacement (DEST/.offline/cargo, tileport's
+# CARGO_HOME for builds), the Rust toolchain setup.sh expects to find (DEST/.offline/rust, from rust/ when packed),
+# and bubblewrap from system/ when it is missing (root, dpkg). Every file is checked against manifest.json first.
 # Usage: bash install.sh [DEST]        (default: the bundle's tileport/; PYTHON=/path/to/python@PYTHON_VERSION@ to pick one)
 # Then:  DEST/.venv/bin/tileport doctor
 set -euo pipefail
@@ -53,12 +54,23 @@ touch "$dest/.venv/.tileport-setup"
 rm -rf "$dest/.offline/cargo"
 mkdir -p "$dest/.offline/cargo"
 tar -xzf "$bundle/cargo/vendor.tar.gz" -C "$dest/.offline/cargo" --no-same-owner
-"$dest/.venv/bin/python" -I "$bundle/verify.py" record "$bundle" "$dest" >/dev/null
 
-# 5. what the bundle cannot carry: Rust, and bubblewrap where its .deb does not fit
-if ! command -v cargo >/dev/null && [[ ! -x ${CARGO_HOME:-$HOME/.cargo}/bin/cargo ]]; then
-  echo "install.sh: note: no cargo found; the Rust build stage needs Rust >= 1.89 (copy a rustup toolchain across)" >&2
+# 5. Rust: the packing machine's toolchain (cargo, rustc, std), which tileport's builds use from here
+rm -rf "$dest/.offline/rust"
+rust=$(ls "$bundle"/rust/rust-*.tar.gz 2>/dev/null | head -n1 || true)
+if [[ -n $rust ]]; then
+  mkdir -p "$dest/.offline/rust"
+  tar -xzf "$rust" -C "$dest/.offline/rust" --strip-components=1 --no-same-owner
+  "$dest/.offline/rust/bin/rustc" -V >/dev/null 2>&1 ||
+    die "the bundled Rust ($rust) does not run on this machine ($(uname -m)); pack with --no-rust and bring Rust >= 1.89"
+  command -v cc >/dev/null ||
+    echo "install.sh: note: no C compiler (cc): cargo links with it; install gcc (build-essential) before build-rust" >&2
+elif ! command -v cargo >/dev/null && [[ ! -x ${CARGO_HOME:-$HOME/.cargo}/bin/cargo ]]; then
+  echo "install.sh: note: no cargo found and the bundle carries none; the Rust build stage needs Rust >= 1.89 (copy a rustup toolchain across)" >&2
 fi
+"$dest/.venv/bin/python" -I "$bundle/verify.py" record "$bundle" "$dest" >/dev/null || exit 2
+
+# 6. what the bundle cannot carry everywhere: bubblewrap where its .deb does not fit
 if ! command -v bwrap >/dev/null; then
   deb=$(ls "$bundle"/system/bubblewrap_*.deb 2>/dev/null | head -n1 || true)
   if [[ -n $deb && $(id -u) == 0 ]] && command -v dpkg >/dev/null; then

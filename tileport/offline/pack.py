@@ -3,12 +3,18 @@
 On a connected machine this writes (into a staging directory beside DIR, renamed to DIR only when complete):
 the wheelhouse (`pip download --only-binary=:all:` of tileport's dependencies and dev extras for one Python
 version and platform), the tileport tree, `cargo vendor` of the pinned Cargo.lock, the GPU host's
-tileiras/ptxas/libnvvm (taken from the wheels just downloaded, tar.gz), bubblewrap's .deb when apt can fetch it,
-install.sh, verify.py and the manifest (tileport.exec.offline) with versions and sha256 of everything.
+tileiras/ptxas/libnvvm (taken from the wheels just downloaded, tar.gz), the Rust toolchain tileport builds with
+(tileport.offline.rust), bubblewrap's .deb when apt can fetch it, install.sh, verify.py and the manifest
+(tileport.exec.offline) with versions and sha256 of everything.
+
+Every part but the tileport tree comes from the pack cache when it was made before from the same inputs
+(tileport.offline.cache: the requirements and platform; the Cargo.lock and cargo; the wheel files; the rustc
+build; apt's bubblewrap version), so a second pack takes seconds; `--refresh` makes every part afresh.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
@@ -28,6 +34,8 @@ from tileport.errors import UserError
 from tileport.exec import offline
 from tileport.exec.proc import run_command
 from tileport.exec.toolchain import resolve as resolve_toolchain
+from tileport.offline import cache as pack_cache
+from tileport.offline import rust as offline_rust
 from tileport.validators.rust.crate import CUTILE_VERSION
 
 DEFAULT_PYTHON = "3.11"
@@ -60,6 +68,8 @@ class PackOptions:
     platforms: list[str] = field(default_factory=lambda: [DEFAULT_PLATFORM])
     gpu: bool = True  # the tileiras/ptxas/libnvvm archive for a GPU host
     system: bool = True  # bubblewrap's .deb, when apt-get can download it
+    rust: bool = True  # the packing machine's Rust toolchain (cargo, rustc, the host's std)
+    cache: bool = True  # reuse the pack cache (tileport.offline.cache); False: make every part afresh
     timeout: float = 1800.0
 
 
@@ -68,6 +78,7 @@ class PackResult:
     path: Path
     manifest: dict
     seconds: dict[str, float]
+    cached: dict[str, bool] = field(default_factory=dict)  # which parts the pack cache served
 
     @property
     def size(self) -> int:
@@ -158,13 +169,11 @@ def pack_source(root: Path, out: Path) -> tuple[str | None, bool, int]:
 def vendor_crates(out: Path, work: Path, opts: PackOptions) -> int:
     """`cargo vendor --locked` of tileport's pinned lock (the one every conversion crate builds with)."""
     tc = resolve_toolchain()
-    if tc.cargo is None:
-        raise UserError("cargo not found: packing vendors the cutile crates, install Rust >= 1.89 (https://rustup.rs)")
     crate = work / "vendor-crate"
     (crate / "src").mkdir(parents=True)
     (crate / "src" / "lib.rs").write_text("", encoding="utf-8")
     (crate / "Cargo.toml").write_text(VENDOR_MANIFEST, encoding="utf-8")
-    lock = resources.files("tileport.validators.rust.crate_template").joinpath("cargo-lock.toml").read_text("utf-8")
+    lock = _lock_text()
     (crate / "Cargo.lock").write_text(lock, encoding="utf-8")
     vendor = work / "vendor"
     env = {k: v for k, v in os.environ.items() if k != "CARGO_TARGET_DIR"}
@@ -253,48 +262,121 @@ def check_options(opts: PackOptions) -> None:
             raise UserError(f"--platform {plat[:40]!r}: give a wheel platform tag such as {DEFAULT_PLATFORM}")
 
 
+def _apt_candidate(package: str) -> str | None:
+    """apt's candidate version of a package on this machine (local lists, no network), or None."""
+    if not shutil.which("apt-cache"):
+        return None
+    res = run_command(["apt-cache", "policy", package], timeout=60)
+    m = re.search(r"Candidate:\s*(\S+)", res.stdout or "")
+    return m.group(1) if res.ok and m and m.group(1) != "(none)" else None
+
+
+def _lock_text() -> str:
+    return resources.files("tileport.validators.rust.crate_template").joinpath("cargo-lock.toml").read_text("utf-8")
+
+
+def _tool_version(path) -> str | None:
+    return run_command([str(path), "--version"], timeout=30).stdout.strip() if path else None
+
+
 def pack(dest: str | os.PathLike, opts: PackOptions | None = None, log=print) -> PackResult:
     opts = opts or PackOptions()
     check_options(opts)
     dest = Path(dest).absolute()
     check_destination(dest)
     root = repo_root()
+    tc = resolve_toolchain()
+    if tc.cargo is None:
+        raise UserError("cargo not found: packing vendors the cutile crates, install Rust >= 1.89 (https://rustup.rs)")
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-{os.getpid()}-", dir=dest.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp's 0700 would keep others from reading the bundle once renamed
     times: dict[str, float] = {}
+    cached: dict[str, bool] = {}
     start = time.monotonic()
+    refresh = not opts.cache
+
+    def part(name: str, inputs: dict, make) -> tuple[list[str], dict]:
+        t0 = time.monotonic()
+        files, meta, hit = pack_cache.cached_part(name, inputs, staging, make, refresh=refresh, log=log)
+        times[name], cached[name] = time.monotonic() - t0, hit
+        if hit:
+            log(f"  {name}: from the pack cache ({pack_cache.cache_root()})")
+        return files, meta
+
     try:
         with tempfile.TemporaryDirectory(prefix="tileport-pack-") as work_s:
             work = Path(work_s)
-            t0 = time.monotonic()
+            reqs = requirements(root)
             log(f"wheels for Python {opts.python_version} on {', '.join(opts.platforms)} ...")
-            download_wheels(staging / "wheels", requirements(root), opts)
-            times["wheels"] = time.monotonic() - t0
+
+            def make_wheels(out: Path) -> tuple[list[str], dict]:
+                download_wheels(out / "wheels", reqs, opts)
+                return [f"wheels/{w.name}" for w in sorted((out / "wheels").iterdir())], {}
+
+            part("wheels", {"requirements": sorted(reqs), "python": opts.python_version, "implementation": "cp",
+                            "platforms": expand_platforms(opts.platforms)}, make_wheels)
             t0 = time.monotonic()
             commit, dirty, nfiles = pack_source(root, staging / SRC_ARCHIVE)
             times["source"] = time.monotonic() - t0
-            t0 = time.monotonic()
             log(f"cargo vendor (cutile {CUTILE_VERSION}) ...")
-            crates = vendor_crates(staging / VENDOR_ARCHIVE, work, opts)
-            times["crates"] = time.monotonic() - t0
-            t0 = time.monotonic()
-            release = pack_gpu(staging / "wheels", staging / "gpu") if opts.gpu else None
-            times["gpu"] = time.monotonic() - t0
-            bwrap_deb = fetch_bubblewrap(staging / "system", opts) if opts.system else None
+            lock = _lock_text()
+            cargo_v = _tool_version(tc.cargo)
+
+            def make_vendor(out: Path) -> tuple[list[str], dict]:
+                return [VENDOR_ARCHIVE], {"crates": vendor_crates(out / VENDOR_ARCHIVE, work, opts)}
+
+            _, vmeta = part("crates", {"lock_sha256": hashlib.sha256(lock.encode()).hexdigest(),
+                                       "manifest": VENDOR_MANIFEST, "cargo": cargo_v}, make_vendor)
+            release = None
+            if opts.gpu:
+                gpu_wheels = sorted(w.name for dist in GPU_FILES for w in (staging / "wheels").glob(f"{dist}-*.whl"))
+
+                def make_gpu(out: Path) -> tuple[list[str], dict]:
+                    rel = pack_gpu(out / "wheels", out / "gpu")
+                    return ([f"gpu/tileiras-{rel}.tar.gz"] if rel else []), {"release": rel}
+
+                _, gmeta = part("gpu", {"wheels": gpu_wheels, "files": GPU_FILES}, make_gpu)
+                release = gmeta.get("release")
+            rust_tc, rust_why = (offline_rust.find(tc.rustc) if opts.rust else (None, "left out (--no-rust)"))
+            if rust_tc is not None:
+                log(f"Rust {rust_tc.version} ({rust_tc.host}) from {rust_tc.sysroot} ...")
+                part("rust", {"rustc": rust_tc.verbose, "sysroot": str(rust_tc.sysroot), "cargo": cargo_v,
+                              "members": [p.relative_to(rust_tc.sysroot).as_posix() for p in offline_rust.members(rust_tc)]},
+                     lambda out: ([offline_rust.pack(rust_tc, out)], {}))
+            elif opts.rust:
+                log(f"Rust not packed: {rust_why}")
+            bwrap_deb = None
+            if opts.system:
+                candidate = _apt_candidate("bubblewrap")
+
+                def make_deb(out: Path) -> tuple[list[str], dict]:
+                    name = fetch_bubblewrap(out / "system", opts)
+                    return ([f"system/{name}"] if name else []), {"deb": name}
+
+                if candidate:
+                    _, dmeta = part("system", {"bubblewrap": candidate, "arch": os.uname().machine}, make_deb)
+                    bwrap_deb = dmeta.get("deb")
         (staging / "install.sh").write_text(install_script(opts.python_version), encoding="utf-8")
         (staging / "install.sh").chmod(0o755)
         shutil.copyfile(offline.__file__, staging / "verify.py")
-        cargo = resolve_toolchain().cargo
-        cargo_v = run_command([str(cargo), "--version"], timeout=30).stdout.strip() if cargo else None
         t0 = time.monotonic()
+        rust_meta = ({"version": rust_tc.version, "host": rust_tc.host, "archive": rust_tc.archive,
+                      "packed_from": str(rust_tc.sysroot)} if rust_tc is not None else None)
         manifest = offline.write_manifest(staging, {
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "tileport": {"version": __version__, "commit": commit, "dirty": dirty, "files": nfiles},
             "python": {"version": opts.python_version, "implementation": "cp", "platforms": opts.platforms},
             "versions": wheel_versions(staging / "wheels"),
-            "cutile": {"version": CUTILE_VERSION, "crates": crates, "packed_with": cargo_v},
+            "cutile": {"version": CUTILE_VERSION, "crates": vmeta.get("crates"), "packed_with": cargo_v,
+                       "lock_sha256": hashlib.sha256(lock.encode()).hexdigest()},
             "gpu": {"tileiras_release": release, "archive": f"gpu/tileiras-{release}.tar.gz" if release else None},
             "system": {"bubblewrap": bwrap_deb},
-            "needs": {"rust": ">= 1.89 (cargo, rustc)", "bubblewrap": "bwrap + prlimit (util-linux)",
+            "rust": rust_meta,
+            "needs": {"rust": (f"bundled: Rust {rust_tc.version} for {rust_tc.host} (a C compiler/linker `cc` "
+                               "stays the machine's)") if rust_tc else f">= 1.89 (cargo, rustc): {rust_why}",
+                      "bubblewrap": "bwrap + prlimit (util-linux)",
                       "model": "a vLLM install and model weights of your own"},
         })
         times["manifest"] = time.monotonic() - t0
@@ -309,4 +391,4 @@ def pack(dest: str | os.PathLike, opts: PackOptions | None = None, log=print) ->
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return PackResult(dest, manifest, times)
+    return PackResult(dest, manifest, times, cached)

@@ -217,6 +217,7 @@ def _toolchain_paths(tc: toolchain_mod.Toolchain) -> tuple[Path, ...]:
     vendored = offline.cargo_config()
     if vendored is not None:  # the bundle's vendored crates and cargo config (may live under the hidden $HOME)
         parts.append(vendored.parent)
+    parts.append(offline.rust_dir())  # the bundle's Rust toolchain: bin/ and the lib/ rustc loads
     return sandbox.toolchain_readable(*parts)
 
 
@@ -242,6 +243,15 @@ def run_cargo_build(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: Buil
     if vendored is not None:  # an offline install: crates.io replaced by the bundle's vendored sources
         argv[1:1] = ["--config", str(vendored)]
         online = False
+        missing = offline.missing_vendored((layout.root / "Cargo.lock").read_text(encoding="utf-8"),
+                                           offline.vendor_dir() or vendored.parent / "vendor")
+        if missing:  # cargo would say "no matching package" after resolving; name the crate and the fix first
+            result.diagnostics.append(dg.Diagnostic(
+                source=dg.DiagnosticSource.TILEPORT, level="error", code="TP-DEPS-MISSING",
+                message=f"the locked crate {missing[0]} is not among the offline install's vendored crates "
+                        f"({vendored.parent / 'vendor'})" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
+                notes=["help: run the bundle's install.sh again (it restores DEST/.offline/cargo)"]))
+            return {}
     if online and not fetch_dependencies(layout, tc, opts, result):
         return {}
     t0 = time.monotonic()
