@@ -461,3 +461,17 @@ def test_cubin_resources_cli_prints_a_table_and_refuses_a_non_cubin_in_one_line(
     out = subprocess.run([sys.executable, str(script), str(bad)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "not a readable cubin" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_idle_gap_is_the_wait_between_the_harness_work_and_the_first_timed_kernel():
+    """A port whose launch path keeps the GPU idle shows it: the gap is measured from the end of the last device
+    work before the call (flush, poisoning fill) to its first kernel, once per flushed call."""
+    from tileport.validators.gpu.runner import _harness, idle_gaps
+
+    events = [(0.0, 100.0, "void at::native::bitwise_not_kernel"), (110.0, 5.0, "fill_kernel"),
+              (130.0, 20.0, "softmax_row_entry"), (151.0, 3.0, "softmax_row_entry"),
+              (200.0, 100.0, "void at::native::bitwise_not_kernel"), (305.0, 5.0, "fill_kernel"),
+              (400.0, 20.0, "softmax_row_entry")]
+    assert idle_gaps(events, ["softmax_row_entry"]) == [15.0, 90.0]
+    assert idle_gaps(events, ["other"]) == []
+    assert _harness("vectorized_elementwise_kernel<fill>") and not _harness("softmax_row_entry")

@@ -98,8 +98,8 @@ def run_run(args: argparse.Namespace) -> int:
             print(f"{c.status} {c.name}" + ("" if c.status == "PASS" else f" [{c.fail_class}]: {c.message[:200]}"))
         for r in perf.rows:
             ratio = f"{r.ratio:.3f}" if r.ratio else "-"
-            gap = (f" [idle before kernel: ref {r.idle_gap_us.get('ref')} us, port {r.idle_gap_us.get('port')} us; "
-                   f"{r.timing_mode}]" if r.idle_gap_us else "")
+            gap = (f" [idle before kernel: ref {r.idle_gap_us.get('ref')} us, port {r.idle_gap_us.get('port')} us]"
+                   if r.idle_gap_us else "")
             print(f"PERF {r.config}: ref {r.ref_ms} ms, port {r.port_ms} ms, ratio {ratio} {' '.join(r.flags)}{gap}")
     gm = perf.geomean_measured
     print(f"{passed}/{len(corr.cases)} cases pass" + (f"; geomean port/ref {gm:.3f} ({perf.band})" if gm else "")

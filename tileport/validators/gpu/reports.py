@@ -78,7 +78,6 @@ class PerfRow:
     failed: bool = False
     launch: dict = field(default_factory=dict)  # side -> CUPTI launch attributes per kernel (runner.launch_attributes)
     idle_gap_us: dict = field(default_factory=dict)  # side -> median idle time before the first timed kernel
-    timing_mode: str = "launch-paced"  # or "back-to-back" (a spin kernel hides the host's launch path)
 
     def model_dump(self, mode: str = "json") -> dict:
         return asdict(self)
@@ -151,8 +150,7 @@ def perf_from_results(results: dict) -> PerfReport:
                                 ratio=r.get("ratio"), ref_samples=r.get("ref_samples") or [],
                                 port_samples=r.get("port_samples") or [], flags=r.get("flags") or [],
                                 hw=r.get("hw") or {}, tiny=bool(r.get("tiny")), failed=bool(r.get("failed")),
-                                launch=r.get("launch") or {}, idle_gap_us=r.get("idle_gap_us") or {},
-                                timing_mode=r.get("timing_mode") or "launch-paced"))
+                                launch=r.get("launch") or {}, idle_gap_us=r.get("idle_gap_us") or {}))
     return rep
 
 

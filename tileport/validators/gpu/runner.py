@@ -397,12 +397,8 @@ def launch_summary(attrs: list[dict]) -> str:
 
 
 FLUSH_NAME = "bitwise_not"
-# Device work that belongs to the harness, never to a side: output poisoning (fill) and the spin kernel that keeps
-# the GPU busy while the host launches in back-to-back mode.
-HARNESS_KERNELS = ("fill", "spin_kernel")
-# Back-to-back mode: a spin of about this many cycles (~100 us at H200 clocks) runs before each timed call, so the
-# call's kernels are queued behind it and start without the idle gap the host's launch path would leave.
-SPIN_CYCLES = 200_000
+# Device work that belongs to the harness, never to a side: output poisoning (fill).
+HARNESS_KERNELS = ("fill",)
 
 
 def _harness(name: str) -> bool:
@@ -412,7 +408,7 @@ def _harness(name: str) -> bool:
 
 def idle_gaps(events, names) -> list[float]:
     """Per timed call, the idle time (us) between the end of the device work before it (the flush, the poisoning
-    fill, a spin) and the start of its first kernel: how long the GPU waited for the host's launch path."""
+    fill) and the start of its first kernel: how long the GPU waited for the host's launch path."""
     gaps, prev_end, waiting = [], None, False
     for start, dur, name in events:
         if FLUSH_NAME in name:
@@ -630,13 +626,10 @@ class Runner:
         C = self.C
         p = self.gate["perf"]
         warmup, reps = int(p["warmup"]), max(20, int(p["repetitions"]))
-        back_to_back = bool(p.get("back_to_back")) or os.environ.get("TILEPORT_GATE_BACK_TO_BACK") == "1"
-        row_mode = "back-to-back" if back_to_back else "launch-paced"
         atol, rtol = self.gate["tolerances"].get(dtype, C.FALLBACK_TOLERANCES.get(dtype, (1e-2, 1e-2)))
         label = ",".join(f"{k}={v}" for k, v in shape.items()) + "".join(f" {k}={v}" for k, v in variant.items())
         row = {"config": f"{dtype} [{label}]", "dtype": dtype, "shape": shape, "variant": variant, "flags": [],
-               "ref_ms": None, "port_ms": None, "ratio": None, "ref_samples": [], "port_samples": [],
-               "timing_mode": row_mode}
+               "ref_ms": None, "port_ms": None, "ratio": None, "ref_samples": [], "port_samples": []}
         seed = C.case_seed(self.gate["op"], dtype, shape, variant)
         sets = [self.module.make_inputs(dict(shape), dtype, device="cuda", seed=seed + 1 + i) for i in range(reps)]
         # what each side launches: the launch count from a recorded call, the kernel names from its trace
@@ -671,8 +664,6 @@ class Runner:
 
             def one(i, side=side):
                 self.flusher()
-                if back_to_back:
-                    torch.cuda._sleep(SPIN_CYCLES)
                 with C.poisoned_allocations(torch):
                     out, _ = self._call(side, sets[i], variant)
                 outs.append(out)
@@ -783,7 +774,7 @@ class Runner:
             self.results["perf"]["rows"].append(row)
             print(f"PERF {self.gate['op']} {row['config']}: ref {row['ref_ms']} ms port {row['port_ms']} ms "
                   f"ratio {row['ratio'] and round(row['ratio'], 3)} {row['flags']} "
-                  f"[{row.get('timing_mode')}; idle gap before the kernel us: {row.get('idle_gap_us')}]", flush=True)
+                  f"[idle gap before the kernel us: {row.get('idle_gap_us')}]", flush=True)
             self.save()
         return 0
 
