@@ -9,6 +9,8 @@ concrete types). How a cuTile Python launch maps onto a port entry is read from 
 * each const generic of the entry is bound to the reference `ct.Constant` with the same name, else to the one
   constant whose value equals the generic's value in every variant (vector_add: `B` <- `TILE`), else to the
   value all variants fix (a tile size only the port has);
+* a const generic that sizes an output's slab (`&mut Tensor<E, {[1, N]}>`) and names no reference constant is
+  bound at launch to that output's extent on its axis (each block gets one slab spanning it);
 * a reference constant no generic takes (softmax `FUSE_SCALE`, rms_norm `CHUNKS` for the single-pass entry) is
   structural: a launch selects this entry only with one of the values its variants declare;
 * port parameter names map to the reference's through `params` (vector_add `z` -> `out`), else by name;
@@ -51,12 +53,19 @@ def symbol(entry: str, rust_dtype: str) -> str:
 def _bind_generics(sig: EntrySig, variants: list) -> tuple[list[dict], list[str]]:
     """Per generic: how its value is found at launch; plus reasons the template cannot decide."""
     binds, undecided = [], []
+    outs = [p for p in sig.params if p.kind == "out"]
     for j, g in enumerate(sig.generics):
         if g.kind == "type":
             binds.append({"name": g.name, "kind": "type", "from": "dtype"})
             continue
-        values = [str(v.generics[j]) if j < len(v.generics) else None for v in variants]
         consts = [dict(v.reference.constants) if v.reference else {} for v in variants]
+        slab = next(((p.name, i) for p in outs for i, d in enumerate(p.dims) if d.strip() == g.name), None)
+        if slab is not None and not (variants and all(g.name in c for c in consts)):
+            # an output's slab extent no reference constant names (`&mut Tensor<E, {[1, N]}>`): each block's slab
+            # spans that axis of the output, so N is the output's extent there, read at launch
+            binds.append({"name": g.name, "kind": "const", "from": "extent", "param": slab[0], "axis": slab[1]})
+            continue
+        values = [str(v.generics[j]) if j < len(v.generics) else None for v in variants]
         if variants and all(g.name in c for c in consts):
             binds.append({"name": g.name, "kind": "const", "from": "constant", "constant": g.name})
             continue
