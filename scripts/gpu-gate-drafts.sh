@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Stages D and E for the draft translator's ports (`tileport draft`, no model) of every op in examples/.
+# Stages D and E for the draft translator's ports (`tileport draft`, no model) of every op in examples/ and of the
+# held-out ops in tests/draft_heldout/ (never used to tune the translator; skip them with HELDOUT=0).
 #
 #   here (CPU):  scripts/gpu-gate-drafts.sh pack DEST      # per example: draft -> build-rust with the IR self-check
 #                                                           # -> gate pack (cdylib + gate dir); plus tileport's source
@@ -19,11 +20,14 @@ py=${PYTHON:-$here/.venv/bin/python}
 mkdir -p "$dest/gates" "$dest/drafts" "$dest/build-rust" "$dest/src" "$dest/whl"
 : > "$dest/PACKED.txt"
 rc=0
-for src in "$here"/examples/*.py; do
+ops=("$here"/examples/*.py)
+[ "${HELDOUT:-1}" = 0 ] || ops+=("$here"/tests/draft_heldout/*.py)
+for src in "${ops[@]}"; do
   op=$(basename "$src" .py)
+  rel=${src#"$here"/}
   d="$dest/drafts/$op"
   rm -rf "$d"
-  if ! (cd "$here" && "$py" -m tileport draft "examples/$op.py" --out "$d") > "$dest/build-rust/$op.draft.txt" 2>&1; then
+  if ! (cd "$here" && "$py" -m tileport draft "$rel" --out "$d") > "$dest/build-rust/$op.draft.txt" 2>&1; then
     echo "$op: NOT PACKED: tileport draft failed (build-rust/$op.draft.txt)" >> "$dest/PACKED.txt"; rc=1; continue
   fi
   (cd "$here" && "$py" -m tileport build-rust "$d" --reference "out/$op") > "$dest/build-rust/$op.txt" 2>&1
@@ -34,7 +38,7 @@ for src in "$here"/examples/*.py; do
   esac
   dyn=$(grep -h 'keeps dynamic tile dims' "$d/kernel.rs" | sed 's/^ *\/\/ //' | sort -u)
   rm -rf "$dest/gates/$op"
-  if (cd "$here" && "$py" -m tileport gate pack "$d" --op "examples/$op.py" --out "$dest/gates/$op") \
+  if (cd "$here" && "$py" -m tileport gate pack "$d" --op "$rel" --out "$dest/gates/$op") \
       > "$dest/build-rust/$op.pack.txt" 2>&1; then
     echo "$op: packed, $check${dyn:+; entries the launcher refuses: $(echo "$dyn" | tr '\n' ';')}" >> "$dest/PACKED.txt"
   else
