@@ -253,6 +253,7 @@ def test_outputs_stored_in_a_loop_become_one_slab_per_block(analyses):
     assert binds["TILE_N"] == {"name": "TILE_N", "kind": "const", "from": "constant", "constant": "TILE_N"}
     entry = next(e for e in d.spec.entries if e.name == "softmax_chunked")
     assert {tuple(v.generics[1:]) for v in entry.variants} == {("2048", "2048")}  # one tile, for the IR check
+    assert {g: (x.param, x.axis) for g, x in entry.extents.items()} == {"OUT_DIM1": ("out", 1)}  # what tells ffi
 
 
 def test_permuted_scatter_and_persistent_outputs_stay_dynamic_with_a_reason(analyses):
@@ -263,3 +264,37 @@ def test_permuted_scatter_and_persistent_outputs_stay_dynamic_with_a_reason(anal
     assert "written by pointer stores (ct.scatter)" in gs.kernel_rs
     pm = draft_port(analyses("persistent_matmul"))
     assert "no store index is a block id" in pm.kernel_rs and all(f for f in _launch_faults(pm).values())
+
+
+TWO_STORES_OP = textwrap.dedent('''
+    import cuda.tile as ct
+
+    @ct.kernel
+    def halves_kernel(x, out, dup, OUT_DIM1: ct.Constant[int], TILE: ct.Constant[int]):
+        row = ct.bid(0)
+        t = ct.load(x, index=(row, 0), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(out, index=(row, 0), tile=t)
+        ct.store(out, index=(row, 1), tile=t + t)
+        for j in range(OUT_DIM1):
+            ct.store(dup, index=(row, 0), tile=t)
+
+    def halves(x, out, dup):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (x.shape[0], 1, 1), halves_kernel, (x, out, dup, 2, 128))
+    ''')
+
+
+def test_several_stores_per_block_make_a_slab_and_one_tile_stored_twice_stays_dynamic(analyses, tmp_path):
+    op = tmp_path / "halves.py"
+    op.write_text(TWO_STORES_OP, encoding="utf-8")
+    d = draft_port(analyses("halves", op))
+    assert d.holes == []
+    # two stores per block at (row, 0) and (row, 1): a row slab, named clear of the kernel's own OUT_DIM1
+    assert "out: &mut Tensor<E, { [1, OUT_DIM1_] }>" in d.kernel_rs
+    assert "const OUT_DIM1: i32" in d.kernel_rs and "const OUT_DIM1_: i32" in d.kernel_rs
+    assert ".store(t, [0i32, 0i32]);" in d.kernel_rs and "[0i32, 1i32]);" in d.kernel_rs
+    # the same block tile stored on every loop trip: no per-block partition expresses that
+    assert "output `dup` keeps dynamic tile dims" in d.kernel_rs and "several times per block at the same" in d.kernel_rs
+    assert "dup: &mut Tensor<E, { [-1, -1] }>" in d.kernel_rs
+    [entry] = d.spec.entries
+    assert {tuple(v.generics[1:]) for v in entry.variants} == {("2", "128", "128")}

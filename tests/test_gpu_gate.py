@@ -461,3 +461,15 @@ def test_cubin_resources_cli_prints_a_table_and_refuses_a_non_cubin_in_one_line(
     out = subprocess.run([sys.executable, str(script), str(bad)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "not a readable cubin" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_generic_the_spec_names_as_an_extent_is_read_from_the_tensor_at_launch():
+    # a tile generic equal in value to a reference constant binds to it (B <- TILE) unless the spec's entry says
+    # it is a tensor's extent (an output slab spanning that axis): then the launcher reads it from that tensor
+    spec = load_spec(PORTS / "vector_add" / "spec.json").model_dump()
+    spec["entries"][0]["extents"] = {"B": {"param": "z", "axis": 0}}
+    b = render_ffi((PORTS / "vector_add" / "kernel.rs").read_text(), DumpSpec.model_validate(spec), DTYPES).bindings
+    assert entry(b, "add")["generics"] == [{"name": "B", "kind": "const", "from": "extent", "param": "z", "axis": 0}]
+    spec["entries"][0]["extents"] = {"B": {"param": "z", "axis": 9}}
+    with pytest.raises(ValueError, match="less than or equal to 7"):
+        DumpSpec.model_validate(spec)

@@ -19,7 +19,7 @@ from tileport.agents.draft.values import OP_DTYPE, RUST_DTYPE, Array, Unsupporte
 from tileport.errors import UserError
 from tileport.validators.analysis.schema import Analysis, KernelInfo, Variant as RefVariant
 from tileport.validators.rust.reference import tensor_specs
-from tileport.validators.rust.spec import DumpSpec, Entry, ReferenceKey, Variant
+from tileport.validators.rust.spec import DumpSpec, Entry, Extent, ReferenceKey, Variant
 
 _HINT_KEYS = {"occupancy": "occupancy", "num_ctas": "num_cta_in_cga", "num_cta_in_cga": "num_cta_in_cga"}
 
@@ -111,7 +111,8 @@ def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, 
     entries_rs.append(text)
     extents = tr.slab_extents
     spec_entries.append(Entry(name=entry_name, variants=_spec_variants(analysis, info, group, generics, uses_e,
-                                                                       extents)))
+                                                                       extents),
+                              extents={g: Extent(param=p, axis=d) for g, (_, p, d) in extents.items()}))
     host_entries.append(_host_entry(analysis, info, entry_name, group, generics, params, uses_e, folded, functions,
                                     extents))
 
@@ -350,7 +351,8 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
 
     Other outputs (pointer stores, block ids on another axis, other uses of the output) keep dynamic dims; the
     returned notes say why (the gate cannot launch them as drafted). `tr.slab_extents` gets each extent generic ->
-    the representative value its spec variants use for the IR check (the tile's extent on that axis)."""
+    (the representative value its spec variants use for the IR check: the tile's extent on that axis, the output,
+    the axis); the spec entry's `extents` tells the launcher to bind it to that output's extent."""
     notes = []
     tr.slab_extents = {}
     for k, (name, rust_t, host) in enumerate(sig):
@@ -361,13 +363,20 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
             notes.append(f"output `{name}` keeps dynamic tile dims, so `tileport gate` cannot launch this entry: {why}")
             continue
         shape, whole, stores, view_line = plan
-        dims = [f"{_ident(name).upper()}_DIM{d}" if w else t for d, (t, w) in enumerate(zip(shape, whole))]
+        taken = set(int_consts) | tr.prologue.used_names | set(tr.slab_extents)
+        dims = [t for t in shape]
+        for d, w in enumerate(whole):
+            if w:
+                dims[d] = f"{_ident(name).upper()}_DIM{d}"
+                while dims[d] in taken:
+                    dims[d] += "_"
+                taken.add(dims[d])
         dtype = rust_t.split("<", 1)[1].split(",", 1)[0]
         new_t = f"&mut Tensor<{dtype}, {{ [{', '.join(dims)}] }}>"
         sig[k] = (name, new_t, host.model_copy(update={"rust_type": new_t, "partition": dims}))
         for d, w in enumerate(whole):
             if w:
-                tr.slab_extents[dims[d]] = shape[d]
+                tr.slab_extents[dims[d]] = (shape[d], name, d)
         var = stores[0][3]
         view_uses = [ln for ln in tr.prologue.lines + tr.lines if re.search(rf"\b{re.escape(var)}\b", ln)]
         # one store at the block's own tile: cutile's `out.store(tile)`; the view goes unless something else
@@ -471,24 +480,25 @@ def _hints(info: KernelInfo, targets: list[str]) -> str:
 
 # ---- spec and host contract -----------------------------------------------------------------------
 
-def _generic_value(rv: RefVariant, g: str, extents: dict[str, str]) -> str:
+def _generic_value(rv: RefVariant, g: str, extents: dict[str, tuple]) -> str:
     """A const generic's value in a variant: its reference constant; a slab extent (bound at launch to the output's
     extent) gets the tile's extent on its axis, a representative the IR check compiles."""
     if g in extents:
-        g = extents[g]
+        g = extents[g][0]
         if re.fullmatch(r"[0-9]+", g):
             return g
     return str(rv.constants[g])
 
 
 def _spec_variants(analysis: Analysis, info: KernelInfo, group: list[RefVariant], generics: list[str],
-                   uses_e: bool, extents: dict[str, str] | None = None) -> list[Variant]:
+                   uses_e: bool, extents: dict[str, tuple] | None = None) -> list[Variant]:
     renamed = {rust_name(p.name): p.name for p in info.params if rust_name(p.name) != p.name}
     out = []
     for rv in group:
         for inst in rv.instances:
             tensors, strides = tensor_specs(analysis, rv.kernel, inst, renamed)
-            gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + [_generic_value(rv, g, extents or {}) for g in generics]
+            gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + \
+                [_generic_value(rv, g, extents or {}) for g in generics]
             name = "__".join([RUST_DTYPE.get(inst.dtype, inst.dtype)]
                              + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}" for k, v in rv.constants.items()])
             out.append(Variant(name=name[:64], generics=gen, strides=strides, tensors=tensors,
@@ -513,12 +523,13 @@ def _grid_text(launch, functions: dict[str, ast.FunctionDef]) -> str:
 
 def _host_entry(analysis: Analysis, info: KernelInfo, entry: str, group: list[RefVariant], generics: list[str],
                 params: list[HostParam], uses_e: bool, folded: dict[str, Any], functions=None,
-                extents: dict[str, str] | None = None) -> HostEntry:
+                extents: dict[str, tuple] | None = None) -> HostEntry:
     launches = [la for la in analysis.launches if la.kernel == info.name]
     variants = []
     for rv in group:
         for inst in rv.instances:
-            gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + [_generic_value(rv, g, extents or {}) for g in generics]
+            gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + \
+                [_generic_value(rv, g, extents or {}) for g in generics]
             name = "__".join([RUST_DTYPE.get(inst.dtype, inst.dtype)]
                              + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}" for k, v in rv.constants.items()])
             variants.append(HostVariant(name=name[:64], dtype=inst.dtype, generics=gen, constants=dict(rv.constants)))
