@@ -37,6 +37,20 @@ for src in "${ops[@]}"; do
     *) echo "$op: NOT PACKED: build-rust ${check:-failed} (build-rust/$op.txt)" >> "$dest/PACKED.txt"; rc=1; continue ;;
   esac
   dyn=$(grep -h 'keeps dynamic tile dims' "$d/kernel.rs" | sed 's/^ *\/\/ //' | sort -u)
+  # an op none of whose entries the launcher can take is not packed (its cases could only fail before launch)
+  if ! "$py" - "$d" <<'PY'
+import sys
+from pathlib import Path
+from tileport.validators.gpu.ffi import render_ffi
+from tileport.validators.rust.spec import load_spec
+d = Path(sys.argv[1])
+b = render_ffi((d / "kernel.rs").read_text(), load_spec(d / "spec.json"), []).bindings
+sys.exit(0 if any(not e["kernel_faults"] for e in b["entries"]) else 1)
+PY
+  then
+    echo "$op: NOT PACKED: no entry the launcher can take, $check; $(echo "$dyn" | tr '\n' ';')" >> "$dest/PACKED.txt"
+    continue
+  fi
   rm -rf "$dest/gates/$op"
   if (cd "$here" && "$py" -m tileport gate pack "$d" --op "$rel" --out "$dest/gates/$op") \
       > "$dest/build-rust/$op.pack.txt" 2>&1; then
