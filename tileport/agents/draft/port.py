@@ -112,7 +112,7 @@ def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, 
     extents = tr.slab_extents
     spec_entries.append(Entry(name=entry_name, variants=_spec_variants(analysis, info, group, generics, uses_e,
                                                                        extents),
-                              extents={g: Extent(param=p, axis=d) for g, (_, p, d) in extents.items()}))
+                              extents={g: Extent(param=p, axis=d) for g, (_, _, p, d) in extents.items()}))
     host_entries.append(_host_entry(analysis, info, entry_name, group, generics, params, uses_e, folded, functions,
                                     extents))
 
@@ -351,8 +351,9 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
 
     Other outputs (pointer stores, block ids on another axis, other uses of the output) keep dynamic dims; the
     returned notes say why (the gate cannot launch them as drafted). `tr.slab_extents` gets each extent generic ->
-    (the representative value its spec variants use for the IR check: the tile's extent on that axis, the output,
-    the axis); the spec entry's `extents` tells the launcher to bind it to that output's extent."""
+    (the tile's extent on that axis and how many tiles the literal store indices need: the representative its spec
+    variants use for the IR check; the output; the axis); the spec entry's `extents` tells the launcher to bind it
+    to that output's extent."""
     notes = []
     tr.slab_extents = {}
     for k, (name, rust_t, host) in enumerate(sig):
@@ -375,8 +376,9 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
         new_t = f"&mut Tensor<{dtype}, {{ [{', '.join(dims)}] }}>"
         sig[k] = (name, new_t, host.model_copy(update={"rust_type": new_t, "partition": dims}))
         for d, w in enumerate(whole):
-            if w:
-                tr.slab_extents[dims[d]] = (shape[d], name, d)
+            if w:  # the IR check's slab: enough tiles for every literal index (cutile checks those at compile time)
+                lits = [int(s[5][d][:-3]) for s in stores if re.fullmatch(r"[0-9]+i32", s[5][d])]
+                tr.slab_extents[dims[d]] = (shape[d], max(lits, default=0) + 1, name, d)
         var = stores[0][3]
         view_uses = [ln for ln in tr.prologue.lines + tr.lines if re.search(rf"\b{re.escape(var)}\b", ln)]
         # one store at the block's own tile: cutile's `out.store(tile)`; the view goes unless something else
@@ -398,8 +400,8 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
         if any(whole):
             wide = ", ".join(d for d, w in zip(dims, whole) if w)
             notes.append(f"output `{name}` is one slab per block, [{', '.join(dims)}], stored block-relative: {wide} "
-                         "is the output's extent on that axis, bound at launch (the spec's variants use one tile "
-                         "for the IR check)")
+                         "is the output's extent on that axis, bound at launch (the spec's variants use the tiles "
+                         "the stores need, for the IR check)")
     return notes
 
 
@@ -482,11 +484,11 @@ def _hints(info: KernelInfo, targets: list[str]) -> str:
 
 def _generic_value(rv: RefVariant, g: str, extents: dict[str, tuple]) -> str:
     """A const generic's value in a variant: its reference constant; a slab extent (bound at launch to the output's
-    extent) gets the tile's extent on its axis, a representative the IR check compiles."""
+    extent) gets a representative the IR check compiles: the tile's extent on its axis times the tiles its literal
+    store indices need."""
     if g in extents:
-        g = extents[g][0]
-        if re.fullmatch(r"[0-9]+", g):
-            return g
+        tile, tiles = extents[g][0], extents[g][1]
+        return str(tiles * (int(tile) if re.fullmatch(r"[0-9]+", tile) else int(rv.constants[tile])))
     return str(rv.constants[g])
 
 
