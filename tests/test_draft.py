@@ -39,7 +39,8 @@ def test_vector_add_is_complete_with_one_variant_per_dtype(analyses):
     assert "x.partition(shape![TILE])" in d.kernel_rs  # a view load with zero padding, as the reference
     # one store per block at bid(0): the output is declared with its static tile, as cutile launches outputs
     assert "out: &mut Tensor<E, { [TILE] }>" in d.kernel_rs
-    assert "unsafe { out.partition_full_mut(shape![TILE]) }" in d.kernel_rs
+    # ... and stored at the block's own tile (the launcher hands each block its partition), no view of its own
+    assert "out.store(a + b);" in d.kernel_rs and "out.partition" not in d.kernel_rs
     [entry] = d.spec.entries
     assert sorted((v.reference.dtype, tuple(v.generics)) for v in entry.variants) == [
         ("bfloat16", ("bf16", "1024")), ("float16", ("f16", "1024")), ("float32", ("f32", "1024"))]
@@ -70,7 +71,8 @@ def test_integer_branch_folds_and_keeps_the_constant_it_still_uses(analyses):
     assert d.holes == []
     single, chunked = d.host_contract.entries
     assert single.generics == ["E", "TILE_N"]  # CHUNKS == 1 folded away
-    assert chunked.generics == ["E", "TILE_N", "CHUNKS"]  # range(CHUNKS) still needs it
+    # range(CHUNKS) still needs CHUNKS; the output is one row slab per block, its extent bound at launch
+    assert chunked.generics == ["E", "TILE_N", "CHUNKS", "OUT_DIM1"]
     assert "for c in 0i32..CHUNKS {" in d.kernel_rs
     assert "rsqrt(" in d.kernel_rs and "ftz::Disabled" in d.kernel_rs
 
@@ -232,16 +234,67 @@ def test_one_store_per_block_outputs_are_launchable(analyses, op):
     assert "keeps dynamic tile dims" not in d.kernel_rs
 
 
-def test_chunked_and_permuted_outputs_stay_dynamic_with_a_reason(analyses):
+def test_outputs_stored_in_a_loop_become_one_slab_per_block(analyses):
     d = draft_port(analyses("softmax"))
     soft = _launch_faults(d)
-    assert soft["softmax_row"] == [] and soft["softmax_row_fuse_scale"] == []
-    assert soft["softmax_chunked"] and "declare it static" in soft["softmax_chunked"][0]
+    assert all(f == [] for f in soft.values()), soft
     chunked = next(e for e in d.kernel_rs.split("#[cutile::entry") if "fn softmax_chunked<" in e)
-    assert "out: &mut Tensor<E, { [-1, -1] }>" in chunked
-    assert "output `out` keeps dynamic tile dims" in d.kernel_rs and "stored inside a loop" in d.kernel_rs
+    # the row's slab spans the output's columns: a const generic the launcher binds to out.shape[1]
+    assert "fn softmax_chunked<E: ElementType, const TILE_N: i32, const OUT_DIM1: i32>(" in chunked
+    assert "out: &mut Tensor<E, { [1, OUT_DIM1] }>" in chunked
+    assert "= out.partition_mut(shape![1, TILE_N]);" in chunked
+    # the reference stores at (row, j): relative to the block's slab that is (0, j)
+    assert "dst.store(out_tile, [0i32, j]);" in chunked and "[row, j]);" in chunked  # the loads keep (row, j)
+    from tileport.validators.gpu.ffi import entry_bindings
+    from tileport.validators.gpu.signature import parse_entries
+    sig = next(s for s in parse_entries(d.kernel_rs) if s.name == "softmax_chunked")
+    binds = {b["name"]: b for b in entry_bindings(sig, d.spec, ["float16"])["generics"]}
+    assert binds["OUT_DIM1"]["from"] == "extent" and (binds["OUT_DIM1"]["param"], binds["OUT_DIM1"]["axis"]) == ("out", 1)
+    assert binds["TILE_N"] == {"name": "TILE_N", "kind": "const", "from": "constant", "constant": "TILE_N"}
+    entry = next(e for e in d.spec.entries if e.name == "softmax_chunked")
+    assert {tuple(v.generics[1:]) for v in entry.variants} == {("2048", "2048")}  # one tile, for the IR check
+    assert {g: (x.param, x.axis) for g, x in entry.extents.items()} == {"OUT_DIM1": ("out", 1)}  # what tells ffi
+
+
+def test_permuted_scatter_and_persistent_outputs_stay_dynamic_with_a_reason(analyses):
     att = draft_port(analyses("attention"))
-    assert "its store index is (bid(1), bid(0), 0)" in att.kernel_rs  # grid (m blocks, bh): not o's partition grid
+    assert "its store index is (bid(1), bid(0), 0): bid(1) indexes axis 0" in att.kernel_rs
     assert all(f for f in _launch_faults(att).values())
     gs = draft_port(analyses("gather_softmax"))
     assert "written by pointer stores (ct.scatter)" in gs.kernel_rs
+    pm = draft_port(analyses("persistent_matmul"))
+    assert "no store index is a block id" in pm.kernel_rs and all(f for f in _launch_faults(pm).values())
+
+
+TWO_STORES_OP = textwrap.dedent('''
+    import cuda.tile as ct
+
+    @ct.kernel
+    def halves_kernel(x, out, dup, OUT_DIM1: ct.Constant[int], TILE: ct.Constant[int]):
+        row = ct.bid(0)
+        t = ct.load(x, index=(row, 0), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(out, index=(row, 0), tile=t)
+        ct.store(out, index=(row, 1), tile=t + t)
+        for j in range(OUT_DIM1):
+            ct.store(dup, index=(row, 0), tile=t)
+
+    def halves(x, out, dup):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (x.shape[0], 1, 1), halves_kernel, (x, out, dup, 2, 128))
+    ''')
+
+
+def test_several_stores_per_block_make_a_slab_and_one_tile_stored_twice_stays_dynamic(analyses, tmp_path):
+    op = tmp_path / "halves.py"
+    op.write_text(TWO_STORES_OP, encoding="utf-8")
+    d = draft_port(analyses("halves", op))
+    assert d.holes == []
+    # two stores per block at (row, 0) and (row, 1): a row slab, named clear of the kernel's own OUT_DIM1
+    assert "out: &mut Tensor<E, { [1, OUT_DIM1_] }>" in d.kernel_rs
+    assert "const OUT_DIM1: i32" in d.kernel_rs and "const OUT_DIM1_: i32" in d.kernel_rs
+    assert ".store(t, [0i32, 0i32]);" in d.kernel_rs and "[0i32, 1i32]);" in d.kernel_rs
+    # the same block tile stored on every loop trip: no per-block partition expresses that
+    assert "output `dup` keeps dynamic tile dims" in d.kernel_rs and "several times per block at the same" in d.kernel_rs
+    assert "dup: &mut Tensor<E, { [-1, -1] }>" in d.kernel_rs
+    [entry] = d.spec.entries
+    assert {tuple(v.generics[1:]) for v in entry.variants} == {("2", "128", "256")}  # two tiles: stores at 0 and 1

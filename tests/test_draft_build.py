@@ -57,3 +57,22 @@ def test_draft_builds_and_passes_the_ir_self_check(op, refs):
     for pair in report.pairs:
         assert pair.verdict in ("PASS", "PASS_WITH_NOTES"), (pair.entry, pair.variant, sorted(
             f.check + ": " + f.message for f in pair.findings if f.severity == Severity.ERROR))
+
+
+def test_a_slab_with_stores_at_literal_indices_builds_and_pairs_with_the_reference(refs, tmp_path):
+    # two stores per block at (row, 0) and (row, 1): the IR check's slab must hold both tiles (cutile checks a
+    # literal index at compile time), and the block-relative stores pair with the reference's as grid warnings
+    from tests.test_draft import TWO_STORES_OP
+    op = tmp_path / "halves.py"
+    op.write_text(TWO_STORES_OP, encoding="utf-8")
+    analysis = analyze_op(op, targets=["sm_90"], out_dir=refs / "halves", run_tileiras=False, warm=True)
+    draft = draft_port(analysis)
+    layout = write_crate(crate_cache_root() / "test-draft-halves", draft.spec, draft.kernel_rs)
+    try:
+        result = build_crate(layout, BuildOptions(cubins=False))
+    except EnvironmentBlocked as e:
+        pytest.skip(str(e))
+    assert result.ok, [d.short() for d in result.diagnostics]
+    report = self_check(result, analysis, layout.spec)
+    assert report.pairs and all(p.verdict == "PASS_WITH_NOTES" for p in report.pairs)
+    assert all(any(f.check == "memory.index_grid" for f in p.findings) for p in report.pairs)

@@ -475,3 +475,17 @@ def test_idle_gap_is_the_wait_between_the_harness_work_and_the_first_timed_kerne
     assert idle_gaps(events, ["softmax_row_entry"]) == [15.0, 90.0]
     assert idle_gaps(events, ["other"]) == []
     assert _harness("vectorized_elementwise_kernel<fill>") and not _harness("softmax_row_entry")
+
+
+def test_a_generic_the_spec_names_as_an_extent_is_read_from_the_tensor_at_launch():
+    # a tile generic equal in value to a reference constant binds to it (B <- TILE) unless the spec's entry says
+    # it is a tensor's extent (an output slab spanning that axis): then the launcher reads it from that tensor
+    spec = load_spec(PORTS / "vector_add" / "spec.json").model_dump()
+    spec["entries"][0]["extents"] = {"B": {"param": "z", "axis": 0}}
+    b = render_ffi((PORTS / "vector_add" / "kernel.rs").read_text(), DumpSpec.model_validate(spec), DTYPES).bindings
+    assert entry(b, "add")["generics"][1:] == [{"name": "B", "kind": "const", "from": "extent", "param": "z",
+                                                "axis": 0}]
+    assert entry(b, "add")["slab_checks"] == []  # B is the extent itself: nothing left to refuse
+    spec["entries"][0]["extents"] = {"B": {"param": "z", "axis": 9}}
+    with pytest.raises(ValueError, match="less than or equal to 7"):
+        DumpSpec.model_validate(spec)

@@ -102,3 +102,22 @@ def test_a_slab_offset_on_a_block_id_the_reference_indexes_by_stays_an_error(tmp
     assert rep.verdict == Verdict.FAIL_FIXABLE
     f = next(f for f in rep.findings if f.check == "memory.index")
     assert f.severity == Severity.ERROR and "muli(bid(x), 4)" in f.port
+
+
+def test_slab_output_store_is_block_relative_and_depends_on_the_grid():
+    # a draft's output stored in a loop at (row, j) is one [1, N] slab per block (cutile's nested partition), so the
+    # port's store index is [bid(x), bid(y) + j]: the reference's [bid(x), j] when the grid is 1 along y
+    rep = diff("softmax_chunked_slab_f16")
+    assert rep.verdict == Verdict.PASS_WITH_NOTES, [(f.check, f.message) for f in rep.findings]
+    f = next(f for f in rep.findings if f.check == "memory.index_grid" and "addi" in f.message)
+    assert f.severity == Severity.WARNING and "bid(y)" in f.message and "for.index" in f.message
+
+
+def test_slab_store_offset_by_something_other_than_a_block_id_fails(tmp_path):
+    port = (RUST / "softmax_chunked_slab_f16.rust.tileir").read_text()
+    assert "%12 = addi %blockId_y, %assume_45" in port
+    bad = tmp_path / "bad.tileir"  # the same store at column tile 2j instead of bid(y) + j: other columns
+    bad.write_text(port.replace("%12 = addi %blockId_y, %assume_45", "%12 = addi %assume_45, %assume_45"))
+    rep = diff_files(RUST / "softmax_chunked_slab_f16.ref.tileir", bad)
+    assert rep.verdict == Verdict.FAIL_FIXABLE
+    assert "memory.index" in rep.checks(Severity.ERROR)

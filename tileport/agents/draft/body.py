@@ -66,8 +66,9 @@ class BodyTranslator(MemoryOps, CallOps):
         self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype
         self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
-        # output array -> its view stores: (tile shape, per index component the bid axis / "0" / None, in a loop)
-        self.out_stores: dict[str, list[tuple[tuple[str, ...], list, bool]]] = {}
+        # output -> its view stores: (tile shape, per index component the bid axis / "0" / None, in a loop,
+        # the view variable, the stored tile expression, the index as written)
+        self.out_stores: dict[str, list[tuple]] = {}
 
     # ---- names -------------------------------------------------------------------------------
 

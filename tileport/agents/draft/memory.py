@@ -64,7 +64,7 @@ class MemoryOps:
         vals = [self.expr(i, "") for i in items]
         index = [self.index_scalar(v, i) for v, i in zip(vals, items)]
         self.out_stores.setdefault(view.array.name, []).append(
-            (view.shape, [_block_axis(v) for v in vals], bool(self.loops)))
+            (view.shape, [_block_axis(v) for v in vals], bool(self.loops), view.var, tile.expr, index))
         self.emit(f"{view.var}.store({tile.expr}, [{', '.join(index)}]);")
 
     def index_list(self, node: ast.expr, rank: int) -> list[str]:

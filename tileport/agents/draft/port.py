@@ -19,7 +19,7 @@ from tileport.agents.draft.values import OP_DTYPE, RUST_DTYPE, Array, Unsupporte
 from tileport.errors import UserError
 from tileport.validators.analysis.schema import Analysis, KernelInfo, Variant as RefVariant
 from tileport.validators.rust.reference import tensor_specs
-from tileport.validators.rust.spec import DumpSpec, Entry, ReferenceKey, Variant
+from tileport.validators.rust.spec import DumpSpec, Entry, Extent, ReferenceKey, Variant
 
 _HINT_KEYS = {"occupancy": "occupancy", "num_ctas": "num_cta_in_cga", "num_cta_in_cga": "num_cta_in_cga"}
 
@@ -106,11 +106,15 @@ def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, 
     if dtype is not None:
         group = [v.model_copy(update={"instances": [i for i in v.instances if i.dtype == dtype]}) for v in group]
         group = [v for v in group if v.instances]
-    text, generics, params, uses_e, _ = _entry(fn, info, group, folded, module_consts, lines, path.name, entry_name,
-                                               on_hole, analysis.targets, helpers, dtype)
+    text, generics, params, uses_e, tr = _entry(fn, info, group, folded, module_consts, lines, path.name,
+                                                entry_name, on_hole, analysis.targets, helpers, dtype)
     entries_rs.append(text)
-    spec_entries.append(Entry(name=entry_name, variants=_spec_variants(analysis, info, group, generics, uses_e)))
-    host_entries.append(_host_entry(analysis, info, entry_name, group, generics, params, uses_e, folded, functions))
+    extents = tr.slab_extents
+    spec_entries.append(Entry(name=entry_name, variants=_spec_variants(analysis, info, group, generics, uses_e,
+                                                                       extents),
+                              extents={g: Extent(param=p, axis=d) for g, (_, _, p, d) in extents.items()}))
+    host_entries.append(_host_entry(analysis, info, entry_name, group, generics, params, uses_e, folded, functions,
+                                    extents))
 
 
 # ---- planning -------------------------------------------------------------------------------------
@@ -309,7 +313,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     tr.known_uses, tr.known_fusable = first.uses, first.fusable
     tr.run(list(fn.body))
     notes = _static_outputs(tr, sig, int_consts)
-    used_generics = [c for c in int_consts if _uses_name(tr, c)]
+    used_generics = [c for c in int_consts if _uses_name(tr, c)] + list(tr.slab_extents)
     generic_decl = ([f"E: ElementType"] if uses_e else []) + [f"const {c}: i32" for c in used_generics]
     hints = _hints(info, targets)
     keys = [hints] if hints else []
@@ -334,58 +338,107 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
 
 
 def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> list[str]:
-    """Give each output the kernel writes with one view store per block, at (bid(0), bid(1), ...) or 0, a static
-    tile shape: cutile launches a `&mut` output only as a partition of its declared tile shape, and checks that
-    the launch grid equals that partition grid. The store keeps its explicit index, through a view over the whole
-    tensor (`partition_full_mut`), so the Tile IR stays the reference's. Other outputs keep dynamic dims; the
-    returned notes say why (the gate cannot launch them as drafted)."""
+    """Give each output the kernel writes through one view a static tile shape, the way cutile launches a `&mut`
+    output: as a partition of the tensor whose shape is the declared one, one partition per block (the launch grid
+    must equal that partition grid), each block getting ITS OWN tile or slab.
+
+    * Stored once per block at exactly its block ids (bid(d) on axis d, or 0) with the view's tile: the output is
+      declared with that tile shape and stored with `out.store(tile)` (cutile's store at the current block).
+    * Stored several times per block (a loop over j at (bid, j), or several indices): a slab per block. An axis
+      every store indexes by bid(d) (or 0) keeps the tile's extent and is indexed 0 relative to the slab; any
+      other axis spans the whole output (a const generic `<OUT>_DIM<d>`, bound at launch to the output's extent)
+      and keeps the reference's index. The stores go through `out.partition_mut(tile)` (relative to the slab).
+
+    Other outputs (pointer stores, block ids on another axis, other uses of the output) keep dynamic dims; the
+    returned notes say why (the gate cannot launch them as drafted). `tr.slab_extents` gets each extent generic ->
+    (the tile's extent on that axis and how many tiles the literal store indices need: the representative its spec
+    variants use for the IR check; the output; the axis); the spec entry's `extents` tells the launcher to bind it
+    to that output's extent."""
     notes = []
+    tr.slab_extents = {}
     for k, (name, rust_t, host) in enumerate(sig):
         if host.kind != "tensor" or not host.output:
             continue
-        shape, why = _static_shape(tr, name, int_consts)
-        if shape is None:
+        plan, why = _static_plan(tr, name, int_consts)
+        if plan is None:
             notes.append(f"output `{name}` keeps dynamic tile dims, so `tileport gate` cannot launch this entry: {why}")
             continue
+        shape, whole, stores, view_line = plan
+        taken = set(int_consts) | tr.prologue.used_names | set(tr.slab_extents)
+        dims = [t for t in shape]
+        for d, w in enumerate(whole):
+            if w:
+                dims[d] = f"{_ident(name).upper()}_DIM{d}"
+                while dims[d] in taken:
+                    dims[d] += "_"
+                taken.add(dims[d])
         dtype = rust_t.split("<", 1)[1].split(",", 1)[0]
-        new_t = f"&mut Tensor<{dtype}, {{ [{', '.join(shape)}] }}>"
-        sig[k] = (name, new_t, host.model_copy(update={"rust_type": new_t, "partition": list(shape)}))
-        macro = shape_macro(shape)
+        new_t = f"&mut Tensor<{dtype}, {{ [{', '.join(dims)}] }}>"
+        sig[k] = (name, new_t, host.model_copy(update={"rust_type": new_t, "partition": dims}))
+        for d, w in enumerate(whole):
+            if w:  # the IR check's slab: enough tiles for every literal index (cutile checks those at compile time)
+                lits = [int(s[5][d][:-3]) for s in stores if re.fullmatch(r"[0-9]+i32", s[5][d])]
+                tr.slab_extents[dims[d]] = (shape[d], max(lits, default=0) + 1, name, d)
+        var = stores[0][3]
+        view_uses = [ln for ln in tr.prologue.lines + tr.lines if re.search(rf"\b{re.escape(var)}\b", ln)]
+        # one store at the block's own tile: cutile's `out.store(tile)`; the view goes unless something else
+        # (num_tiles) reads it, and then the store stays on it, at the block-relative index 0
+        once = not any(whole) and len(stores) == 1 and not stores[0][2] and len(view_uses) == 2
         for lines in (tr.prologue.lines, tr.lines):
+            if once and view_line in lines:
+                lines.remove(view_line)
             for i, line in enumerate(lines):
-                if line.endswith(f"= {name}.partition_mut({macro});"):
-                    lines[i] = line[: -len(f"{name}.partition_mut({macro});")] + \
-                        f"unsafe {{ {name}.partition_full_mut({macro}) }};"
-                    lines.insert(i, f"{line[: len(line) - len(line.lstrip())]}// SAFETY: one store per block at the block's own tile of `{name}`, "
-                                    "as in the reference.")
-                    break
+                for (_, _, _, svar, tile, index) in stores:
+                    if line.strip() != f"{svar}.store({tile}, [{', '.join(index)}]);":
+                        continue
+                    pad = line[: len(line) - len(line.lstrip())]
+                    if once:
+                        lines[i] = f"{pad}{name}.store({tile});"
+                    else:
+                        rel = ["0i32" if not w else ix for ix, w in zip(index, whole)]
+                        lines[i] = f"{pad}{svar}.store({tile}, [{', '.join(rel)}]);"
+        if any(whole):
+            wide = ", ".join(d for d, w in zip(dims, whole) if w)
+            notes.append(f"output `{name}` is one slab per block, [{', '.join(dims)}], stored block-relative: {wide} "
+                         "is the output's extent on that axis, bound at launch (the spec's variants use the tiles "
+                         "the stores need, for the IR check)")
     return notes
 
 
-def _static_shape(tr: BodyTranslator, name: str, int_consts: list[str]) -> tuple[tuple[str, ...] | None, str]:
+def _static_plan(tr: BodyTranslator, name: str, int_consts: list[str]):
+    """(tile shape, per axis whether the slab spans the whole output, the stores, the view line), or None and why."""
     stores = tr.out_stores.get(name, [])
     if not stores:
-        return None, "it is written by pointer stores (ct.scatter), not one tile per block"
-    if len(stores) > 1:
-        return None, f"it is stored at {len(stores)} places per block, not one tile per block"
-    shape, axes, in_loop = stores[0]
-    if in_loop:
-        return None, "it is stored inside a loop (several tiles per block), not one tile per block"
+        return None, "it is written by pointer stores (ct.scatter), not tiles of a view"
+    shape = stores[0][0]
     if any(not (re.fullmatch(r"[0-9]+", d) or d in int_consts) for d in shape):
         return None, f"its tile shape ({', '.join(shape)}) is not made of literals and const generics"
-    want = [d if d < 3 else None for d in range(len(axes))]
-    if any(a != "0" and (a is None or a != w) for a, w in zip(axes, want)):
-        got = ", ".join("bid(%s)" % a if isinstance(a, int) else (a or "computed") for a in axes)
-        return None, (f"its store index is ({got}), not bid(d) (or 0) on each axis d, so the launch grid is not "
-                      "the output's partition grid")
+    whole = []
+    for d in range(len(shape)):
+        axes = [s[1][d] for s in stores]
+        if all(a == d for a in axes) or all(a == "0" for a in axes):
+            whole.append(False)
+            continue
+        stray = next((a for a in axes if isinstance(a, int) and a != d), None)
+        if stray is not None:
+            got = ", ".join("bid(%s)" % a if isinstance(a, int) else (a or "computed") for a in stores[0][1])
+            return None, (f"its store index is ({got}): bid({stray}) indexes axis {d}, so the launch grid is not "
+                          "the output's partition grid (a permuted store)")
+        whole.append(True)
+    if all(whole):
+        return None, ("no store index is a block id: every block may write anywhere in it (a persistent or "
+                      "scheduled kernel), so the launch grid is not a partition grid of it")
+    if len(stores) > 1 or stores[0][2]:
+        if not any(whole):
+            return None, ("it is stored several times per block at the same block tile, which cutile's per-block "
+                          "partition cannot express")
     pat = re.compile(rf"\b{re.escape(name)}\b")
     macro = shape_macro(shape)
-    other = [line for line in tr.prologue.lines + tr.lines
-             if pat.search(line) and not line.endswith(f"= {name}.partition_mut({macro});")]
     views = [line for line in tr.prologue.lines + tr.lines if line.endswith(f"= {name}.partition_mut({macro});")]
+    other = [line for line in tr.prologue.lines + tr.lines if pat.search(line) and line not in views]
     if other or len(views) != 1:
         return None, "the kernel also reads its shape, strides or another view of it"
-    return shape, ""
+    return (shape, whole, stores, views[0]), ""
 
 
 def _uses_name(tr: BodyTranslator, name: str) -> bool:
@@ -429,14 +482,25 @@ def _hints(info: KernelInfo, targets: list[str]) -> str:
 
 # ---- spec and host contract -----------------------------------------------------------------------
 
+def _generic_value(rv: RefVariant, g: str, extents: dict[str, tuple]) -> str:
+    """A const generic's value in a variant: its reference constant; a slab extent (bound at launch to the output's
+    extent) gets a representative the IR check compiles: the tile's extent on its axis times the tiles its literal
+    store indices need."""
+    if g in extents:
+        tile, tiles = extents[g][0], extents[g][1]
+        return str(tiles * (int(tile) if re.fullmatch(r"[0-9]+", tile) else int(rv.constants[tile])))
+    return str(rv.constants[g])
+
+
 def _spec_variants(analysis: Analysis, info: KernelInfo, group: list[RefVariant], generics: list[str],
-                   uses_e: bool) -> list[Variant]:
+                   uses_e: bool, extents: dict[str, tuple] | None = None) -> list[Variant]:
     renamed = {rust_name(p.name): p.name for p in info.params if rust_name(p.name) != p.name}
     out = []
     for rv in group:
         for inst in rv.instances:
             tensors, strides = tensor_specs(analysis, rv.kernel, inst, renamed)
-            gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + [str(rv.constants[g]) for g in generics]
+            gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + \
+                [_generic_value(rv, g, extents or {}) for g in generics]
             name = "__".join([RUST_DTYPE.get(inst.dtype, inst.dtype)]
                              + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}" for k, v in rv.constants.items()])
             out.append(Variant(name=name[:64], generics=gen, strides=strides, tensors=tensors,
@@ -460,12 +524,14 @@ def _grid_text(launch, functions: dict[str, ast.FunctionDef]) -> str:
 
 
 def _host_entry(analysis: Analysis, info: KernelInfo, entry: str, group: list[RefVariant], generics: list[str],
-                params: list[HostParam], uses_e: bool, folded: dict[str, Any], functions=None) -> HostEntry:
+                params: list[HostParam], uses_e: bool, folded: dict[str, Any], functions=None,
+                extents: dict[str, tuple] | None = None) -> HostEntry:
     launches = [la for la in analysis.launches if la.kernel == info.name]
     variants = []
     for rv in group:
         for inst in rv.instances:
-            gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + [str(rv.constants[g]) for g in generics]
+            gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + \
+                [_generic_value(rv, g, extents or {}) for g in generics]
             name = "__".join([RUST_DTYPE.get(inst.dtype, inst.dtype)]
                              + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}" for k, v in rv.constants.items()])
             variants.append(HostVariant(name=name[:64], dtype=inst.dtype, generics=gen, constants=dict(rv.constants)))

@@ -9,6 +9,8 @@ concrete types). How a cuTile Python launch maps onto a port entry is read from 
 * each const generic of the entry is bound to the reference `ct.Constant` with the same name, else to the one
   constant whose value equals the generic's value in every variant (vector_add: `B` <- `TILE`), else to the
   value all variants fix (a tile size only the port has);
+* a const generic the spec entry's `extents` names (an output slab `&mut Tensor<E, {[1, N]}>` spanning that axis)
+  is bound at launch to that tensor's extent on its axis;
 * a reference constant no generic takes (softmax `FUSE_SCALE`, rms_norm `CHUNKS` for the single-pass entry) is
   structural: a launch selects this entry only with one of the values its variants declare;
 * port parameter names map to the reference's through `params` (vector_add `z` -> `out`), else by name;
@@ -48,15 +50,20 @@ def symbol(entry: str, rust_dtype: str) -> str:
     return f"tp_{entry}__{rust_dtype}"
 
 
-def _bind_generics(sig: EntrySig, variants: list) -> tuple[list[dict], list[str]]:
+def _bind_generics(sig: EntrySig, variants: list, extents: dict | None = None) -> tuple[list[dict], list[str]]:
     """Per generic: how its value is found at launch; plus reasons the template cannot decide."""
+    extents = extents or {}
     binds, undecided = [], []
     for j, g in enumerate(sig.generics):
         if g.kind == "type":
             binds.append({"name": g.name, "kind": "type", "from": "dtype"})
             continue
-        values = [str(v.generics[j]) if j < len(v.generics) else None for v in variants]
+        if g.name in extents:  # the spec says: a tensor's extent, read at launch (an output slab spanning it)
+            binds.append({"name": g.name, "kind": "const", "from": "extent", "param": extents[g.name].param,
+                          "axis": extents[g.name].axis})
+            continue
         consts = [dict(v.reference.constants) if v.reference else {} for v in variants]
+        values = [str(v.generics[j]) if j < len(v.generics) else None for v in variants]
         if variants and all(g.name in c for c in consts):
             binds.append({"name": g.name, "kind": "const", "from": "constant", "constant": g.name})
             continue
@@ -89,7 +96,7 @@ def entry_bindings(sig: EntrySig, spec: DumpSpec, dtypes: list[str]) -> dict:
     entry_spec = next((e for e in spec.entries if e.name == sig.name), None)
     variants = list(entry_spec.variants) if entry_spec else []
     refs = [v.reference for v in variants if v.reference]
-    binds, undecided = _bind_generics(sig, variants)
+    binds, undecided = _bind_generics(sig, variants, entry_spec.extents if entry_spec else {})
     bound = {b["constant"] for b in binds if b.get("from") == "constant"}
     structural: dict[str, list] = {}
     for r in refs:

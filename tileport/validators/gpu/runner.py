@@ -209,6 +209,12 @@ class PortLauncher:
                 gvals[g["name"]] = rust_dtype
             elif g["from"] == "constant":
                 gvals[g["name"]] = str(int(_const(constants[g["constant"]])))
+            elif g["from"] == "extent":  # an output slab spanning this axis: the output's extent there
+                t = bound.get(entry["param_map"].get(g["param"], g["param"]))
+                if not isinstance(t, torch.Tensor) or t.dim() <= g["axis"]:
+                    raise PortError(f"{entry['entry']}: {g['name']} is the extent of {g['param']} on axis "
+                                    f"{g['axis']}, which the reference launch does not pass", "host")
+                gvals[g["name"]] = str(int(t.shape[g["axis"]]))
             else:
                 gvals[g["name"]] = str(g["value"])
         grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])

@@ -109,10 +109,20 @@ class Variant(_Strict):
         return value
 
 
+class Extent(_Strict):
+    """A tensor parameter's extent on one axis (the host reads it from the tensor it launches with)."""
+
+    param: Ident
+    axis: int = Field(ge=0, le=7)
+
+
 class Entry(_Strict):
     name: Ident
     module: Ident | None = None  # defaults to the spec's module
     variants: list[Variant] = Field(min_length=1)
+    # const generic -> the tensor extent a launch binds it to (an output slab spanning that axis); the variants'
+    # value for it is a representative the IR dump compiles
+    extents: dict[Ident, Extent] = Field(default_factory=dict)
 
 
 class DumpSpec(_Strict):
