@@ -41,8 +41,10 @@ def entry(b: dict, name: str) -> dict:
 def test_every_port_entry_is_read_with_its_parameter_kinds():
     sigs = {e.name: e for op in ("matmul", "rms_norm", "silu_and_mul", "softmax", "vector_add")
             for e in parse_entries((PORTS / op / "kernel.rs").read_text())}
-    assert set(sigs) == {"matmul", "rms_norm_single", "rms_norm_chunked", "silu_and_mul", "softmax_row",
-                         "softmax_row_scaled", "softmax_chunked", "softmax_chunked_scaled", "add"}
+    assert set(sigs) == {"matmul", "rms_norm_single", "rms_norm_chunked", "silu_and_mul", "silu_and_mul_f32",
+                         "softmax_row", "softmax_row_scaled", "softmax_chunked", "softmax_chunked_scaled", "add"}
+    # an entry written for one element type has no type generic
+    assert [g.kind for g in sigs["silu_and_mul_f32"].generics] == ["const", "const"]
     mm = sigs["matmul"]
     assert [(p.name, p.kind, p.dims) for p in mm.params] == [
         ("a", "in", ["-1", "-1"]), ("b", "in", ["-1", "-1"]), ("c", "out", ["TILE_M", "TILE_N"])]
@@ -489,3 +491,13 @@ def test_a_generic_the_spec_names_as_an_extent_is_read_from_the_tensor_at_launch
     spec["entries"][0]["extents"] = {"B": {"param": "z", "axis": 9}}
     with pytest.raises(ValueError, match="less than or equal to 7"):
         DumpSpec.model_validate(spec)
+
+
+def test_an_entry_written_for_the_launch_dtype_serves_it_before_the_generic_one():
+    # ports/silu_and_mul: the generic entry (tuned with an occupancy hint) serves f16/bf16; the concrete f32 entry,
+    # kept at the reference's defaults, must serve f32 even though the generic one could too
+    si = PortLauncher(SimpleNamespace(bindings=bindings("silu_and_mul")))
+    consts = {"TILE_M": 16, "TILE_N": 256}
+    assert si.select("silu_and_mul_kernel", consts, "float32")["entry"] == "silu_and_mul_f32"
+    assert si.select("silu_and_mul_kernel", consts, "float16")["entry"] == "silu_and_mul"
+    assert si.select("silu_and_mul_kernel", consts, "bfloat16")["entry"] == "silu_and_mul"

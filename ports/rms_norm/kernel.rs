@@ -7,11 +7,14 @@
 // (load_view_tko), as the reference's are: `Partition::load` would add a bounds assertion per load that the
 // compiler cannot discharge for the constant CHUNKS against the run-time width (a 192-byte stack frame in the
 // cubin; the reference has none).
+// Speed (measured through `tileport gate` on the H200, docs/gpu-runs.md): as the reference compiles it, the
+// single-pass kernel takes 255 registers for 256 threads (one block per SM, 13 % occupancy); `rms_norm_single`
+// asks tileiras for 4 blocks per SM (`occupancy = 4`), which took it from 1.01-1.03x to 0.40-0.52x the reference.
 #[cutile::module]
 pub mod rms_norm {
     use cutile::core::*;
 
-    #[cutile::entry()]
+    #[cutile::entry(optimization_hints = (sm_90 = (occupancy = 4,),))]
     fn rms_norm_single<E: ElementType, const TILE_N: i32>(
         x: &Tensor<E, { [-1, -1] }>,
         weight: &Tensor<E, { [-1] }>,

@@ -6,11 +6,18 @@
 // exp(t - max) / sum. Its output is the block's whole row, a static [1, N] slab (cutile launches an output as a
 // partition whose shape is the declared one), stored tile by tile at [0, j] relative to the slab; N is the row
 // length the variant was built for, and the launcher refuses any other.
+//
+// Speed (measured through `tileport gate` on the H200, docs/gpu-runs.md): the row kernel, as the reference compiles
+// it, takes 255 registers for 256 threads, so one block fits on an SM (13 % occupancy) and rows of 1000 are bound
+// by latency; there the port ran 1.20-1.25x the reference with the same launch attributes. The row entries ask
+// tileiras for 4 blocks per SM (`occupancy = 4`, an optimisation hint the IR self-check reports as a warning): the
+// same rows then run 0.29-0.42x the reference. The chunked entries keep the reference's defaults (occupancy 4
+// made f32 n=32768 1.29x slower; spills).
 #[cutile::module]
 pub mod softmax {
     use cutile::core::*;
 
-    #[cutile::entry()]
+    #[cutile::entry(optimization_hints = (sm_90 = (occupancy = 4,),))]
     fn softmax_row<E: ElementType, const TILE_N: i32>(
         x: &Tensor<E, { [-1, -1] }>,
         out: &mut Tensor<E, { [1, TILE_N] }>,
@@ -31,7 +38,7 @@ pub mod softmax {
         out.store(y);
     }
 
-    #[cutile::entry()]
+    #[cutile::entry(optimization_hints = (sm_90 = (occupancy = 4,),))]
     fn softmax_row_scaled<E: ElementType, const TILE_N: i32>(
         x: &Tensor<E, { [-1, -1] }>,
         out: &mut Tensor<E, { [1, TILE_N] }>,

@@ -175,6 +175,9 @@ class PortLauncher:
             if missing:
                 ok = False
                 reasons.append(f"{e['entry']}: launch has no constant {', '.join(missing)}")
+            # the most specific entry serves the launch: more structural constants matched, then an entry written
+            # for this element type over one generic over it
+            score = 2 * score + (0 if e.get("type_params") else 1)
             if ok and score > best_score:
                 best, best_score = e, score
         if best is None:
