@@ -364,3 +364,21 @@ def test_an_override_needs_config_and_a_reason_and_is_recorded_as_override(env, 
     trailers = git(conv.repo, "log", "-1", "--format=%(trailers:only,unfold)", "main")
     assert "Tileport-Override: D by Ada Reviewer: the H200 run is attached to the ticket" in trailers
     assert "Tileport-Gate-E: none overridden" in trailers and "satisfied" not in trailers.split("Gate-D")[1][:30]
+
+
+def test_ingest_refuses_results_made_for_a_commit_the_branch_has_left(env, tmp_path):
+    """The branch moved by a commit the store has not seen (a human edit): results for the old HEAD are refused."""
+    conv, cfg = env
+    for s in "AB":
+        conv.run(s)
+    judged = conv.head()
+    conv.store.update_conversion(conv.cid, head_commit=judged)
+    conv.human_commit("kernel.rs")
+    # NAMED FAKE: only the header `tileport gate run` writes; the refusal comes before any case is read
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"gate": {"conversion_id": conv.cid, "commit": judged}, "cases": []}))
+    runs = len(conv.store.stage_runs(conv.cid))
+    r = tp(cfg, "gate", "ingest", str(results))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"results are for commit {judged[:12]}, conversion {conv.cid} is at {conv.head()[:12]}" in r.stderr
+    assert len(conv.store.stage_runs(conv.cid)) == runs

@@ -124,6 +124,11 @@ def run_ingest(args: argparse.Namespace) -> int:
     try:
         conv = store.conversion(int(cid))
         head = conv.get("head_commit")
+        if conv.get("branch"):  # the branch itself, not the store's last note of it: a commit since moves it
+            from tileport.worktrees.approval import branch_head, conversion_repo
+
+            _, repo, branch = conversion_repo(store, int(cid))
+            head = branch_head(repo, int(cid), branch)
         if not commit or commit != head:
             raise UserError(f"{path}: results are for commit {str(commit)[:12] or '(none)'}, conversion {cid} is at "
                             f"{str(head)[:12] or '(none)'}; pack and run the gate again for the current commit")
