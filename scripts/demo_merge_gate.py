@@ -46,13 +46,43 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
+def _brief_gate(gr: dict) -> dict:
+    keep = {k: gr.get(k) for k in ("name", "status", "verdict", "stage_run_id", "reason") if gr.get(k) not in (None, "")}
+    if gr.get("commit"):
+        keep["commit"] = gr["commit"][:12]
+    if gr.get("evidence"):
+        keep["evidence"] = f"{len(gr['evidence'])} file(s), digest sha256:{(gr.get('evidence_sha256') or '')[:16]}"
+    return keep
+
+
+def brief_json(text: str) -> list[str]:
+    """--json output shown one key a line, each gate on one line with its evidence counted (the full document is
+    what the command printed; only this display is shortened)."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        return text.splitlines()
+    lines = ["{  (--json; gates shortened for display: evidence files counted, commits to 12 digits)"]
+    for k, v in doc.items():
+        if k == "gates" and isinstance(v, list):
+            lines.append(f' "gates": [')
+            lines += [f"   {json.dumps(_brief_gate(gr))}," for gr in v]
+            lines.append(" ],")
+        elif k == "approval" and isinstance(v, dict):
+            lines.append(f' "approval": {json.dumps({a: b for a, b in v.items() if a != "gates"})},')
+        else:
+            lines.append(f" {json.dumps(k)}: {json.dumps(v)},")
+    return lines + ["}"]
+
+
 def tileport(repo: Path, *args: str, show: bool = True, timeout: float = 1800) -> subprocess.CompletedProcess:
     """The real CLI, in the demo repository (its tileport.toml and store), output shown indented with the exit."""
     r = subprocess.run([sys.executable, "-m", "tileport", *args], cwd=repo, capture_output=True, text=True,
                        timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
     if show:
         print("$ tileport " + shlex.join(args), flush=True)
-        for line in (r.stdout + r.stderr).rstrip().splitlines():
+        out = brief_json(r.stdout) if "--json" in args and r.stdout.strip() else r.stdout.rstrip().splitlines()
+        for line in out + r.stderr.rstrip().splitlines():
             print("  " + line)
         print(f"  [exit {r.returncode}]", flush=True)
     return r
