@@ -271,7 +271,9 @@ def finish(work: Path, results: Path) -> int:
     print(f"$ git notes --ref=refs/notes/tileport show {head[:12]}")
     for line in git(repo, "notes", "--ref=refs/notes/tileport", "show", head).splitlines():
         print("  " + line[:400])
+    say("11. merged: a second merge is refused; prune removes the merged worktree and branch")
     tileport(repo, "merge", "1")
+    tileport(repo, "worktrees", "prune")
     return 0
 
 
