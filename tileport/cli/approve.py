@@ -20,12 +20,14 @@ from tileport.worktrees.approval import PAST, ApprovalRefused, approve, override
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("approve", help="approve a conversion's branch HEAD (bound to that commit)",
-                       description="Approve the conversion branch's current HEAD, recording the gate results seen.")
+                       description="Approve the conversion branch's current HEAD, recording the gate results seen. "
+                                   "Refused (exit 1, nothing recorded) while a required gate is missing, failed or "
+                                   "stale on that HEAD, unless overrides are enabled and --reason is given.")
     p.add_argument("id", type=int_in(1, (1 << 63) - 1), help="conversion id (`tileport status` lists them)")
     p.add_argument("--comment", help="a note for the record")
     p.add_argument("--override", nargs="+", metavar="GATE",
                    help="let these unsatisfied gates through (needs [approval] allow_override and --reason)")
-    p.add_argument("--reason", help="why the override is justified")
+    p.add_argument("--reason", help="why the open gates may be overridden (needs [approval] allow_override)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
