@@ -63,15 +63,17 @@ def brief_json(text: str) -> list[str]:
     except json.JSONDecodeError:
         return text.splitlines()
     lines = ["{  (--json; gates shortened for display: evidence files counted, commits to 12 digits)"]
-    for k, v in doc.items():
+    items = list(doc.items())
+    for i, (k, v) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
         if k == "gates" and isinstance(v, list):
-            lines.append(f' "gates": [')
-            lines += [f"   {json.dumps(_brief_gate(gr))}," for gr in v]
-            lines.append(" ],")
+            lines.append(' "gates": [')
+            lines += [f"   {json.dumps(_brief_gate(gr))}{',' if j < len(v) - 1 else ''}" for j, gr in enumerate(v)]
+            lines.append(f" ]{comma}")
         elif k == "approval" and isinstance(v, dict):
-            lines.append(f' "approval": {json.dumps({a: b for a, b in v.items() if a != "gates"})},')
+            lines.append(f' "approval": {json.dumps({a: b for a, b in v.items() if a != "gates"})}{comma}')
         else:
-            lines.append(f" {json.dumps(k)}: {json.dumps(v)},")
+            lines.append(f" {json.dumps(k)}: {json.dumps(v)}{comma}")
     return lines + ["}"]
 
 
