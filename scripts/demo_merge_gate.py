@@ -1,266 +1,299 @@
-"""Approve -> merge of a real vector_add conversion, and the merge rule refusing, on a fresh git repository.
+"""Approve -> merge of a real matmul conversion, and every refusal of the merge rule, on a fresh git repository.
 
-    .venv/bin/python scripts/demo_merge_gate.py prepare WORKDIR   # A and B for real; the GPU binary to carry
-    (run the printed command on the GPU machine, save its output as WORKDIR/gpu-run.log; it needs tileiras there:
-     from the venv's nvidia/cu13, `tar -cf - bin/tileiras | xz -3 > gpu-bundle/ti-a.tar.xz` and
-     `tar -cf - bin/ptxas lib/libnvvm.so.4 | xz -3 > gpu-bundle/ti-b.tar.xz`, each under the 64 MiB a call carries)
-    .venv/bin/python scripts/demo_merge_gate.py finish WORKDIR    # ingest D, then every refusal, then the merge
+    .venv/bin/python scripts/demo_merge_gate.py prepare WORKDIR [--no-wheels]
+        a fresh repo holding examples/matmul.py; `tileport run` converts it for real: A (analysis, cuda-tile
+        exports), B (a scripted writer writes the hand-written port ports/matmul, then the real cargo build
+        against the cutile crates and the IR self-check), D stops at BLOCKED(env) on a CPU machine. Then
+        `tileport gate pack ID` for the branch HEAD into WORKDIR/gpu/gate, with tileport's source and the wheels
+        a GPU host lacks (as scripts/gpu-gate-ports.sh pack). Prints the exact GPU command (also in
+        WORKDIR/GPU-COMMAND.txt); its results.json goes to WORKDIR/results.json.
+    .venv/bin/python scripts/demo_merge_gate.py finish WORKDIR [--results FILE]
+        every refusal through the real CLI (its one line and exit status, and --json), the ingest of the GPU
+        results for that commit, then approve -> merge with the gate summary in the merge commit.
 
-A and B run for real here (stage A analysis with cuda-tile/tileiras; cargo build of ports/vector_add against the
-cutile crates + IR self-check), through the same stage functions `tileport run` uses. B's build also makes the
-port's host program; it runs on the GPU machine, and its log (which prints the binary's sha256) is ingested as D
-for the current commit only if that sha256 is the binary built here and the port's files at HEAD are the bytes it
-was built from. There is no perf gate yet (issue #15), so E stays missing and the final merge goes through a
-recorded override, never a pass. Every step prints the real CLI's output.
+The scripted writer is a named fake model (a transcript replayed through the real writer loop): it writes the
+hand-written port's files; everything that judges them is real. With results that do not pass (a CPU machine's
+`tileport gate run` answers BLOCKED(env)), `finish` shows the merge staying refused and exits 1.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from tileport.agents.record import record_result  # noqa: E402
-from tileport.agents.stages import analyze as stage_a, write_kernel as stage_b  # noqa: E402
-from tileport.config import load_config  # noqa: E402
-from tileport.exec.toolchain import from_config  # noqa: E402
-from tileport.records import ArtifactRecord, Stage, StageResult, sha256_file  # noqa: E402
-from tileport.store import Store  # noqa: E402
-from tileport.validators.analysis.pipeline import analyze_op  # noqa: E402
-from tileport.validators.rust.build import BuildOptions, build_crate, prepare_crate  # noqa: E402
-from tileport.validators.rust.reference import load_analysis  # noqa: E402
-from tileport.validators.rust.selfcheck import self_check  # noqa: E402
-
-PORT_FILES = ("kernel.rs", "host.rs", "spec.json")
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+ROOT = Path(__file__).resolve().parents[1]
+PORT = ROOT / "ports" / "matmul"
+OP = ROOT / "examples" / "matmul.py"
+APPROVER = "Ada Reviewer"
+CARRY = "gpu-bundle/merge-demo/gpu"  # where the lead's device call finds WORKDIR/gpu (WORKDIR = gpu-bundle/merge-demo)
+# the wheels the H200 host lacks for tileport's CLI (as scripts/gpu-gate-ports.sh pack), cp312 manylinux
+WHEELS = ("pydantic-core==2.50.5", "pydantic==2.14.4", "annotated-types==0.8.0", "typing-inspection==0.4.5",
+          "sqlite-utils==4.2.1", "sqlite-fts4==1.0.3", "platformdirs==4.14.9", "tree-sitter==0.26.1",
+          "tree-sitter-rust==0.24.2")
 
 
 def say(text: str) -> None:
     print(f"\n## {text}", flush=True)
 
 
-def tileport(cfg: Path, *args: str) -> int:
-    print("$ tileport " + shlex.join(args), flush=True)
-    r = subprocess.run([sys.executable, "-m", "tileport", "--config", str(cfg), *args], capture_output=True,
-                       text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-    for line in (r.stdout + r.stderr).rstrip().splitlines():
-        print("  " + line)
-    print(f"  [exit {r.returncode}]", flush=True)
-    return r.returncode
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
-class Demo:
-    def __init__(self, root: Path, create: bool):
-        self.root = root
-        self.repo = root / "repo"
-        self.cfg = root / "tileport.toml"
-        if create:
-            self._create()
-        self.config = load_config(self.cfg)
-        self.store = Store(root / "tileport.db")
-        if create:
-            self.cid = self.store.add_conversion("examples/vector_add.py")
-            self.branch = f"tileport/vector_add-{self.cid}"
-            self.wt = root / f"wt-{self.cid}"
-            git(self.repo, "worktree", "add", "-q", "-b", self.branch, str(self.wt), "main")
-            base = git(self.repo, "rev-parse", "main")
-            self.store.update_conversion(self.cid, repo=str(self.repo), branch=self.branch, worktree=str(self.wt),
-                                         base_branch="main", base_commit=base, head_commit=base, status="running")
+def _brief_gate(gr: dict) -> dict:
+    keep = {k: gr.get(k) for k in ("name", "status", "verdict", "stage_run_id", "reason") if gr.get(k) not in (None, "")}
+    if gr.get("commit"):
+        keep["commit"] = gr["commit"][:12]
+    if gr.get("evidence"):
+        keep["evidence"] = f"{len(gr['evidence'])} file(s), digest sha256:{(gr.get('evidence_sha256') or '')[:16]}"
+    return keep
+
+
+def brief_json(text: str) -> list[str]:
+    """--json output shown one key a line, each gate on one line with its evidence counted (the full document is
+    what the command printed; only this display is shortened)."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        return text.splitlines()
+    lines = ["{  (--json; gates shortened for display: evidence files counted, commits to 12 digits)"]
+    items = list(doc.items())
+    for i, (k, v) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        if k == "gates" and isinstance(v, list):
+            lines.append(' "gates": [')
+            lines += [f"   {json.dumps(_brief_gate(gr))}{',' if j < len(v) - 1 else ''}" for j, gr in enumerate(v)]
+            lines.append(f" ]{comma}")
+        elif k == "approval" and isinstance(v, dict):
+            lines.append(f' "approval": {json.dumps({a: b for a, b in v.items() if a != "gates"})}{comma}')
         else:
-            conv = self.store.conversions()[-1]
-            self.cid, self.branch, self.wt = conv["id"], conv["branch"], Path(conv["worktree"])
-        self.attempts = {s: self.store.attempts(self.cid, s) for s in "ABCDEF"}
-
-    def _create(self) -> None:
-        self.repo.mkdir(parents=True)
-        git(self.repo, "init", "-q", "-b", "main")
-        for k, v in (("user.name", "Demo Maintainer"), ("user.email", "maint@example.invalid")):
-            git(self.repo, "config", k, v)
-        (self.repo / "examples").mkdir()
-        shutil.copy(REPO / "examples/vector_add.py", self.repo / "examples/vector_add.py")
-        (self.repo / "README.md").write_text("kernels\n")
-        git(self.repo, "add", "-A")
-        git(self.repo, "commit", "-q", "-m", "base: the cuTile Python op")
-        self.cfg.write_text(f'store = "{self.root / "tileport.db"}"\ntargets = ["sm_90"]\n'
-                            '[approval]\nname = "Demo Reviewer"\n')
-
-    def commit(self, stage: str, verdict: str, paths: list[str]) -> str:
-        self.attempts[stage] += 1
-        git(self.wt, "add", "-A", "--", *paths)
-        git(self.wt, "commit", "-q", "--allow-empty", "-m", f"tileport: stage {stage} {verdict}",
-            "--trailer", f"Tileport-Stage: {stage}", "--trailer", f"Tileport-Verdict: {verdict}",
-            "--trailer", f"Tileport-Attempt: {self.attempts[stage]}", "--trailer", f"Tileport-Conversion: {self.cid}")
-        head = git(self.wt, "rev-parse", "HEAD")
-        self.store.update_conversion(self.cid, head_commit=head)
-        return head
-
-    def record(self, result: StageResult, commit: str) -> None:
-        record_result(self.store, self.cid, result.model_copy(update={"attempt": self.attempts[result.stage.value]}),
-                      commit=commit)
-        print(f"  recorded {result.stage.value} {result.verdict} on {commit[:10]}: {result.summary[:110]}")
-
-    def stage_a(self) -> None:
-        a = analyze_op(self.wt / "examples/vector_add.py", out_dir=self.wt / "out/vector_add", config=self.config,
-                       toolchain=from_config(self.config), workers=1)
-        res = stage_a.result_from_analysis(a)
-        self.record(res, self.commit("A", res.verdict, ["out"]))
-
-    def stage_b(self):
-        port = self.wt / "ports/vector_add"
-        port.mkdir(parents=True, exist_ok=True)
-        for f in PORT_FILES:
-            shutil.copy(REPO / "ports/vector_add" / f, port / f)
-        opts = BuildOptions(bytecode_version=self.config.toolchain.bytecode_version,
-                            toolchain=from_config(self.config))
-        layout = prepare_crate(port, out=self.root / "crate")
-        build = build_crate(layout, opts)
-        analysis = load_analysis(self.wt / "out/vector_add")
-        report = self_check(build, analysis, layout.spec, analysis_file=self.wt / "out/vector_add",
-                            tileirdisasm=opts.toolchain.tileirdisasm) if build.ok else None
-        res = stage_b.result_from_build(build, report)
-        commit = self.commit("B", res.verdict, ["ports"])
-        self.record(res, commit)
-        return build, layout, commit
-
-    def export_gpu_program(self) -> None:
-        """The port's host program as built by B, stripped and xz'd for the GPU machine; remember what it is."""
-        _, layout, commit = self.stage_b_result
-        binary = BuildOptions().target_dir / "debug" / layout.run_bin
-        out = self.root / "tprun"
-        shutil.copy(binary, out)
-        subprocess.run(["strip", str(out)], check=True)
-        (self.root / "tprun.sha256").write_text(f"{sha256_file(out)} {commit}\n")
-        bundle = REPO / "gpu-bundle"
-        bundle.mkdir(exist_ok=True)
-        with open(bundle / "tprun.xz", "wb") as f:
-            subprocess.run(["xz", "-T2", "-9", "-c", str(out)], stdout=f, check=True)
-        print(f"  host program {layout.run_bin}: sha256 {sha256_file(out)} (built on {commit[:10]})")
-
-    def ingest_gpu_run(self) -> None:
-        """D from the GPU machine's log, bound to HEAD: the log names the sha256 of the binary it ran, which must be
-        the one B built here, and the port's files at HEAD must be the bytes it was built from."""
-        sha, built_at = (self.root / "tprun.sha256").read_text().split()
-        log = self.root / "gpu-run.log"
-        text = log.read_text()
-        if f"{sha}  /tmp/tprun" not in text:
-            raise SystemExit("the GPU log is not of the binary built here: cannot ingest")
-        for f in PORT_FILES:
-            if git(self.wt, "rev-parse", f"{built_at}:ports/vector_add/{f}") != \
-                    git(self.wt, "rev-parse", f"HEAD:ports/vector_add/{f}"):
-                raise SystemExit(f"ports/vector_add/{f} changed since the binary that ran was built: re-run D")
-        if "vector_add: all checks passed" not in text:
-            raise SystemExit("the GPU run did not pass: D is FAIL")
-        evidence = self.wt / "evidence/D/gpu-run.log"
-        evidence.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(log, evidence)
-        mism = [int(m) for m in re.findall(r"(\d+) mismatches of", text)]
-        gpu = next((ln for ln in text.splitlines() if "H200" in ln or "NVIDIA" in ln), "GPU")
-        res = StageResult(stage=Stage.HOST_CORRECTNESS, verdict="ALL_PASS",
-                          artifacts=[ArtifactRecord.of("gpu_log", evidence)],
-                          details={"device": gpu.strip(), "binary_sha256": sha, "built_at": built_at,
-                                   "cases": len(mism), "mismatches": sum(mism)},
-                          summary=f"{gpu.strip()}: {len(mism)} sizes, {sum(mism)} mismatches (bit-exact vs host)")
-        self.record(res, self.commit("D", res.verdict, ["evidence"]))
-
-    def gates(self) -> None:
-        self.stage_a()
-        self.stage_b()
-        self.ingest_gpu_run()
+            lines.append(f" {json.dumps(k)}: {json.dumps(v)}{comma}")
+    return lines + ["}"]
 
 
-DEVICE_COMMAND = (
-    "exec > >(tee $OUT/gpu-run.log) 2>&1; nvidia-smi --query-gpu=name,driver_version,compute_cap "
-    "--format=csv,noheader; mkdir -p /opt/ti && for f in gpu-bundle/ti-*.tar.xz; do tar -xJf $f -C /opt/ti; done; "
-    "unset CUDA_HOME CUDA_PATH; export PATH=/opt/ti/bin:$PATH CUTILE_TILEIRAS_PATH=/opt/ti/bin/tileiras; "
-    "xz -dc gpu-bundle/tprun.xz > /tmp/tprun && chmod +x /tmp/tprun && sha256sum /tmp/tprun; "
-    "cd /tmp && ./tprun; echo rc=$?")
+def tileport(repo: Path, *args: str, show: bool = True, timeout: float = 1800) -> subprocess.CompletedProcess:
+    """The real CLI, in the demo repository (its tileport.toml and store), output shown indented with the exit."""
+    r = subprocess.run([sys.executable, "-m", "tileport", *args], cwd=repo, capture_output=True, text=True,
+                       timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if show:
+        print("$ tileport " + shlex.join(args), flush=True)
+        out = brief_json(r.stdout) if "--json" in args and r.stdout.strip() else r.stdout.rstrip().splitlines()
+        for line in out + r.stderr.rstrip().splitlines():
+            print("  " + line)
+        print(f"  [exit {r.returncode}]", flush=True)
+    return r
 
 
-def main() -> int:
-    if len(sys.argv) != 3 or sys.argv[1] not in ("prepare", "finish"):
-        print(__doc__)
+def transcript() -> dict:
+    """The scripted writer: write the hand-written port (kernel.rs + spec.json), build it, say COMPILED."""
+    kernel = (PORT / "kernel.rs").read_text(encoding="utf-8")
+    spec = (PORT / "spec.json").read_text(encoding="utf-8")
+    tools = ["write_kernel", "cargo_build"]
+    return {
+        "name": "demo_matmul_handwritten",
+        "description": "NAMED FAKE model for scripts/demo_merge_gate.py: stage B writes ports/matmul (the hand-written "
+                       "port) through the real writer loop; the real cargo build and IR self-check judge it.",
+        "model": "scripted-handwritten-port", "max_model_len": 32768,
+        "exchanges": [
+            {"expect": {"tool_choice": "required", "tools": tools, "last_role": "user",
+                        "last_message_contains": "matmul_kernel"},
+             "reply": {"content": "", "tool_calls": [{"name": "write_kernel",
+                                                       "arguments": {"source": kernel, "spec": spec}}],
+                       "usage": {"prompt_tokens": 0, "completion_tokens": 0}}},
+            {"expect": {"tool_choice": "required", "last_role": "tool", "last_message_contains": "wrote src/kernel.rs"},
+             "reply": {"content": "", "tool_calls": [{"name": "cargo_build", "arguments": {}}],
+                       "usage": {"prompt_tokens": 0, "completion_tokens": 0}}},
+            {"expect": {"response_format": "KernelWriterVerdict", "last_role": "tool", "last_message_contains": "OK:"},
+             "reply": {"content": json.dumps({"verdict": "COMPILED", "summary": "ports/matmul written as is",
+                                              "build_attempts": 1}),
+                       "usage": {"prompt_tokens": 0, "completion_tokens": 0}}},
+        ]}
+
+
+def gpu_command(gpu: str = CARRY) -> str:
+    return ("set -o pipefail; exec > >(tee $OUT/gpu-run.log) 2>&1; "
+            "nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader; "
+            "test -x /opt/ti/bin/tileiras || { echo 'NO TILEIRAS: run the tileiras call (docs/gpu-runs.md) first'; "
+            "exit 9; }; unset CUDA_HOME CUDA_PATH; export PATH=/opt/ti/bin:$PATH; "
+            f"D=$PWD/{gpu}; mkdir -p /tmp/tp-site && python3 -m pip install -q --no-index --no-deps --no-compile "
+            "--target /tmp/tp-site $D/whl/*.whl; export PYTHONPATH=/tmp/tp-site:/tmp/site:$D/src PYTHONUNBUFFERED=1; "
+            "python3 -m tileport gate run $D/gate --timeout 240; rc=$?; cp $D/gate/results.json $OUT/results.json; "
+            "echo rc=$rc")
+
+
+def prepare(work: Path, wheels: bool) -> int:
+    if work.exists() and any(work.iterdir()):
+        print(f"demo: {work} is not empty; pass a new or empty directory", file=sys.stderr)
         return 2
-    root = Path(sys.argv[2]).resolve()
-    if sys.argv[1] == "prepare":
-        d = Demo(root, create=True)
-        say("A and B for real on the conversion branch; B's host program goes to the GPU machine")
-        d.stage_a()
-        d.stage_b_result = d.stage_b()
-        d.export_gpu_program()
-        print(f"\nnow run on the GPU machine (carry gpu-bundle/), save the output as {root}/gpu-run.log:\n"
-              f"{DEVICE_COMMAND}")
-        return 0
-    d = Demo(root, create=False)
-    cid, cfg = str(d.cid), d.cfg
-    say("D: the GPU run of the binary B built, ingested for the current commit")
-    d.ingest_gpu_run()
-    print(git(d.repo, "log", "--format=  %h %s  [%(trailers:key=Tileport-Stage,valueonly,separator=%x2C)]",
-              f"main..{d.branch}"))
+    repo = work / "repo"
+    repo.mkdir(parents=True)
+    say(f"a fresh repository {repo}: matmul.py (examples/matmul.py) and tileport.toml")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.name", "Demo User")
+    git(repo, "config", "user.email", "demo@example.invalid")
+    shutil.copy(OP, repo / "matmul.py")
+    (repo / "tileport.toml").write_text(f'targets = ["sm_90"]\n\n[approval]\nname = "{APPROVER}"\n')
+    (repo / ".gitignore").write_text(".tileport/\n")
+    git(repo, "add", "matmul.py", "tileport.toml", ".gitignore")
+    git(repo, "commit", "-q", "-m", "matmul op")
+    script = work / "matmul_writer.json"
+    script.write_text(json.dumps(transcript(), indent=1) + "\n")
 
-    say("1. no perf run, no approval: refused")
-    tileport(cfg, "merge", cid)
-    say("2. an override is off by default")
-    tileport(cfg, "approve", cid, "--override", "E", "--reason", "no perf gate yet")
-    say("3. a rejection needs a reason; then it refuses")
-    tileport(cfg, "reject", cid)
-    tileport(cfg, "reject", cid, "--reason", "want to see the ragged tile case first")
-    tileport(cfg, "merge", cid)
-    say("4. approved, but E still missing")
-    tileport(cfg, "approve", cid, "--comment", "ragged case checked in the H200 log")
-    tileport(cfg, "merge", cid)
-    say("5. a human commit on the branch: every gate and the approval are stale")
-    (d.wt / "ports/vector_add/kernel.rs").write_text((d.wt / "ports/vector_add/kernel.rs").read_text()
-                                                     + "// reviewed\n")
-    git(d.wt, "commit", "-qam", "comment the kernel")
-    d.store.update_conversion(d.cid, head_commit=git(d.wt, "rev-parse", "HEAD"))
-    tileport(cfg, "merge", cid)
-    say("   revert the edit (a new commit: the port bytes that ran on the H200 again), re-run A, B, re-ingest D")
-    git(d.wt, "revert", "--no-edit", "HEAD")  # back to the bytes that ran on the GPU, as a new commit
-    d.gates()
-    tileport(cfg, "merge", cid, "--check")
-    say("6. evidence changed after the run: an error, not a pass")
-    run_d = d.store.latest_verdicts(d.cid)["D"]["id"]
-    log = Path(d.store.stage_artifacts(run_d)[0]["path"])  # the store's read-only copy of the GPU log
-    saved = log.read_text()
-    log.chmod(0o644)
-    log.write_text(saved.replace("0 mismatches of 1048576", "0 mismatches of 1048"))
-    tileport(cfg, "merge", cid, "--check")
-    log.write_text(saved)
-    log.chmod(0o444)
-    say("7. the target moved in code the gates judged: refused, rebase offered")
-    vec = d.repo / "examples/vector_add.py"
-    vec.write_text(vec.read_text() + "\n# upstream edit\n")
-    git(d.repo, "commit", "-qam", "upstream: edit the op")
-    tileport(cfg, "merge", cid, "--check")
-    git(d.repo, "revert", "--no-edit", "HEAD")
-    (d.repo / "CHANGES.md").write_text("docs only\n")
-    git(d.repo, "add", "CHANGES.md")
-    git(d.repo, "commit", "-qm", "docs: changelog")
-    say("   after upstream reverted it and added docs only: no longer a blocker")
-    tileport(cfg, "merge", cid, "--check")
-    say("8. override E with a reason (enabled in config), recorded as an override; then merge")
-    cfg.write_text(cfg.read_text() + "allow_override = true\n")
-    tileport(cfg, "approve", cid, "--override", "E", "--reason",
-             "no perf gate yet (#15); correctness bit-exact on the H200", "--comment", "ship it")
-    tileport(cfg, "merge", cid)
-    print(git(d.repo, "log", "-1", "--format=%B", "main"))
-    say("9. merged: a second merge is refused; prune removes the worktree and the merged branch")
-    tileport(cfg, "merge", cid)
-    tileport(cfg, "worktrees", "prune")
-    tileport(cfg, "worktrees")
-    print(f"\n(demo repository: {d.repo})")
+    say("tileport run: A analysis, B scripted writer + real cargo build + IR self-check, D on this machine")
+    r = tileport(repo, "run", "matmul.py", "--repo", ".", "--model", f"scripted:{script}")
+    if r.returncode not in (0, 1, 3):
+        print("demo: `tileport run` failed; see above", file=sys.stderr)
+        return 1
+    conv = json.loads(tileport(repo, "status", "1", "--json", show=False).stdout)["conversion"]
+    runs = json.loads(tileport(repo, "status", "1", "--json", show=False).stdout)["stage_runs"]
+    if not any(x["stage"] == "B" and x["verdict"] == "COMPILED" for x in runs):
+        print("demo: stage B did not compile the port; nothing to pack", file=sys.stderr)
+        return 1
+    print(git(repo, "log", "--format=%h %s", f"main..{conv['branch']}"))
+
+    say(f"tileport gate pack 1: the cdylib and gate dir for HEAD {conv['head_commit'][:12]}")
+    gpu = work / "gpu"
+    r = tileport(repo, "gate", "pack", "1", "--out", str(gpu / "gate"))
+    if r.returncode:
+        return 1
+    shutil.copytree(ROOT / "tileport", gpu / "src" / "tileport", ignore=shutil.ignore_patterns("__pycache__"))
+    if wheels:
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                        "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_17_x86_64",
+                        "--platform", "manylinux2014_x86_64", "-d", str(gpu / "whl"), *WHEELS], check=True)
+    size = sum(f.stat().st_size for f in gpu.rglob("*") if f.is_file())
+    cmd = gpu_command()
+    (work / "GPU-COMMAND.txt").write_text(
+        f"# on the GPU host, with {CARRY} carried (tileiras at /opt/ti from the call in docs/gpu-runs.md):\n"
+        f"{cmd}\n# then copy its results.json to {work / 'results.json'} and run:\n"
+        f"# .venv/bin/python scripts/demo_merge_gate.py finish {work}\n")
+    say(f"ready: {gpu} ({size / 2**20:.1f} MiB) for commit {conv['head_commit']}")
+    print(f"GPU command (carry {CARRY}):\n{cmd}")
+    print(f"then: copy results.json to {work / 'results.json'}; "
+          f"python scripts/demo_merge_gate.py finish {work}")
     return 0
 
 
+def finish(work: Path, results: Path) -> int:
+    repo = work / "repo"
+    if not (repo / ".tileport" / "tileport.db").is_file():
+        print(f"demo: {work} was not prepared; run `demo_merge_gate.py prepare {work}` first", file=sys.stderr)
+        return 2
+    if not results.is_file():
+        print(f"demo: no {results}; run the GPU command in {work / 'GPU-COMMAND.txt'} and put its results.json there",
+              file=sys.stderr)
+        return 2
+    status = json.loads(tileport(repo, "status", "1", "--json", show=False).stdout)
+    conv = status["conversion"]
+    branch, wt = conv["branch"], Path(conv["worktree"])
+    head = git(repo, "rev-parse", branch)
+    main_tip = git(repo, "rev-parse", "main")
+    gate_meta = json.loads(results.read_text()).get("gate") or {}
+    say(f"conversion #1 {branch} at {head[:12]}; results.json made for {str(gate_meta.get('commit'))[:12]}")
+    print(git(repo, "log", "--format=%h %s", f"main..{branch}"))
+
+    say("1. merge without an approval (and D not run on a GPU yet): refused, main untouched")
+    tileport(repo, "merge", "1")
+    tileport(repo, "merge", "1", "--json")
+
+    say("2. approve while gates are open on HEAD: refused, nothing recorded")
+    tileport(repo, "approve", "1", "--comment", "looks right")
+    tileport(repo, "approve", "1", "--json")
+    print(f"approvals recorded: {len(json.loads(tileport(repo, 'status', '1', '--json', show=False).stdout)['approvals'])}")
+
+    say("3. an override while overrides are off ([approval] allow_override = false, the default)")
+    tileport(repo, "approve", "1", "--override", "D", "E", "--reason", "the GPU run is not in yet")
+    tileport(repo, "approve", "1", "--reason", "the GPU run is not in yet")
+
+    say("4. reject: without a reason refused; with one recorded (a merge of this commit is then refused)")
+    tileport(repo, "reject", "1")
+    tileport(repo, "reject", "1", "--reason", "wait for the H200 run before anyone merges", "--json")
+    tileport(repo, "merge", "1")
+
+    say(f"5. ingest the GPU results for {head[:12]} (stages D and E)")
+    r = tileport(repo, "gate", "ingest", str(results))
+    runs = json.loads(tileport(repo, "status", "1", "--json", show=False).stdout)["stage_runs"]
+    newest = {x["stage"]: x for x in runs}
+    for s in ("D", "E"):
+        if s in newest:
+            x = newest[s]
+            print(f"  {s} run #{x['id']}: {x['verdict']} on {str(x['commit'])[:12]} {json.dumps(x.get('details'))[:300]}")
+    passed = r.returncode == 0 and newest.get("D", {}).get("verdict") == "ALL_PASS" \
+        and newest.get("E", {}).get("verdict") == "DONE" and newest["E"]["commit"] == head
+    if not passed:
+        say("the gates did not pass on this commit: approve and merge stay refused")
+        tileport(repo, "approve", "1")
+        tileport(repo, "merge", "1")
+        same = git(repo, "rev-parse", "main") == main_tip
+        print(f"main untouched: {same}")
+        return 1
+
+    say("6. gates pass, but the newest decision on HEAD is the rejection: refused")
+    tileport(repo, "merge", "1")
+    say("7. approve HEAD (the gates it saw are recorded, with a git note on the commit)")
+    tileport(repo, "approve", "1", "--comment", "6/6 cases on the H200; geomean within the gate", "--json")
+
+    say("8. a new commit on the branch (a human edit) makes the approval and the gates stale")
+    kernel = wt / "ports" / "matmul" / "kernel.rs"
+    kernel.write_text(kernel.read_text() + "// reviewed\n")
+    git(wt, "commit", "-q", "-am", "a human edit after the approval")
+    tileport(repo, "merge", "1")
+    tileport(repo, "approve", "1")
+    say("   results from another commit are refused at ingest")
+    tileport(repo, "gate", "ingest", str(results))
+    git(repo, "branch", "-f", "demo/stray-edit", branch)
+    git(wt, "reset", "-q", "--hard", head)
+    print(f"(the edit is dropped: {branch} back at {head[:12]}; the edit is kept on demo/stray-edit)")
+    tileport(repo, "merge", "1", "--check")
+
+    say("9. the target branch moves under the gates (a change to the op on main): refused, rebase offered")
+    op = repo / "matmul.py"
+    op.write_text(op.read_text() + "\n# main moved on\n")
+    git(repo, "commit", "-q", "-am", "main: an edit to the op")
+    tileport(repo, "merge", "1")
+    tileport(repo, "merge", "1", "--json")
+    git(repo, "branch", "-f", "demo/main-moved", "main")
+    git(repo, "reset", "-q", "--hard", main_tip)
+    print(f"(main back at {main_tip[:12]}; the edit is kept on demo/main-moved. `tileport merge 1 --rebase` would "
+          "rebase the branch, and the gates would have to run again on the new HEAD)")
+
+    say("10. approve -> merge: every gate passed on the exact HEAD, and HEAD is approved")
+    r = tileport(repo, "merge", "1", "--json")
+    if r.returncode:
+        return 1
+    print("$ git log -1 --format=%B main")
+    for line in git(repo, "log", "-1", "--format=%B", "main").splitlines():
+        print("  " + line)
+    print(f"$ git notes --ref=refs/notes/tileport show {head[:12]}")
+    for line in git(repo, "notes", "--ref=refs/notes/tileport", "show", head).splitlines():
+        print("  " + line[:400])
+    say("11. merged: a second merge is refused; prune removes the merged worktree and branch")
+    tileport(repo, "merge", "1")
+    tileport(repo, "worktrees", "prune")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="step", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("workdir", type=Path)
+    p.add_argument("--no-wheels", action="store_true", help="skip the GPU host's wheels (a CPU-only check)")
+    f = sub.add_parser("finish")
+    f.add_argument("workdir", type=Path)
+    f.add_argument("--results", type=Path, help="results.json of the GPU run (default WORKDIR/results.json)")
+    a = ap.parse_args()
+    work = a.workdir.resolve()
+    if a.step == "prepare":
+        return prepare(work, not a.no_wheels)
+    return finish(work, (a.results or work / "results.json").resolve())
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

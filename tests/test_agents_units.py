@@ -48,6 +48,11 @@ def test_stage_commits_carry_trailers_and_are_read_back(repo):
     assert [(c["sha"], c["stage"], c["attempt"]) for c in stage_commits(wt)] == [(sha, "B", 1), (sha2, "B", 2)]
     parent = git.Repo(repo)
     assert parent.active_branch.name == "main" and not parent.is_dirty(untracked_files=True)
+    # the stages' build outputs in the worktree are not a person's uncommitted work
+    crate = wt.path / ".tileport-build" / "crate-gate"
+    crate.mkdir(parents=True)
+    (crate / "gate.json").write_text("{}")
+    assert not git.Repo(wt.path).is_dirty(untracked_files=True)
 
 
 def test_a_command_outside_the_worktree_is_caught(repo):

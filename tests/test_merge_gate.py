@@ -88,10 +88,9 @@ def test_missing_failed_and_self_check_gates_refuse(env):
     conv.run("B", self_check="FAIL_FIXABLE")
     conv.run("D")
     conv.run("D", passing=False)  # newest D failed: an earlier pass does not count
-    approval.approve(conv.store, load_config(cfg), conv.cid)
     line = refused(cfg, conv, "gate B unsatisfied", "self_check is FAIL_FIXABLE", "gate D unsatisfied",
-                   "is FAIL", "gate E missing (no E run)")
-    assert "gate A" not in line and "approval" not in line
+                   "is FAIL", "gate E missing (no E run)", "approval missing")
+    assert "gate A" not in line
 
 
 def test_new_commit_makes_gates_and_approval_stale(env):
@@ -118,9 +117,9 @@ def test_a_diagnosis_commit_keeps_gates_but_not_the_approval(env):
 def test_a_writer_commit_makes_later_gates_stale(env):
     conv, cfg = env
     conv.all_pass()
-    conv.stage_commit("B", "kernel.rs")  # the kernel was rewritten after D and E judged it
     approval.approve(conv.store, load_config(cfg), conv.cid)
-    refused(cfg, conv, "gate D stale", "gate E stale", "stage B committed")
+    conv.stage_commit("B", "kernel.rs")  # the kernel was rewritten after D and E judged it
+    refused(cfg, conv, "gate D stale", "gate E stale", "stage B committed", "approval stale")
 
 
 def test_rejection_refuses_and_needs_a_reason(env):
@@ -286,3 +285,100 @@ def test_merge_into_another_branch_leaves_main_alone(env):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["target"] == "release" and conv.main() == main
     assert git(conv.repo, "rev-parse", "release^2") == conv.head()
+
+
+# ------------------------------------------------------------------------- approve: the merge rule's gates, up front
+
+
+def approve_refused(cfg, conv, *needles, args=()):
+    """`tileport approve` refused: one line naming each open gate, exit 1, nothing in the store or the git notes."""
+    rows, head = len(conv.store.approvals(conv.cid)), conv.head()
+    r = tp(cfg, "approve", str(conv.cid), *args)
+    assert r.returncode == 1, r.stderr + r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"tileport: approve #{conv.cid} refused: gate "), r.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    assert len(conv.store.approvals(conv.cid)) == rows and len(notes_on(conv.repo, head)) == rows
+    return lines[0]
+
+
+def test_approve_refuses_while_gates_are_open_on_head(env):
+    conv, cfg = env
+    conv.run("A")
+    conv.run("B", self_check="FAIL_FIXABLE")
+    line = approve_refused(cfg, conv, "gate B unsatisfied", "self_check is FAIL_FIXABLE", "gate D missing (no D run)",
+                           "gate E missing (no E run)", "overrides are off")
+    assert "gate A" not in line
+    r = tp(cfg, "approve", str(conv.cid), "--json")
+    assert r.returncode == 1 and r.stderr == ""
+    out = json.loads(r.stdout)
+    assert out["approved"] is False and out["head"] == conv.head()
+    assert [x.split(" (")[0] for x in out["refusals"]] == ["gate B unsatisfied", "gate D missing", "gate E missing"]
+    assert {g["name"]: g["status"] for g in out["gates"]} == {"A": "satisfied", "B": "unsatisfied", "D": "missing",
+                                                               "E": "missing"}
+    assert conv.store.approvals(conv.cid) == []
+    conv.run("B")
+    conv.run("D")
+    conv.run("E")  # every gate passed on HEAD: now the same command records the approval
+    r = tp(cfg, "approve", str(conv.cid), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["decision"] == "approve"
+
+
+def test_approve_on_a_stale_head_is_refused(env):
+    conv, cfg = env
+    conv.all_pass()
+    conv.human_commit("kernel.rs")  # every gate passed on the commit before: none judged this HEAD
+    approve_refused(cfg, conv, "gate A stale", "gate B stale", "gate D stale", "gate E stale",
+                    "is not a tileport stage commit", f"run the gates on {conv.head()[:10]}")
+    refused(cfg, conv, "gate A stale", "approval missing")
+
+
+def test_an_override_needs_config_and_a_reason_and_is_recorded_as_override(env, tmp_path):
+    conv, cfg = env
+    for s in "AB":
+        conv.run(s)
+    # overrides off (the default): a reason does not turn the approval into one
+    approve_refused(cfg, conv, "gate D missing", "gate E missing", "overrides are off",
+                    args=("--reason", "the H200 run is attached to the ticket"))
+    on = tmp_path / "on.toml"
+    on.write_text(cfg.read_text() + "allow_override = true\n")
+    approve_refused(on, conv, "gate D missing", "or override them with --reason")  # enabled, but no reason
+    # an explicit override must cover every open gate: E left open is named
+    line = approve_refused(on, conv, "gate E missing", "name every open gate in --override (D E)",
+                           args=("--override", "D", "--reason", "ran by hand"))
+    assert "gate D" not in line
+    r = tp(on, "approve", str(conv.cid), "--reason", "the H200 run is attached to the ticket", "--json")
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert (rec["decision"], rec["overrides"], rec["reason"]) == ("override", ["D", "E"],
+                                                                  "the H200 run is attached to the ticket")
+    assert {g["name"]: g["status"] for g in rec["gates"]} == {"A": "satisfied", "B": "satisfied", "D": "missing",
+                                                              "E": "missing"}  # what the person saw: not passes
+    [note] = notes_on(conv.repo, conv.head())
+    assert note["decision"] == "override" and note["overrides"] == ["D", "E"]
+    r = tp(on, "merge", str(conv.cid), "--json")
+    assert r.returncode == 0, r.stderr
+    assert {g["name"]: g["status"] for g in json.loads(r.stdout)["gates"]} == {
+        "A": "satisfied", "B": "satisfied", "D": "overridden", "E": "overridden"}
+    trailers = git(conv.repo, "log", "-1", "--format=%(trailers:only,unfold)", "main")
+    assert "Tileport-Override: D by Ada Reviewer: the H200 run is attached to the ticket" in trailers
+    assert "Tileport-Gate-E: none overridden" in trailers and "satisfied" not in trailers.split("Gate-D")[1][:30]
+
+
+def test_ingest_refuses_results_made_for_a_commit_the_branch_has_left(env, tmp_path):
+    """The branch moved by a commit the store has not seen (a human edit): results for the old HEAD are refused."""
+    conv, cfg = env
+    for s in "AB":
+        conv.run(s)
+    judged = conv.head()
+    conv.store.update_conversion(conv.cid, head_commit=judged)
+    conv.human_commit("kernel.rs")
+    # NAMED FAKE: only the header `tileport gate run` writes; the refusal comes before any case is read
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"gate": {"conversion_id": conv.cid, "commit": judged}, "cases": []}))
+    runs = len(conv.store.stage_runs(conv.cid))
+    r = tp(cfg, "gate", "ingest", str(results))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"results are for commit {judged[:12]}, conversion {conv.cid} is at {conv.head()[:12]}" in r.stderr
+    assert len(conv.store.stage_runs(conv.cid)) == runs

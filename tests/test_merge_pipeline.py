@@ -32,10 +32,12 @@ def test_a_pipeline_conversion_is_refused_until_its_gates_pass_then_merges(proje
     assert "gate A" not in r.stderr and "gate B" not in r.stderr  # A and B stand: only stage commits came after
     assert git.Repo(project).head.commit.hexsha == main_before
 
-    r = tileport(project, "approve", "1", "--json")
-    assert r.returncode == 0, r.stderr
-    seen = {g["name"]: g["status"] for g in json.loads(r.stdout)["gates"]}
-    assert seen == {"A": "satisfied", "B": "satisfied", "D": "unsatisfied", "E": "missing"}
+    r = tileport(project, "approve", "1", "--json")  # refused while D and E are open; nothing recorded
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    seen = {g["name"]: g["status"] for g in out["gates"]}
+    assert seen == {"A": "satisfied", "B": "satisfied", "D": "unsatisfied", "E": "missing"} and not out["approved"]
+    assert status(project, 1)["approvals"] == []
 
     # NAMED FAKE: this CPU machine has no GPU gates, so D and E passes are written the way the pipeline writes a
     # stage attempt (its commit_stage, its trailers, a store row on that commit) to show the merge that follows.
@@ -52,7 +54,7 @@ def test_a_pipeline_conversion_is_refused_until_its_gates_pass_then_merges(proje
         store.close()
 
     r = tileport(project, "merge", "1")
-    assert r.returncode == 1 and "approval stale" in r.stderr and "gate" not in r.stderr, r.stderr
+    assert r.returncode == 1 and "approval missing" in r.stderr and "gate" not in r.stderr, r.stderr
     assert tileport(project, "approve", "1", "--comment", "fake D/E for the CPU test").returncode == 0
     r = tileport(project, "merge", "1")
     assert r.returncode == 0, r.stderr

@@ -3,8 +3,8 @@ base moves, rebases and merges, each on a fresh REAL git repository and store.
 
 The oracle below is the rule stated independently over the sequence (not over git): a merge must succeed exactly
 when every required gate's newest run passed on a commit no later change invalidated, the newest decision on HEAD
-is an approval, and the target moved only in ignored paths since the branch's base. After every step: no commit
-ever made is lost, a refused merge left the target where it was, and the store and git agree.
+is an approval, and the target moved only in ignored paths since the branch's base; an approval is recorded exactly
+when every gate stands for HEAD (else refused, nothing written). After every step: no commit ever made is lost, a refused merge left the target where it was, and the store and git agree.
 """
 
 from __future__ import annotations
@@ -130,11 +130,20 @@ def test_no_sequence_merges_past_a_failed_missing_or_stale_gate(sequence):
                     sha = conv.human_commit(f"src{len(model.commits)}.rs")
                     model.commits.append((sha, "human"))
                     conv.store.update_conversion(conv.cid, head_commit=sha)
-                elif kind in ("approve", "reject"):
-                    if kind == "approve":
+                elif kind == "approve":  # recorded only when every gate stands for HEAD; else nothing written
+                    head, rows = conv.head(), len(store.approvals(conv.cid))
+                    fresh = all(model.fresh(gr, head) for gr in SURVIVES)
+                    try:
                         approval.approve(store, cfg, conv.cid)
+                    except approval.ApprovalRefused as e:
+                        event("approve refused")
+                        assert not fresh, (str(e), model)
+                        assert len(store.approvals(conv.cid)) == rows
                     else:
-                        approval.reject(store, cfg, conv.cid, "property test")
+                        assert fresh, model
+                        model.decisions[head] = kind
+                elif kind == "reject":
+                    approval.reject(store, cfg, conv.cid, "property test")
                     model.decisions[conv.head()] = kind
                 elif kind == "move":
                     made.add(conv.base_move("lib.py" if op[1] == "code" else "NOTES.md"))

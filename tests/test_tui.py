@@ -214,6 +214,14 @@ async def test_approval_flow_merge_refused_until_gates_pass_and_approved(tmp_pat
         assert refusal.startswith("merge:") and "gate D" in refusal and "approval missing" in refusal
         why = str(app.screen.query_one("#why-not").render())
         assert "gate D" in why and "gate E" in why
+        await pilot.press("a")  # approving HEAD while D and E are open is refused, as `tileport approve` is
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        refusal = [n.message for n in app._notifications][-1]
+        assert refusal.startswith("approve:") and "gate D missing" in refusal and "gate E missing" in refusal
+        s1 = Store(db)
+        assert s1.approvals(conv.cid) == []
+        s1.close()
         s2 = Store(db)
         conv.store = s2
         conv.run("D")

@@ -1,56 +1,65 @@
 """`tileport approve ID [--comment TEXT] [--override GATE ... --reason TEXT] [--json]`: approve the branch HEAD.
 
 The approval is bound to the commit it names and records the gate results the approver saw; any later commit makes
-it stale. An override (only with `[approval] allow_override = true`) lets named unsatisfied gates through, with a
-reason, and is recorded as an override, never as a pass.
+it stale. It is refused (one line naming each gate missing, failed or stale on that exact HEAD; exit 1; nothing
+recorded) while a required gate is open, as a merge would be. With `[approval] allow_override = true` and a
+`--reason`, it is recorded as an override of the open gates (or of those named with `--override`, which must cover
+them all), never as a pass.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from tileport.cli._common import config_from, int_in, open_store
-from tileport.records import ApprovalRecord, GateStatus
-from tileport.worktrees.approval import PAST, approve, override
+from tileport.records import ApprovalRecord, Decision
+from tileport.worktrees.approval import PAST, ApprovalRefused, approve, override
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("approve", help="approve a conversion's branch HEAD (bound to that commit)",
-                       description="Approve the conversion branch's current HEAD, recording the gate results seen.")
+                       description="Approve the conversion branch's current HEAD, recording the gate results seen. "
+                                   "Refused (exit 1, nothing recorded) while a required gate is missing, failed or "
+                                   "stale on that HEAD, unless overrides are enabled and --reason is given.")
     p.add_argument("id", type=int_in(1, (1 << 63) - 1), help="conversion id (`tileport status` lists them)")
     p.add_argument("--comment", help="a note for the record")
     p.add_argument("--override", nargs="+", metavar="GATE",
                    help="let these unsatisfied gates through (needs [approval] allow_override and --reason)")
-    p.add_argument("--reason", help="why the override is justified")
+    p.add_argument("--reason", help="why the open gates may be overridden (needs [approval] allow_override)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
 
 def describe(rec: ApprovalRecord) -> str:
-    gates = ", ".join(f"{gr.name} {gr.status.value}" for gr in rec.gates)
-    return f"#{rec.conversion_id} {PAST[rec.decision]} at {rec.commit[:10]} by {rec.approver} ({rec.ts}); gates: {gates}"
+    gates = ", ".join(f"{gr.name} {'overridden' if gr.name in rec.overrides else gr.status.value}"
+                      for gr in rec.gates)
+    how = PAST[rec.decision] + (f" of {' '.join(rec.overrides)} ({rec.reason})" if rec.overrides else "")
+    return f"#{rec.conversion_id} {how} at {rec.commit[:10]} by {rec.approver} ({rec.ts}); gates: {gates}"
 
 
 def run(args: argparse.Namespace) -> int:
     config = config_from(args)
     store = open_store(config)
     try:
-        if args.override:
-            rec = override(store, config, args.id, args.override, args.reason, args.comment)
-        else:
-            if args.reason:
-                print("tileport: note: --reason is for overrides and rejections; kept as the comment")
-            rec = approve(store, config, args.id, args.comment or args.reason)
+        try:
+            if args.override:
+                rec = override(store, config, args.id, args.override, args.reason, args.comment)
+            else:
+                rec = approve(store, config, args.id, args.comment, reason=args.reason)
+        except ApprovalRefused as refused:
+            if args.json:
+                print(json.dumps(refused.as_json(), indent=2))
+            else:
+                print(f"tileport: {refused}", file=sys.stderr)
+            return refused.exit_code
         if args.json:
             print(json.dumps(rec.model_dump(mode="json"), indent=2))
             return 0
+        if args.reason and rec.decision is Decision.APPROVE:
+            print("tileport: note: --reason is for overrides and rejections; kept as the comment")
         print(describe(rec))
-        pending = [gr for gr in rec.gates if gr.status is not GateStatus.SATISFIED
-                   and gr.name not in rec.overrides]
-        if pending:
-            print("a merge still needs: " + "; ".join(f"gate {gr.name} {gr.status.value} ({gr.reason})"
-                                                      for gr in pending))
         return 0
     finally:
         store.close()

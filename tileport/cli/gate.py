@@ -124,25 +124,28 @@ def run_ingest(args: argparse.Namespace) -> int:
     try:
         conv = store.conversion(int(cid))
         head = conv.get("head_commit")
+        if conv.get("branch"):  # the branch itself, not the store's last note of it: a commit since moves it
+            from tileport.worktrees.approval import branch_head, conversion_repo
+
+            _, repo, branch = conversion_repo(store, int(cid))
+            head = branch_head(repo, int(cid), branch)
         if not commit or commit != head:
             raise UserError(f"{path}: results are for commit {str(commit)[:12] or '(none)'}, conversion {cid} is at "
                             f"{str(head)[:12] or '(none)'}; pack and run the gate again for the current commit")
-        ids = _record(store, int(cid), commit, results, path)
+        ids = _record(store, int(cid), commit, results, path, config)
     finally:
         store.close()
     print(f"conversion {cid} @ {commit[:12]}: recorded stage run(s) {', '.join(map(str, ids))}")
     return 0
 
 
-def _record(store, cid: int, commit: str, results: dict, path: Path) -> list[int]:
+def _record(store, cid: int, commit: str, results: dict, path: Path, config) -> list[int]:
     """Store the D run with one row per case, and the E run with every sample when the results have perf rows.
     (The verdict mapping mirrors the stage modules': env -> BLOCKED, all pass -> ALL_PASS; E DONE only when every
     configuration was measured, the flush verified and the geomean within [perf] geomean_max.)"""
-    from tileport.config import load_config
     from tileport.records import ArtifactRecord, FailClass, Stage, StageResult
     from tileport.validators.gpu.reports import correctness_from_results, perf_from_results
 
-    config = load_config(None)
     corr = correctness_from_results(results)
     art = [ArtifactRecord.of("gate_results", path)]
     verdict = "BLOCKED" if corr.env_missing else "ALL_PASS" if corr.all_pass else "FAIL"

@@ -100,8 +100,16 @@ class Actions:
                 return f"conversion {conversion_id} has no branch to {action}"
             if self.running(conversion_id):
                 return f"conversion {conversion_id} is running; decide once it stops on a commit"
-            if action in ("approve", "reject"):
-                return None  # a decision is recorded with the gates as they are; the merge rule judges them
+            if action == "reject":
+                return None  # a rejection is recorded whatever the gates say
+            if action == "approve":  # the rule `tileport approve` applies: no approval while a gate is open
+                from tileport.worktrees.approval import check_approval
+
+                try:
+                    refused = self._with_store(check_approval, conversion_id)
+                except UserError as e:
+                    return str(e)
+                return None if refused is None else "; ".join(refused.refusals)
             from tileport.worktrees.merge import check_merge
 
             try:
@@ -160,12 +168,15 @@ class Actions:
         self.runner.stop(conversion_id)
 
     def approve(self, conversion_id: int, comment: str | None = None):
-        from tileport.worktrees.approval import approve
+        from tileport.worktrees.approval import ApprovalRefused, approve
 
         reason = self.why_not("approve", conversion_id)
         if reason:
             raise UserError(reason)
-        return self._with_store(approve, conversion_id, comment)
+        try:
+            return self._with_store(approve, conversion_id, comment)
+        except ApprovalRefused as refused:  # a gate changed between the check and the decision
+            raise UserError("; ".join(refused.refusals)) from None
 
     def reject(self, conversion_id: int, reason_text: str):
         from tileport.worktrees.approval import reject

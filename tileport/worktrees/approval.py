@@ -92,9 +92,64 @@ def notes_on(repo: str | Path, commit: str) -> list[dict]:
     return [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
 
 
+class ApprovalRefused(Exception):
+    """An approval the merge rule could never honour: required gates are open on the exact HEAD and no override
+    (enabled in config, with a reason) covers them. Nothing was recorded. The CLI prints it as one line, exit 1."""
+
+    exit_code = 1
+
+    def __init__(self, conversion_id: int, head: str, gates: list[GateRecord], refusals: list[str], hint: str):
+        self.conversion_id, self.head, self.gates, self.refusals, self.hint = (conversion_id, head, gates,
+                                                                               refusals, hint)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return (f"approve #{self.conversion_id} refused: {'; '.join(self.refusals)}"
+                + (f"; next: {self.hint}" if self.hint else ""))
+
+    def as_json(self) -> dict:
+        return {"conversion_id": self.conversion_id, "approved": False, "head": self.head,
+                "refusals": self.refusals, "hint": self.hint,
+                "gates": [gr.model_dump(mode="json") for gr in self.gates]}
+
+
+def open_gates(gates: list[GateRecord]) -> list[GateRecord]:
+    """The required gates that do not let a merge of their HEAD through on their own (missing, failed, stale or
+    with changed evidence): the same test the merge rule applies."""
+    return [gr for gr in gates if gr.status is not GateStatus.SATISFIED]
+
+
+def _approval_refusal(conversion_id: int, head: str, gates: list[GateRecord], decision: Decision,
+                      overrides: list[str], config: Config, reason: str | None) -> ApprovalRefused | None:
+    """Why an approval (or override) of `head` must not be recorded, or None. An approval stands only for a HEAD on
+    which every required gate passed; an override must name (or, given only --reason, it takes) every open gate."""
+    open_ = open_gates(gates)
+    if decision is Decision.OVERRIDE:
+        open_ = [gr for gr in open_ if gr.name not in overrides]
+    if not open_:
+        return None
+    refusals = [f"gate {gr.name} {gr.status.value} ({gr.reason})" for gr in open_]
+    if decision is Decision.OVERRIDE:
+        hint = f"name every open gate in --override ({' '.join(sorted({*overrides, *(gr.name for gr in open_)}))})"
+    elif any(gr.status in (GateStatus.STALE, GateStatus.MISSING, GateStatus.UNSATISFIED) for gr in open_):
+        hint = f"run the gates on {head[:10]} (`tileport run --resume {conversion_id}`, `tileport gate`)"
+        if not config.approval.allow_override:
+            hint += "; overrides are off ([approval] allow_override)"
+        elif not reason:
+            hint += "; or override them with --reason \"...\""
+    else:
+        hint = "re-run the gate whose evidence changed"
+    return ApprovalRefused(conversion_id, head, gates, refusals, hint)
+
+
 def decide(store: Store, config: Config, conversion_id: int, decision: Decision, *, comment: str | None = None,
            reason: str | None = None, overrides: list[str] | tuple[str, ...] = ()) -> ApprovalRecord:
-    """Record a decision on the branch HEAD as it is now, with the gates as they are now."""
+    """Record a decision on the branch HEAD as it is now, with the gates as they are now.
+
+    A rejection is always recorded (with a reason). An approval is recorded only when every required gate is
+    satisfied on the exact HEAD; else `ApprovalRefused` and nothing is written. With overrides enabled in config
+    and a reason, an approval of a HEAD with open gates becomes an override of exactly those gates (recorded as an
+    override, never a pass); an explicit override must cover every open gate."""
     comment = (comment or "").strip() or None
     reason = (reason or "").strip() or None
     if decision is Decision.REJECT and not reason:
@@ -116,10 +171,18 @@ def decide(store: Store, config: Config, conversion_id: int, decision: Decision,
         head = branch_head(repo, conversion_id, branch)
         gates = evaluate_gates(store, repo, conversion_id, head, evidence_roots(conv, repo),
                                base=conv.get("base_commit"))
+        if decision is Decision.APPROVE and open_gates(gates) and reason and config.approval.allow_override:
+            decision, overrides = Decision.OVERRIDE, [gr.name for gr in open_gates(gates)]
         if decision is Decision.OVERRIDE:
             passing = [gr.name for gr in gates if gr.name in overrides and gr.status is GateStatus.SATISFIED]
             if passing:
                 raise UserError(f"gate {passing[0]} is satisfied on {head[:10]}; there is nothing to override")
+        if decision is not Decision.REJECT:
+            refused = _approval_refusal(conversion_id, head, gates, decision, overrides, config, reason)
+            if refused is not None:
+                raise refused
+        if decision is Decision.APPROVE and reason:  # a plain approval has no reason: keep it as the comment
+            comment, reason = comment or reason, None
         snapshot = {"head": head, "gates": [gr.model_dump(mode="json") for gr in gates], "overrides": overrides}
         with store.db.atomic():
             aid = store.record_approval(conversion_id, head, who, decision.value, reason, comment=comment,
@@ -141,8 +204,19 @@ def decide(store: Store, config: Config, conversion_id: int, decision: Decision,
     return rec
 
 
-def approve(store: Store, config: Config, conversion_id: int, comment: str | None = None) -> ApprovalRecord:
-    return decide(store, config, conversion_id, Decision.APPROVE, comment=comment)
+def check_approval(store: Store, config: Config, conversion_id: int) -> ApprovalRefused | None:
+    """Why a plain approval of the branch HEAD would be refused now, or None (records nothing; the dashboard asks)."""
+    conv, repo, branch = conversion_repo(store, conversion_id)
+    head = branch_head(repo, conversion_id, branch)
+    gates = evaluate_gates(store, repo, conversion_id, head, evidence_roots(conv, repo), base=conv.get("base_commit"))
+    return _approval_refusal(conversion_id, head, gates, Decision.APPROVE, [], config, None)
+
+
+def approve(store: Store, config: Config, conversion_id: int, comment: str | None = None,
+            reason: str | None = None) -> ApprovalRecord:
+    """Approve HEAD; refused (`ApprovalRefused`) while a required gate is open, unless overrides are enabled and a
+    `reason` is given: then it is recorded as an override of the open gates."""
+    return decide(store, config, conversion_id, Decision.APPROVE, comment=comment, reason=reason)
 
 
 def reject(store: Store, config: Config, conversion_id: int, reason: str) -> ApprovalRecord:

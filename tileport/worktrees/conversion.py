@@ -65,6 +65,20 @@ def _ignore_state_dir(repo_root: Path) -> None:
         gi.write_text("# tileport's store and conversion worktrees: never part of the project\n*\n", encoding="utf-8")
 
 
+BUILD_DIR = ".tileport-build"  # the stages' generated crates and gate dirs inside a worktree (agents/context.py)
+
+
+def _ignore_build_dir(worktree: Path) -> None:
+    """The build outputs the stages write in the worktree carry their own `.gitignore` (`*`), so they never look
+    like a person's uncommitted work (`tileport worktrees` would call the worktree dirty and recovery would save
+    megabytes of build output on a rescue branch)."""
+    d = worktree / BUILD_DIR
+    d.mkdir(exist_ok=True)
+    gi = d / ".gitignore"
+    if not gi.exists():
+        gi.write_text("# tileport's generated crates and gate dirs: never part of the project\n*\n", encoding="utf-8")
+
+
 def check_repo(repo_dir: str | Path) -> BaseRef:
     """Refuse a missing, dirty or detached repository before anything is created."""
     return check_branchable(open_repo(repo_dir))
@@ -89,6 +103,7 @@ def create_conversion_worktree(repo_dir: str | Path, op: str, conversion_id: int
             repo.git.worktree("add", "-b", branch, str(path), base.commit)
         except git.GitCommandError as e:
             raise UserError(f"git worktree add failed for {branch}: {e.stderr.strip().splitlines()[-1] if e.stderr else e}") from None
+        _ignore_build_dir(path)
     return ConversionWorktree(conversion_id, base.root, path.resolve(), branch, base.branch, base.commit)
 
 
@@ -101,6 +116,7 @@ def open_conversion_worktree(conversion: dict) -> ConversionWorktree:
     if repo.head.is_detached or repo.active_branch.name != conversion["branch"]:
         raise UserError(f"conversion {conversion['id']}: {path} is not on {conversion['branch']} any more; "
                         f"check it out again (git -C {path} switch {conversion['branch']})")
+    _ignore_build_dir(path)  # worktrees made before the build dir ignored itself
     return ConversionWorktree(conversion["id"], Path(conversion["repo"]), path.resolve(), conversion["branch"],
                               conversion["base_branch"], conversion["base_commit"])
 

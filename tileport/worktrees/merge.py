@@ -141,6 +141,8 @@ def _fmt_gate(gr: GateRecord, geomean: float | None, config: Config) -> str:
 
 def merge_message(conv: dict, outcome: MergeOutcome, config: Config) -> str:
     op = conv.get("op_path") or ""
+    if op and conv.get("repo") and Path(op).is_absolute() and Path(op).is_relative_to(conv["repo"]):
+        op = Path(op).relative_to(conv["repo"]).as_posix()  # the repo's own path, not this machine's
     kernel = f" {conv['kernel']}" if conv.get("kernel") else ""
     gm = f", geomean {outcome.geomean:.4f}" if outcome.geomean is not None else ""
     verdicts = " ".join(f"{gr.name}:{gr.verdict or '-'}" for gr in outcome.gates)
