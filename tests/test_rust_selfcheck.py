@@ -83,8 +83,9 @@ def test_silu_and_mul_reads_sliced_views_like_the_reference(ports_checked):
     _, result, rep = ports_checked["silu_and_mul"]
     for pair in rep.pairs:
         # only benign notes: no memory-index mismatch (the old port indexed column tile bid(y) + n/256), no lost
-        # alignment, no dataflow difference
-        assert pair.verdict == "PASS_WITH_NOTES" and pair.counts["warning"] == 0, pair.findings
+        # alignment, no dataflow difference; the one warning allowed is the f16/bf16 entry's occupancy hint
+        assert pair.verdict == "PASS_WITH_NOTES", pair.findings
+        assert {f.check for f in pair.findings if f.severity == Severity.WARNING} <= {"hints.occupancy"}, pair.findings
         assert not pair.categories(Severity.ERROR) and "memory" not in pair.categories()
     text = Path(result.jobs[0].tileir_text).read_text()
     # two sliced views, each from an offset base: the gate at column 0, the up half at column n
@@ -126,11 +127,12 @@ def test_unmatched_variants_are_reported_with_the_reason_and_fail_the_check(port
     bf16.reference.dtype = "float64"
     spec.targets = ["sm_90", "sm_80"]
     rep = self_check(result, load_analysis(OUT / "silu_and_mul"), DumpSpec.model_validate(spec.model_dump()))
-    assert rep.verdict.value == "FAIL_FIXABLE" and len(rep.unmatched) == 4
+    # f16 and bf16 broken on both targets, and the f32 entry on sm_80, which the reference was not built for
+    assert rep.verdict.value == "FAIL_FIXABLE" and len(rep.unmatched) == 2 * 2 + 1
     assert "names no reference" in rep.pair("silu_and_mul", "f16_16x256", "sm_90").reason
     assert "not instantiated for float64" in rep.pair("silu_and_mul", "bf16_16x256", "sm_90").reason
-    assert all(p.verdict == UNMATCHED for p in rep.pairs)
-    # nothing was compared, so every reference instance for the targets is uncovered
+    assert all(p.verdict == UNMATCHED for p in rep.pairs if p.entry == "silu_and_mul")
+    # nothing of f16/bf16 was compared, so those reference instances are uncovered
     assert "silu_and_mul_kernel[TILE_M=16,TILE_N=256]/float16/sm_90" in rep.uncovered
     assert result_from_build(result, rep).verdict == "FAIL_FIXABLE"
 
@@ -179,7 +181,9 @@ def test_cli_reference_exit_codes_and_json(tmp_path, capsys):
     assert code == 0
     assert "PASS_WITH_NOTES silu_and_mul/f16_16x256/sm_90  <->  silu_and_mul_kernel[TILE_M=16,TILE_N=256]/float16" \
         in text
-    assert "silu_and_mul_kernel[TILE_M=16,TILE_N=256]/float32/sm_90" in text  # uncovered instance listed
+    assert "PASS_WITH_NOTES silu_and_mul_f32/f32_16x256/sm_90  <->  silu_and_mul_kernel[TILE_M=16,TILE_N=256]/float32" \
+        in text  # every dtype the reference declares has its pair
+    assert "0 unmatched, 0 reference instance(s) uncovered" in text
     assert text.rstrip().splitlines()[-1].endswith("-> stage B COMPILED")
 
     # a wrong port: exit 1, --json carries the findings and the stage record
