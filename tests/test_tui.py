@@ -7,6 +7,8 @@ shows each attempt with where it was routed; refused actions say why; q quits.
 
 from __future__ import annotations
 
+import json
+
 import subprocess
 import sys
 import textwrap
@@ -174,7 +176,11 @@ async def test_perf_view_shows_ratios_geomean_and_gate(tmp_path):
                                                                               "ratio": 1.2}}))
     s.db["perf_rows"].insert_all([
         {"stage_run_id": rid, "config": "1024x1024 f16", "ref_ms": 0.010, "port_ms": 0.0097, "ratio": 0.97},
-        {"stage_run_id": rid, "config": "4096x4096 f16", "ref_ms": 0.026, "port_ms": 0.0312, "ratio": 1.2},
+        {"stage_run_id": rid, "config": "4096x4096 f16", "ref_ms": 0.026, "port_ms": 0.0312, "ratio": 1.2,
+         "launch": json.dumps({"ref": [{"kernel": "softmax_kernel", "grid": [4096, 1, 1], "block": [256, 1, 1],
+                                        "registers_per_thread": 128, "occupancy_pct": 25}],
+                               "port": [{"kernel": "softmax_entry", "grid": [4096, 1, 1], "block": [256, 1, 1],
+                                         "registers_per_thread": 255, "occupancy_pct": 13}]})},
     ])
     s.close()
     app = app_for(db)
@@ -190,6 +196,15 @@ async def test_perf_view_shows_ratios_geomean_and_gate(tmp_path):
         assert pt.row_count == 2 and str(pt.get_row_at(1)[3]) == "1.200"
         summary = str(app.screen.query_one("#perf-summary").render())
         assert "geomean 1.080" in summary and "gate <= 1.05" in summary and "4096x4096 f16" in summary
+        # moving to the slow row shows how each side launched: here the port holds twice the registers
+        pt.focus()
+        pt.move_cursor(row=1)
+        await pilot.pause()
+        launch = str(app.screen.query_one("#perf-launch").render())
+        assert "4096x4096 f16" in launch and "255 regs" in launch and "128 regs" in launch and "occ 13%" in launch
+        pt.move_cursor(row=0)
+        await pilot.pause()
+        assert "no launch attributes recorded" in str(app.screen.query_one("#perf-launch").render())
 
 
 async def test_approval_flow_merge_refused_until_gates_pass_and_approved(tmp_path):

@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 
-from tileport.tui.view import PerfView
+from tileport.tui.view import PerfView, launch_text
 
 
 def _fmt(x: float | None, nd: int = 4) -> str:
@@ -20,7 +20,18 @@ class PerfPanel(Vertical):
     def compose(self):
         yield Static("", id="perf-summary")
         yield DataTable(id="perf-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="perf-launch")
         yield PlotextPlot(id="perf-plot")
+
+    _rows: list = []
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id != "perf-table":
+            return
+        i = event.cursor_row
+        row = self._rows[i] if 0 <= i < len(self._rows) else None
+        self.query_one("#perf-launch", Static).update(
+            Text(f"launch of {row.config}:\n{launch_text(row.launch)}", style="dim") if row else "")
 
     def on_mount(self) -> None:
         t = self.query_one("#perf-table", DataTable)
@@ -44,6 +55,7 @@ class PerfPanel(Vertical):
         self.query_one("#perf-summary", Static).update(summary)
         t = self.query_one("#perf-table", DataTable)
         t.clear()
+        self._rows = list(pv.rows)
         for r in pv.rows:
             ratio = Text(_fmt(r.ratio, 3), style="green" if r.ratio is not None and r.ratio <= pv.gate else "red")
             t.add_row(r.config, _fmt(r.ref_ms), _fmt(r.port_ms), ratio, r.flags)

@@ -169,6 +169,26 @@ class PerfRowView:
     port_ms: float | None
     ratio: float | None
     flags: str
+    launch: dict = field(default_factory=dict)  # side -> CUPTI launch attributes per kernel, as stage E stored them
+
+
+def launch_text(launch: dict) -> str:
+    """One line per side: what each kernel launched with in the timed run (grid, block, registers, shared
+    memory, occupancy), so a slow configuration shows whether the two sides even ran alike."""
+    lines = []
+    for side in ("ref", "port"):
+        kernels = launch.get(side) or []
+        parts = []
+        for k in kernels:
+            bits = [str(k.get("kernel", "?"))[:40]]
+            for key, fmt in (("grid", "grid {}"), ("block", "block {}"), ("registers_per_thread", "{} regs"),
+                             ("shared_memory_bytes", "smem {} B"), ("occupancy_pct", "occ {}%")):
+                if key in k:
+                    v = k[key]
+                    bits.append(fmt.format("x".join(map(str, v)) if isinstance(v, list) else v))
+            parts.append(", ".join(bits))
+        lines.append(f"{side:>4}: " + (" | ".join(parts) if parts else "no launch attributes recorded"))
+    return "\n".join(lines)
 
 
 @dataclass
@@ -191,8 +211,12 @@ def perf_view(store: Store, conversion_id: int, gate: float) -> PerfView:
     rows = []
     if "perf_rows" in store.db.table_names():
         for r in store.db["perf_rows"].rows_where("stage_run_id = ?", [run["id"]], order_by="id"):
+            try:
+                launch = json.loads(r.get("launch") or "{}")
+            except (TypeError, ValueError):
+                launch = {}
             rows.append(PerfRowView(r["config"], r.get("ref_ms"), r.get("port_ms"), r.get("ratio"),
-                                    r.get("flags") or ""))
+                                    r.get("flags") or "", launch if isinstance(launch, dict) else {}))
     worst = details.get("worst")
     if isinstance(worst, dict):
         worst = f"{worst.get('config')} ({worst.get('ratio')})"
