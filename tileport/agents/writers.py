@@ -232,9 +232,11 @@ class DraftWriter:
 
     def diagnose(self, ctx: Any, task: DiagnosisTask) -> DiagnoseOutcome:
         first = task.findings.strip().splitlines()[0] if task.findings.strip() else task.failure.splitlines()[0]
+        edit = (f"speed up the port where the measurement says: {first}" if task.kind == "performance"
+                else f"make the port match the reference where the check failed: {first}")
         return DiagnoseOutcome(
             diagnosis=Diagnosis(verdict="FAIL_FIXABLE", owner=task.default_owner,
-                                next_edit=f"make the port match the reference where the check failed: {first}",
+                                next_edit=edit,
                                 evidence=task.findings[:2000]),
             details={"writer": "none (deterministic)"})
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tileport.agents.stages.diagnose import _port_texts, _reference_texts, diagnose_with
 from tileport.agents.writers import DiagnosisTask
 from tileport.records import Stage, StageResult, utcnow
+from tileport.validators.gpu.advice import advice
 
 STAGE = Stage.DIAGNOSE_PERFORMANCE
 
@@ -15,6 +16,12 @@ def run(ctx) -> StageResult:
     d = perf.get("details") or {}
     failure = (f"performance gate: geomean port/reference {d.get('geomean')} > {ctx.config.perf.geomean_max}; "
                f"worst configuration {d.get('worst')}")
+    rows = [r for r in d.get("rows", []) if isinstance(r, dict)]
+    # what the launch attributes say first (the occupancy arithmetic, how the two sides launched), then the
+    # ratios; never the raw samples
+    findings = advice(rows, ctx.config.perf.geomean_max) + [
+        f"{r.get('config')}: reference {r.get('ref_ms')} ms, port {r.get('port_ms')} ms, ratio {r.get('ratio')}"
+        + (f" [{'; '.join(r.get('flags') or [])}]" if r.get("flags") else "") for r in rows[:40]]
     task = DiagnosisTask(kind="performance", op=ctx.op, failure=failure, reference_ir=_reference_texts(ctx),
-                         port_ir=_port_texts(ctx), findings="\n".join(str(r) for r in d.get("rows", [])[:40]))
+                         port_ir=_port_texts(ctx), findings="\n".join(findings))
     return diagnose_with(ctx, task, STAGE, started)

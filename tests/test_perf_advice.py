@@ -1,0 +1,68 @@
+"""Stage F's deterministic reading of stage E's launch attributes, on rows recorded on the H200 (ports/softmax and
+ports/silu_and_mul before their occupancy hints; tests/gpu_results/h200_rows_before_hints.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tileport.validators.gpu.advice import advice, blocks_per_sm, row_advice
+
+ROWS = json.loads((Path(__file__).parent / "gpu_results" / "h200_rows_before_hints.json").read_text())["rows"]
+
+
+def row(op: str, config: str) -> dict:
+    return next(r for r in ROWS if r["op"] == op and r["config"] == config)
+
+
+def test_register_bound_occupancy_is_computed_from_the_launch():
+    assert blocks_per_sm(255, 256) == 1  # softmax's row kernel, both sides: one block per SM
+    assert blocks_per_sm(128, 256) == 2
+    assert blocks_per_sm(99, 128) == 5
+    assert blocks_per_sm(None, 256) is None and blocks_per_sm(32, 32) == 32  # capped at the SM's block limit
+
+
+def test_a_slow_latency_bound_row_gets_the_occupancy_hint_that_fixed_it():
+    found = row_advice(row("softmax", "float16 [m=1024,n=1000]"), 1.05)
+    assert len(found) == 1
+    assert "255 registers x 256 threads" in found[0] and "1 block(s)" in found[0]
+    assert "occupancy = 4" in found[0]  # what took these rows from 1.24x to 0.40x on the H200
+    # same launch on both sides: no "launched differently" finding
+    assert not any("launched differently" in f for f in found)
+
+
+def test_a_slow_row_whose_sides_launched_differently_says_how():
+    found = row_advice(row("silu_and_mul", "float16 [m=4096,n=11008]"), 1.05)
+    assert len(found) == 1 and "registers per thread 99 vs the reference's 54" in found[0]
+    assert "shared memory (B) 0 vs the reference's 8192" in found[0]
+    assert "occupancy =" not in found[0]  # 5 blocks per SM: registers are not what bounds it
+
+
+def test_fast_and_tiny_rows_give_nothing_and_the_slowest_come_first():
+    assert row_advice(row("softmax", "bfloat16 [m=1024,n=1000]"), 1.05) == []  # 0.91x
+    tiny = {**row("softmax", "float16 [m=1024,n=1000]"), "tiny": True}
+    assert row_advice(tiny, 1.05) == []
+    found = advice(ROWS, 1.05, limit=3)
+    assert len(found) == 3 and found[0].startswith("float16 [m=1024,n=1000")  # 1.247x, the worst row
+    assert advice([{"config": "x", "ratio": 1.5}], 1.05) == []  # no launch attributes: nothing to say
+
+
+def test_stage_f_without_a_model_names_the_launch_finding_as_the_next_edit(tmp_path):
+    """`--model none`: stage F reads stage E's stored rows and puts the occupancy finding first."""
+    from types import SimpleNamespace
+
+    from tileport.agents.stages import diagnose_perf
+    from tileport.agents.writers import DraftWriter
+    from tileport.config import Config
+
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "crate" / "artifacts").mkdir(parents=True)
+    rows = [r for r in ROWS if r["op"] == "softmax"]
+    e = {"details": {"geomean": 1.037, "worst": rows[2], "rows": rows}}
+    ctx = SimpleNamespace(last=lambda stage: e if stage == "E" else None, op="softmax.py", config=Config(),
+                          writer=DraftWriter(), attempt=1,
+                          paths=SimpleNamespace(reference=tmp_path / "ref", crate=tmp_path / "crate"))
+    res = diagnose_perf.run(ctx)
+    assert res.verdict == "FAIL_FIXABLE"
+    assert "occupancy = 4" in res.details["next_edit"] and "float16 [m=1024,n=1000]" in res.details["next_edit"]
+    assert "ref_samples" not in res.details["evidence"]  # ratios, never raw samples
