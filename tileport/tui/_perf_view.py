@@ -65,9 +65,17 @@ class PerfPanel(Vertical):
         plt.clear_figure()
         ratios = [r.ratio for r in pv.rows if r.ratio is not None and math.isfinite(r.ratio)]
         if ratios:
+            # bars start at parity (1.0), not at 0: above it the port is slower, below it faster; the y range
+            # follows the data so a 2 % difference is visible, and always shows parity and the gate
             xs = list(range(1, len(ratios) + 1))
-            plt.bar(xs, ratios, label="port / reference")
-            plt.plot(xs, [pv.gate] * len(xs), label=f"gate {pv.gate:g}")
-            plt.title("device time ratio per configuration")
-            plt.xlabel("configuration #")
+            lo = min(min(ratios), 1.0) - 0.05
+            hi = max(max(ratios), pv.gate) + 0.05
+            plt.bar(xs, ratios, minimum=1.0, label="port / reference",
+                    color=["red" if r > pv.gate else "green" for r in ratios])
+            plt.hline(1.0, "white")
+            plt.hline(pv.gate, "orange")
+            plt.ylim(lo, hi)
+            plt.xlim(0.5, len(ratios) + 0.5)
+            plt.title(f"device time ratio per configuration (parity 1.0, gate {pv.gate:g})")
+            plt.xlabel("configuration # (table order)")
         plot.refresh()
