@@ -66,3 +66,55 @@ def test_stage_f_without_a_model_names_the_launch_finding_as_the_next_edit(tmp_p
     assert res.verdict == "FAIL_FIXABLE"
     assert "occupancy = 4" in res.details["next_edit"] and "float16 [m=1024,n=1000]" in res.details["next_edit"]
     assert "ref_samples" not in res.details["evidence"]  # ratios, never raw samples
+
+
+def test_hints_for_a_writer_name_each_slow_register_bound_kernel_once_with_the_measured_arch():
+    from tileport.validators.gpu.advice import occupancy_hints
+
+    hints = occupancy_hints([r for r in ROWS if r["op"] == "softmax"], 1.05, "sm_90")
+    # the row kernels (plain and scaled) at n=1000 were slow and held one block per SM; the chunked ones were not slow
+    assert sorted((h["kernel"], h["occupancy"], h["arch"]) for h in hints) == [
+        ("softmax_row_entry", 4, "sm_90"), ("softmax_row_scaled_entry", 4, "sm_90")]
+    assert occupancy_hints([r for r in ROWS if r["op"] == "silu_and_mul"], 1.05) == []  # 5 blocks per SM
+
+
+def test_the_draft_writer_edit_puts_the_hints_on_exactly_those_entries():
+    """The hand-written softmax port without its hints + the hints F derives from its own H200 rows = the port as
+    committed after that measurement."""
+    import re
+
+    from tileport.agents.draft.hints import apply_hints
+    from tileport.validators.gpu.advice import occupancy_hints
+
+    committed = (Path(__file__).parents[1] / "ports" / "softmax" / "kernel.rs").read_text()
+    bare = re.sub(r"#\[cutile::entry\(optimization_hints = \([^\n]*\)\]", "#[cutile::entry()]", committed)
+    assert "optimization_hints" not in bare
+    hints = occupancy_hints([r for r in ROWS if r["op"] == "softmax"], 1.05, "sm_90")
+    out, applied, skipped = apply_hints(bare, hints)
+    assert out == committed and sorted(applied) == ["softmax_row: occupancy 4 on sm_90",
+                                                    "softmax_row_scaled: occupancy 4 on sm_90"] and skipped == []
+    # an entry already carrying arguments is left as written; an unknown kernel and a bad arch are not applied
+    again, applied2, skipped2 = apply_hints(out, hints + [{"kernel": "nope_entry", "arch": "sm_90", "occupancy": 2},
+                                                          {"kernel": "softmax_chunked_entry", "arch": "x86",
+                                                           "occupancy": 2}])
+    assert again == out and applied2 == []
+    assert any("already has arguments" in s for s in skipped2) and any("nope" in s for s in skipped2)
+
+
+def test_stage_b_hands_stage_f_hints_to_the_writer_only_after_f():
+    from types import SimpleNamespace
+
+    from tileport.agents.stages.write_kernel import _hints
+
+    hint = {"kernel": "k_entry", "arch": "sm_90", "occupancy": 4}
+    after_f = SimpleNamespace(latest=lambda: {"stage": "F", "details": {"hints": [hint, "junk"]}})
+    after_c = SimpleNamespace(latest=lambda: {"stage": "C", "details": {"hints": [hint]}})
+    assert _hints(after_f) == [hint] and _hints(after_c) == [] and _hints(SimpleNamespace(latest=lambda: None)) == []
+
+
+def test_the_measured_gpu_names_the_arch_of_the_hint():
+    from tileport.validators.gpu.reports import perf_from_results
+
+    rep = perf_from_results({"env": {"device": "NVIDIA H200", "capability": [9, 0]},
+                             "perf": {"rows": [], "hw": {"copy_gbps": 4262.3}}})
+    assert rep.hw["arch"] == "sm_90" and rep.hw["copy_gbps"] == 4262.3

@@ -75,6 +75,7 @@ class KernelTask:
     build: Callable[[], BuildCheck]
     analysis: Any = None  # validators.analysis.schema.Analysis
     examples: dict[str, str] = field(default_factory=dict)  # worked ports: name -> kernel.rs
+    hints: list[dict] = field(default_factory=list)  # stage F's structured optimisation hints (kernel, arch, occupancy)
 
 
 @dataclass
@@ -228,7 +229,14 @@ class DraftWriter:
         d = draft_port(task.analysis, kernel=ctx.kernel)
         d.write(task.kernel_path.parent)
         holes = [str(h) for h in (d.holes or [])]
-        return WriteOutcome(wrote=task.kernel_path.is_file(), details={"writer": "none (draft)", "holes": holes[:20]})
+        details: dict = {"writer": "none (draft)", "holes": holes[:20]}
+        if task.hints and task.kernel_path.is_file():
+            from tileport.agents.draft.hints import apply_hints
+
+            src, applied, skipped = apply_hints(task.kernel_path.read_text(encoding="utf-8"), task.hints)
+            task.kernel_path.write_text(src, encoding="utf-8")
+            details.update(applied_hints=applied, skipped_hints=skipped)
+        return WriteOutcome(wrote=task.kernel_path.is_file(), details=details)
 
     def diagnose(self, ctx: Any, task: DiagnosisTask) -> DiagnoseOutcome:
         first = task.findings.strip().splitlines()[0] if task.findings.strip() else task.failure.splitlines()[0]

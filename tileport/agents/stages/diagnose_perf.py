@@ -5,7 +5,7 @@ from __future__ import annotations
 from tileport.agents.stages.diagnose import _port_texts, _reference_texts, diagnose_with
 from tileport.agents.writers import DiagnosisTask
 from tileport.records import Stage, StageResult, utcnow
-from tileport.validators.gpu.advice import advice
+from tileport.validators.gpu.advice import advice, occupancy_hints
 
 STAGE = Stage.DIAGNOSE_PERFORMANCE
 
@@ -19,9 +19,16 @@ def run(ctx) -> StageResult:
     rows = [r for r in d.get("rows", []) if isinstance(r, dict)]
     # what the launch attributes say first (the occupancy arithmetic, how the two sides launched), then the
     # ratios; never the raw samples
-    findings = advice(rows, ctx.config.perf.geomean_max) + [
+    arch = d.get("arch") or (ctx.config.targets[0] if ctx.config.targets else "sm_90")
+    gate = ctx.config.perf.geomean_max
+    findings = advice(rows, gate, arch=arch) + [
         f"{r.get('config')}: reference {r.get('ref_ms')} ms, port {r.get('port_ms')} ms, ratio {r.get('ratio')}"
         + (f" [{'; '.join(r.get('flags') or [])}]" if r.get("flags") else "") for r in rows[:40]]
     task = DiagnosisTask(kind="performance", op=ctx.op, failure=failure, reference_ir=_reference_texts(ctx),
                          port_ir=_port_texts(ctx), findings="\n".join(findings))
-    return diagnose_with(ctx, task, STAGE, started)
+    res = diagnose_with(ctx, task, STAGE, started)
+    hints = occupancy_hints(rows, gate, arch)
+    if hints and res.verdict != "BLOCKED":
+        # structured, for a writer that applies edits itself (the draft writer); a model reads the findings
+        res.details["hints"] = hints
+    return res

@@ -21,7 +21,8 @@ def result_from_report(report, *, attempt: int, started_at, geomean_max: float) 
                            details={"env_missing": report.env_missing}, summary=f"blocked: {report.env_missing}")
     rows = [_row(r) for r in (report.rows or [])]
     worst = _row(report.worst) if getattr(report, "worst", None) is not None else None
-    details = {"geomean": report.geomean, "geomean_max": geomean_max, "rows": rows[:200], "worst": worst}
+    details = {"geomean": report.geomean, "geomean_max": geomean_max, "rows": rows[:200], "worst": worst,
+               "arch": (getattr(report, "hw", None) or {}).get("arch")}
     if report.geomean is not None and report.geomean <= geomean_max:
         return StageResult(**common, verdict="DONE", details=details,
                            summary=f"geomean {report.geomean:.3f} <= {geomean_max} over {len(rows)} configuration(s)")

@@ -141,6 +141,15 @@ def _feedback(ctx) -> str:
     return prev.get("summary") or ""
 
 
+def _hints(ctx) -> list[dict]:
+    """Stage F's structured hints, when F is what sent the conversion back here."""
+    prev = ctx.latest()
+    if prev is None or prev["stage"] != "F":
+        return []
+    hints = (prev.get("details") or {}).get("hints")
+    return [h for h in hints if isinstance(h, dict)] if isinstance(hints, list) else []
+
+
 class _Builder:
     """Build + IR self-check of whatever kernel.rs/spec.json hold now; the tool the writer calls and the judge."""
 
@@ -234,7 +243,7 @@ def run(ctx) -> StageResult:
                       kernels=sorted({v.kernel for v in analysis.variants}),
                       analysis_summary=_analysis_summary(analysis), reference_ir=_reference_ir(analysis),
                       kernel_path=p.kernel_rs, spec_path=p.spec_json, feedback=_feedback(ctx), build=builder,
-                      analysis=analysis, examples=worked_examples(ctx.op))
+                      analysis=analysis, examples=worked_examples(ctx.op), hints=_hints(ctx))
     out = ctx.writer.write_kernel(ctx, task)
     base = dict(out.details)
     common = dict(stage=STAGE, attempt=ctx.attempt, started_at=started, tokens=out.tokens, model_id=out.model_id)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+MILD = 1.10  # DOMAIN.md's bands: above the gate up to 1.10 is mild; a writer's automatic edit waits for more
 REGISTER_FILE = 65536  # 32-bit registers per SM (sm_80, sm_86, sm_89, sm_90, sm_100)
 MAX_BLOCKS = 32  # resident blocks per SM
 
@@ -37,7 +38,32 @@ def _first(side: list[dict] | None) -> dict:
     return (side or [{}])[0] or {}
 
 
-def row_advice(row: dict, gate: float) -> list[str]:
+def _occupancy_hint(row: dict, gate: float, arch: str) -> dict | None:
+    """The occupancy hint a slow, register-bound row asks for: {kernel, arch, occupancy, config, ratio}."""
+    ratio = row.get("ratio")
+    if ratio is None or ratio <= gate or row.get("tiny"):
+        return None
+    port = _first((row.get("launch") or {}).get("port"))
+    blocks = blocks_per_sm(port.get("registers_per_thread"), _threads(port))
+    if blocks is None or blocks > 2 or not port.get("kernel"):
+        return None
+    return {"kernel": port["kernel"], "arch": arch, "occupancy": min(8, 4 * max(1, blocks)),
+            "config": row.get("config"), "ratio": round(ratio, 3)}
+
+
+def occupancy_hints(rows: list[dict], gate: float, arch: str = "sm_90") -> list[dict]:
+    """One hint per port kernel (the largest any of its slow rows asks for), for a writer to apply without asking:
+    only rows beyond the mild band (max(gate, MILD)) count, since a hint can also make a kernel slower (fewer
+    registers, spills) and a mild row is not worth that risk unreviewed; the findings still name mild rows."""
+    best: dict[str, dict] = {}
+    for r in rows:
+        h = _occupancy_hint(r, max(gate, MILD), arch) if isinstance(r, dict) else None
+        if h and h["occupancy"] > best.get(h["kernel"], {}).get("occupancy", 0):
+            best[h["kernel"]] = h
+    return list(best.values())
+
+
+def row_advice(row: dict, gate: float, arch: str = "sm_90") -> list[str]:
     """Findings for one perf row (a stage E row as stored: config, ratio, launch{ref,port}) slower than `gate`."""
     ratio = row.get("ratio")
     if ratio is None or ratio <= gate or row.get("tiny"):
@@ -50,11 +76,11 @@ def row_advice(row: dict, gate: float) -> list[str]:
     regs, threads = port.get("registers_per_thread"), _threads(port)
     blocks = blocks_per_sm(regs, threads)
     where = f"{row.get('config')} ({ratio:.3f}x)"
-    if blocks is not None and blocks <= 2:
-        ask = min(8, 4 * max(1, blocks))
+    hint = _occupancy_hint(row, gate, arch)
+    if hint:
         out.append(f"{where}: the port's kernel {port.get('kernel', '?')} holds {regs} registers x {threads} threads, "
                    f"so an SM holds {blocks} block(s) of it; ask tileiras for more with "
-                   f"`#[cutile::entry(optimization_hints = (sm_90 = (occupancy = {ask},),))]` "
+                   f"`#[cutile::entry(optimization_hints = ({arch} = (occupancy = {hint['occupancy']},),))]` "
                    f"(fewer registers per thread; it can spill, the next measurement decides)")
     diffs = []
     for key, label in (("registers_per_thread", "registers per thread"), ("shared_memory_bytes", "shared memory (B)"),
@@ -68,12 +94,12 @@ def row_advice(row: dict, gate: float) -> list[str]:
     return out
 
 
-def advice(rows: list[dict], gate: float, limit: int = 8) -> list[str]:
+def advice(rows: list[dict], gate: float, limit: int = 8, arch: str = "sm_90") -> list[str]:
     """Findings for the slowest rows first, at most `limit`."""
     slow = sorted((r for r in rows if isinstance(r, dict)), key=lambda r: -(r.get("ratio") or 0))
     found: list[str] = []
     for r in slow:
-        found.extend(row_advice(r, gate))
+        found.extend(row_advice(r, gate, arch))
         if len(found) >= limit:
             break
     return found[:limit]

@@ -144,7 +144,10 @@ def correctness_from_results(results: dict) -> CorrectnessReport:
 
 def perf_from_results(results: dict) -> PerfReport:
     perf = results.get("perf") or {}
-    rep = PerfReport(env_missing=results.get("env_missing"), hw=perf.get("hw") or {})
+    rep = PerfReport(env_missing=results.get("env_missing"), hw=dict(perf.get("hw") or {}))
+    cap = (results.get("env") or {}).get("capability")
+    if isinstance(cap, (list, tuple)) and len(cap) == 2:
+        rep.hw.setdefault("arch", f"sm_{cap[0]}{cap[1]}")  # the GPU the times were measured on
     for r in perf.get("rows", []):
         rep.rows.append(PerfRow(config=r["config"], ref_ms=r.get("ref_ms"), port_ms=r.get("port_ms"),
                                 ratio=r.get("ratio"), ref_samples=r.get("ref_samples") or [],
