@@ -87,11 +87,20 @@ def checked_out_at(repo: str | os.PathLike, branch: str) -> Path | None:
     return None
 
 
+LOCK_NAME = "tileport.lock"  # in the repository's common git dir: one lock for every tileport process on it
+
+
 @contextmanager
 def repo_lock(repo: str | os.PathLike) -> Iterator[None]:
     """Serialise tileport's decisions and merges on one repository across processes (flock, released on exit
     even when the process dies)."""
-    path = common_dir(repo) / "tileport.lock"
+    with locked(common_dir(repo) / LOCK_NAME):
+        yield
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive flock on `path` (created if missing) for the block; worktree creation takes the same one."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -5,7 +5,6 @@ Every refusal is a `UserError` (one line, exit 2) raised before anything is chan
 
 from __future__ import annotations
 
-import fcntl
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -86,11 +85,9 @@ def identity_env(repo: git.Repo) -> dict[str, str]:
 
 @contextmanager
 def repo_lock(repo: git.Repo) -> Iterator[None]:
-    """Serialise worktree creation across processes sharing one repository (git's own lock files fail fast)."""
-    path = Path(repo.git_dir if not repo.common_dir else repo.common_dir) / "tileport.lock"
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    """Serialise worktree creation across processes sharing one repository (git's own lock files fail fast): the
+    same lock approvals and merges take (`_gitcli.repo_lock`)."""
+    from tileport.worktrees._gitcli import LOCK_NAME, locked
+
+    with locked(Path(repo.common_dir or repo.git_dir) / LOCK_NAME):
+        yield
