@@ -118,3 +118,34 @@ def test_the_measured_gpu_names_the_arch_of_the_hint():
     rep = perf_from_results({"env": {"device": "NVIDIA H200", "capability": [9, 0]},
                              "perf": {"rows": [], "hw": {"copy_gbps": 4262.3}}})
     assert rep.hw["arch"] == "sm_90" and rep.hw["copy_gbps"] == 4262.3
+
+
+def _report(rows):
+    from tileport.validators.gpu.reports import PerfReport, PerfRow
+
+    return PerfReport(rows=[PerfRow(config=r["config"], ref_ms=r["ref_ms"], port_ms=r["port_ms"], ratio=r["ratio"],
+                                    tiny=bool(r.get("tiny")), launch=r.get("launch") or {}) for r in rows],
+                      hw={"flush": {"verified": True}, "arch": "sm_90"})
+
+
+def test_stage_e_does_not_average_a_slow_configuration_away():
+    """softmax before its hints: geomean 1.03 (inside 1.05) but m=1024 n=1000 ran 1.25x: INVESTIGATE, naming it;
+    after the hints (the same gate, re-run): DONE."""
+    from tileport.agents.stages.performance import result_from_report
+    from tileport.records import utcnow
+
+    before = _report([r for r in ROWS if r["op"] == "softmax"])
+    assert before.geomean < 1.05 and before.worst.ratio > 1.2
+    res = result_from_report(before, attempt=1, started_at=utcnow(), geomean_max=1.05, config_max=1.10)
+    assert res.verdict == "INVESTIGATE" and "float16 [m=1024,n=1000]" in res.summary and "> 1.1" in res.summary
+    assert res.details["arch"] == "sm_90" and all("ref_samples" not in r for r in res.details["rows"])
+    # without the per-configuration bound the old rule would have passed it
+    assert result_from_report(before, attempt=1, started_at=utcnow(), geomean_max=1.05).verdict == "DONE"
+    after = _report(json.loads((Path(__file__).parent / "gpu_results" / "h200_softmax_after_hints.json")
+                               .read_text())["rows"])
+    res = result_from_report(after, attempt=2, started_at=utcnow(), geomean_max=1.05, config_max=1.10)
+    assert res.verdict == "DONE" and res.details["worst_ratio"] < 1.10
+    # a missing measurement is never a pass
+    after.rows[0].failed = True
+    assert result_from_report(after, attempt=3, started_at=utcnow(), geomean_max=1.05,
+                              config_max=1.10).verdict == "INVESTIGATE"

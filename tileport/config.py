@@ -66,9 +66,11 @@ class StageCaps(_Section):
 
 
 class PerfGate(_Section):
-    """Port/reference device-time gate: geomean of ratios must not exceed `geomean_max`."""
+    """Port/reference device-time gate: the geomean of the ratios must not exceed `geomean_max`, and no single
+    timed configuration may exceed `config_max` (a gate that averages a slow shape away would pass it)."""
 
     geomean_max: float = Field(1.05, gt=0, le=1000)
+    config_max: float = Field(1.10, gt=0, le=1000)
     warmup: int = Field(10, ge=0, le=1_000_000)
     repetitions: int = Field(50, ge=1, le=1_000_000)
     flush_l2: bool = Field(True, strict=True)

@@ -142,7 +142,8 @@ def run_ingest(args: argparse.Namespace) -> int:
 def _record(store, cid: int, commit: str, results: dict, path: Path, config) -> list[int]:
     """Store the D run with one row per case, and the E run with every sample when the results have perf rows.
     (The verdict mapping mirrors the stage modules': env -> BLOCKED, all pass -> ALL_PASS; E DONE only when every
-    configuration was measured, the flush verified and the geomean within [perf] geomean_max.)"""
+    configuration was measured, the flush verified, the geomean within [perf] geomean_max and no configuration above
+    [perf] config_max: the stage's own rule, `agents.stages.performance.result_from_report`.)"""
     from tileport.records import ArtifactRecord, FailClass, Stage, StageResult
     from tileport.validators.gpu.reports import correctness_from_results, perf_from_results
 
@@ -159,16 +160,13 @@ def _record(store, cid: int, commit: str, results: dict, path: Path, config) -> 
     ids = [store.record_stage(cid, d, commit)]
     store.add_cases(ids[0], corr.cases)
     if verdict == "ALL_PASS" and (results.get("perf") or {}).get("rows"):  # E only after D passed
+        from tileport.agents.stages.performance import result_from_report
+        from tileport.records import utcnow
+
         perf = perf_from_results(results)
-        gm = perf.geomean  # None unless every configuration was measured and the flush verified
-        ok = gm is not None and gm <= config.perf.geomean_max
-        worst = perf.worst
-        e = StageResult(stage=Stage.PERFORMANCE, attempt=store.attempts(cid, "E") + 1,
-                        verdict="DONE" if ok else "INVESTIGATE", artifacts=art,
-                        details={"geomean": gm, "band": perf.band, "worst": worst.config if worst else None,
-                                 "worst_ratio": worst.ratio if worst else None, "complete": perf.complete,
-                                 "hw": perf.hw, "source": "gate ingest"},
-                        summary=f"geomean {gm:.3f} ({perf.band})" if gm else "no complete measurement")
+        e = result_from_report(perf, attempt=store.attempts(cid, "E") + 1, started_at=utcnow(),
+                               geomean_max=config.perf.geomean_max, config_max=config.perf.config_max)
+        e = e.model_copy(update={"artifacts": art, "details": {**e.details, "source": "gate ingest"}})
         ids.append(store.record_stage(cid, e, commit))
         store.add_perf_rows(ids[-1], perf.rows)
     return ids

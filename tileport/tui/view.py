@@ -220,6 +220,8 @@ def perf_view(store: Store, conversion_id: int, gate: float) -> PerfView:
     worst = details.get("worst")
     if isinstance(worst, dict):
         worst = f"{worst.get('config')} ({worst.get('ratio')})"
+    elif worst and details.get("worst_ratio") is not None:
+        worst = f"{worst} ({details['worst_ratio']:.3f})"
     return PerfView(rows, details.get("geomean"), worst, gate, details.get("hw") or details.get("hardware") or {},
                     run["verdict"])
 

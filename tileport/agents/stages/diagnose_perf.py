@@ -14,8 +14,9 @@ def run(ctx) -> StageResult:
     started = utcnow()
     perf = ctx.last("E") or {}
     d = perf.get("details") or {}
-    failure = (f"performance gate: geomean port/reference {d.get('geomean')} > {ctx.config.perf.geomean_max}; "
-               f"worst configuration {d.get('worst')}")
+    failure = (f"performance gate: {perf.get('summary') or ''} (geomean {d.get('geomean')}, gate "
+               f"{ctx.config.perf.geomean_max}; worst configuration {d.get('worst')} {d.get('worst_ratio')}, "
+               f"per-configuration bound {ctx.config.perf.config_max})")
     rows = [r for r in d.get("rows", []) if isinstance(r, dict)]
     # what the launch attributes say first (the occupancy arithmetic, how the two sides launched), then the
     # ratios; never the raw samples
