@@ -111,7 +111,6 @@ def run_run(args: argparse.Namespace) -> int:
 
 def run_ingest(args: argparse.Namespace) -> int:
     from tileport.validators.gpu import gate
-    from tileport.validators.gpu.reports import correctness_from_results, perf_from_results
 
     config = config_from(args)
     path = Path(args.results)

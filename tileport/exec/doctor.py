@@ -182,10 +182,10 @@ def check_libclang(tc: Toolchain) -> Check:
 
 def check_cutile_crates() -> Check:
     """The pinned cutile crates in cargo's cache (offline builds) and the shared dependency build (fast builds)."""
-    from tileport.validators.rust.build import dependencies_cached, shared_target_dir
-    from tileport.validators.rust import CUTILE_VERSION
+    from tileport.exec import settings
+    from tileport.exec.cutile import CUTILE_VERSION, dependencies_cached
 
-    target = shared_target_dir()
+    target = settings.cargo_target_dir()
     built = any((target / "debug" / "deps").glob("libcutile_compiler-*.rlib"))
     vendor = offline.vendor_dir()
     if vendor is not None and dependencies_cached():
@@ -234,9 +234,9 @@ def check_offline() -> Check:
             have = None
         if want and have != want:
             drift.append(f"{dist} {have or 'missing'} (bundle {want})")
-    from importlib import resources
+    from tileport.exec.cutile import pinned_lock
 
-    lock = resources.files("tileport.validators.rust.crate_template").joinpath("cargo-lock.toml").read_text("utf-8")
+    lock = pinned_lock()
     config, vendor = offline.cargo_config(), offline.vendor_dir()
     missing = offline.missing_vendored(lock, vendor) if vendor else ["(vendor dir)"]
     tp = record.get("tileport") or {}

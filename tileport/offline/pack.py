@@ -36,7 +36,7 @@ from tileport.exec.proc import run_command
 from tileport.exec.toolchain import resolve as resolve_toolchain
 from tileport.offline import cache as pack_cache
 from tileport.offline import rust as offline_rust
-from tileport.validators.rust.crate import CUTILE_VERSION
+from tileport.exec.cutile import CUTILE_VERSION
 
 DEFAULT_PYTHON = "3.11"
 DEFAULT_PLATFORM = "manylinux_2_28_x86_64"
@@ -272,7 +272,9 @@ def _apt_candidate(package: str) -> str | None:
 
 
 def _lock_text() -> str:
-    return resources.files("tileport.validators.rust.crate_template").joinpath("cargo-lock.toml").read_text("utf-8")
+    from tileport.exec.cutile import pinned_lock
+
+    return pinned_lock()
 
 
 def _tool_version(path) -> str | None:

@@ -12,7 +12,6 @@ artifact hashes and the exact commands with exit codes.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from tileport.exec import settings, tileir
 from tileport.exec import offline, sandbox
 from tileport.exec import toolchain as toolchain_mod
 from tileport.errors import EnvironmentBlocked, UserError
+from tileport.exec.cutile import dependencies_cached  # noqa: F401  (re-exported for the cdylib build)
 from tileport.exec.proc import CommandResult, run_command
 from tileport.records import ArtifactRecord, CommandRecord
 from tileport.validators.rust import diagnostics as dg
@@ -33,19 +33,6 @@ from tileport.validators.rust.policy import check_crate, check_port_dir, read_pl
 from tileport.validators.rust.spec import SPEC_FILENAME, job_stem, load_spec
 
 TARGET_DIR_ENV = settings.CARGO_TARGET
-
-
-def dependencies_cached() -> bool:
-    """True when the pinned cutile crates are in ~/.cargo/registry/cache, so `cargo build --offline` works.
-
-    (The lock also lists target-specific crates, e.g. windows-sys, that cargo never downloads on Linux, so only
-    the pinned roots are checked; a missing transitive crate still shows up as TP-DEPS-MISSING.)"""
-    if offline.cargo_config() is not None:  # installed from an offline bundle: the vendored sources
-        return True
-    home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
-    caches = [p for p in (home / "registry" / "cache").glob("*") if p.is_dir()]
-    return all(any((c / f"{name}-{CUTILE_VERSION}.crate").is_file() for c in caches)
-               for name in ("cutile", "cutile-compiler", "cutile-macro", "cutile-ir"))
 
 
 def shared_target_dir() -> Path:

@@ -27,13 +27,9 @@ from pathlib import Path
 
 from tileport.errors import UserError
 from tileport.exec import settings
+from tileport.exec.cutile import CUTILE_VERSION  # noqa: F401  (re-exported: the pinned release)
 from tileport.validators.rust.spec import SPEC_FILENAME, DumpSpec, TensorSpec, Variant, job_stem, load_spec
 
-# Version pinned for every conversion crate. 0.5.0 is the newest cutile on crates.io (November 2026) and builds
-# here with the pip CUDA 13.4 headers; its KernelCompiler has spec_args/scalar_hints/grid, which the IR dump
-# needs to reproduce the `assume div_by` facts cuTile Python's JIT emits. Changing it means regenerating
-# crate_template/cargo-lock.toml (see tileport.validators.rust.crate.regenerate_lock_note).
-CUTILE_VERSION = "0.5.0"
 PACKAGE_NAME = "tileport-port"  # + "-<crate id>": see render_lock
 LIB_NAME = "tileport_port"
 

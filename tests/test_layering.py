@@ -1,0 +1,55 @@
+"""The one-way layout (docs: ARCHITECTURE.md): cli/tui -> agents -> validators / local_models / worktrees -> exec ->
+the contract. A lower floor never imports a higher one; read from the source's import statements."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[1] / "tileport"
+CONTRACT = {"records", "config", "errors", "limits", "store"}
+# floor -> the floors it may import (besides itself)
+ALLOWED = {
+    "contract": CONTRACT,
+    "exec": CONTRACT,
+    "validators": CONTRACT | {"exec"},
+    "local_models": CONTRACT | {"exec"},
+    "worktrees": CONTRACT | {"exec"},
+    "agents": CONTRACT | {"exec", "validators", "local_models", "worktrees"},
+    "offline": CONTRACT | {"exec"},
+}
+
+
+def floor_of(top: str) -> str:
+    return "contract" if top in CONTRACT else top
+
+
+def imports_of(path: Path) -> set[str]:
+    tops = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+            [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "tileport" and len(parts) > 1:
+                tops.add(parts[1])
+    return tops
+
+
+def test_no_floor_imports_a_higher_one():
+    wrong = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG)
+        top = rel.parts[0].removesuffix(".py")
+        floor = floor_of(top)
+        if floor not in ALLOWED:
+            continue  # cli, tui, __main__: the top floors
+        for target in imports_of(path):
+            if floor_of(target) != floor and floor_of(target) not in ALLOWED[floor] and target not in ALLOWED[floor]:
+                wrong.append(f"{rel} ({floor}) imports tileport.{target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_contract_imports_only_the_contract():
+    for name in ("records.py", "config.py", "errors.py", "limits.py"):
+        assert imports_of(PKG / name) <= {"errors", "records", "config"}, name
