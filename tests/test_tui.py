@@ -172,8 +172,8 @@ async def test_perf_view_shows_ratios_geomean_and_gate(tmp_path):
     s = Store(db)
     cid = s.add_conversion("/x/examples/softmax.py", "softmax_kernel")
     rid = s.record_stage(cid, StageResult(stage=Stage.PERFORMANCE, verdict="INVESTIGATE", cap=2,
-                                          details={"geomean": 1.08, "worst": {"config": "4096x4096 f16",
-                                                                              "ratio": 1.2}}))
+                                          details={"geomean": 1.08, "worst_ratio": 1.2,
+                                                   "worst": {"config": "4096x4096 f16", "ratio": 1.2}}))
     s.db["perf_rows"].insert_all([
         {"stage_run_id": rid, "config": "1024x1024 f16", "ref_ms": 0.010, "port_ms": 0.0097, "ratio": 0.97},
         {"stage_run_id": rid, "config": "4096x4096 f16", "ref_ms": 0.026, "port_ms": 0.0312, "ratio": 1.2,
@@ -188,6 +188,7 @@ async def test_perf_view_shows_ratios_geomean_and_gate(tmp_path):
         await pilot.pause()
         table = app.screen.query_one("#conversions")
         assert "1.080" in str(table.get_row_at(0)[6])
+        assert str(table.get_row_at(0)[7]) == "1.20"  # the slowest configuration, beside the geomean
         app.open_conversion(cid)
         await pilot.pause()
         await pilot.press("6")
@@ -259,4 +260,4 @@ async def test_approval_flow_merge_refused_until_gates_pass_and_approved(tmp_pat
         await pilot.press("escape")
         await pilot.pause(0.3)
         row = [str(c) for c in app.screen.query_one("#conversions").get_row_at(0)]
-        assert row[7] == "approved"
+        assert row[8] == "approved"

@@ -8,24 +8,27 @@ from textual.widgets import DataTable
 from tileport.tui.view import ConversionRow, verdict_style
 
 # (key, label, width): fixed widths, so a thousand rows need no per-cell measuring (open < 1 s)
-COLUMNS = (("id", "id", 5), ("op", "op", 22), ("kernel", "kernel", 26), ("stage", "stage", 5),
-           ("verdict", "verdict", 15), ("attempts", "attempts / caps", 24), ("geomean", "geomean", 7),
-           ("approval", "approval", 18), ("status", "status", 10))
+COLUMNS = (("id", "id", 5), ("op", "op", 20), ("kernel", "kernel", 24), ("stage", "stage", 5),
+           ("verdict", "verdict", 15), ("attempts", "attempts / caps", 22), ("geomean", "geomean", 7),
+           ("worst", "worst", 6), ("approval", "approval", 16), ("status", "status", 10))
 
 
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def cells(row: ConversionRow, gate: float) -> dict[str, object]:
+def cells(row: ConversionRow, gate: float, config_max: float = 1.10) -> dict[str, object]:
     geo = Text("-", style="dim") if row.geomean is None else Text(
         f"{row.geomean:.3f}", style="green" if row.geomean <= gate else "red")
+    worst = Text("-", style="dim") if row.worst is None else Text(
+        f"{row.worst:.2f}", style="green" if row.worst <= config_max else "red")
     return {
-        "id": str(row.id), "op": _clip(row.op, 22), "kernel": _clip(row.kernel, 26),
+        "id": str(row.id), "op": _clip(row.op, 20), "kernel": _clip(row.kernel, 24),
         "stage": row.stage or "-",
         "verdict": Text(row.verdict or "-", style=verdict_style(row.verdict)),
         "attempts": row.attempts_text() or "-",
         "geomean": geo,
+        "worst": worst,
         "approval": Text(row.approval, style="green" if row.approval == "approved" else
                          "yellow" if row.approval.startswith("stale") else "red" if row.approval == "rejected" else "dim"),
         "status": row.status,
@@ -35,9 +38,10 @@ def cells(row: ConversionRow, gate: float) -> dict[str, object]:
 class ConversionsTable(DataTable):
     """Rows keyed by conversion id; `upsert` changes only the cells that differ."""
 
-    def __init__(self, gate: float, **kw) -> None:
+    def __init__(self, gate: float, config_max: float = 1.10, **kw) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kw)
         self.gate = gate
+        self.config_max = config_max
         self._shown: dict[int, dict[str, str]] = {}
 
     def on_mount(self) -> None:
@@ -46,7 +50,7 @@ class ConversionsTable(DataTable):
 
     def upsert(self, rows: list[ConversionRow]) -> None:
         for row in rows:
-            values = cells(row, self.gate)
+            values = cells(row, self.gate, self.config_max)
             plain = {k: str(v) for k, v in values.items()}
             old = self._shown.get(row.id)
             if old is None:

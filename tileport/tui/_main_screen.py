@@ -19,7 +19,7 @@ class MainScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield Static(self.app.toolchain_text, id="toolchain")
-        yield ConversionsTable(self.app.gate, id="conversions")
+        yield ConversionsTable(self.app.gate, self.app.config.perf.config_max, id="conversions")
         yield Static("", id="main-status")
         yield Footer()
 

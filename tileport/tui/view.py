@@ -50,6 +50,7 @@ class ConversionRow:
     worktree: str | None
     head_commit: str | None
     updated_at: str
+    worst: float | None = None  # the newest E run's slowest timed configuration (port / reference)
 
     def attempts_text(self) -> str:
         return " ".join(f"{s}{n}/{c}" for s, (n, c) in self.attempts.items() if n)
@@ -105,12 +106,16 @@ def conversion_rows(store: Store, caps: dict[str, int], ids: list[int] | None = 
             f"from stage_runs where conversion_id in ({idset}) group by conversion_id) t on s.id = t.m"):
         latest[cid] = (stage, verdict)
     geo: dict[int, float] = {}
+    worst: dict[int, float] = {}
     for cid, details in db.execute(
             f"select s.conversion_id, s.details from stage_runs s join (select conversion_id, max(id) m from "
             f"stage_runs where stage = 'E' and conversion_id in ({idset}) group by conversion_id) t on s.id = t.m"):
         g = _details(details).get("geomean")
         if isinstance(g, (int, float)):
             geo[cid] = float(g)
+        w = _details(details).get("worst_ratio")
+        if isinstance(w, (int, float)):
+            worst[cid] = float(w)
     appr: dict[int, tuple[str, str]] = {}
     for cid, decision, commit in db.execute(
             f"select a.conversion_id, a.decision, a.\"commit\" from approvals a join (select conversion_id, "
@@ -128,7 +133,7 @@ def conversion_rows(store: Store, caps: dict[str, int], ids: list[int] | None = 
             attempts={s: (used.get(s, 0), int(caps.get(s, 0))) for s in STAGE_ORDER},
             geomean=geo.get(cid), approval=_approval_text(decision, commit, r.get("head_commit")),
             branch=r.get("branch"), worktree=r.get("worktree"), head_commit=r.get("head_commit"),
-            updated_at=r.get("updated_at") or ""))
+            updated_at=r.get("updated_at") or "", worst=worst.get(cid)))
     return out
 
 
