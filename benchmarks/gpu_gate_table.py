@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tileport.validators.gpu.runner import launch_summary  # noqa: E402  (stdlib-only module)
+from tileport.validators.gpu.reports import launch_summary  # noqa: E402
 
 SLOW = 1.05  # rows above this get their launch attributes printed
 

@@ -186,7 +186,8 @@ RECORDED_TRACE = {
 
 
 def test_launch_attributes_are_read_per_kernel_from_a_recorded_chrome_trace():
-    from tileport.validators.gpu.runner import launch_attributes, launch_summary
+    from tileport.validators.gpu.reports import launch_summary
+    from tileport.validators.gpu.runner import launch_attributes
 
     got = launch_attributes(RECORDED_TRACE, ["softmax_row"])
     assert got == [{"kernel": "softmax_row", "calls": 2, "grid": [1024, 1, 1], "block": [128, 1, 1],

@@ -13,6 +13,7 @@ from typing import Any
 
 from tileport.records import Stage
 from tileport.store import Store
+from tileport.validators.gpu.reports import launch_summary
 
 STAGE_NAMES = {
     "A": "analyze", "B": "write kernel", "C": "diagnose", "D": "host+correctness", "E": "performance",
@@ -180,20 +181,8 @@ class PerfRowView:
 def launch_text(launch: dict) -> str:
     """One line per side: what each kernel launched with in the timed run (grid, block, registers, shared
     memory, occupancy), so a slow configuration shows whether the two sides even ran alike."""
-    lines = []
-    for side in ("ref", "port"):
-        kernels = launch.get(side) or []
-        parts = []
-        for k in kernels:
-            bits = [str(k.get("kernel", "?"))[:40]]
-            for key, fmt in (("grid", "grid {}"), ("block", "block {}"), ("registers_per_thread", "{} regs"),
-                             ("shared_memory_bytes", "smem {} B"), ("occupancy_pct", "occ {}%")):
-                if key in k:
-                    v = k[key]
-                    bits.append(fmt.format("x".join(map(str, v)) if isinstance(v, list) else v))
-            parts.append(", ".join(bits))
-        lines.append(f"{side:>4}: " + (" | ".join(parts) if parts else "no launch attributes recorded"))
-    return "\n".join(lines)
+    return "\n".join(f"{side:>4}: " + (launch_summary(launch.get(side), named=True) if launch.get(side)
+                                       else "no launch attributes recorded") for side in ("ref", "port"))
 
 
 @dataclass

@@ -21,6 +21,29 @@ def band(geomean: float | None) -> str | None:
     return next((name for limit, name in BANDS if geomean <= limit), "large")
 
 
+def launch_summary(attrs: list[dict], named: bool = False) -> str:
+    """One line per side (the gate runner's `launch_attributes` of its kernels): grid, block, registers, shared
+    memory, occupancy of each kernel, `named` with the kernel's name first."""
+    parts = []
+    for a in attrs:
+        bits = []
+        if "grid" in a:
+            bits.append("grid " + "x".join(str(x) for x in a["grid"]))
+        if "block" in a:
+            bits.append("block " + "x".join(str(x) for x in a["block"]))
+        if "registers_per_thread" in a:
+            bits.append(f"{a['registers_per_thread']} regs")
+        if "shared_memory_bytes" in a:
+            bits.append(f"smem {a['shared_memory_bytes']} B")
+        if "occupancy_pct" in a:
+            bits.append(f"occ {a['occupancy_pct']}%")
+        if a.get("varies"):
+            bits.append("varies: " + ",".join(sorted(a["varies"])))
+        head = [str(a.get("kernel", "?"))[:40]] if named else []
+        parts.append(", ".join(head + (bits or ["no attributes"])))
+    return " | ".join(parts) if parts else "-"
+
+
 @dataclass
 class Case:
     name: str

@@ -37,11 +37,9 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import importlib.util
 import inspect
 import json
 import lzma
-import math
 import os
 import shutil
 import statistics
@@ -382,27 +380,6 @@ def launch_attributes(trace: dict, kernel_names: list[str]) -> list[dict]:
                 if value not in seen:
                     seen.append(value)
     return [per_name[n] for n in dict.fromkeys(kernel_names) if n in per_name]
-
-
-def launch_summary(attrs: list[dict]) -> str:
-    """One line per side for a table: grid, block, registers, shared memory, occupancy of each kernel."""
-    parts = []
-    for a in attrs:
-        bits = []
-        if "grid" in a:
-            bits.append("grid " + "x".join(str(x) for x in a["grid"]))
-        if "block" in a:
-            bits.append("block " + "x".join(str(x) for x in a["block"]))
-        if "registers_per_thread" in a:
-            bits.append(f"{a['registers_per_thread']} regs")
-        if "shared_memory_bytes" in a:
-            bits.append(f"smem {a['shared_memory_bytes']} B")
-        if "occupancy_pct" in a:
-            bits.append(f"occ {a['occupancy_pct']}%")
-        if a.get("varies"):
-            bits.append("varies: " + ",".join(sorted(a["varies"])))
-        parts.append(", ".join(bits) or "no attributes")
-    return " | ".join(parts) if parts else "-"
 
 
 FLUSH_NAME = "bitwise_not"
