@@ -139,28 +139,24 @@ def run_ingest(args: argparse.Namespace) -> int:
 
 
 def _record(store, cid: int, commit: str, results: dict, path: Path, config) -> list[int]:
-    """Store the D run with one row per case, and the E run with every sample when the results have perf rows.
-    (The verdict mapping mirrors the stage modules': env -> BLOCKED, all pass -> ALL_PASS; E DONE only when every
-    configuration was measured, the flush verified, the geomean within [perf] geomean_max and no configuration above
-    [perf] config_max: the stage's own rule, `agents.stages.performance.result_from_report`.)"""
-    from tileport.records import ArtifactRecord, FailClass, Stage, StageResult
+    """Store the D run with one row per case, and the E run with every sample when the results have perf rows,
+    through the stages' own rules (`agents.stages.host_correctness` / `performance.result_from_report`): env ->
+    BLOCKED, all pass -> ALL_PASS; E DONE only when every configuration was measured, the flush verified, the
+    geomean within [perf] geomean_max and no configuration above [perf] config_max."""
+    from tileport.agents.stages import host_correctness
+    from tileport.records import ArtifactRecord, utcnow
     from tileport.validators.gpu.reports import correctness_from_results, perf_from_results
 
     corr = correctness_from_results(results)
     art = [ArtifactRecord.of("gate_results", path)]
-    verdict = "BLOCKED" if corr.env_missing else "ALL_PASS" if corr.all_pass else "FAIL"
-    fc = corr.fail_class
-    passed = sum(c.status == "PASS" for c in corr.cases)
-    d = StageResult(stage=Stage.HOST_CORRECTNESS, attempt=store.attempts(cid, "D") + 1, verdict=verdict,
-                    fail_class=FailClass(fc) if fc else None, artifacts=art,
-                    details={"cases": len(corr.cases), "passed": passed, "env_missing": corr.env_missing,
-                             "host_error": corr.host_error, "source": "gate ingest"},
-                    summary=corr.env_missing or f"{passed}/{len(corr.cases)} cases pass")
+    d = host_correctness.result_from_report(corr, attempt=store.attempts(cid, "D") + 1, started_at=utcnow())
+    d = d.model_copy(update={"artifacts": art, "details": {
+        **d.details, "passed": sum(c.status == "PASS" for c in corr.cases), "env_missing": corr.env_missing,
+        "host_error": corr.host_error, "source": "gate ingest"}})
     ids = [store.record_stage(cid, d, commit)]
     store.add_cases(ids[0], corr.cases)
-    if verdict == "ALL_PASS" and (results.get("perf") or {}).get("rows"):  # E only after D passed
+    if d.verdict == "ALL_PASS" and (results.get("perf") or {}).get("rows"):  # E only after D passed
         from tileport.agents.stages.performance import result_from_report
-        from tileport.records import utcnow
 
         perf = perf_from_results(results)
         e = result_from_report(perf, attempt=store.attempts(cid, "E") + 1, started_at=utcnow(),
