@@ -39,16 +39,19 @@ def _first(side: list[dict] | None) -> dict:
 
 
 def _occupancy_hint(row: dict, gate: float, arch: str) -> dict | None:
-    """The occupancy hint a slow, register-bound row asks for: {kernel, arch, occupancy, config, ratio}."""
+    """The occupancy hint a slow, register-bound row asks for: {kernel, arch, occupancy, config, ratio} and the
+    launch it was read from (registers, threads, blocks_per_sm)."""
     ratio = row.get("ratio")
     if ratio is None or ratio <= gate or row.get("tiny"):
         return None
     port = _first((row.get("launch") or {}).get("port"))
-    blocks = blocks_per_sm(port.get("registers_per_thread"), _threads(port))
+    regs, threads = port.get("registers_per_thread"), _threads(port)
+    blocks = blocks_per_sm(regs, threads)
     if blocks is None or blocks > 2 or not port.get("kernel"):
         return None
     return {"kernel": port["kernel"], "arch": arch, "occupancy": min(8, 4 * max(1, blocks)),
-            "config": row.get("config"), "ratio": round(ratio, 3)}
+            "config": row.get("config"), "ratio": round(ratio, 3), "registers": regs, "threads": threads,
+            "blocks_per_sm": blocks}
 
 
 def occupancy_hints(rows: list[dict], gate: float, arch: str = "sm_90") -> list[dict]:
@@ -73,13 +76,12 @@ def row_advice(row: dict, gate: float, arch: str = "sm_90") -> list[str]:
     if not port:
         return []
     out = []
-    regs, threads = port.get("registers_per_thread"), _threads(port)
-    blocks = blocks_per_sm(regs, threads)
     where = f"{row.get('config')} ({ratio:.3f}x)"
     hint = _occupancy_hint(row, gate, arch)
     if hint:
-        out.append(f"{where}: the port's kernel {port.get('kernel', '?')} holds {regs} registers x {threads} threads, "
-                   f"so an SM holds {blocks} block(s) of it; ask tileiras for more with "
+        out.append(f"{where}: the port's kernel {hint['kernel']} holds {hint['registers']} registers x "
+                   f"{hint['threads']} threads, so an SM holds {hint['blocks_per_sm']} block(s) of it; ask tileiras "
+                   f"for more with "
                    f"`#[cutile::entry(optimization_hints = ({arch} = (occupancy = {hint['occupancy']},),))]` "
                    f"(fewer registers per thread; it can spill, the next measurement decides)")
     diffs = []
