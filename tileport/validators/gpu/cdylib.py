@@ -16,14 +16,14 @@ from pathlib import Path
 
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec import sandbox
+from tileport.exec.cutile import CUTILE_VERSION, dependencies_cached
 from tileport.exec.proc import run_command
 from tileport.records import ArtifactRecord, CommandRecord
 from tileport.validators.gpu.ffi import render_ffi
 from tileport.validators.gpu.signature import SignatureError
 from tileport.validators.rust import diagnostics as dg
-from tileport.validators.rust.build import (BuildOptions, _toolchain_paths, build_env, dependencies_cached,
-                                             resolve_toolchain)
-from tileport.validators.rust.crate import CUTILE_VERSION, CrateLayout, crate_id, render_lock
+from tileport.validators.rust.build import BuildOptions, _toolchain_paths, build_env, resolve_toolchain
+from tileport.validators.rust.crate import CrateLayout, crate_id, render_lock
 from tileport.validators.rust.policy import check_crate
 
 BINDINGS_FILE = "bindings.json"

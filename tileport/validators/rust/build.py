@@ -23,7 +23,7 @@ from tileport.exec import settings, tileir
 from tileport.exec import offline, sandbox
 from tileport.exec import toolchain as toolchain_mod
 from tileport.errors import EnvironmentBlocked, UserError
-from tileport.exec.cutile import dependencies_cached  # noqa: F401  (re-exported for the cdylib build)
+from tileport.exec.cutile import dependencies_cached
 from tileport.exec.proc import CommandResult, run_command
 from tileport.records import ArtifactRecord, CommandRecord
 from tileport.validators.rust import diagnostics as dg

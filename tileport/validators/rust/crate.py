@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tileport.errors import UserError
 from tileport.exec import settings
-from tileport.exec.cutile import CUTILE_VERSION  # noqa: F401  (re-exported: the pinned release)
+from tileport.exec.cutile import CUTILE_VERSION
 from tileport.validators.rust.spec import SPEC_FILENAME, DumpSpec, TensorSpec, Variant, job_stem, load_spec
 
 PACKAGE_NAME = "tileport-port"  # + "-<crate id>": see render_lock
@@ -42,7 +42,8 @@ OPTIONAL_GENERATED = ("src/bin/run.rs",)
 IGNORED_DIRS = (ARTIFACTS_DIR, "target")
 
 regenerate_lock_note = (
-    "To move to another cutile release: set CUTILE_VERSION, build one crate online without --locked, "
+    "To move to another cutile release: set CUTILE_VERSION (tileport/exec/cutile.py), build one crate online "
+    "without --locked, "
     "copy its Cargo.lock to tileport/validators/rust/crate_template/cargo-lock.toml."
 )
 
