@@ -13,10 +13,8 @@ import os
 import shlex
 import shutil
 import sys
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -109,10 +107,7 @@ def read_gate(gate_dir: Path) -> dict:
     f = Path(gate_dir) / GATE_FILE
     if not f.is_file():
         raise UserError(f"{gate_dir} is not a gate directory (no {GATE_FILE}); make one with `tileport gate pack`")
-    try:
-        return json.loads(f.read_text())
-    except json.JSONDecodeError as e:
-        raise UserError(f"{f}: not valid JSON ({e}); pack it again") from None
+    return _json_file(f, "pack it again")
 
 
 def runner_env(base: dict | None = None) -> dict[str, str]:
@@ -198,10 +193,15 @@ def load_results(path: Path) -> dict:
         p = p / RESULTS_FILE
     if not p.is_file():
         raise UserError(f"{p}: no results file; run `tileport gate run DIR` on the GPU host first")
+    return _json_file(p, "run the gate again")
+
+
+def _json_file(path: Path, redo: str) -> dict:
+    """A gate's JSON file, or one line naming it and what to do when it is not valid JSON."""
     try:
-        return json.loads(p.read_text())
+        return json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise UserError(f"{p}: not valid JSON ({e}); run the gate again") from None
+        raise UserError(f"{path}: not valid JSON ({e}); {redo}") from None
 
 
 def results_artifacts(gate_dir: Path) -> list[ArtifactRecord]:
