@@ -237,21 +237,20 @@ class CallOps:
     def ct_truediv(self, node, hint):
         return self._arith("truediv", node, hint)
 
-    def ct_exp2(self, node: ast.Call, hint: str) -> Val:
+    def _ftz_unary(self, name: str, node: ast.Call) -> Val:
+        """ct.NAME(x, flush_to_zero=...) of a float tile -> cutile's NAME(x, ftz::...)."""
         args = bind_args(node, ["x"], {"flush_to_zero"})
         x = self.expr(args["x"], "")
         if x.kind != "tile" or not x.is_float:
-            raise Unsupported("ct.exp2 of a non-float tile", node)
+            raise Unsupported(f"ct.{name} of a non-float tile", node)
         ftz = "Enabled" if self.flag(args.get("flush_to_zero")) else "Disabled"
-        return Val("tile", f"exp2({x.expr}, ftz::{ftz})", x.dtype, x.shape)
+        return Val("tile", f"{name}({x.expr}, ftz::{ftz})", x.dtype, x.shape)
+
+    def ct_exp2(self, node: ast.Call, hint: str) -> Val:
+        return self._ftz_unary("exp2", node)
 
     def ct_rsqrt(self, node: ast.Call, hint: str) -> Val:
-        args = bind_args(node, ["x"], {"flush_to_zero"})
-        x = self.expr(args["x"], "")
-        if x.kind != "tile" or not x.is_float:
-            raise Unsupported("ct.rsqrt of a non-float tile", node)
-        ftz = "Enabled" if self.flag(args.get("flush_to_zero")) else "Disabled"
-        return Val("tile", f"rsqrt({x.expr}, ftz::{ftz})", x.dtype, x.shape)
+        return self._ftz_unary("rsqrt", node)
 
     def ct_where(self, node: ast.Call, hint: str) -> Val:
         args = bind_args(node, ["cond", "x", "y"], set())
