@@ -61,10 +61,16 @@ def _median_run(path: Path, out_base: Path, repeat: int, warm: bool, **kwargs):
     return runs[len(runs) // 2]
 
 
+TEST_DIRS = {"tests", "test", "bench", "benchmarks"}
+
+
 def corpus_ops(root: Path) -> list[Path]:
-    """Op files under root: modules with a kernel or a launch (package __init__/utils without one are not ops)."""
+    """Op files under root: modules that define a kernel, outside test and benchmark trees (those launch the ops;
+    helpers with a launch but no kernel are not ops)."""
     return sorted(p for p in root.rglob("*.py")
-                  if "ct.launch" in (t := p.read_text(encoding="utf-8")) or "ct.kernel" in t)
+                  if "ct.kernel" in p.read_text(encoding="utf-8")
+                  and not TEST_DIRS & set(p.relative_to(root).parts[:-1])
+                  and not p.name.startswith(("test_", "bench_")))
 
 
 def run_corpus(root: Path, python: str | None, targets: list[str]) -> int:

@@ -1,0 +1,1 @@
+"""nanoops: small fused ops."""

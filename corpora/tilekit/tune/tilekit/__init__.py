@@ -1,0 +1,2 @@
+"""tilekit: a few fused ops in cuTile Python."""
+from .config import TileConfig, DEFAULT_CONFIG  # noqa: F401
