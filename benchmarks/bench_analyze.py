@@ -17,7 +17,9 @@ own time per module. Target: under 2 s per example excluding tileiras.
 With `--corpus DIR [--python PY]` it instead analyses every op file under DIR (files with a
 `ct.launch` or `@ct.kernel`; packages included) once, unmodified, in interpreter PY, and prints per
 op whether it was analysed whole (every kernel it launches), the kernels analysed / missing, the
-static-path time and the launch-capture time, then the totals:
+static-path time and the launch-capture time, how many configurations came from the op's own tests / `__main__`
+/ scripts and whether tolerances did, then the totals; `--tests PATH` gives a source to every op and `--no-discover`
+turns off finding tests/**/test_<op>.py:
 
     .venv/bin/python benchmarks/bench_analyze.py --corpus tests/heldout_ops --python ~/.cache/tileport/torch-venv/bin/python
 """
@@ -73,7 +75,8 @@ def corpus_ops(root: Path) -> list[Path]:
                   and not p.name.startswith(("test_", "bench_")))
 
 
-def run_corpus(root: Path, python: str | None, targets: list[str]) -> int:
+def run_corpus(root: Path, python: str | None, targets: list[str], tests: list[str] | None = None,
+               discover: bool = True) -> int:
     import re
 
     from tileport.errors import UserError
@@ -82,22 +85,28 @@ def run_corpus(root: Path, python: str | None, targets: list[str]) -> int:
     config = Config()
     print(f"tileport analyze on {len(ops)} op files under {root} (unmodified), python {python or sys.executable}, "
           f"targets {', '.join(targets)}, no tileiras; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    print(f"{'op':<28} {'result':<8} {'kernels':>7} {'missing':>7} {'other':>7} {'capture':>8} {'total':>7}  note")
+    print(f"tests: {', '.join(tests or []) or 'none given'}; discovery of tests/**/test_<op>.py {'on' if discover else 'off'}")
+    print(f"{'op':<32} {'result':<8} {'kernels':>7} {'missing':>7} {'other':>7} {'capture':>8} {'total':>7} "
+          f"{'own cfgs':>8} {'tol':>4}  note")
+    print("  (own cfgs: distinct launches from the op's own tests / __main__ / scripts; tol: dtypes whose tolerance "
+          "came from its tests)")
     print("  (other: wall time outside capture: static inspection, the child's imports (torch included), exports, "
           "tileirdisasm)")
+    t_all = time.perf_counter()
     whole = kernels = missing = 0
     others: list[float] = []
-    captured = 0
+    captured = own_total = 0
+    cap_times: list[float] = []
     with tempfile.TemporaryDirectory(prefix="tileport-bench-") as tmp:
         for path in ops:
             name = str(path.relative_to(root))
             t0 = time.perf_counter()
             try:
                 a = analyze_op(path, out_dir=Path(tmp) / re.sub(r"\W", "_", name), targets=targets, config=config,
-                               run_tileiras=False, python=python)
+                               run_tileiras=False, python=python, tests=tests, discover_tests=discover)
             except UserError as e:
-                print(f"{name:<28} {'FAILED':<8} {0:>7} {'?':>7} {'':>7} {'':>8} {time.perf_counter() - t0:>6.2f}s  "
-                      f"{str(e)[:150]}")
+                print(f"{name:<32} {'FAILED':<8} {0:>7} {'?':>7} {'':>7} {'':>8} {time.perf_counter() - t0:>6.2f}s "
+                      f"{'':>8} {'':>4}  {' '.join(str(e).split())[:220]}", flush=True)
                 continue
             got = len({v.kernel for v in a.variants})
             miss = len(getattr(a, "unresolved", []) or [])
@@ -108,10 +117,19 @@ def run_corpus(root: Path, python: str | None, targets: list[str]) -> int:
             cap = getattr(t, "capture_s", 0.0) or 0.0
             others.append(t.total_s - cap)
             captured += a.capture is not None
-            print(f"{name:<28} {'ok' if miss == 0 else 'partial':<8} {got:>7} {miss:>7} {t.total_s - cap:>6.2f}s "
-                  f"{cap:>7.2f}s {t.total_s:>6.2f}s  {'; '.join(u.kernel for u in getattr(a, 'unresolved', []) or [])}")
+            own = [c for c in a.configurations() if c.source != "guess"]
+            own_total += len(own)
+            if a.capture is not None:
+                cap_times.append(cap)
+            tol = sum(1 for s in a.tolerance_sources.values() if s.startswith("tests:"))
+            print(f"{name:<32} {'ok' if miss == 0 else 'partial':<8} {got:>7} {miss:>7} {t.total_s - cap:>6.2f}s "
+                  f"{cap:>7.2f}s {t.total_s:>6.2f}s {len(own):>8} {tol:>4}  "
+                  f"{'; '.join(u.kernel for u in getattr(a, 'unresolved', []) or [])}", flush=True)
     print(f"{whole} of {len(ops)} op files analysed whole, {kernels} kernels analysed, {missing} reported missing; "
-          f"{captured} needed launch capture; time outside capture max {max(others, default=0):.2f} s per op")
+          f"{captured} ran launch capture ({own_total} configurations from the ops' own code); capture time per op "
+          f"max {max(cap_times, default=0):.2f} s, mean {sum(cap_times) / max(1, len(cap_times)):.2f} s; time outside "
+          f"capture max {max(others, default=0):.2f} s per op; corpus total {time.perf_counter() - t_all:.1f} s wall "
+          f"on {os.cpu_count()} CPUs")
     return 0
 
 
@@ -119,12 +137,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", metavar="DIR", help="analyse every op file under DIR once (see above)")
     ap.add_argument("--python", metavar="PY", help="interpreter for the child (with torch) in --corpus mode")
+    ap.add_argument("--tests", action="append", metavar="PATH",
+                    help="in --corpus mode: a pytest file/dir or script given to every op (repeatable)")
+    ap.add_argument("--no-discover", action="store_true", help="in --corpus mode: no tests/**/test_<op>.py discovery")
     ap.add_argument("ops", nargs="*", help="op names or paths (default: every example)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per example and mode; the median is reported")
     ap.add_argument("--targets", nargs="+", default=["sm_90", "sm_100"])
     args = ap.parse_args(argv)
     if args.corpus:
-        return run_corpus(Path(args.corpus), args.python, args.targets)
+        return run_corpus(Path(args.corpus), args.python, args.targets, args.tests, not args.no_discover)
 
     examples = find_examples()
     by_name = {p.stem: p for p in examples}

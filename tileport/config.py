@@ -138,6 +138,10 @@ class AnalysisSettings(_Section):
     """Stage A: the interpreter that imports the op (one with torch, for ops that import it at the top)."""
 
     python: str | None = None  # empty: tileport's own interpreter
+    # The op's own tests / benchmark scripts to capture launches from (pytest files or directories, scripts),
+    # besides `--tests` and the automatically found tests/**/test_<op>.py; relative to the working directory.
+    tests: list[str] = Field(default_factory=list)
+    discover_tests: bool = True  # look for tests/**/test_<op>.py in the op's project
 
 
 class SandboxSection(_Section):

@@ -36,6 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--python", metavar="PATH",
                    help="interpreter that imports the op (one with torch and cuda-tile for ops that import torch; "
                         "default: [analysis] python in tileport.toml, else tileport's own)")
+    p.add_argument("--tests", action="append", metavar="PATH",
+                   help="the op's own pytest file or directory, or a benchmark/main script: launches (shapes, dtypes, "
+                        "constants) and tolerances are captured from it (repeatable; also [analysis] tests in "
+                        "tileport.toml; tests/**/test_<op>.py is found automatically)")
+    p.add_argument("--no-discover-tests", action="store_true",
+                   help="do not look for tests/**/test_<op>.py (only --tests and [analysis] tests)")
     p.add_argument("--jobs", type=int_in(1, 256), metavar="N", help="parallel tileiras/tileirdisasm runs (default: up to 4)")
     p.set_defaults(func=run)
 
@@ -74,6 +80,15 @@ def _print_op(a) -> None:
     if a.capture is not None:
         c = a.capture
         print(f"  launch capture ({c.mode}): {c.calls} calls, {c.launches} launches in {_fmt_s(c.seconds)}")
+        for s in c.sources:
+            print(f"  ran: {_rel(s)}")
+        own = [x for x in c.configurations if x.source != "guess"]
+        if own:
+            print(f"  configurations from the op's own code: {len(own)} "
+                  f"({', '.join(sorted({x.dtype for x in own}))}); tolerances: "
+                  + (", ".join(f"{d} {a.tolerance_sources.get(d, '?')}" for d in a.tolerances) or "none"))
+        for e in c.errors[:3]:
+            print(f"  capture: {e}")
     for u in a.unresolved:
         print(f"  NOT ANALYSED: {u.message}")
     print(f"wrote {_rel(Path(a.out_dir) / 'analysis.json')}")
@@ -102,7 +117,10 @@ def run(args: argparse.Namespace) -> int:
     if python is not None and not (Path(python).is_file() or shutil.which(python)):
         raise UserError(f"--python {python}: no such interpreter; pass the path of a python with torch and cuda-tile "
                         "(tileport doctor shows the one in use)")
-    common = dict(targets=targets, config=config, run_tileiras=not args.no_cubin, workers=args.jobs, python=python)
+    common = dict(targets=targets, config=config, run_tileiras=not args.no_cubin, workers=args.jobs, python=python,
+                  tests=args.tests, discover_tests=False if args.no_discover_tests else None)
+    if args.op is None and args.tests:
+        raise UserError("--tests needs an OP: tileport analyze OP.py --tests tests/test_op.py")
     if args.op is not None:
         started = utcnow()
         # Bad input raises before anything is written, the store included: nothing half-written.

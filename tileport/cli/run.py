@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cargo-jobs", type=int_in(1, 256), default=1, metavar="N", help="cargo builds at once (default 1)")
     p.add_argument("--gpu-jobs", type=int_in(1, 256), default=1, metavar="N", help="GPU gates at once (default 1)")
     p.add_argument("--resume", type=int_in(1, (1 << 63) - 1), metavar="ID", help="continue a stopped conversion from the store")
+    p.add_argument("--tests", action="append", metavar="PATH",
+                   help="the op's own pytest file/directory or benchmark script; stage A captures launches, shapes, "
+                        "dtypes and tolerances from it (repeatable; also [analysis] tests in tileport.toml)")
     p.set_defaults(func=run)
 
 
@@ -50,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--resume ID continues one conversion; drop the OP arguments")
     if args.resume is None and not args.ops:
         raise UserError("nothing to run: pass OP.py (e.g. tileport run examples/vector_add.py) or --resume ID")
-    config = config_from(args)
+    from tileport.validators.analysis.testfind import with_tests
+
+    config = with_tests(config_from(args), args.tests)
     runner = Runner(config, model=args.model,
                     limits=Limits.of(model=args.model_jobs, cargo=args.cargo_jobs, gpu=args.gpu_jobs),
                     out=lambda line: print(line, flush=True))

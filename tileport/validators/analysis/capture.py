@@ -55,8 +55,12 @@ class RankMismatch(Exception):
 
 
 class Launch:
-    def __init__(self, kernel: Any, grid: Any, args: tuple, where: str, entry: str, via: str):
+    """One intercepted launch; `entry` names the call (or test id) that made it, `source` its kind:
+    "test", "main", "bench" (the op's own code paths) or "guess" (inputs capture built)."""
+
+    def __init__(self, kernel: Any, grid: Any, args: tuple, where: str, entry: str, via: str, source: str = "guess"):
         self.kernel, self.grid, self.args, self.where, self.entry, self.via = kernel, grid, args, where, entry, via
+        self.source = source
 
 
 def describe_arg(a: Any) -> dict[str, Any]:
@@ -74,20 +78,6 @@ def describe_arg(a: Any) -> dict[str, Any]:
     if a is None:
         return {"kind": "none"}
     return {"kind": "other", "type": type(a).__name__}
-
-
-class _FakeStream:
-    cuda_stream = 0
-    device = None
-
-    def synchronize(self) -> None:
-        pass
-
-    def wait_stream(self, *a: Any) -> None:
-        pass
-
-    def record_event(self, *a: Any) -> None:
-        return None
 
 
 @contextlib.contextmanager
@@ -118,6 +108,8 @@ class Capture:
         self.entry = "?"
         self.tried: list[str] = []
         self.errors: list[str] = []
+        self.source = "guess"
+        self.fake = None  # the FakeCuda state while active on a CPU machine
         self._orig_launch = ct.launch
 
     def rank_mismatch(self, ln: Launch) -> str | None:
@@ -139,8 +131,8 @@ class Capture:
         return f"{Path(f.f_code.co_filename).name}:{f.f_lineno} in {f.f_code.co_name}" if f else "?"
 
     def launch(self, stream: Any, grid: Any, kernel: Any, kernel_args: Any, *a: Any, **kw: Any) -> None:
-        ln = Launch(kernel, grid, tuple(kernel_args), self._where(), self.entry, "ct.launch")
-        bad = self.rank_mismatch(ln)
+        ln = Launch(kernel, grid, tuple(kernel_args), self._where(), self.entry, "ct.launch", self.source)
+        bad = self.rank_mismatch(ln) if self.source == "guess" else None  # the op's own code is the truth
         if bad:  # the wrapper accepted inputs of a rank the kernel does not take: stop before launching
             raise RankMismatch(bad)
         self.launches.append(ln)
@@ -159,7 +151,7 @@ class Capture:
             if hints:
                 k = k.replace_hints(**hints)
             self.launches.append(Launch(k, grid_fn(cfg), tuple(args_fn(cfg)), where, self.entry,
-                                        "exhaustive_search"))
+                                        "exhaustive_search", self.source))
         if not configs:
             raise ValueError("exhaustive_search: empty search space")
         # Nothing was timed: the first config stands in as the best (every config is a variant anyway).
@@ -187,18 +179,9 @@ class Capture:
                             getattr(val, "__module__", "").startswith("cuda.tile.tune"):
                         stack.enter_context(_patched(mod, name, self.exhaustive_search))
             if not self.real_gpu:
-                cuda = torch.cuda
-                for name, value in (("current_stream", lambda device=None: _FakeStream()),
-                                    ("default_stream", lambda device=None: _FakeStream()),
-                                    ("Stream", lambda *a, **k: _FakeStream()),
-                                    ("is_available", lambda: True), ("device_count", lambda: 1),
-                                    ("current_device", lambda: 0), ("synchronize", lambda device=None: None),
-                                    ("get_device_capability", lambda device=None: (9, 0)),
-                                    ("set_device", lambda device: None)):
-                    stack.enter_context(_patched(cuda, name, value))
-                from torch._subclasses.fake_tensor import FakeTensorMode
+                from tileport.validators.analysis.fakecuda import fake_cuda
 
-                stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+                self.fake = stack.enter_context(fake_cuda())
             yield
 
 
@@ -400,8 +383,10 @@ def _construct(cls: Any, extent: int) -> Any:
 
 
 def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str, int | None]] | None = None,
-            time_budget_s: float = 120.0) -> dict[str, Any]:
-    """Run the op's entry points; returns {launches: [Launch], tried, errors, mode, seconds}.
+            time_budget_s: float = 120.0, tests: list[str] | None = None, op_path: Path | None = None,
+            run_main: bool = False) -> dict[str, Any]:
+    """Run the op's own tests / scripts / `__main__` block (when given), else its entry points with built inputs;
+    returns {launches: [Launch], tried, errors, mode, seconds, tolerances, sources}.
     ranks: kernel function -> parameter -> the array rank its body implies (inputs of other ranks are retried)."""
     import torch
 
@@ -412,7 +397,17 @@ def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str,
     torch_dtypes = [getattr(torch, d) for d in dtypes if hasattr(torch, d)] or [torch.float16]
     deadline = time.monotonic() + time_budget_s
     inputs_fn = getattr(module, "tileport_inputs", None)
-    if callable(inputs_fn):
+    tolerances: list = []
+    sources: list[str] = []
+    if (tests or run_main) and op_path is not None:
+        from tileport.validators.analysis.testrun import run_sources
+
+        errors, tolerances, sources = run_sources(cap, module, op_path, list(tests or []), run_main)
+        cap.errors.extend(errors)
+        cap.tried.extend(sources)
+    if cap.launches:
+        pass  # the op's own code paths launched: no guessed inputs
+    elif callable(inputs_fn):
         with cap.active():  # one fake-tensor mode for the inputs and the calls
             try:
                 calls = list(inputs_fn(module, device))
@@ -430,8 +425,9 @@ def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str,
     else:
         for name, obj in _entry_points(module):
             _run_entry(cap, name, obj, torch_dtypes, device, deadline)
-    return {"launches": cap.launches, "tried": cap.tried, "errors": cap.errors,
-            "mode": "gpu" if real else "fake tensors (CPU)", "seconds": round(time.perf_counter() - t0, 4)}
+    return {"launches": cap.launches, "tried": cap.tried, "errors": cap.errors, "tolerances": tolerances,
+            "sources": sources, "mode": "gpu" if real else "fake tensors (CPU)",
+            "seconds": round(time.perf_counter() - t0, 4)}
 
 
 __all__ = ["available", "capture", "describe_arg", "Launch"]

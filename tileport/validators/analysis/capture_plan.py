@@ -189,3 +189,22 @@ def _dedupe(launches: list[LaunchInfo]) -> list[LaunchInfo]:
             seen.add(key)
             out.append(ln)
     return out
+
+
+def configurations(module: Any, launches: list, describe_arg) -> list[dict[str, Any]]:
+    """The distinct launches (kernel, grid, argument dtypes/shapes/values), first origin kept, in launch order:
+    the configurations stages D/E check and time when they came from the op's own tests or scripts."""
+    seen: set[tuple] = set()
+    out: list[dict[str, Any]] = []
+    for ln in launches:
+        name, _ = kernel_name(module, ln.kernel)
+        args = [_arg_text(describe_arg(a)) for a in ln.args]
+        grid = repr(tuple(ln.grid)) if isinstance(ln.grid, (tuple, list)) else repr(ln.grid)
+        key = (name, grid, tuple(args))
+        if key in seen:
+            continue
+        seen.add(key)
+        arrays = [a.split("[", 1)[0] for a in args if "[" in a]
+        out.append({"kernel": name, "source": ln.source, "origin": ln.entry, "dtype": arrays[0] if arrays else "none",
+                    "grid": grid, "args": args})
+    return out

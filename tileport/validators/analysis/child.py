@@ -269,7 +269,8 @@ def run(req: dict) -> dict:
     exports = export_all(objects, plan, _params(plan), req) if export else {}
     open_kernels |= set(plan.failed) - planning_failed
     t_static_export = time.perf_counter() - t_plan
-    need = bool(open_kernels) or not kernels or static.factory_kernels or \
+    tests = [str(t) for t in req.get("tests") or []]
+    need = bool(open_kernels) or not kernels or static.factory_kernels or bool(tests) or \
         any(ln.kernel is None for ln in static.launches)
     capture_info = None
     t_cap = 0.0
@@ -286,12 +287,18 @@ def run(req: dict) -> dict:
         else:
             t0 = time.perf_counter()
             ranks = {k.function: k.array_ndim for k in static.kernels}
-            result = cap_mod.capture(module, decl.dtypes, ranks=ranks)
+            from tileport.validators.analysis.capture_plan import configurations
+
+            result = cap_mod.capture(module, decl.dtypes, ranks=ranks, tests=tests, op_path=path,
+                                     run_main=_has_main_block(path))
             t_cap = time.perf_counter() - t0
-            plan, objects = _merge_capture(module, path, plan, kernels, metas, static, open_kernels, result)
+            plan, objects = _merge_capture(module, path, plan, kernels, metas, static, open_kernels, result,
+                                           no_launch=not static.launches and not tests)
             capture_info = {"mode": result["mode"], "calls": len(result["tried"]),
                             "launches": len(result["launches"]), "seconds": round(t_cap, 4),
-                            "errors": result["errors"][:5]}
+                            "errors": result["errors"][:8], "sources": result["sources"],
+                            "configurations": configurations(module, result["launches"], cap_mod.describe_arg),
+                            "tolerances": [vars(x) for x in result["tolerances"]]}
     if not kernels and not plan.variants and not plan.failed:
         raise ChildError("no_kernel", f"{path.name}: no @ct.kernel function found; decorate the device function "
                                       "with @ct.kernel (import cuda.tile as ct)")
@@ -323,8 +330,19 @@ def _params(plan) -> dict[str, list[dict]]:
     return {k.name: [p.model_dump() for p in k.params] for k in plan.kernels}
 
 
+def _has_main_block(path: Path) -> bool:
+    import ast
+
+    from tileport.validators.analysis.testrun import main_block
+
+    try:
+        return main_block(ast.parse(path.read_text(encoding="utf-8-sig"))) is not None
+    except (OSError, SyntaxError, ValueError):
+        return False
+
+
 def _merge_capture(module, path: Path, plan, kernels: dict, metas: list, static, open_kernels: set[str],
-                   result: dict):
+                   result: dict, no_launch: bool = False):
     """Static results stay for kernels it resolved; captured launches fill in the rest."""
     from tileport.validators.analysis.capture import describe_arg
     from tileport.validators.analysis.capture_plan import captured_plan
@@ -349,6 +367,10 @@ def _merge_capture(module, path: Path, plan, kernels: dict, metas: list, static,
         failed[name] = (f"{name}: {static_why.removeprefix(path.name + ':')}; capture: no ct.launch of {name} reached "
                         f"(calls tried: {calls or 'none (no public entry point)'}; launches seen: "
                         f"{', '.join(seen) or 'none'}{errors})")
+        if no_launch:  # a kernel-only module: its launches live in the code that imports it
+            failed[name] += (f"; {path.name} launches none of its kernels: pass the tests or a script that launch "
+                             f"them: tileport analyze {path.name} --tests tests/test_{path.stem}.py (or a bench "
+                             "script), or [analysis] tests in tileport.toml")
         variants = [v for v in variants if v.kernel != name]
     for k in take:
         notes.append(f"{k}: variants from launch capture ({result['mode']})")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from tileport.validators.analysis import testfind
 from tileport.validators.analysis.backend import BackendJob, run_backend, summarize_ir
 from tileport.validators.analysis.declaration import read_declaration
 from tileport.validators.analysis.loader import run_child, shared_warm_child
@@ -133,12 +134,14 @@ def _artifact(kind: str, root: Path, rel: Path) -> ArtifactRecord:
 def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: str | Path | None = None,
                kernel: str | None = None, config: Config | None = None, toolchain: Toolchain | None = None,
                run_tileiras: bool = True, workers: int | None = None, python: str | None = None,
-               warm: bool = False) -> Analysis:
+               warm: bool = False, tests: list[str] | None = None, discover_tests: bool | None = None) -> Analysis:
     """Analyse one op module; returns the Analysis also written to `<out_dir>/analysis.json`.
 
     Raises UserError (one line, what to do) for bad input and EnvironmentBlocked for missing tools;
     in both cases nothing is left at `out_dir`. The A-stage record is `tileport.agents.stages.analyze`'s.
     `warm=True` forks the child from a shared warm server (for analysing many ops in one process).
+    `tests`: the op's pytest files/directories or scripts to capture launches from (besides `[analysis] tests` and,
+    unless `discover_tests` is False, the tests/**/test_<op>.py found in its project).
     """
     t0 = time.perf_counter()
     config = config or Config()
@@ -151,6 +154,8 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
     if not static.kernels and "kernel" not in text:
         raise UserError(f"{path}: no @ct.kernel function found; decorate the device function with @ct.kernel "
                         "(import cuda.tile as ct)")
+    find = config.analysis.discover_tests if discover_tests is None else discover_tests
+    test_paths = testfind.resolve(path, list(tests or []), list(config.analysis.tests), find)
     t_static = time.perf_counter()
     toolchain = toolchain or toolchain_for(config)
     _require_tools(toolchain, run_tileiras)
@@ -163,7 +168,8 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
     with staged_dir(final) as stage:
         request = {"path": str(path.resolve()), "static": static.model_dump(mode="json"),
                    "declaration": decl.model_dump(mode="json"), "targets": targets,
-                   "bytecode_version": config.toolchain.bytecode_version, "out_dir": str(stage), "kernel": kernel}
+                   "bytecode_version": config.toolchain.bytecode_version, "out_dir": str(stage), "kernel": kernel,
+                   "tests": [str(p) for p in test_paths]}
         t_child = time.perf_counter()
         server = shared_warm_child(python) if warm else None
         cpu0 = _children_cpu()
@@ -232,10 +238,15 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
             Instance(dtype=inst.dtype, param_dtypes=inst.param_dtypes, symbol=exports[inst.stem]["symbol"],
                      signature=exports[inst.stem]["signature"], builds=builds[(vi, ii)])
             for ii, inst in enumerate(v.instances)]) for vi, v in enumerate(plan.variants)]
-        tolerances = {d: ToleranceSpec(atol=t.atol, rtol=t.rtol) for d, t in config.tolerances.items()
-                      if d in decl.dtypes}
-        tolerances.update({d: t for d, t in decl.tolerances.items()})
-        if not decl.present:
+        capture = CaptureInfo.model_validate(reply["capture"]) if reply.get("capture") else None
+        own = [c.dtype for c in (capture.configurations if capture else []) if c.source != "guess" and c.dtype != "none"]
+        if own and not decl.present:  # the dtypes the op's own tests and scripts run it with
+            decl = decl.model_copy(update={"dtypes": list(dict.fromkeys(own))})
+        tolerances, tolerance_sources = _tolerances(config, decl, capture)
+        if not decl.present and own:
+            notes.append(f"no TILEPORT declaration: dtypes {'/'.join(decl.dtypes)} and configurations from the op's "
+                         f"own tests/scripts ({len(capture.sources)} run), constants from launches")
+        elif not decl.present:
             notes.append("no TILEPORT declaration: dtypes float16/float32, constants from launches, no shapes")
         analysis = Analysis(
             op=path.stem,
@@ -245,10 +256,11 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
                            tileiras=tool_version(str(toolchain.tileiras)) if toolchain.tileiras else None,
                            tileirdisasm=str(toolchain.tileirdisasm)),
             declared=decl.present, dtypes=decl.dtypes, shapes=decl.shapes, tolerances=tolerances,
+            tolerance_sources=tolerance_sources, tests=[str(p) for p in test_paths],
             assumptions=[reply["assumption"]] if reply.get("assumption") else [], kernels=plan.kernels, launches=plan.launches, variants=variants,
             commands=commands, notes=notes,
             unresolved=[UnresolvedKernel(kernel=k, message=m) for k, m in plan.failed.items()],
-            capture=CaptureInfo.model_validate(reply["capture"]) if reply.get("capture") else None,
+            capture=capture,
             timings=Timings(static_s=round(t_static - t0, 4), child_s=round(t_child, 4),
                             capture_s=float(reply.get("seconds", {}).get("capture", 0.0)),
                             child_cpu_s=round(child_cpu, 4),
@@ -258,6 +270,30 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
         analysis.timings.total_s = round(time.perf_counter() - t0, 4)
         (stage / "analysis.json").write_text(analysis.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return analysis
+
+
+def _tolerances(config: Config, decl, capture: CaptureInfo | None) -> tuple[dict[str, ToleranceSpec], dict[str, str]]:
+    """Per dtype: the op's TILEPORT declaration, else the strictest its own tests pass (the port must pass every
+    one of them), else tileport.toml's; with where each came from."""
+    tol: dict[str, ToleranceSpec] = {}
+    src: dict[str, str] = {}
+    for d, t in config.tolerances.items():
+        if d in decl.dtypes:
+            tol[d], src[d] = ToleranceSpec(atol=t.atol, rtol=t.rtol), "tileport.toml"
+    best: dict[str, object] = {}
+    for t in capture.tolerances if capture is not None else []:
+        cur = best.get(t.dtype)
+        if cur is None or (t.atol, t.rtol) < (cur.atol, cur.rtol):
+            best[t.dtype] = t
+    for d, t in best.items():
+        try:
+            tol[d] = ToleranceSpec(atol=t.atol, rtol=t.rtol)
+        except ValidationError:
+            continue
+        src[d] = f"tests: {t.where} ({t.test})"
+    for d, t in decl.tolerances.items():
+        tol[d], src[d] = t, "TILEPORT declaration"
+    return tol, src
 
 
 def load_analysis(out_dir: str | Path) -> Analysis:

@@ -162,6 +162,27 @@ class UnresolvedKernel(BaseModel):
     message: str
 
 
+class CapturedConfig(BaseModel):
+    """One distinct launch capture saw: the kernel, its grid and arguments, and the code path that made it."""
+
+    kernel: str
+    source: Literal["test", "main", "bench", "guess"]  # the op's tests, its __main__ block, a script, built inputs
+    origin: str  # the test id, script or call that made it
+    dtype: str  # the op dtype: the first array argument's
+    grid: str
+    args: list[str]  # per kernel argument: dtype[shape] for arrays, the value for scalars and constants
+
+
+class TestTolerance(BaseModel):
+    """A tolerance one of the op's tests passes to an output comparison (assert_close, allclose...)."""
+
+    dtype: str
+    rtol: float
+    atol: float
+    where: str  # file:line of the comparison
+    test: str  # the test id that made it
+
+
 class CaptureInfo(BaseModel):
     """What launch capture did: how it ran, the calls it made, the launches it saw."""
 
@@ -170,6 +191,9 @@ class CaptureInfo(BaseModel):
     launches: int
     seconds: float
     errors: list[str] = Field(default_factory=list)  # first failures of calls that launched nothing
+    sources: list[str] = Field(default_factory=list)  # the tests / scripts / __main__ block that were run
+    configurations: list[CapturedConfig] = Field(default_factory=list)
+    tolerances: list[TestTolerance] = Field(default_factory=list)
 
 
 class Analysis(BaseModel):
@@ -185,6 +209,9 @@ class Analysis(BaseModel):
     dtypes: list[str]
     shapes: list[dict[str, Any]]
     tolerances: dict[str, ToleranceSpec]
+    # dtype -> where its tolerance came from: "TILEPORT declaration", "tileport.toml", or "tests: file:line (test id)"
+    tolerance_sources: dict[str, str] = Field(default_factory=dict)
+    tests: list[str] = Field(default_factory=list)  # the op's tests / scripts given or found (capture ran them)
     assumptions: list[str] = Field(default_factory=list)  # what the exported signatures assume of the arguments
     kernels: list[KernelInfo]
     launches: list[LaunchInfo]
@@ -194,6 +221,11 @@ class Analysis(BaseModel):
     notes: list[str] = Field(default_factory=list)
     unresolved: list[UnresolvedKernel] = Field(default_factory=list)
     capture: CaptureInfo | None = None
+
+    def configurations(self, source: str | None = None) -> list[CapturedConfig]:
+        """The distinct launches capture recorded (those of one source kind: "test", "main", "bench", "guess")."""
+        found = self.capture.configurations if self.capture is not None else []
+        return [c for c in found if source is None or c.source == source]
 
     # ---- views for later stages -------------------------------------------------------------
 

@@ -1,0 +1,247 @@
+"""Run the op's own tests, `__main__` block and benchmark scripts with launches intercepted (child process only).
+
+The sources say which inputs the op really runs with. Each runs inside `Capture.active()` (fake CUDA tensors on a
+CPU machine, real ones on a GPU machine), so every `ct.launch` they reach is recorded with the test id (or script)
+that made it. Verdicts are not the point: on a CPU machine the fake launch writes nothing, so output comparisons
+(`torch.testing.assert_close`, `torch.allclose`, ...) are replaced by recorders that keep the tolerance each call
+passes for its dtype, with the source line, and let the test go on.
+
+* pytest files and directories run in one in-process `pytest.main` (the op's own conftest files apply), with the
+  project's addopts ignored and a time limit per source;
+* the op module's own `if __name__ == "__main__":` block is executed in the module's namespace (its kernels stay
+  the objects analysed);
+* another script runs as `__main__` (`runpy`), importing the op as its package does.
+
+A source that cannot be run (pytest missing, a collection error, an import of a missing module, the time limit)
+becomes one line in `errors` naming it; nothing here raises.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import runpy
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterator
+
+from tileport.validators.analysis.capture import Capture, _short_error
+
+SOURCE_LIMIT_S = 120.0
+
+
+class SourceTimeout(BaseException):
+    """Raised by SIGALRM inside a source past its limit (a BaseException: a test's `except Exception` cannot eat it)."""
+
+
+@dataclass
+class TestTolerance:
+    dtype: str
+    rtol: float
+    atol: float
+    where: str  # file:line of the comparison
+    test: str  # the test id or script that made it
+
+
+def _caller() -> str:
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename == __file__:
+        f = f.f_back
+    return f"{Path(f.f_code.co_filename).name}:{f.f_lineno}" if f else "?"
+
+
+class Recorder:
+    """Output comparisons that record their tolerance instead of comparing (there is nothing to compare)."""
+
+    def __init__(self, cap: Capture):
+        self.cap = cap
+        self.tolerances: list[TestTolerance] = []
+
+    def _record(self, actual: Any, rtol: Any, atol: Any) -> None:
+        import torch
+
+        if not isinstance(actual, torch.Tensor) or rtol is None or atol is None:
+            return
+        try:
+            r, a = float(rtol), float(atol)
+        except (TypeError, ValueError):
+            return
+        self.tolerances.append(TestTolerance(str(actual.dtype).removeprefix("torch."), r, a, _caller(),
+                                             self.cap.entry))
+
+    def assert_close(self, actual: Any, expected: Any, *a: Any, rtol: Any = None, atol: Any = None, **k: Any) -> None:
+        self._record(actual, rtol, atol)
+
+    def allclose(self, actual: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+        self._record(actual, rtol, atol)
+        return True
+
+    def equal(self, *a: Any, **k: Any) -> bool:
+        return True
+
+    def isclose(self, actual: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+        import torch
+
+        self._record(actual, rtol, atol)
+        return torch.ones(actual.shape, dtype=torch.bool, device=actual.device)
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        import torch
+        import torch.testing
+
+        from tileport.validators.analysis.fakecuda import _patched
+
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_patched(torch.testing, "assert_close", self.assert_close))
+            if hasattr(torch.testing, "assert_allclose"):
+                stack.enter_context(_patched(torch.testing, "assert_allclose", self.assert_close))
+            stack.enter_context(_patched(torch, "allclose", self.allclose))
+            stack.enter_context(_patched(torch, "isclose", self.isclose))
+            stack.enter_context(_patched(torch, "equal", self.equal))
+            stack.enter_context(_patched(torch.Tensor, "allclose", self.allclose))
+            stack.enter_context(_patched(torch.Tensor, "equal", self.equal))
+            yield
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    def alarm(signum: int, frame: Any) -> None:
+        raise SourceTimeout()
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)  # re-armed: code that swallows one gets another
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def kind_of(path: Path) -> str:
+    """"test" for pytest files and directories, "bench" for any other script."""
+    if path.is_dir() or path.name.startswith("test_") or path.name.endswith("_test.py") or path.name == "conftest.py":
+        return "test"
+    return "bench"
+
+
+class _Plugin:
+    """Names each launch after the test that made it; stops the session at the time limit."""
+
+    def __init__(self, cap: Capture, errors: list[str], label: str):
+        self.cap, self.errors, self.label = cap, errors, label
+        self.ran = 0
+        self.collect_errors: list[str] = []
+
+    def pytest_runtest_setup(self, item: Any) -> None:
+        self.cap.entry = item.nodeid
+        self.ran += 1
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            text = str(report.longrepr).strip().splitlines()
+            last = next((ln for ln in reversed(text) if ln.strip().startswith("E ")), text[-1] if text else "")
+            self.collect_errors.append(f"{report.nodeid or self.label}: collection failed: "
+                                       f"{' '.join(last.removeprefix('E').split())[:200]}")
+
+
+def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float) -> None:
+    label = ", ".join(p.name for p in paths)
+    try:
+        import pytest
+    except ImportError:
+        errors.append(f"tests {label}: pytest is not installed in {sys.executable}; pip install pytest there "
+                      "(the op's tests run in the analysis interpreter)")
+        return
+    plugin = _Plugin(cap, errors, label)
+    args = [str(p) for p in paths] + ["-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header",
+                                      "-W", "ignore", "--tb=no", "-rN"]
+    t0 = time.monotonic()
+    try:
+        with _time_limit(limit):
+            code = pytest.main(args, plugins=[plugin])
+    except SourceTimeout:
+        errors.append(f"tests {label}: stopped at the {limit:.0f} s time limit after {plugin.ran} tests")
+        return
+    except (Exception, SystemExit) as e:
+        errors.append(f"tests {label}: pytest failed: {_short_error(e)}")
+        return
+    errors.extend(plugin.collect_errors)
+    if time.monotonic() - t0 >= limit:
+        errors.append(f"tests {label}: stopped at the {limit:.0f} s time limit after {plugin.ran} tests")
+    if int(code) in (2, 3, 4) and not plugin.collect_errors:
+        errors.append(f"tests {label}: pytest exited with status {int(code)} (interrupted or usage error)")
+    elif int(code) == 5:
+        errors.append(f"tests {label}: pytest collected no tests")
+
+
+def main_block(tree: ast.Module) -> ast.Module | None:
+    """The body of the module's `if __name__ == "__main__":` block(s), as a module of its own."""
+    body: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 and \
+                isinstance(node.test.ops[0], ast.Eq):
+            sides = [node.test.left, *node.test.comparators]
+            if any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and \
+                    any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides):
+                body.extend(node.body)
+    return ast.Module(body=body, type_ignores=[]) if body else None
+
+
+def _run_script(cap: Capture, label: str, run: Any, errors: list[str], limit: float) -> None:
+    cap.entry = label
+    argv = sys.argv
+    sys.argv = [label]
+    try:
+        with _time_limit(limit):
+            run()
+    except SourceTimeout:
+        errors.append(f"{label}: stopped at the {limit:.0f} s time limit")
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            errors.append(f"{label}: exited with status {e.code}")
+    except Exception as e:  # the script's own code: anything may happen
+        errors.append(f"{label}: {_short_error(e)}")
+    finally:
+        sys.argv = argv
+
+
+def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str], run_main: bool,
+                limit_s: float = SOURCE_LIMIT_S) -> tuple[list[str], list[TestTolerance], list[str]]:
+    """Run the tests and scripts (then the op's `__main__` block when `run_main`); returns
+    (errors, tolerances, labels of the sources run)."""
+    errors: list[str] = []
+    ran: list[str] = []
+    rec = Recorder(cap)
+    paths = [Path(t) for t in tests]
+    pytest_paths = [p for p in paths if kind_of(p) == "test"]
+    scripts = [p for p in paths if kind_of(p) != "test"]
+    with cap.active(), rec.active():
+        if pytest_paths:
+            cap.source = "test"
+            _run_pytest(cap, pytest_paths, errors, limit_s)
+            ran.extend(str(p) for p in pytest_paths)
+        for s in scripts:
+            cap.source = "bench"
+            _run_script(cap, s.name, lambda s=s: runpy.run_path(str(s), run_name="__main__"), errors, limit_s)
+            ran.append(str(s))
+        if run_main:
+            try:
+                tree = ast.parse(op_path.read_text(encoding="utf-8-sig"))
+            except (OSError, SyntaxError, ValueError):
+                tree = None
+            block = main_block(tree) if tree is not None else None
+            if block is not None:
+                cap.source = "main"
+                code = compile(block, str(op_path), "exec")
+                _run_script(cap, f"{op_path.name} __main__", lambda: exec(code, vars(module)), errors, limit_s)
+                ran.append(f"{op_path.name} __main__")
+    cap.source = "guess"
+    return errors, rec.tolerances, ran
+
+
+__all__ = ["TestTolerance", "kind_of", "main_block", "run_sources"]
