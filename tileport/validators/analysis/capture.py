@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import itertools
+import re
 import sys
 import time
 from pathlib import Path
@@ -212,9 +213,13 @@ def _entry_points(module: ModuleType) -> list[tuple[str, Any]]:
     return sorted(out, key=score)
 
 
-def _shape(rank: int, extent: int) -> tuple[int, ...]:
+def _shape(rank: int, extent: int, cube: bool = False) -> tuple[int, ...]:
+    """Small leading dimensions and `extent`-wide last two, or (cube) every dimension `extent`: one extent for all
+    makes every dimension equal to every other, so a wrapper's consistency checks between arguments hold."""
     if rank <= 0:
         return ()
+    if cube:
+        return (extent,) * rank
     return (2,) * max(0, rank - 2) + (extent,) * min(rank, 2)
 
 
@@ -231,7 +236,7 @@ def _kind_of(p: inspect.Parameter) -> str:
 
 
 def _rank_plans(names: list[str]) -> list[dict[str, int]]:
-    guess = {n: (1 if n.lower() in ONE_D_NAMES else 2) for n in names}
+    guess = {n: _default_rank(n) for n in names}
     plans = [guess]
     for r in (1, 2, 3, 4):
         plans.append({n: (1 if n.lower() in ONE_D_NAMES and r > 1 else r) for n in names})
@@ -249,16 +254,26 @@ def _rank_plans(names: list[str]) -> list[dict[str, int]]:
     return out[:MAX_RANK_TRIES]
 
 
-def _tensor(torch: Any, name: str, shape: tuple[int, ...], dtype: Any, device: str) -> Any:
-    if any(h in name.lower() for h in INDEX_HINTS):
+def _tensor(torch: Any, name: str, shape: tuple[int, ...], dtype: Any, device: str, hinted: bool = False) -> Any:
+    if not hinted and any(h in name.lower() for h in INDEX_HINTS):
         return torch.zeros(shape, dtype=torch.int32, device=device)
     if dtype.is_floating_point:
         return torch.randn(shape, dtype=dtype, device=device)
     return torch.zeros(shape, dtype=dtype, device=device)
 
 
+def _param_dtype(torch: Any, name: str, dtype: Any, hints: Any) -> Any:
+    """The op dtype, unless the wrapper's own checks name others for this parameter (then the op dtype if it is
+    among them, else the first they name)."""
+    named = [getattr(torch, d) for d in (hints.dtypes.get(name, []) if hints is not None else [])
+             if isinstance(getattr(torch, d, None), torch.dtype)]
+    if not named or dtype in named:
+        return dtype
+    return named[0]
+
+
 def _values(sig: inspect.Signature, ranks: dict[str, int], extent: int, dtype: Any, device: str,
-            fill_optional: bool) -> tuple[list, dict] | None:
+            fill_optional: bool, hints: Any = None, cube: bool = False) -> tuple[list, dict] | None:
     import torch
 
     args: list = []
@@ -282,9 +297,11 @@ def _values(sig: inspect.Signature, ranks: dict[str, int], extent: int, dtype: A
         elif has_default:  # an optional tensor: like the first tensor argument
             if first_tensor is None:
                 return None
-            v = _tensor(torch, p.name, tuple(first_tensor.shape), dtype, device)
+            v = _tensor(torch, p.name, tuple(first_tensor.shape), _param_dtype(torch, p.name, dtype, hints), device,
+                        hinted=bool(hints and p.name in hints.dtypes))
         else:
-            v = _tensor(torch, p.name, _shape(ranks.get(p.name, 2), extent), dtype, device)
+            v = _tensor(torch, p.name, _shape(ranks.get(p.name, 2), extent, cube),
+                        _param_dtype(torch, p.name, dtype, hints), device, hinted=bool(hints and p.name in hints.dtypes))
             first_tensor = first_tensor if first_tensor is not None else v
         if p.kind == p.KEYWORD_ONLY:
             kwargs[p.name] = v
@@ -310,17 +327,28 @@ def _call_label(name: str, args: list, kwargs: dict) -> str:
     return f"{name}({', '.join(parts)})"
 
 
+def _default_rank(name: str) -> int:
+    low = name.lower()
+    return 1 if low in ONE_D_NAMES or any(h in low for h in INDEX_HINTS) else 2
+
+
 def _short_error(e: BaseException) -> str:
     msg = " ".join(str(e).split())
+    if not msg and e.__traceback__ is not None:  # a bare `assert cond`: its source line says what failed
+        import traceback
+
+        frames = traceback.extract_tb(e.__traceback__)
+        if frames and frames[-1].line:
+            msg = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}: {frames[-1].line.strip()}"
     return f"{type(e).__name__}: {msg[:160]}"
 
 
 def _try(cap: Capture, name: str, obj: Any, sig: inspect.Signature, ranks: dict[str, int], extent: int,
-         dtype: Any, device: str, fill: bool) -> bool | None:
+         dtype: Any, device: str, fill: bool, hints: Any = None, cube: bool = False) -> bool | None:
     """One call with built inputs: True when it launched, False when it did not, None when no inputs fit."""
     before = len(cap.launches)
     with cap.active():
-        vals = _values(sig, ranks, extent, dtype, device, fill)
+        vals = _values(sig, ranks, extent, dtype, device, fill, hints, cube)
         if vals is None:
             return None
         args, kwargs = vals
@@ -343,29 +371,79 @@ def _try(cap: Capture, name: str, obj: Any, sig: inspect.Signature, ranks: dict[
     return len(cap.launches) > before
 
 
+UNPACK = re.compile(r"values to unpack \(expected (\d+)")
+
+
+def _hinted_plans(tensors: list[str], hints: Any) -> list[dict[str, int]]:
+    """Rank plans from the wrapper's own unpacking/indexing: parameters it says nothing about get the usual guess,
+    then the rank of the parameters it unpacks (a wrapper comparing `k.shape == q.shape` unpacks only q)."""
+    if not tensors or not (hints.exact or hints.at_least):
+        return []
+    base = {n: _default_rank(n) for n in tensors}
+    known = {n: r for n in tensors if (r := hints.rank(n)) is not None}
+    plans = [{**base, **known}]
+    for r in sorted(set(hints.exact.values()), reverse=True):
+        plans.append({**{n: (1 if _default_rank(n) == 1 else r) for n in tensors}, **known})
+    return plans
+
+
+def _from_error(message: str, tensors: list[str], hints: Any) -> dict[str, int] | None:
+    """`not enough values to unpack (expected 4, got 2)`: the wrapper unpacks a shape of rank 4."""
+    m = UNPACK.search(message)
+    if not m:
+        return None
+    r = int(m.group(1))
+    known = {n: rk for n in tensors if (rk := hints.rank(n)) is not None}
+    return {**{n: (1 if _default_rank(n) == 1 else r) for n in tensors}, **known}
+
+
 def _run_entry(cap: Capture, name: str, obj: Any, dtypes: list[Any], device: str, deadline: float) -> None:
-    """Call one entry point with conventional inputs: find a rank plan that launches, then reuse it for
-    every dtype and extent, also with optional tensors set."""
+    """Call one entry point with built inputs: find a rank plan that launches (the wrapper's own unpacking,
+    indexing and dtype checks first, every extent equal first, a rank read off an unpacking error next), then
+    reuse it for every dtype and extent, also with optional tensors set."""
+    from tileport.validators.analysis.wrapper_hints import hints_for
+
+    fn = obj
+    if inspect.isclass(obj):
+        fn = obj.forward if "forward" in vars(obj) or hasattr(obj, "forward") else getattr(obj, "__call__", obj)
     try:
-        sig = inspect.signature(obj.forward if inspect.isclass(obj) else obj)
+        sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return
     if inspect.isclass(obj):
         sig = sig.replace(parameters=list(sig.parameters.values())[1:])  # drop self
+    hints = hints_for(fn)
     tensors = _tensor_params(sig)
     has_optional = any(p.default is None for p in sig.parameters.values())
-    good: dict[str, int] | None = None
-    for dtype in dtypes:
+    good: tuple[dict[str, int], bool] | None = None
+    import torch
+
+    first = tensors[0] if tensors else None
+    named = [getattr(torch, d) for d in hints.dtypes.get(first, []) if isinstance(getattr(torch, d, None), torch.dtype)]
+    for dtype in list(dict.fromkeys([*dtypes, *named])):
         for extent in EXTENTS:
-            plans = [good] if good is not None else (_rank_plans(tensors) if tensors else [{}])
-            for ranks in plans:
+            if good is not None:
+                queue = [good]
+            else:
+                plans = _hinted_plans(tensors, hints) + (_rank_plans(tensors) if tensors else [{}])
+                queue = [(p, True) for p in plans] + [(p, False) for p in plans]
+            tried: set[tuple] = set()
+            while queue:
+                ranks, cube = queue.pop(0)
+                key = (tuple(sorted(ranks.items())), cube)
+                if key in tried:
+                    continue
+                tried.add(key)
                 if time.monotonic() > deadline or len(cap.tried) >= MAX_CALLS:
                     return
-                if _try(cap, name, obj, sig, ranks, extent, dtype, device, False):
-                    good = ranks
+                n_err = len(cap.errors)
+                if _try(cap, name, obj, sig, ranks, extent, dtype, device, False, hints, cube):
+                    good = (ranks, cube)
                     if has_optional:
-                        _try(cap, name, obj, sig, ranks, extent, dtype, device, True)
+                        _try(cap, name, obj, sig, ranks, extent, dtype, device, True, hints, cube)
                     break
+                if len(cap.errors) > n_err and (retry := _from_error(cap.errors[-1], tensors, hints)):
+                    queue.insert(0, (retry, cube))
 
 
 def _construct(cls: Any, extent: int) -> Any:

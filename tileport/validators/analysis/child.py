@@ -367,7 +367,8 @@ def _merge_capture(module, path: Path, plan, kernels: dict, metas: list, static,
         failed[name] = (f"{name}: {static_why.removeprefix(path.name + ':')}; capture: no ct.launch of {name} reached "
                         f"(calls tried: {calls or 'none (no public entry point)'}; launches seen: "
                         f"{', '.join(seen) or 'none'}{errors})")
-        if no_launch:  # a kernel-only module: its launches live in the code that imports it
+        if no_launch and not result["tried"] and name == next(iter(failed)):
+            # a kernel-only module (said once): its launches live in the code that imports it
             failed[name] += (f"; {path.name} launches none of its kernels: pass the tests or a script that launch "
                              f"them: tileport analyze {path.name} --tests tests/test_{path.stem}.py (or a bench "
                              "script), or [analysis] tests in tileport.toml")
