@@ -142,6 +142,7 @@ class AnalysisSettings(_Section):
     # besides `--tests` and the automatically found tests/**/test_<op>.py; relative to the working directory.
     tests: list[str] = Field(default_factory=list)
     discover_tests: bool = True  # look for tests/**/test_<op>.py in the op's project
+    tests_timeout_s: float = Field(default=120.0, gt=0, le=3600)  # per test run / script, inside the child's limit
 
 
 class SandboxSection(_Section):

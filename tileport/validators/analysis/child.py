@@ -290,7 +290,7 @@ def run(req: dict) -> dict:
             from tileport.validators.analysis.capture_plan import configurations
 
             result = cap_mod.capture(module, decl.dtypes, ranks=ranks, tests=tests, op_path=path,
-                                     run_main=_has_main_block(path))
+                                     run_main=_has_main_block(path), tests_limit_s=float(req.get("tests_timeout_s", 120)))
             t_cap = time.perf_counter() - t0
             plan, objects = _merge_capture(module, path, plan, kernels, metas, static, open_kernels, result,
                                            no_launch=not static.launches and not tests)
@@ -375,6 +375,22 @@ def _merge_capture(module, path: Path, plan, kernels: dict, metas: list, static,
         variants = [v for v in variants if v.kernel != name]
     for k in take:
         notes.append(f"{k}: variants from launch capture ({result['mode']})")
+    # A kernel static analysis resolved keeps its variants, plus those the op's own tests/scripts launch besides.
+    own = [ln for ln in result["launches"] if ln.source != "guess"]
+    if own and resolved:
+        oplan, oobjects, _ = captured_plan(module, own, static, kernel_meta, describe_arg, resolved, path.name)
+        have = {(v.kernel, v.name) for v in variants}
+        static_dtypes = {(v.kernel, v.name): {i.dtype for i in v.instances} for v in variants}
+        for v in oplan.variants:
+            if (v.kernel, v.name) not in have:
+                variants.append(v)
+                objects[(v.kernel, v.name)] = oobjects[(v.kernel, v.name)]
+                notes.append(f"{v.kernel}[{v.name}]: a variant the op's own tests/scripts launch")
+            elif not {i.dtype for i in v.instances} <= static_dtypes[(v.kernel, v.name)]:
+                target = next(x for x in variants if (x.kernel, x.name) == (v.kernel, v.name))
+                known = {i.dtype for i in target.instances}
+                target.instances.extend(i for i in v.instances if i.dtype not in known)
+                objects.setdefault((v.kernel, v.name), oobjects[(v.kernel, v.name)])
     plan = plan.model_copy(update={"kernels": kinfos, "variants": variants, "launches": launches,
                                    "failed": failed, "notes": notes})
     return plan, objects

@@ -171,8 +171,11 @@ def _mode(state: FakeCuda) -> Any:
                 return _fresh(args[0]) if args[0].device.type != "cuda" else args[0]
             if func is T.to:
                 cuda, dtype = _to_target(args, kwargs)
-                if cuda or args[0].device.type == "cuda":
-                    return args[0] if (dtype in (None, args[0].dtype)) else _fresh(args[0], dtype)
+                src = args[0]
+                if (cuda and src.device.type != "cuda") or (src.device.type == "cuda" and dtype not in (None, src.dtype)):
+                    return _fresh(src, dtype)
+                if cuda or src.device.type == "cuda":
+                    return src
             if func is T.contiguous:
                 t = args[0]
                 return t if t.is_contiguous() else torch.empty(t.shape, dtype=t.dtype, device=t.device)

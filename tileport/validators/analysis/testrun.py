@@ -137,6 +137,18 @@ class _Plugin:
         self.ran = 0
         self.collect_errors: list[str] = []
 
+    timed_out: str | None = None
+    session: Any = None
+
+    def pytest_sessionstart(self, session: Any) -> None:
+        self.session = session
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed and self.timed_out is None and "SourceTimeout" in str(report.longrepr):
+            self.timed_out = report.nodeid  # the test running at the limit; no other test gets to start
+            if self.session is not None:
+                self.session.shouldstop = "tileport: time limit"
+
     def pytest_runtest_setup(self, item: Any) -> None:
         self.cap.entry = item.nodeid
         self.ran += 1
@@ -159,21 +171,25 @@ def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float
         return
     plugin = _Plugin(cap, errors, label)
     args = [str(p) for p in paths] + ["-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header",
-                                      "-W", "ignore", "--tb=no", "-rN"]
+                                      "-W", "ignore", "--tb=no", "-rN",
+                                      "--continue-on-collection-errors"]
     t0 = time.monotonic()
     try:
         with _time_limit(limit):
             code = pytest.main(args, plugins=[plugin])
     except SourceTimeout:
-        errors.append(f"tests {label}: stopped at the {limit:.0f} s time limit after {plugin.ran} tests")
+        errors.extend(plugin.collect_errors)
+        errors.append(f"tests {label}: stopped at the {limit:.0f} s time limit in {plugin.timed_out or cap.entry} "
+                      f"(after {plugin.ran} tests)")
         return
     except (Exception, SystemExit) as e:
         errors.append(f"tests {label}: pytest failed: {_short_error(e)}")
         return
     errors.extend(plugin.collect_errors)
-    if time.monotonic() - t0 >= limit:
-        errors.append(f"tests {label}: stopped at the {limit:.0f} s time limit after {plugin.ran} tests")
-    if int(code) in (2, 3, 4) and not plugin.collect_errors:
+    if plugin.timed_out is not None or time.monotonic() - t0 >= limit:
+        errors.append(f"tests {label}: stopped at the {limit:.0f} s time limit in {plugin.timed_out or cap.entry} "
+                      f"(after {plugin.ran} tests)")
+    if int(code) in (2, 3, 4) and not plugin.collect_errors and plugin.timed_out is None:
         errors.append(f"tests {label}: pytest exited with status {int(code)} (interrupted or usage error)")
     elif int(code) == 5:
         errors.append(f"tests {label}: pytest collected no tests")
