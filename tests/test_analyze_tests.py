@@ -232,6 +232,8 @@ with fake_cuda() as fc:
     assert torch.ones(3).cuda().device.type == "cuda" and torch.ones(3).to("cuda").device.type == "cuda"
     m = torch.nn.Linear(4, 4).cuda()
     assert m.weight.device.type == "cuda"
+    ln = torch.nn.LayerNorm(4).cuda()  # a C++ kernel that aborts on a fake leaf requiring grad
+    assert ln(x).shape == (8, 4)
     assert x.t().contiguous().shape == (4, 8)
     e = torch.cuda.Event(enable_timing=True); e.record()
     with torch.cuda.stream(torch.cuda.Stream()):

@@ -5,7 +5,7 @@ Inside `fake_cuda()` tensors made on `cuda` are torch `FakeTensor`s (shapes, dty
 count/index/properties/capability/name, streams and events (also as context managers), synchronisation, memory
 queries, seeds. Tensor methods whose C bindings set a CUDA device guard before dispatching (`x[...]`, `x[...] = v`,
 `.cuda()`, `.to("cuda")`, `.contiguous()`) are answered from a meta twin, and `nn.Module.cuda()/.to("cuda")` moves
-parameters onto the fake device. Reading a value back (`.item()`, `bool(x)`, `.tolist()`) has no data to read: it
+parameters onto the fake device; autograd is off (no_grad). Reading a value back (`.item()`, `bool(x)`, `.tolist()`) has no data to read: it
 answers 1 / True and counts the read in `FakeCuda.data_reads`, since the launch that follows is what is recorded.
 """
 
@@ -196,8 +196,10 @@ def _module_to_cuda(module: Any, dtype: Any = None) -> Any:
     for m in module.modules():
         for name, p in list(m._parameters.items()):
             if p is not None:
+                # no autograd on fake tensors: some of torch's C++ kernels abort the process on a fake leaf that
+                # requires grad (layer_norm does), and capture needs no gradients
                 m._parameters[name] = torch.nn.Parameter(_fresh(p, dtype if p.is_floating_point() else None),
-                                                         requires_grad=p.requires_grad)
+                                                         requires_grad=False)
         for name, b in list(m._buffers.items()):
             if b is not None:
                 m._buffers[name] = _fresh(b, dtype if b.is_floating_point() else None)
@@ -255,6 +257,7 @@ def fake_cuda() -> Iterator[FakeCuda]:
             stack.enter_context(_patched(cuda, name, value))
         stack.enter_context(_patched(Module, "cuda", lambda self, device=None: _module_to_cuda(self)))
         stack.enter_context(_patched(Module, "to", module_to))
+        stack.enter_context(torch.no_grad())  # see _module_to_cuda: autograd on fake tensors can abort
         stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
         stack.enter_context(_mode(state))
         yield state
