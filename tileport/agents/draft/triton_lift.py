@@ -152,6 +152,9 @@ class KernelLift:
         if not aranges:
             if any(self._has_arange(t) for t in rest):
                 raise LiftHole(where, "an offset the tile rules cannot read")
+            if any(isinstance(n, ast.Name) and self.rank.get(n.id, 0) > 0 for n in ast.walk(off)):
+                raise LiftHole(where, "a gather through loaded indices",
+                               "pointer arithmetic on a tile of values has no partition view; a writer maps it")
             return Dim(extent=ast.Constant(1), index=off, offset=None, stride=stride, order=order)
         if len(aranges) != 1 or len(aranges[0].args) != 2 or not _is_int(aranges[0].args[0], 0):
             raise LiftHole(where, "tl.arange not of the form tl.arange(0, C)")
@@ -171,9 +174,20 @@ class KernelLift:
         if base is None:
             raise LiftHole(where, "a pointer not based on an array parameter")
         dims: list[Dim] = []
+        terms, unit = [], []
         for t in self._terms(ptr):
             if isinstance(t, ast.Name) and t.id == base:
                 continue
+            strided = isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mult) and any(
+                isinstance(self.resolve(x), ast.Name) and self.params.get(self.resolve(x).id) == "scalar"
+                for x in (t.left, t.right))
+            (terms if strided or self._broadcast(t)[1] != -1 else unit).append(t)
+        if unit:  # the unit-stride terms together are one offset: `pid * BLOCK + tl.arange(0, BLOCK)`
+            merged = unit[0]
+            for t in unit[1:]:
+                merged = ast.BinOp(left=merged, op=ast.Add(), right=t)
+            terms.append(merged)
+        for t in terms:
             stride, off = None, t
             if isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mult):
                 for o, s in ((t.left, t.right), (t.right, t.left)):
