@@ -12,11 +12,17 @@ bundle=${1:?usage: gpu-bench-triton.sh BUNDLE_DIR OUT_DIR}
 out=${2:?usage: gpu-bench-triton.sh BUNDLE_DIR OUT_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out" /opt/ti /tmp/tp-site
-test -x /opt/ti/bin/tileiras || tar -xJf "$bundle/tileiras-bundle.tar.xz" -C /opt/ti
-python3 -c 'import cuda.tile' 2>/dev/null || \
-  python3 -m pip install -q --no-index --no-deps --target /tmp/tp-site "$bundle"/cuda_tile-*.whl
-unset CUDA_HOME CUDA_PATH
+unset CUDA_HOME CUDA_PATH   # else tileiras takes CUDA 13.0's ptxas/nvvm and fails with rc 5
 export PATH=/opt/ti/bin:$PATH PYTHONPATH=/tmp/tp-site:$here:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+if ! test -x /opt/ti/bin/tileiras; then
+  test -s "$bundle/tileiras-bundle.tar.xz" || { echo "no /opt/ti/bin/tileiras and no $bundle/tileiras-bundle.tar.xz: carry the bundle (make-gpu-bundle.sh)" >&2; exit 3; }
+  tar -xJf "$bundle/tileiras-bundle.tar.xz" -C /opt/ti
+fi
+if ! python3 -c 'import cuda.tile' 2>/dev/null; then
+  ls "$bundle"/cuda_tile-*.whl >/dev/null 2>&1 || { echo "no cuda.tile and no cuda_tile wheel in $bundle" >&2; exit 3; }
+  python3 -m pip install -q --no-index --no-deps --target /tmp/tp-site "$bundle"/cuda_tile-*.whl
+fi
+python3 -c 'import torch, triton, cuda.tile; print("torch", torch.__version__, "triton", triton.__version__, "cuda.tile ok")'
 rc=0
 for t in "$here"/examples/triton/*.py; do
   op=$(basename "$t" .py)

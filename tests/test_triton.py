@@ -110,17 +110,41 @@ def test_triton_analysis_records_variants_grids_and_the_ir_gap(analyses):
     assert {i.dtype for v in mm.variants for i in v.instances} == {"float16", "bfloat16"}
     assert mm.triton.tile_ir_gap == NO_BACKEND_GAP and any(NO_BACKEND_GAP in n for n in mm.notes)
     sm = analyses["softmax"]
-    assert sm.variants[0].constants["BLOCK_N"] == 128  # computed by triton.heuristics from the row length
+    assert {v.constants["BLOCK_N"] for v in sm.variants} == {128}  # computed by triton.heuristics from the row
+    assert {v.constants["FUSE_SCALE"] for v in sm.variants} == {True, False}  # a run-time bool: both ways
     a = {p.name: (p.kind, p.ndim) for p in analyses["rms_norm"].kernels[0].params}
     assert a["x_ptr"] == ("array", 2) and a["w_ptr"] == ("array", 1) and a["eps"][0] == "scalar"
 
 
-def test_reference_choice_pending_then_measured(analyses, tmp_path):
+def test_stage_a_pairs_by_name_and_records_the_pending_choice(triton_python, tmp_path):
+    """Stage A of a conversion (the runner's own stage function) on an op with a Triton twin beside it."""
+    from types import SimpleNamespace
+
+    from tileport.agents.stages.analyze import run as stage_a
+    from tileport.config import Config
+    from tileport.exec.toolchain import from_config
+    from tileport.validators.analysis.triton.record import reference_summary
+    from tileport.validators.rust.reference import load_analysis
+
+    config = Config.model_validate({"targets": ["sm_90"], "analysis": {"python": triton_python}})
+    ctx = SimpleNamespace(op_path=str(EX / "rms_norm.py"), reference_dir=tmp_path / "ref", kernel=None,
+                          config=config, toolchain=from_config(config), attempt=1)
+    result = stage_a(ctx)
+    assert result.verdict == "PASS", result.summary
+    ref = result.details["reference"]
+    assert ref["status"] == "pending_gpu" and ref["paired_by"] == "name"
+    assert ref["triton"].endswith("examples/triton/rms_norm.py")
+    assert {v["reference"] for v in ref["variants"]} == {"cutile"} and len(ref["variants"]) == 2
+    assert "pending a GPU" in result.summary
+    a = load_analysis(tmp_path / "ref")  # the record is in analysis.json, the Triton side's analysis beside it
+    assert a.reference is not None and (tmp_path / "ref" / "triton" / "analysis.json").is_file()
+    line = reference_summary([{"stage": "A", "details": result.details}])  # what status and the dashboard show
+    assert "pending a GPU" in line and "Triton side: " + NO_BACKEND_GAP in line
+
+
+def test_reference_choice_measured_per_variant(analyses, tmp_path):
     cu = analyze_op(EX / "rms_norm.py", targets=["sm_90"], out_dir=tmp_path / "cu", run_tileiras=False)
     tri = analyses["rms_norm"]
-    p = pending(cu, tri, "name")
-    assert p.status == "pending_gpu" and {v.reference for v in p.variants} == {"cutile"}
-    assert "pending a GPU" in p.summary()
     # bench.json rows as the GPU script writes them (numbers made up here: a named fake of a GPU run)
     rows = [{"cutile_ms": 0.020, "triton_ms": 0.010,
              "cutile_variant": [{"kernel": "rms_norm_kernel", "constants": {"TILE_N": 4096, "CHUNKS": 1}}]},
@@ -132,6 +156,10 @@ def test_reference_choice_pending_then_measured(analyses, tmp_path):
     assert by["rms_norm_kernel[TILE_N=4096,CHUNKS=1]"].ratio == pytest.approx(0.5)
     assert by["rms_norm_kernel[TILE_N=2048,CHUNKS=4]"].reference == "cutile"
     assert m.status == "measured" and m.tile_ir_gap == NO_BACKEND_GAP  # a Triton reference without Tile IR
+    from tileport.validators.analysis.triton.pairing import attach, ir_gaps
+
+    gaps = ir_gaps(attach(cu, m))  # what stage B records: the Triton-referenced variant only, explicitly
+    assert gaps == [f"rms_norm_kernel[TILE_N=4096,CHUNKS=1]: {NO_BACKEND_GAP}"]
 
 
 # ---- the lift and its holes ------------------------------------------------------------------------------------

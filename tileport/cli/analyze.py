@@ -115,9 +115,17 @@ def run(args: argparse.Namespace) -> int:
     if args.op is None and (args.triton or args.reference_timings):
         raise UserError("--triton and --reference-timings need an OP: tileport analyze OP.py --triton TRITON_OP.py")
     if args.op is not None:
-        from tileport.cli._triton import analyze_triton_cli, pair_cli
+        from tileport.cli._triton import analyze_triton_cli, is_triton_op, pair_cli
 
         started = utcnow()
+        if args.triton and not is_triton_op(args.op):  # bad input refused before any work
+            from tileport.validators.analysis.triton.pairing import check_triton_op
+
+            check_triton_op(args.triton)
+        if args.reference_timings and not is_triton_op(args.op):
+            from tileport.validators.analysis.triton.pairing import read_bench
+
+            read_bench(args.reference_timings)
         if (t := analyze_triton_cli(args, config, python, started)) is not None:
             return t
         # Bad input raises before anything is written, the store included: nothing half-written.

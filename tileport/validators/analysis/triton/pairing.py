@@ -180,5 +180,15 @@ def analyze_twin(cutile: Analysis, *, triton_path: str | Path | None = None, con
     return attach(cutile, choice)
 
 
+def ir_gaps(analysis: Analysis) -> list[str]:
+    """The IR gate's explicit gaps: one per variant whose reference is the Triton twin and has no Tile IR (no
+    Triton-to-Tile-IR backend). The self-check then compared with the cuTile Python IR only; such a variant is
+    judged against its Triton reference by the correctness and performance gates."""
+    r = analysis.reference
+    if r is None or not r.tile_ir_gap:
+        return []
+    return [f"{v.variant}: {r.tile_ir_gap}" for v in r.variants if v.reference == "triton"]
+
+
 def json_summary(choice: ReferenceChoice) -> str:
     return json.dumps(choice.model_dump(mode="json"))

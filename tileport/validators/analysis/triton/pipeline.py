@@ -128,6 +128,15 @@ def _variants(static, metas: dict[str, dict], launches: list[dict], dtypes: list
             for ln in (x for x in static.launches if x.kernel == name):
                 consts = {k: v for k, v in ln.constants.items() if v is not None}
                 groups.setdefault(_label(consts, {}), (consts, {}, [], [f"launch {ln.function}:{ln.line}"]))
+        # A constexpr bool the wrapper passes as a run-time value (`FUSE_SCALE=fuse`) is analysed both ways, as
+        # for a ct.Constant[bool]: capture with conventional inputs may have reached only one of them.
+        runtime = {k for ln in static.launches if ln.kernel == name for k, v in ln.constants.items() if v is None}
+        for k in sorted(runtime):
+            for label, (consts, options, lns, sources) in list(groups.items()):
+                if isinstance(consts.get(k), bool):
+                    flipped = {**consts, k: not consts[k]}
+                    groups.setdefault(_label(flipped, options),
+                                      (flipped, options, lns, [f"enumerated {k} (a run-time bool at the launch)"]))
         for label, (consts, options, lns, sources) in groups.items():
             full = f"{name}[{label}]" if label else name
             options_by_label[full] = options
