@@ -149,12 +149,16 @@ def test_reference_choice_measured_per_variant(analyses, tmp_path):
     rows = [{"cutile_ms": 0.020, "triton_ms": 0.010,
              "cutile_variant": [{"kernel": "rms_norm_kernel", "constants": {"TILE_N": 4096, "CHUNKS": 1}}]},
             {"cutile_ms": 0.030, "triton_ms": 0.040,
-             "cutile_variant": [{"kernel": "rms_norm_kernel", "constants": {"TILE_N": 2048, "CHUNKS": 4}}]}]
+             "cutile_variant": [{"kernel": "rms_norm_kernel", "constants": {"TILE_N": 2048, "CHUNKS": 4}}]},
+            # constants no analysed variant has, and no bool to tell them apart: counted for none
+            {"cutile_ms": 1.0, "triton_ms": 0.001,
+             "cutile_variant": [{"kernel": "rms_norm_kernel", "constants": {"TILE_N": 1024, "CHUNKS": 9}}]}]
     m = choose(cu, tri, "name", {"rows": rows, "device": "fake"})
     by = {v.variant: v for v in m.variants}
     assert by["rms_norm_kernel[TILE_N=4096,CHUNKS=1]"].reference == "triton"
     assert by["rms_norm_kernel[TILE_N=4096,CHUNKS=1]"].ratio == pytest.approx(0.5)
     assert by["rms_norm_kernel[TILE_N=2048,CHUNKS=4]"].reference == "cutile"
+    assert [v.configs for v in m.variants] == [1, 1]
     assert m.status == "measured" and m.tile_ir_gap == NO_BACKEND_GAP  # a Triton reference without Tile IR
     from tileport.validators.analysis.triton.pairing import attach, ir_gaps
 

@@ -73,7 +73,8 @@ def print_reference(r) -> None:
                 f"{v.configs} configs" if v.ratio is not None else "  (not measured)")
         print(f"    {v.variant}: reference {'Triton' if v.reference == 'triton' else 'cuTile Python'}{nums}")
     if r.tile_ir_gap:
-        print(f"    IR gate: {r.tile_ir_gap}")
+        label = "IR gate" if any(v.reference == "triton" for v in r.variants) else "Triton side"
+        print(f"    {label}: {r.tile_ir_gap}")
 
 
 def draft_triton_cli(op: Path, args: argparse.Namespace, config) -> int:

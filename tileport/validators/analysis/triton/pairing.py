@@ -110,10 +110,15 @@ def choose(cutile: Analysis, triton: Analysis, paired_by: str, bench: dict) -> R
         if not (row.get("cutile_ms") and row.get("triton_ms")):
             continue
         for launch in row.get("cutile_variant") or []:
-            for v in cutile.variants:
-                if v.kernel == launch.get("kernel") and all(
-                        launch.get("constants", {}).get(k) == val for k, val in v.constants.items()):
-                    per.setdefault(_label(v.kernel, v.name), []).append(row)
+            got = launch.get("constants", {})
+            same = [v for v in cutile.variants if v.kernel == launch.get("kernel")]
+            exact = [v for v in same if all(got.get(k) == val for k, val in v.constants.items())]
+            # an int constant the wrapper computes from the shape (TILE_N = next_power_of_2(n)) differs per
+            # configuration from the value analysed: then the variant is the one whose bool constants match
+            loose = [v for v in same if all(got.get(k) == val for k, val in v.constants.items()
+                                            if isinstance(val, bool))]
+            for v in exact or (loose if len(loose) == 1 else []):
+                per.setdefault(_label(v.kernel, v.name), []).append(row)
     variants = []
     for vc in choice.variants:
         rows = per.get(vc.variant, [])
