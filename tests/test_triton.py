@@ -211,3 +211,17 @@ def test_unmappable_patterns_are_holes_at_the_triton_line(triton_python, tmp_pat
     assert by_line[11].what == "a gather through loaded indices" and by_line[11].col == 9
     assert "atomic_add" in by_line[12].what
     assert all(str(h).startswith("unsupported: ") and "gather.py:" in str(h) for h in holes)
+
+
+def test_a_triton_only_op_drafts_to_cutile_rs_through_the_cutile_translator(analyses, tmp_path):
+    from tileport.agents.draft.triton_lift import draft_triton
+    from tileport.config import Config
+
+    draft, lifted, _ = draft_triton(analyses["matmul"], tmp_path, config=Config(targets=["sm_90"]))
+    assert draft.complete, [str(h) for h in draft.holes]
+    assert lifted.is_file() and "@ct.kernel" in lifted.read_text()
+    rs = draft.kernel_rs
+    assert "mma(a, b, acc)" in rs and "partition(shape![BLOCK_M, BLOCK_K])" in rs and "stride" not in rs
+    (entry,) = draft.spec.entries
+    assert len(entry.variants) == 4  # two autotune configs x two dtypes
+    assert any("bounds" in n for n in draft.host_contract.notes)

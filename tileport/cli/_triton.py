@@ -79,14 +79,21 @@ def print_reference(r) -> None:
 
 def draft_triton_cli(op: Path, args: argparse.Namespace, config) -> int:
     """`tileport draft TRITON_OP.py`: analyse it (source.kind triton), lift it to cuTile Python, draft that."""
-    from tileport.agents.draft.triton_lift import draft_triton
+    from tileport.agents.draft.triton_lift import LiftIncomplete, draft_triton
     from tileport.validators.analysis.triton.pipeline import analyze_triton_op, default_triton_out_dir
 
     print(f"analysing the Triton op {op} ...", flush=True)
     a = analyze_triton_op(op, out_dir=default_triton_out_dir(op), kernel=args.kernel, config=config)
     out = Path(args.out) if args.out else Path(a.out_dir) / "draft"
-    draft, lifted, notes = draft_triton(a, Path(a.out_dir).parent / f"{a.op}.triton-lift", config=config,
-                                        kernel=args.kernel)
+    try:
+        draft, lifted, notes = draft_triton(a, Path(a.out_dir).parent / f"{a.op}.triton-lift", config=config,
+                                            kernel=args.kernel)
+    except LiftIncomplete as e:
+        for hole in e.holes:
+            print(str(hole))
+        print(f"{len(e.holes)} hole(s) the lifted kernel cannot compile without (see {e.lifted}); no draft written: "
+              "a writer maps them first")
+        return 1
     paths = draft.write(out)
     print(f"{a.op} (Triton, lifted to {lifted}): {len(draft.spec.entries)} entr"
           f"{'ies' if len(draft.spec.entries) != 1 else 'y'}: {', '.join(e.name for e in draft.spec.entries)}")

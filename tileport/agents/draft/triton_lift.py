@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tileport.agents.draft.model import Hole
+from tileport.errors import UserError
 from tileport.validators.analysis.schema import Analysis
 
 SAME_NAME = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum", "minimum", "where", "cdiv", "zeros",
@@ -42,6 +43,14 @@ SAME_NAME = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum", "m
 REDUCE = {"sum", "max", "min"}
 DTYPES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32"}
 PADDING = {0: "ZERO", 0.0: "ZERO"}
+
+
+class LiftIncomplete(Exception):
+    """The lift left holes that keep the lifted kernel from compiling: no draft, the holes and the lifted source."""
+
+    def __init__(self, holes: list[Hole], lifted: Path, why: str):
+        super().__init__(why)
+        self.holes, self.lifted, self.why = holes, lifted, why
 
 
 class LiftHole(Exception):
@@ -392,8 +401,14 @@ class KernelLift:
             try:
                 out.extend(self.stmt(s))
             except LiftHole as h:
-                self.holes.append(Hole(what=h.what, file=self.file, line=h.node.lineno, col=h.node.col_offset + 1,
-                                       kernel=self.fn.name, entry=self.fn.name, detail=h.detail))
+                self.holes.append(Hole(what=h.what, file=self.file, line=getattr(h.node, "lineno", s.lineno),
+                                       col=getattr(h.node, "col_offset", s.col_offset) + 1, kernel=self.fn.name,
+                                       entry=self.fn.name, detail=h.detail))
+            except (KeyError, IndexError, AttributeError, TypeError, ValueError, RecursionError) as e:
+                # a construct the rules above never expected: a hole for the writer, never a crash or a guess
+                self.holes.append(Hole(what=f"statement `{ast.unparse(s).splitlines()[0][:40]}`", file=self.file,
+                                       line=s.lineno, col=s.col_offset + 1, kernel=self.fn.name, entry=self.fn.name,
+                                       detail=f"the lift could not read it ({type(e).__name__})"))
         return out
 
     def stmt(self, s: ast.stmt) -> list[ast.stmt]:
@@ -555,7 +570,12 @@ def draft_triton(triton: Analysis, out_dir: str | Path, *, config=None, kernel: 
     src_dir.mkdir(parents=True, exist_ok=True)
     path = src_dir / f"{triton.op}.py"
     path.write_text(lifted.source, encoding="utf-8")
-    a = analyze_op(path, out_dir=out / "lifted-analysis", kernel=kernel, config=config, run_tileiras=False)
+    try:
+        a = analyze_op(path, out_dir=out / "lifted-analysis", kernel=kernel, config=config, run_tileiras=False)
+    except UserError as e:
+        if not lifted.holes:
+            raise
+        raise LiftIncomplete(lifted.holes, path, str(e)) from None
     draft = draft_port(a, kernel=kernel)
     holes = list(lifted.holes) + [h for h in draft.holes if h not in lifted.holes]
     notes = list(draft.host_contract.notes) + lifted.notes + [

@@ -69,7 +69,7 @@ def cutile_twin(triton_op: str | Path) -> Path | None:
 def _is_triton_file(path: Path) -> bool:
     try:
         return is_triton_source(ast.parse(limits.read_bytes(path, "a Triton op", limits.SOURCE_BYTES)))
-    except (SyntaxError, UserError, ValueError):
+    except (SyntaxError, UserError, ValueError, RecursionError, MemoryError):
         return False
 
 
