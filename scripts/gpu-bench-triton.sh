@@ -4,7 +4,8 @@
 # (tileport/validators/analysis/triton/bench.py: CUPTI device time, L2 flushed, paired configurations).
 #
 #   GPU host (H200: torch 2.11, triton 3.6; cuda.tile and tileiras carried):
-#     bash scripts/gpu-bench-triton.sh BUNDLE_DIR OUT_DIR
+#     bash scripts/gpu-bench-triton.sh BUNDLE_DIR OUT_DIR [OP...]     (default: every examples/triton/*.py)
+#   REPS (default 30) timed calls per side and configuration; BENCH_TIMEOUT (default 400) seconds per op.
 #   BUNDLE_DIR holds tileiras-bundle.tar.xz and the cuda_tile cp312 wheel (/work/shared/scripts/make-gpu-bundle.sh).
 #   then here:  tileport analyze examples/<op>.py --reference-timings OUT_DIR/<op>.json   (records the choice)
 set -euo pipefail
@@ -24,8 +25,12 @@ if ! python3 -c 'import cuda.tile' 2>/dev/null; then
 fi
 python3 -c 'import torch, triton, cuda.tile; print("torch", torch.__version__, "triton", triton.__version__, "cuda.tile ok")'
 rc=0
-for t in "$here"/examples/triton/*.py; do
-  op=$(basename "$t" .py)
+shift 2
+ops=("$@")
+[ ${#ops[@]} -gt 0 ] || for t in "$here"/examples/triton/*.py; do ops+=("$(basename "$t" .py)"); done
+for op in "${ops[@]}"; do
+  t="$here/examples/triton/$op.py"
+  test -f "$t" -a -f "$here/examples/$op.py" || { echo "no pair examples/$op.py + examples/triton/$op.py" >&2; rc=2; continue; }
   echo "=== $op"
   timeout "${BENCH_TIMEOUT:-400}" python3 -m tileport.validators.analysis.triton.bench \
     "$here/examples/$op.py" "$t" --out "$out/$op.json" --reps "${REPS:-30}" || rc=$?
