@@ -116,8 +116,10 @@ def test_triton_analysis_records_variants_grids_and_the_ir_gap(analyses):
     assert a["x_ptr"] == ("array", 2) and a["w_ptr"] == ("array", 1) and a["eps"][0] == "scalar"
 
 
-def test_stage_a_pairs_by_name_and_records_the_pending_choice(triton_python, tmp_path):
-    """Stage A of a conversion (the runner's own stage function) on an op with a Triton twin beside it."""
+def test_stage_a_pairs_by_name_and_records_the_pending_choice(tmp_path):
+    """Stage A of a conversion (the runner's own stage function) on an op with a Triton twin beside it, in an
+    interpreter without triton (tileport's own): the cuTile Python conversion goes on, cuTile Python is the
+    reference, and the record says why the twin was not analysed."""
     from types import SimpleNamespace
 
     from tileport.agents.stages.analyze import run as stage_a
@@ -126,20 +128,31 @@ def test_stage_a_pairs_by_name_and_records_the_pending_choice(triton_python, tmp
     from tileport.validators.analysis.triton.record import reference_summary
     from tileport.validators.rust.reference import load_analysis
 
-    config = Config.model_validate({"targets": ["sm_90"], "analysis": {"python": triton_python}})
+    config = Config.model_validate({"targets": ["sm_90"], "analysis": {"python": sys.executable}})
     ctx = SimpleNamespace(op_path=str(EX / "rms_norm.py"), reference_dir=tmp_path / "ref", kernel=None,
                           config=config, toolchain=from_config(config), attempt=1)
     result = stage_a(ctx)
     assert result.verdict == "PASS", result.summary
     ref = result.details["reference"]
     assert ref["status"] == "pending_gpu" and ref["paired_by"] == "name"
-    assert ref["triton"].endswith("examples/triton/rms_norm.py")
+    assert ref["triton"].endswith("examples/triton/rms_norm.py") and "cannot import triton" in ref["note"]
     assert {v["reference"] for v in ref["variants"]} == {"cutile"} and len(ref["variants"]) == 2
     assert "pending a GPU" in result.summary
-    a = load_analysis(tmp_path / "ref")  # the record is in analysis.json, the Triton side's analysis beside it
-    assert a.reference is not None and (tmp_path / "ref" / "triton" / "analysis.json").is_file()
+    assert load_analysis(tmp_path / "ref").reference is not None  # the record is in analysis.json too
     line = reference_summary([{"stage": "A", "details": result.details}])  # what status and the dashboard show
     assert "pending a GPU" in line and "Triton side: " + NO_BACKEND_GAP in line
+
+
+def test_the_choice_is_written_into_the_cutile_analysis(analyses, tmp_path):
+    from tileport.validators.analysis.triton.pairing import attach
+
+    cu = analyze_op(EX / "rms_norm.py", targets=["sm_90"], out_dir=tmp_path / "cu", run_tileiras=False)
+    a = attach(cu, pending(cu, analyses["rms_norm"], "option"))
+    from tileport.validators.rust.reference import load_analysis
+
+    back = load_analysis(tmp_path / "cu")  # what later stages read
+    assert back.reference == a.reference and back.reference.paired_by == "option"
+    assert back.reference.triton_analysis.endswith("rms_norm/analysis.json")
 
 
 def test_reference_choice_measured_per_variant(analyses, tmp_path):

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from tileport.config import Config
-from tileport.errors import EnvironmentBlocked, UserError
+from tileport.errors import UserError
 from tileport.records import sha256_file
 from tileport.validators.analysis.declaration import read_declaration
 from tileport.validators.analysis.loader import child_env, child_timeout, interpret, with_limits
 from tileport.validators.analysis.outdir import check_output_dir, staged_dir
 from tileport.validators.analysis.pipeline import read_source
-from tileport.validators.analysis.schema import (Analysis, CaptureInfo, Instance, KernelInfo, LaunchInfo, ParamInfo,
-                                                 SourceInfo, Timings, ToleranceSpec, ToolInfo, Variant)
+from tileport.validators.analysis.schema import (Analysis, CaptureInfo, Instance, KernelInfo, LaunchInfo, SourceInfo,
+                                                 Timings, ToleranceSpec, ToolInfo, Variant)
 from tileport.validators.analysis.triton.backend import NO_BACKEND_GAP, TileIRBackend
 from tileport.validators.analysis.triton.detect import is_triton_source
 from tileport.validators.analysis.triton.model import TritonInfo
@@ -207,8 +207,6 @@ def analyze_triton_op(path: str | Path, *, out_dir: str | Path | None = None, ke
         tolerances = {d: ToleranceSpec(atol=t.atol, rtol=t.rtol) for d, t in config.tolerances.items()
                       if d in decl.dtypes}
         tolerances.update(decl.tolerances)
-        from tileport.validators.analysis.triton.model import TritonKernel  # noqa: F401 (schema of .triton)
-
         analysis = Analysis(
             op=path.stem,
             source=SourceInfo(path=str(path.resolve()), sha256=sha256_file(path), bytes=path.stat().st_size,
@@ -240,4 +238,4 @@ def _describe(d: dict) -> str:
     return repr(d.get("value", d.get("kind")))
 
 
-__all__ = ["analyze_triton_op", "default_triton_out_dir", "EnvironmentBlocked", "ParamInfo"]
+__all__ = ["analyze_triton_op", "default_triton_out_dir"]
