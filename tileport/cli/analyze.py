@@ -43,6 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-discover-tests", action="store_true",
                    help="do not look for tests/**/test_<op>.py (only --tests and [analysis] tests)")
     p.add_argument("--jobs", type=int_in(1, 256), metavar="N", help="parallel tileiras/tileirdisasm runs (default: up to 4)")
+    p.add_argument("--triton", metavar="TRITON_OP.py",
+                   help="the op's Triton twin (default: found by name, e.g. ops/triton/<op>.py beside ops/cutile/<op>.py); "
+                        "analysed too, and the per-variant reference choice recorded")
+    p.add_argument("--reference-timings", metavar="BENCH.json",
+                   help="the pair benchmark's results from a GPU host: the faster side per variant becomes its reference")
     p.set_defaults(func=run)
 
 
@@ -91,6 +96,10 @@ def _print_op(a) -> None:
             print(f"  capture: {e}")
     for u in a.unresolved:
         print(f"  NOT ANALYSED: {u.message}")
+    if a.reference is not None:
+        from tileport.cli._triton import print_reference
+
+        print_reference(a.reference)
     print(f"wrote {_rel(Path(a.out_dir) / 'analysis.json')}")
 
 
@@ -121,10 +130,25 @@ def run(args: argparse.Namespace) -> int:
                   tests=args.tests, discover_tests=False if args.no_discover_tests else None)
     if args.op is None and args.tests:
         raise UserError("--tests needs an OP: tileport analyze OP.py --tests tests/test_op.py")
+    if args.op is None and (args.triton or args.reference_timings):
+        raise UserError("--triton and --reference-timings need an OP: tileport analyze OP.py --triton TRITON_OP.py")
     if args.op is not None:
+        from tileport.cli._triton import analyze_triton_cli, is_triton_op, pair_cli
+
         started = utcnow()
+        if args.triton and not is_triton_op(args.op):  # bad input refused before any work
+            from tileport.validators.analysis.triton.pairing import check_triton_op
+
+            check_triton_op(args.triton)
+        if args.reference_timings and not is_triton_op(args.op):
+            from tileport.validators.analysis.triton.pairing import read_bench
+
+            read_bench(args.reference_timings)
+        if (t := analyze_triton_cli(args, config, python, started)) is not None:
+            return t
         # Bad input raises before anything is written, the store included: nothing half-written.
         a = analyze_op(args.op, out_dir=args.out, kernel=args.kernel, **common)
+        a = pair_cli(a, args, config, python)
         _record(config, args.op, args.kernel, result_from_analysis(a, started_at=started))
         _print_op(a)
         return 0
