@@ -295,3 +295,21 @@ def test_a_first_attempt_gets_no_what_to_fix_section_from_stage_a():
     a = {"stage": "A", "summary": "analysis PASS: 2 kernels", "details": {}}
     ctx = SimpleNamespace(history=[a], latest=lambda: a, last=lambda s: a if s == "A" else None)
     assert _feedback(ctx) == ("", [])
+
+
+def test_a_stages_transcript_is_kept_as_a_pinned_artifact(tmp_path):
+    from tileport.agents.context import ConversionPaths
+    from tileport.agents.transcripts import keep_transcript
+    from tileport.records import sha256_file
+
+    task = _task(tmp_path / "w")
+    model = _model([_ex(_call("replace_region", id="h1", code="let tx = tx;")), _ex(_call("cargo_build")), VERDICT])
+    out = ModelWriter(model, "scripted:t").write_kernel(_ctx(), task)
+    paths = ConversionPaths(worktree=tmp_path, op="clamp")
+    [art] = keep_transcript(paths, "B-1", out.transcript)
+    f = Path(art.path)
+    assert art.kind == "transcript" and f.name == "B-1.transcript.json" and art.sha256 == sha256_file(f)
+    data = json.loads(f.read_text())
+    assert [c["kind"] for c in data["calls"]] == ["tool_call", "tool_call", "verdict"]
+    assert data["messages"][0]["role"] == "system" and "TILEPORT-HOLE h1" in data["messages"][1]["content"]
+    assert keep_transcript(paths, "B-2", None) == []

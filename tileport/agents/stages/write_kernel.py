@@ -218,6 +218,7 @@ class _Builder:
 
 def run(ctx) -> StageResult:
     """One B attempt: the writer writes (its own build loop inside), then the build and self-check judge."""
+    from tileport.agents.transcripts import keep_transcript
     from tileport.agents.writers import KernelTask
     from tileport.errors import UserError
     from tileport.validators.rust.reference import derive_spec, load_analysis
@@ -244,7 +245,7 @@ def run(ctx) -> StageResult:
                       attempt=ctx.attempt)
     out = ctx.writer.write_kernel(ctx, task)
     base = dict(out.details)
-    transcript = _keep_transcript(p, ctx.attempt, out.transcript)
+    transcript = keep_transcript(p, f"B-{ctx.attempt}", out.transcript)
     if draft is not None:
         from tileport.agents.holes import find_holes
 
@@ -286,16 +287,6 @@ def run(ctx) -> StageResult:
         check.report is not None and r.verdict != "COMPILED") else []
     return r.model_copy(update={"tokens": out.tokens, "model_id": out.model_id, "details": details,
                                 "artifacts": arts + transcript, "commands": list(builder.commands)})
-
-
-def _keep_transcript(p, attempt: int, transcript) -> list[ArtifactRecord]:
-    """Every request and reply of the attempt's model calls, as a pinned artifact (the dashboard's log reads it)."""
-    if transcript is None:
-        return []
-    f = p.runs / f"B-{attempt}.transcript.json"
-    f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(transcript.model_dump_json(indent=1) + "\n", encoding="utf-8")
-    return [ArtifactRecord.of("transcript", f)]
 
 
 def _draft(ctx, analysis) -> str | None:
