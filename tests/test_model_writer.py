@@ -173,7 +173,7 @@ def test_the_model_fills_the_drafts_hole_then_builds_and_the_verdict_keeps_the_t
     out = ModelWriter(model, "scripted:t").write_kernel(_ctx(), task)
     model.assert_finished()
     assert "max_tile(tx, tx)" in task.kernel_path.read_text() and find_holes(task.kernel_path.read_text()) == []
-    assert out.details["tool_calls"] == ["replace_region", "cargo_build"] and out.details["stop"] == "done"
+    assert out.details["tool_calls"] == ["replace_region", "cargo_build"] and out.details["stop"] == "compiled"
     assert out.details["model_verdict"] == "COMPILED"
     reqs = model.transport.requests
     # every request has max_tokens from the budget; the verdict is asked with the same tools, calling none
@@ -212,14 +212,27 @@ def test_a_model_that_never_builds_is_stopped_by_the_turn_cap_with_that_reason(t
 
 def test_an_identical_rebuild_does_not_use_up_the_build_budget(tmp_path):
     task = _task(tmp_path)
-    builds = [_ex(_call("cargo_build")) for _ in range(5)]
-    fix = _ex(_call("replace_region", id="h1", code="let tx = tx;"))
-    model = _model(builds + [fix, _ex(_call("cargo_build")), VERDICT])
+    edit = _ex(_call("edit_kernel", search="y.store(tx);", replace="y.store(tx); // BUG"),
+               expect={"last_message_contains": "unchanged since the last build"})
+    fix = _ex(_call("edit_kernel", search="y.store(tx); // BUG", replace="y.store(tx);"))
+    hole = _ex(_call("replace_region", id="h1", code="let tx = tx;"))
+    build = _ex(_call("cargo_build"))
+    model = _model([build, build, edit, build, fix, hole, build, VERDICT])
     loop = KernelWriterLoop(model, max_model_len=8192)
     r = loop.run(task)
     model.assert_finished()
-    # 5 builds of the same sources count once; the fix is built and compiles (not stopped by max_builds=3)
-    assert r.tool_calls[-2:] == ["replace_region", "cargo_build"] and loop.builds == 2 and loop.compiled
+    # four build calls, one of unchanged sources: three builds, and the third (the budget, max_builds=3, had the
+    # rebuild counted it would have ended the loop one build earlier) compiles
+    assert r.tool_calls.count("cargo_build") == 4 and loop.builds == 3 and loop.compiled and r.stop == "compiled"
+
+
+def test_a_model_that_only_rebuilds_unchanged_sources_is_stopped_saying_so(tmp_path):
+    task = _task(tmp_path)
+    model = _model([_ex(_call("cargo_build")) for _ in range(3)] + [VERDICT])
+    r = KernelWriterLoop(model, max_model_len=8192).run(task)
+    model.assert_finished()
+    assert r.stop == "2 rebuilds in a row of unchanged sources (the model is not editing)"
+    assert task.build.calls == 3
 
 
 def test_a_spec_that_does_not_match_the_schema_is_refused_and_the_old_one_kept(tmp_path):

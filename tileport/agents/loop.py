@@ -132,6 +132,10 @@ class AgentLoop:
     def stop_reason(self, turns: int) -> str:
         return f"turn cap reached ({turns} turns)"
 
+    def finish_reason(self) -> str:
+        """Why `done` said enough."""
+        return "done"
+
     # the loop ------------------------------------------------------------------------------------
     def _call(self, fn, *args, **kw) -> ModelResult:
         if self.limit is None:
@@ -202,7 +206,7 @@ class AgentLoop:
             if finished:
                 break
         if not out.stop:
-            out.stop = self.stop_reason(out.turns) if not finished else "done"
+            out.stop = self.finish_reason() if finished else self.stop_reason(out.turns)
         est, room = self._room(messages, openai_tools)
         if room < bd.MIN_REPLY // 2:
             out.stop += "; no room left for the verdict"

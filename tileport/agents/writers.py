@@ -208,12 +208,14 @@ class KernelWriterLoop(AgentLoop):
     verdict_schema = KernelWriterVerdict
     max_turns = 8
     max_builds = 3  # builds per attempt (a rebuild of unchanged sources does not count); then the verdict
+    max_idle_builds = 2  # rebuilds of unchanged sources in a row before the loop stops: the model is not editing
 
     def __init__(self, *a: Any, **kw: Any):
         super().__init__(*a, **kw)
         self.builds = 0
         self.compiled = False
         self.build_calls = 0
+        self.idle_builds = 0  # builds in a row of unchanged sources
 
     def tools_for(self, task: KernelTask) -> list[ToolSpec]:
         """Edits of the kernel.rs in place when there is one (the draft, or the attempt the diagnostics are
@@ -281,9 +283,13 @@ class KernelWriterLoop(AgentLoop):
             return _edit(task, call)
         self.build_calls += 1
         check = task.build()
-        if not check.reused:
-            self.builds += 1
         self.compiled = check.ok
+        if check.reused:
+            self.idle_builds += 1
+            return (f"kernel.rs and spec.json are unchanged since the last build, so its result stands: "
+                    f"{check.status()}. Edit kernel.rs (replace_region / edit_kernel) before building again.")
+        self.builds += 1
+        self.idle_builds = 0
         if bd.estimate_tokens(check.text) <= room:
             return check.text
         # too long for what is left of the context: the items that fit, most important first
@@ -295,7 +301,15 @@ class KernelWriterLoop(AgentLoop):
 
     def done(self, call: ToolCall, output: str, task: KernelTask) -> bool:
         """Compiled (the IR self-check is the stage's to judge and route), or the build budget is spent."""
-        return call.name == "cargo_build" and (self.compiled or self.builds >= self.max_builds)
+        return call.name == "cargo_build" and (self.compiled or self.builds >= self.max_builds
+                                               or self.idle_builds >= self.max_idle_builds)
+
+    def finish_reason(self) -> str:
+        if self.compiled:
+            return "compiled"
+        if self.idle_builds >= self.max_idle_builds:
+            return f"{self.idle_builds} rebuilds in a row of unchanged sources (the model is not editing)"
+        return f"build budget spent ({self.builds} builds)"
 
     def stop_reason(self, turns: int) -> str:
         if not self.build_calls:
