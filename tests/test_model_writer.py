@@ -326,3 +326,19 @@ def test_a_stages_transcript_is_kept_as_a_pinned_artifact(tmp_path):
     assert [c["kind"] for c in data["calls"]] == ["tool_call", "tool_call", "verdict"]
     assert data["messages"][0]["role"] == "system" and "TILEPORT-HOLE h1" in data["messages"][1]["content"]
     assert keep_transcript(paths, "B-2", None) == []
+
+
+def test_a_request_the_server_finds_too_long_is_sent_once_more_within_its_count(tmp_path):
+    """The estimate is pessimistic, but a tokenizer can still count more: the server's 400 names its count; the
+    loop learns it and retries once with a max_tokens that fits, instead of ending the attempt BLOCKED."""
+    task = _task(tmp_path)
+    too_long = {"error": {"status": 400, "body": "This model's maximum context length is 8192 tokens. However, you "
+                                                 "requested 9000 tokens (7000 in the messages, 2000 in the completion)."}}
+    model = _model([too_long, _ex(_call("replace_region", id="h1", code="let tx = tx;")), _ex(_call("cargo_build")),
+                    VERDICT])
+    loop = KernelWriterLoop(model, max_model_len=8192)
+    r = loop.run(task)
+    model.assert_finished()
+    assert r.fault is None and r.stop == "compiled" and loop.scale > 1
+    first, second = model.transport.requests[:2]
+    assert second["max_tokens"] <= 8192 - 7000 < first["max_tokens"]

@@ -28,10 +28,11 @@ from pydantic import BaseModel
 
 from tileport.agents import budget as bd
 from tileport.local_models.client import ModelClient
-from tileport.local_models.protocol import CancelToken, ModelFault, ModelResult, ToolCall
+from tileport.local_models.protocol import CancelToken, FaultKind, ModelFault, ModelResult, ToolCall
 from tileport.local_models.structured import ToolSpec
 from tileport.records import TokenUsage
 
+_INPUT_TOKENS = re.compile(r"has (\d+) input tokens|\((\d+) in the messages")
 _VERSION_RE = re.compile(r"^<!--\s*prompt:\s*(\S+)\s+v(\d+)\s*-->\s*$", re.M)
 
 
@@ -153,6 +154,16 @@ class AgentLoop:
         used = int(bd.messages_tokens(messages, tools) * self.scale)
         return used, min(bd.MAX_REPLY, self.max_model_len - used)
 
+    def _overflowed(self, est: int, r: ModelResult) -> bool:
+        """The server refused the request for its length (HTTP 400 naming the context length): learn its count of
+        the prompt from the message and say so, so the caller retries once with a max_tokens that fits."""
+        if r.fault is None or r.fault.kind != FaultKind.HTTP_ERROR or "context length" not in r.fault.message:
+            return False
+        m = _INPUT_TOKENS.search(r.fault.message)
+        counted = int(m.group(1) or m.group(2)) if m else int(est * 1.3)
+        self.scale = max(self.scale * 1.05, self.scale * counted / max(1, est) * 1.05)
+        return True
+
     def _calibrate(self, est: int, r: ModelResult) -> None:
         """Learn from the server's count: a tokenizer that packs fewer chars a token than estimated raises scale."""
         if est and r.usage.prompt_tokens and len(r.calls) == 1 and r.usage.prompt_tokens > est:
@@ -188,6 +199,15 @@ class AgentLoop:
                            salvage_text_tool_calls=True, cancel=self.cancel)
             self._account(out, r)
             self._log(out, "tool_call", len(messages), est, room, r)
+            if self._overflowed(est, r):  # our estimate was short of the server's count: once more, within it
+                est, room = self._room(messages, openai_tools)
+                if room < bd.MIN_REPLY:
+                    out.stop = f"context full: {est} of {self.max_model_len} tokens used"
+                    break
+                r = self._call(self.client.call_tool, messages, tools, tool_choice="required", max_tokens=room,
+                               salvage_text_tool_calls=True, cancel=self.cancel)
+                self._account(out, r)
+                self._log(out, "tool_call", len(messages), est, room, r)
             self._calibrate(est, r)
             if not r.ok:
                 out.fault = r.fault
