@@ -342,3 +342,14 @@ def test_a_request_the_server_finds_too_long_is_sent_once_more_within_its_count(
     assert r.fault is None and r.stop == "compiled" and loop.scale > 1
     first, second = model.transport.requests[:2]
     assert second["max_tokens"] <= 8192 - 7000 < first["max_tokens"]
+
+
+def test_the_shipped_reference_data_is_what_the_generator_makes_from_the_crate_and_the_ports():
+    from tileport.agents.reference import generate
+    from tileport.errors import UserError
+
+    try:
+        generate.find_crate()
+    except UserError as e:
+        pytest.skip(str(e))
+    assert generate.main(["--check"]) == 0, "run python -m tileport.agents.reference.generate"

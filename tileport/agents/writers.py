@@ -105,7 +105,6 @@ class KernelTask:
     feedback: str  # previous attempt's diagnostics or the diagnoser's next edit ("" on a first attempt)
     build: Callable[[], BuildCheck]
     analysis: Any = None  # validators.analysis.schema.Analysis
-    examples: dict[str, str] = field(default_factory=dict)  # worked ports: name -> kernel.rs
     hints: list[dict] = field(default_factory=list)  # stage F's structured optimisation hints (kernel, arch, occupancy)
     draft: str | None = None  # the deterministic draft's kernel.rs this attempt starts from (None: no draft)
     feedback_items: list[FeedbackItem] = field(default_factory=list)  # what to fix, typed (diagnostics, IR findings)
@@ -240,7 +239,8 @@ class KernelWriterLoop(AgentLoop):
         else:
             intro = f"Port `{', '.join(task.kernels)}` from {task.op}.py to cutile-rs."
         parts = [bd.Part("task", 0, "", intro),
-                 bd.Part("python", 0, "cuTile Python source", "```python\n" + task.op_source.strip() + "\n```")]
+                 bd.Part("python", 0, "cuTile Python kernels (the op's @ct.kernel functions and constants)",
+                         "```python\n" + kernel_source(task.op_source).strip() + "\n```")]
         if holes:
             parts.append(bd.Part("holes", 0, "Holes to fill", items=[h.render() for h in holes]))
         if current:
@@ -264,7 +264,11 @@ class KernelWriterLoop(AgentLoop):
                              items=entries))
         parts.append(bd.Part("spec", 4, "spec.json (current)", "```json\n" + (
             task.spec_path.read_text(encoding="utf-8") if task.spec_path.is_file() else "{}") + "\n```"))
-        examples = [f"### {p.name}\n```python\n{p.python.strip()}\n```\n```rust\n{p.kernel_rs.strip()}\n```"
+        if kernel_source(task.op_source).strip() != task.op_source.strip():
+            parts.append(bd.Part("op_file", 4, f"The whole {task.op}.py (launch wrapper, inputs)",
+                                 "```python\n" + task.op_source.strip() + "\n```"))
+        examples = [f"### {p.name}\n```python\n{kernel_source(p.python).strip()}\n```\n```rust\n"
+                    f"{p.kernel_rs.strip()}\n```"
                     for p in similar_ports(task.op_source, task.op)]
         parts.append(bd.Part("examples", 5, f"Worked ports (cutile {api.version}; each builds and passes its "
                                             "self-check)", items=examples))
@@ -315,6 +319,32 @@ class KernelWriterLoop(AgentLoop):
         if not self.build_calls:
             return f"turn cap reached ({turns} turns) without a cargo_build"
         return f"turn cap reached ({turns} turns) after {self.builds} build(s)"
+
+
+def kernel_source(python: str) -> str:
+    """The parts of an op file a kernel port needs: imports, module-level constants and the `@ct.kernel`
+    functions (whole, by the syntax tree, never cut mid-text); the whole file when it has none or does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(python)
+    except SyntaxError:
+        return python
+    lines = python.splitlines()
+
+    def is_kernel(fn: ast.AST) -> bool:
+        return isinstance(fn, ast.FunctionDef) and any(
+            "kernel" in ast.unparse(d) for d in fn.decorator_list)
+
+    keep = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign))
+            or is_kernel(n)]
+    if not any(is_kernel(n) for n in keep):
+        return python
+    out = []
+    for n in keep:
+        start = min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])])
+        out.append("\n".join(lines[start - 1:n.end_lineno]))
+    return "\n\n".join(out)
 
 
 def _ct_names(python: str) -> list[str]:
