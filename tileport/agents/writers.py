@@ -290,8 +290,10 @@ class KernelWriterLoop(AgentLoop):
         self.compiled = check.ok
         if check.reused:
             self.idle_builds += 1
+            first = check.build.errors[0].short() if check.build is not None and check.build.errors else ""
             return (f"kernel.rs and spec.json are unchanged since the last build, so its result stands: "
-                    f"{check.status()}. Edit kernel.rs (replace_region / edit_kernel) before building again.")
+                    f"{check.status()}" + (f" (first: {first})" if first else "")
+                    + ". Edit kernel.rs (replace_region / edit_kernel) before building again.")
         self.builds += 1
         self.idle_builds = 0
         if bd.estimate_tokens(check.text) <= room:
