@@ -71,6 +71,7 @@ def _hole(*blocks: tuple[list[str], str], reason: str) -> Callable[[str, str], s
             out = "\n".join(text[:start] + region + text[start + len(lines):]) + "\n"
         return out
 
+    mutate.blocks = blocks  # type: ignore[attr-defined]
     return mutate
 
 
@@ -129,7 +130,34 @@ def _judge(check) -> str:
     return check.report.verdict.value if check.report is not None else "NO_SELFCHECK"
 
 
-def run_task(t: BenchTask, analysis, draft, writer: ModelWriter, cfg, tmp: Path, tries: int, log,
+def oracle_writer(t: BenchTask, draft_rs: str, start: str) -> ModelWriter:
+    """A named fake (`--oracle`): a scripted model that answers with the draft's own lines (a whole-file write for
+    the seeded errors, `replace_region` per hole), so each task is shown solvable through the loop, real cargo and
+    the real self-check. Its figure is the task set's, not a model's."""
+    from tileport.agents.holes import find_holes
+    from tileport.local_models.scripted import ScriptedModel
+
+    def ex(*calls):
+        return {"reply": {"content": "", "tool_calls": list(calls), "usage": {"prompt_tokens": 0,
+                                                                               "completion_tokens": 0}}}
+
+    holes = find_holes(start)
+    if holes:
+        orig = draft_rs.splitlines()
+        edits = []
+        for h, (lines, _) in zip(holes, t.mutate.blocks):  # type: ignore[attr-defined]
+            i = next(k for k, ln in enumerate(orig) if re.search(lines[0], ln))
+            code = "\n".join(orig[i:i + len(lines)])
+            edits.append(ex({"name": "replace_region", "arguments": {"id": h.id, "code": code}}))
+    else:
+        edits = [ex({"name": "write_kernel", "arguments": {"source": draft_rs}})]
+    verdict = {"reply": {"content": json.dumps({"verdict": "COMPILED", "summary": "oracle", "build_attempts": 1})}}
+    model = ScriptedModel({"name": f"oracle-{t.name}", "start": "draft", "max_model_len": 32768,
+                           "exchanges": edits + [ex({"name": "cargo_build", "arguments": {}}), verdict]})
+    return ModelWriter(model, "oracle")
+
+
+def run_task(t: BenchTask, analysis, draft, writer: ModelWriter | None, cfg, tmp: Path, tries: int, log,
              keep: Path | None = None) -> Row:
     src = (REPO / "examples" / f"{t.op}.py").read_text(encoding="utf-8")
     start = t.mutate(draft.kernel_rs, src)
@@ -156,7 +184,7 @@ def run_task(t: BenchTask, analysis, draft, writer: ModelWriter, cfg, tmp: Path,
                           spec_path=paths.spec_json, feedback="", build=builder, analysis=analysis,
                           draft=start if t.cls == "holes" else None, feedback_items=list(items), attempt=2)
         t0 = time.monotonic()
-        out = writer.write_kernel(ctx, task)
+        out = (writer or oracle_writer(t, draft.kernel_rs, start)).write_kernel(ctx, task)
         check = builder()
         verdict = _judge(check)
         if out.fault is not None and verdict not in PASSING:
@@ -176,27 +204,34 @@ def run_task(t: BenchTask, analysis, draft, writer: ModelWriter, cfg, tmp: Path,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, metavar="URL", help="the OpenAI-compatible endpoint, e.g. "
-                    "http://127.0.0.1:8000/v1")
+    ap.add_argument("--model", metavar="URL", help="the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    ap.add_argument("--oracle", action="store_true", help="instead of a model, a named fake that answers with the "
+                    "draft's own lines: shows every task is solvable through the loop, builds and self-check")
     ap.add_argument("--served-name", default=None, help="model name to request (default: [model].model)")
     ap.add_argument("--tries", type=int, default=3, help="tries per task (pass@k uses all of them)")
     ap.add_argument("--tasks", help="comma-separated subset of task names or classes")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     ap.add_argument("--keep", metavar="DIR", type=Path, help="write each try's transcript and final kernel.rs here")
     a = ap.parse_args(argv)
+    if not a.model and not a.oracle:
+        ap.error("pass --model URL (or --oracle to check the task set)")
     cfg = load_config()
-    ep = cfg.model.model_copy(update={"base_url": a.model.rstrip("/"), **({"model": a.served_name}
-                                                                          if a.served_name else {})})
-    client = ModelClient.from_endpoint(ep)
-    info = client.probe()
-    if not info.healthy:
-        print(f"error: no model server at {a.model}: {info.error}", file=sys.stderr)
-        return 2
-    writer = ModelWriter(client, a.model)
+    writer: ModelWriter | None = None
+    if a.oracle:
+        label, ctx_len = "oracle (scripted, the draft's own lines)", 32768
+    else:
+        ep = cfg.model.model_copy(update={"base_url": a.model.rstrip("/"), **({"model": a.served_name}
+                                                                              if a.served_name else {})})
+        client = ModelClient.from_endpoint(ep)
+        info = client.probe()
+        if not info.healthy:
+            print(f"error: no model server at {a.model}: {info.error}", file=sys.stderr)
+            return 2
+        writer = ModelWriter(client, a.model)
+        label, ctx_len = f"{ep.model} at {a.model}", info.max_model_len
     want = set(a.tasks.split(",")) if a.tasks else None
     tasks = [t for t in TASKS if want is None or t.name in want or t.cls in want]
-    print(f"model {ep.model} at {a.model} (max_model_len {info.max_model_len}); {len(tasks)} task(s) x "
-          f"{a.tries} tries", flush=True)
+    print(f"model {label} (max_model_len {ctx_len}); {len(tasks)} task(s) x {a.tries} tries", flush=True)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="bench-writer-") as tmpd:
         tmp = Path(tmpd)

@@ -72,6 +72,8 @@ def test_search_replace_exact_then_ignoring_indentation_else_a_clear_refusal():
     out = search_replace(DRAFT, "let tx = x.load_like(y);\n// TILEPORT-HOLE h1 BEGIN unsupported: `if` on a run-time "
                                 "value at clamp.py:9:8 (use select)", "let tx = x.load_like(y);")
     assert "        let tx = x.load_like(y);\n        // python:" in out
+    numbered = search_replace(DRAFT, "  12 |         y.store(tx);", "  12 |         y.store(tz);")
+    assert "        y.store(tz);\n    }" in numbered
     with pytest.raises(UserError, match="matches no lines"):
         search_replace(DRAFT, "let q = 1;", "")
     with pytest.raises(UserError, match="matches 2 places"):

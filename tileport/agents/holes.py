@@ -25,6 +25,7 @@ _BEGIN = re.compile(r"^(?P<indent>[ \t]*)//\s*TILEPORT-HOLE\s+(?P<id>h\d+)\s+BEG
 _END = re.compile(r"^[ \t]*//\s*TILEPORT-HOLE\s+(?P<id>h\d+)\s+END\b")
 _PYTHON = re.compile(r"^[ \t]*//\s*python:\s?(?P<src>.*)$")
 _LEGACY = re.compile(r"^(?P<indent>[ \t]*)//\s*TODO\(tileport\):\s*(?P<reason>unsupported:.*)$")
+_NUMBERED = re.compile(r"^\s*\d+ \| ?")
 _LEGACY_SRC = re.compile(r"^[ \t]*//\s{2,}(?P<src>\S.*)$")
 
 
@@ -103,7 +104,7 @@ def fill_hole(text: str, hole_id: str, code: str) -> str:
 def search_replace(text: str, search: str, replace: str) -> str:
     """Aider-style edit: the one occurrence of `search` becomes `replace`. An exact match first, then one that
     ignores each line's leading and trailing whitespace (small models re-indent); none, or several, is a
-    UserError saying so."""
+    UserError saying so. Lines copied with the prompt's line numbers (`  12 | ...`) are read without them."""
     if not search.strip():
         raise UserError("search is empty: copy the exact lines of kernel.rs to change into `search`")
     n = text.count(search)
@@ -113,6 +114,9 @@ def search_replace(text: str, search: str, replace: str) -> str:
         raise UserError(f"search matches {n} places in kernel.rs; include more surrounding lines so it matches one")
     lines = text.splitlines()
     want = [ln.strip() for ln in search.strip("\n").splitlines()]
+    if all(_NUMBERED.match(ln) for ln in want):  # copied from the prompt's numbered listing, numbers and all
+        want = [_NUMBERED.sub("", ln).strip() for ln in want]
+        replace = "\n".join(_NUMBERED.sub("", ln) for ln in replace.splitlines())
     hits = [i for i in range(len(lines) - len(want) + 1)
             if [ln.strip() for ln in lines[i:i + len(want)]] == want]
     if len(hits) != 1:
