@@ -355,3 +355,28 @@ def test_the_shipped_reference_data_is_what_the_generator_makes_from_the_crate_a
     except UserError as e:
         pytest.skip(str(e))
     assert generate.main(["--check"]) == 0, "run python -m tileport.agents.reference.generate"
+
+
+# ----------------------------------------------------------------------------------------------------- end to end
+
+from tests.test_pipeline import _gpu_gates, project, runs, status, tileport  # noqa: E402,F401
+
+
+@pytest.mark.heavy
+@pytest.mark.slow
+@pytest.mark.skipif(_gpu_gates(), reason="a GPU and the gates are here: D is not BLOCKED(env)")
+def test_with_a_model_b_starts_from_the_draft_and_a_complete_draft_needs_no_model(project):
+    """`tileport run --model scripted:...` (a model that must never be asked: its transcript is empty): B drafts,
+    the draft of vector_add is complete, the model is skipped, the real build and IR self-check judge it."""
+    t = project.parent / "never_asked.json"
+    t.write_text(json.dumps({"name": "never_asked", "start": "draft", "exchanges": []}))
+    r = tileport(project, "run", "vector_add.py", "--model", f"scripted:{t}")
+    assert r.returncode == 3, r.stdout + r.stderr
+    detail = status(project, 1)
+    assert runs(detail)[:2] == [("A", 1, "PASS"), ("B", 1, "COMPILED")]
+    b = detail["stage_runs"][1]
+    assert b["details"]["model_skipped"] == "the draft is complete" and b["details"]["draft_holes"] == []
+    assert (b["prompt_tokens"], b["completion_tokens"]) == (0, 0)
+    assert not any(a["kind"] == "transcript" for a in b["artifacts"])
+    wt = Path(detail["conversion"]["worktree"])
+    assert "Draft port of vector_add.py" in (wt / "ports" / "vector_add" / "kernel.rs").read_text()
