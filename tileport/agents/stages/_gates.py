@@ -44,7 +44,7 @@ def run_gate(ctx, stage: Stage, name: str, to_result: Callable[..., StageResult]
     missing = preflight.missing(ctx.config, conversion_id=ctx.conversion_id,
                                 tileiras=getattr(ctx.toolchain, "tileiras", None))
     if missing:
-        ctx.log(f"{stage.value}: blocked before building: {missing}")
+        ctx.log(f"#{ctx.conversion_id} {ctx.op} {stage.value}: blocked before building: {missing}")
         return StageResult(stage=stage, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
                            started_at=started, finished_at=utcnow(), details={"env_missing": missing},
                            summary=f"blocked: {missing}")

@@ -268,6 +268,13 @@ def run_cargo_build(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: Buil
         cmd = _record(result, sandbox.run_sandboxed(argv, build_profile(layout, tc, opts), cwd=layout.root,
                                                     env=build_env(tc, opts), timeout=opts.cargo_timeout,
                                                     output_cap=opts.output_cap, require=opts.sandbox_required))
+        if (vendored is None and not cmd.ok and "--offline was specified" in (cmd.stderr or "")
+                and fetch_dependencies(layout, tc, opts, result)):
+            # the registry cache had the pinned roots but not every locked crate (a fetch of another lock or
+            # one in progress): fetch this lock's crates, then build once more (both builds stay recorded)
+            cmd = _record(result, sandbox.run_sandboxed(argv, build_profile(layout, tc, opts), cwd=layout.root,
+                                                        env=build_env(tc, opts), timeout=opts.cargo_timeout,
+                                                        output_cap=opts.output_cap, require=opts.sandbox_required))
         result.timings["cargo_build"] = round(time.monotonic() - t0, 3)
     if "Blocking waiting for file lock" in (cmd.stderr or ""):
         opts.say("cargo waited for the shared target dir's lock (another process was building)")
