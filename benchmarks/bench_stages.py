@@ -13,6 +13,7 @@ on a fresh clone before setup prebuilt it). Figures depend on the machine's load
 average and the CPU count; compare ratios between runs made under the same conditions.
 
     python benchmarks/bench_stages.py [--scratch DIR] [--cold] [--no-main] [--warm-edits 1] [--json FILE]
+    python benchmarks/bench_stages.py --compare before.json after.json
 """
 
 from __future__ import annotations
@@ -185,6 +186,24 @@ def print_report(rep: dict) -> None:
         print(f"  worst {worst:.1f} s -> {'meets' if worst <= WARM_TARGET_S else 'MISSES'} the target")
 
 
+def compare(before: dict, after: dict) -> None:
+    """The same figures of two runs side by side (e.g. before / after a change, same conditions)."""
+    def row(label: str, a, b) -> None:
+        fa = "-" if a is None else f"{a:.1f}"
+        fb = "-" if b is None else f"{b:.1f}"
+        print(f"  {label:34} {fa:>9} {fb:>9}")
+    print(f"  {'figure (s)':34} {'before':>9} {'after':>9}")
+    row("main job wall", before.get("main", {}).get("wall_s"), after.get("main", {}).get("wall_s"))
+    ops = sorted(set(before.get("profile", {})) | set(after.get("profile", {})))
+    for op in ops:
+        sb, sa = before.get("profile", {}).get(op, {}), after.get("profile", {}).get(op, {})
+        for st in sorted(set(sb) | set(sa)):
+            row(f"{op} {st}", sb.get(st, {}).get("wall"), sa.get(st, {}).get("wall"))
+    for op in sorted(set(before.get("warm", {})) | set(after.get("warm", {}))):
+        row(f"{op} warm B", before.get("warm", {}).get(op, {}).get("median_total_s"),
+            after.get("warm", {}).get(op, {}).get("median_total_s"))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scratch", type=Path, default=None, help="where the main job runs (default: a temp dir)")
@@ -193,7 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warm-edits", type=int, default=1, help="warm B rebuilds per op (0: none)")
     ap.add_argument("--timeout", type=float, default=7200.0)
     ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
+    ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"),
+                    help="print two --json outputs side by side and exit")
     args = ap.parse_args(argv)
+    if args.compare:
+        compare(*(json.loads(p.read_text()) for p in args.compare))
+        return 0
 
     from tileport.exec import settings
 

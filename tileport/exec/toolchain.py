@@ -107,7 +107,9 @@ _CUDA_KEY_HEADERS = ("cuda.h", "curand.h")
 
 
 def build_inputs_root() -> Path:
-    return settings.cache_dir() / BUILD_INPUTS_DIR
+    """Beside the shared cargo target (not under TILEPORT_CACHE_DIR): every clone and test must name the same
+    paths, or the point is lost."""
+    return settings.shared_cache_root() / BUILD_INPUTS_DIR
 
 
 def _sha(paths: list[Path]) -> str:
