@@ -206,3 +206,29 @@ def test_a_wait_for_the_cargo_slot_is_logged_and_timed():
     assert slot.acquire(blocking=False)  # released after the block
     assert logs[0].startswith("waiting for the cargo lock") and "got the cargo lock" in logs[1]
     assert result.timings["cargo_lock_wait"] >= 0.1
+
+
+@pytest.mark.slow
+def test_prebuild_leaves_the_first_conversion_build_warm(build_tc):
+    """setup.sh's prebuild: the dependency tree only (no port code), one line per crate compiled, the stamp the
+    first conversion build reads; after it a port build recompiles only its own crate."""
+    from tileport.errors import EnvironmentBlocked
+    from tileport.validators.rust.build import BuildOptions, build_crate, deps_stamp, prepare_crate
+    from tileport.validators.rust.crate import crate_cache_root
+    from tileport.validators.rust.prebuild import prebuild
+
+    if build_tc.cargo is None:
+        pytest.skip("cargo is not installed")
+    lines: list[str] = []
+    try:
+        prebuild(lines.append, BuildOptions(toolchain=build_tc, cubins=False, disasm=False))
+    except EnvironmentBlocked as e:
+        pytest.skip(str(e))
+    assert lines[-1].startswith("prebuild: cutile dependency tree ready")
+    assert all("compiled crate" in ln and "/" in ln for ln in lines[:-1] if "fetching" not in ln)
+    assert deps_stamp(build_tc, BuildOptions()).is_file()
+    layout = prepare_crate(ROOT / "ports" / "vector_add", out=crate_cache_root() / "test-speed-after-prebuild")
+    logs: list[str] = []
+    r = build_crate(layout, BuildOptions(toolchain=build_tc, cubins=False, log=logs.append))
+    assert r.ok and all(name.startswith("tileport-port-") for name in r.rebuilt)
+    assert not any("first build" in ln for ln in logs) and any(ln.startswith("IR dump") for ln in logs)
