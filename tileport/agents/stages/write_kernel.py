@@ -194,12 +194,18 @@ class _Builder:
         except (UserError, OSError, UnicodeDecodeError) as e:
             self.last = BuildCheck(False, f"FAILED: {e}")
             return self.last
+        from tileport.exec.settings import cpu_budget
+
+        # the cargo semaphore is held around `cargo build` only (the IR dump and tileiras of one conversion run
+        # beside another's cargo); the CPUs are split between the builds it lets run at once
+        slots = getattr(self.ctx.limits.cargo, "_initial_value", 1) or 1
         opts = BuildOptions(toolchain=self.ctx.toolchain,
                             bytecode_version=self.ctx.config.toolchain.bytecode_version,
-                            sandbox_required=self.ctx.config.sandbox.require)
+                            sandbox_required=self.ctx.config.sandbox.require,
+                            cargo_slot=self.ctx.limits.cargo, cargo_jobs=max(1, cpu_budget() // slots),
+                            log=lambda msg: self.ctx.log(f"#{self.ctx.conversion_id} {self.ctx.op} B: {msg}"))
         try:
-            with self.ctx.limits.cargo:
-                build = build_crate(layout, opts)
+            build = build_crate(layout, opts)
             self.commands.extend(build.commands)
         except EnvironmentBlocked as e:
             self.last = BuildCheck(False, f"BLOCKED: {e}", blocked=str(e))
