@@ -154,12 +154,14 @@ def clamp_op(tmp_path):
 
 def test_runtime_branch_is_a_hole_not_a_guess(analyses, clamp_op):
     d = draft_port(analyses("clamp_op", clamp_op))
-    assert [str(h) for h in d.holes] == [
+    assert [str(h) for h in d.holes][0] == (
         "unsupported: `if` on a run-time value at clamp_op.py:8:5 (only branches on ct.Constant parameters fold "
-        "into variants)"]
-    assert "// TODO(tileport): unsupported: `if` on a run-time value at clamp_op.py:8:5" in d.kernel_rs
-    # `t` may or may not be rescaled: the store that reads it is marked as depending on the hole, not guessed
-    assert "// TODO(tileport): depends on a hole above: ct.store(out, index=(b,), tile=t)" in d.kernel_rs
+        "into variants)")
+    assert "// TILEPORT-HOLE h1 BEGIN unsupported: `if` on a run-time value at clamp_op.py:8:5" in d.kernel_rs
+    # `t` may or may not be rescaled: the store that reads it is its own region, marked as depending on the hole
+    assert "// TILEPORT-HOLE h2 BEGIN unsupported: a statement using `t`, which an earlier hole" in d.kernel_rs
+    assert "// python: ct.store(out, index=(b,), tile=t)" in d.kernel_rs
+    assert [h.id for h in d.holes] == ["h1", "h2"] and "tileport_hole_h2;" in d.kernel_rs
     assert "let t: Tile<E, { [TILE] }> = x_tiles.load([b]);" in d.kernel_rs  # what precedes it is translated
 
 

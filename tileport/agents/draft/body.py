@@ -2,7 +2,8 @@
 
 The constant branches the entry fixes are folded while translating (their conditions evaluate over the
 entry's known constants); every other `ct.Constant` stays a name (a const generic). Statements outside the
-subset become holes: a `// TODO(tileport)` comment in the text and a `Hole` record, never guessed code.
+subset become holes: a TILEPORT-HOLE region in the text (the contract in tileport/agents/holes.py) and a `Hole`
+record, never guessed code.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ class BodyTranslator(MemoryOps, CallOps):
             if name in scope.names:
                 v = scope.names[name]
                 if v.kind == "lost":
-                    raise Lost(name)
+                    raise Lost(name, bool(v.extra.get("gap")))
                 if "binding" in v.extra:
                     self.uses[v.extra["binding"]] = self.uses.get(v.extra["binding"], 0) + 1
                 return v
@@ -152,9 +153,9 @@ class BodyTranslator(MemoryOps, CallOps):
                 self.statement(stmt, later_loops)
             except Unsupported as e:
                 self.hole(e, stmt)
-            except Lost:
-                self.emit(f"// TODO(tileport): depends on a hole above: {self.src(stmt)}")
-                self.mark_lost(stmt)
+            except Lost as lost:
+                self.hole(Unsupported(f"a statement using `{lost.name}`, which an earlier hole leaves undefined",
+                                      stmt, "write it with the hole it depends on", gap=lost.gap), stmt)
 
     def hole(self, e: Unsupported, stmt: ast.stmt) -> None:
         if isinstance(e, NeedsDtype):
@@ -163,16 +164,32 @@ class BodyTranslator(MemoryOps, CallOps):
         if not hasattr(node, "lineno"):
             node = stmt
         e.node = node
-        self.on_hole(e)
+        token = self.on_hole(e) or "@HOLE?@"
         col = getattr(node, "col_offset", 0) + 1
-        self.emit(f"// TODO(tileport): unsupported: {e.what} at {self.file}:{node.lineno}:{col}")
-        self.emit(f"//     {self.src(stmt)}")
-        self.mark_lost(stmt)
+        reason = f"unsupported: {e.what} at {self.file}:{node.lineno}:{col}"
+        if e.detail:
+            reason += f" ({e.detail})"
+        # the region a writer replaces (tileport/agents/holes.py reads it): the placeholder fails rustc with an
+        # error naming the hole id (an undefined value `tileport_hole_<id>`)
+        self.emit(f"// TILEPORT-HOLE {token} BEGIN {' '.join(reason.split())}")
+        for i, line in enumerate(self.src_lines(stmt)):
+            self.emit(f"// {'python: ' if i == 0 else '        '}{line}")
+        self.emit(f"tileport_hole_{token};")
+        self.emit(f"// TILEPORT-HOLE {token} END")
+        self.mark_lost(stmt, e.gap)
 
-    def mark_lost(self, stmt: ast.stmt) -> None:
+    def mark_lost(self, stmt: ast.stmt, gap: bool = False) -> None:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self.scopes[-1].names[node.id] = Val("lost")
+                self.scopes[-1].names[node.id] = Val("lost", extra={"gap": gap})
+
+    def src_lines(self, node: ast.AST) -> list[str]:
+        """The statement's source lines (a compound statement: its first line), stripped."""
+        first = getattr(node, "lineno", 0)
+        last = first if isinstance(node, (ast.For, ast.If, ast.While, ast.With)) else \
+            (getattr(node, "end_lineno", first) or first)
+        return [self.source_lines[i - 1].strip() for i in range(first, last + 1)
+                if 0 < i <= len(self.source_lines)] or [""]
 
     def src(self, node: ast.AST) -> str:
         line = self.source_lines[node.lineno - 1].strip() if 0 < node.lineno <= len(self.source_lines) else ""

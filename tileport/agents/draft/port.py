@@ -70,9 +70,11 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
     header = (f"// Draft port of {path.name}, written by `tileport draft` (deterministic translation, no model).\n"
               f"// One entry per kernel and constant-branch choice; integer ct.Constant parameters are const generics.\n")
     if holes:
-        header += f"// {len(holes)} construct(s) are left as TODO(tileport) holes for a writer to fill.\n"
+        header += (f"// {len(holes)} construct(s) are left as TILEPORT-HOLE regions for a writer to fill "
+                   f"({sum(h.gap for h in holes)} of them named cutile-rs gaps).\n")
     body = "\n\n".join([_strides_helper(n) for n in sorted(helpers)] + entries_rs)
     kernel_rs = (f"{header}#[cutile::module]\npub mod {module} {{\n{INDENT}use cutile::core::*;\n\n{body}\n}}\n")
+    kernel_rs, holes = _number_holes(kernel_rs, holes)
     spec = DumpSpec(module=module, entries=spec_entries, targets=list(analysis.targets) or ["sm_90"])
     contract = HostContract(module=module, op=analysis.op, entries=host_entries,
                             assumptions=list(analysis.assumptions),
@@ -82,6 +84,16 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
                                    "an output with dynamic tile dims (`{[-1, ...]}`) is stored through partition_mut "
                                    "of the whole tensor; cutile 0.5 cannot launch it (the entry's comment says why)"])
     return Draft(op=analysis.op, kernel_rs=kernel_rs, spec=spec, host_contract=contract, holes=holes)
+
+
+def _number_holes(kernel_rs: str, holes: list[Hole]) -> tuple[str, list[Hole]]:
+    """Give each hole region its id, h1, h2, ... in order of appearance in kernel.rs (the hole contract)."""
+    order: dict[str, str] = {}
+    for m in re.finditer(r"@HOLE[0-9]+@", kernel_rs):
+        order.setdefault(m.group(0), f"h{len(order) + 1}")
+    kernel_rs = re.sub(r"@HOLE[0-9]+@", lambda m: order[m.group(0)], kernel_rs)
+    numbered = [h.model_copy(update={"id": order[h.id]}) for h in holes if h.id in order]
+    return kernel_rs, sorted(numbered, key=lambda h: int(h.id[1:]))
 
 
 def _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, file, targets) -> bool:
@@ -94,14 +106,13 @@ def _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, file, t
 
 def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype, seen_holes,
                  holes, entries_rs, spec_entries, host_entries, helpers, functions) -> None:
-    def on_hole(e: Unsupported, entry=entry_name, kname=info.name) -> None:
+    def on_hole(e: Unsupported, entry=entry_name, kname=info.name) -> str:
         node = e.node
-        key = (e.what, getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
-        if key in seen_holes:
-            return
-        seen_holes.add(key)
+        token = f"@HOLE{len(holes)}@"  # numbered h1, h2, ... by appearance once kernel.rs is assembled
         holes.append(Hole(what=e.what, file=path.name, line=getattr(node, "lineno", fn.lineno),
-                          col=getattr(node, "col_offset", 0) + 1, kernel=kname, entry=entry, detail=e.detail))
+                          col=getattr(node, "col_offset", 0) + 1, kernel=kname, entry=entry, detail=e.detail,
+                          id=token, gap=e.gap))
+        return token
 
     if dtype is not None:
         group = [v.model_copy(update={"instances": [i for i in v.instances if i.dtype == dtype]}) for v in group]
