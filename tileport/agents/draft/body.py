@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from tileport.agents.draft.calls import CallOps
 from tileport.agents.draft.memory import MemoryOps
+from tileport.validators.analysis.static import DTypeRef, FunctionRef, ModuleRef, fold_constant
 from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, RUST_DTYPE, Array, Lost, NeedsDtype, Unsupported,
                                           Val, View, literal, paren, shape_macro, tile_type)
 from tileport.agents.draft.syntax import (INDENT, CMP_FUNCS, ARITH_OPS, BIT_OPS, FMA_FLOATS, rust_name, dotted,
@@ -64,6 +65,9 @@ class BodyTranslator(MemoryOps, CallOps):
         self.stride_constants: dict[str, list[int | None]] = {}  # array -> static strides (1) or None
         self.helpers: set[int] = set()  # ranks whose tensor_strides_N compiler op the module needs
         self.computed_index = False
+        self.approximations: list[str] = []  # named approximations this entry makes (the coverage table's)
+        self.name_prefix = ""  # set while a helper function is inlined: its locals get their own names
+        self.inline_depth = 0
         self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype
         self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
@@ -87,7 +91,7 @@ class BodyTranslator(MemoryOps, CallOps):
         if name in self.folded:
             return Val("py", value=self.folded[name])
         if name in self.module_consts:
-            return Val("py", value=self.module_consts[name])
+            return module_val(name, self.module_consts[name], node)
         raise Unsupported(f"name `{name}`", node, "not a kernel parameter, local or module constant")
 
     def fresh(self, hint: str) -> str:
@@ -296,6 +300,8 @@ class BodyTranslator(MemoryOps, CallOps):
             return
         mut = "mut " if name in later_loops else ""
         rname = rust_name(name)
+        if self.name_prefix:  # an inlined helper's local: its own name, never shadowing the caller's
+            rname = self.fresh(self.name_prefix + rname)
         self.flush_pending(rname)
         key = id(stmt)
         if (not mut and v.kind == "tile" and v.extra.get("mul") and self.known_uses is not None
@@ -429,6 +435,8 @@ class BodyTranslator(MemoryOps, CallOps):
         if chain and chain[0] == "ct" and len(chain) == 3 and chain[1] in ("PaddingMode", "RoundingMode"):
             return Val("enum", value=(chain[1], chain[2]))
         base = self.expr(node.value, "")
+        if base.kind == "module":
+            return module_val(ast.unparse(node), fold_constant(node, {chain[0]: base.value} if chain else {}), node)
         if base.kind == "array" and node.attr == "dtype":
             return Val("dtype", value=base.value.dtype)
         if base.kind == "tile" and node.attr == "dtype":
@@ -506,7 +514,7 @@ class BodyTranslator(MemoryOps, CallOps):
 
     def int_divmod(self, op: type, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
         if not (a.kind in ("scalar", "py") and b.kind in ("scalar", "py")):
-            raise Unsupported(f"the operator {opname(op)} on tiles", node)
+            return self.tile_divmod(op, a, b, node, hint)
         x, y = self.as_scalar(a, "i32", node, hint), self.as_scalar(b, "i32", node, hint)
         if (a.kind == "scalar" and a.dtype != "i32") or (b.kind == "scalar" and b.dtype != "i32"):
             raise Unsupported(f"the operator {opname(op)} on floats", node)
@@ -524,6 +532,25 @@ class BodyTranslator(MemoryOps, CallOps):
                              f"(lt_tile({r}, {zero}) ^ lt_tile({ty}, {zero})) & ne_tile({r}, {zero})")
             t = self.hoist("", t0, f"select({fix}, {r} + {ty}, {r})")
         return Val("scalar", self.hoist(hint, "i32", f"tile_to_scalar({t})"), "i32")
+
+    def tile_divmod(self, op: type, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
+        """// and % on integer tiles, rounding toward negative infinity as Python (and cuTile Python) do: divi
+        rounding<negative_inf>; remi plus the sign fix-up."""
+        tiles = [v for v in (a, b) if v.kind == "tile"]
+        dtype = tiles[0].dtype
+        if dtype not in INTS:
+            raise Unsupported(f"the operator {opname(op)} on {dtype} tiles", node)
+        shape = broadcast_shapes([t.shape for t in tiles], node)
+        x, y = self.to_tile(a, dtype, shape, node), self.to_tile(b, dtype, shape, node)
+        tt = tile_type(dtype, shape)
+        if op is ast.FloorDiv:
+            return self.tile(dtype, shape, f"divi({x}, {y}, rounding::NegativeInf)", hint)
+        tx, ty = self.hoist("", tt, x), self.hoist("", tt, y)
+        r = self.hoist("", tt, f"remi({tx}, {ty})")
+        zero = self.hoist("", tt, f"constant({literal(0, dtype, node)}, {shape_macro(shape)})")
+        fix = self.hoist("", tile_type("bool", shape),
+                         f"(lt_tile({r}, {zero}) ^ lt_tile({ty}, {zero})) & ne_tile({r}, {zero})")
+        return self.tile(dtype, shape, f"select({fix}, {r} + {ty}, {r})", hint)
 
     def scalar_dtype(self, a: Val, b: Val, op: type | None = None) -> str:
         ds = [v.dtype for v in (a, b) if v.kind == "scalar"]
@@ -637,6 +664,20 @@ class BodyTranslator(MemoryOps, CallOps):
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+
+def module_val(name: str, value: Any, node: ast.AST) -> Val:
+    """A module-level value (stage A's evaluator, through the module's imports) as a translator value."""
+    if isinstance(value, (bool, int, float)) or (isinstance(value, tuple) and all(
+            isinstance(v, (bool, int, float)) for v in value)):
+        return Val("py", value=value)
+    if isinstance(value, DTypeRef) and value.name in RUST_DTYPE:
+        return Val("dtype", value=RUST_DTYPE[value.name])
+    if isinstance(value, FunctionRef):
+        return Val("function", value=value)
+    if isinstance(value, ModuleRef):
+        return Val("module", value=value)
+    raise Unsupported(f"name `{name}`", node, "a module-level value that is not a compile-time constant "
+                      f"({getattr(value, 'expr', type(value).__name__)})")
 
 
 __all__ = ["BodyTranslator", "INDENT", "Lost", "Unsupported", "rust_name"]

@@ -18,6 +18,7 @@ from tileport.agents.draft.model import Draft, Hole, HostContract, HostEntry, Ho
 from tileport.agents.draft.values import OP_DTYPE, RUST_DTYPE, Array, Unsupported, Val, shape_macro
 from tileport.errors import UserError
 from tileport.validators.analysis.schema import Analysis, KernelInfo, Variant as RefVariant
+from tileport.validators.analysis.static import Unknown, fold_constant, module_values
 from tileport.validators.rust.reference import tensor_specs
 from tileport.validators.rust.spec import DumpSpec, Entry, Extent, ReferenceKey, Variant
 
@@ -33,7 +34,7 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
         raise UserError(f"cannot read the op source {path} named by the analysis: {e.strerror or e}") from None
     tree = ast.parse(source, filename=str(path))
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    module_consts = _module_constants(tree)
+    module_consts = module_values(path, tree)
     kernels = [k for k in analysis.kernels if kernel is None or k.name == kernel]
     if not kernels:
         have = ", ".join(k.name for k in analysis.kernels) or "none"
@@ -130,19 +131,6 @@ def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, 
 
 # ---- planning -------------------------------------------------------------------------------------
 
-def _module_constants(tree: ast.Module) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                value = ast.literal_eval(node.value)
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                continue
-            if isinstance(value, (bool, int, float)):
-                out[node.targets[0].id] = value
-    return out
-
-
 def _constant_tests(fn: ast.FunctionDef, constants: set[str], module_consts: dict[str, Any]) -> list[ast.expr]:
     """`if` / conditional-expression tests made only of constants: they fold per entry."""
     tests = []
@@ -154,37 +142,6 @@ def _constant_tests(fn: ast.FunctionDef, constants: set[str], module_consts: dic
     return tests
 
 
-def _eval(node: ast.expr, env: dict[str, Any]) -> Any:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return env[node.id]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return not _eval(node.operand, env)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_eval(node.operand, env)
-    if isinstance(node, ast.BoolOp):
-        vals = [_eval(v, env) for v in node.values]
-        return all(vals) if isinstance(node.op, ast.And) else any(vals)
-    if isinstance(node, ast.Compare):
-        left = _eval(node.left, env)
-        for op, right in zip(node.ops, node.comparators):
-            r = _eval(right, env)
-            ok = {ast.Eq: left == r, ast.NotEq: left != r, ast.Lt: left < r, ast.LtE: left <= r,
-                  ast.Gt: left > r, ast.GtE: left >= r}.get(type(op))
-            if ok is None:
-                raise ValueError("comparison")
-            if not ok:
-                return False
-            left = r
-        return True
-    if isinstance(node, ast.BinOp):
-        a, b = _eval(node.left, env), _eval(node.right, env)
-        return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b, ast.Mod: a % b if b else 0,
-                ast.FloorDiv: a // b if b else 0}[type(node.op)]
-    raise ValueError(type(node).__name__)
-
-
 def _groups(fn: ast.FunctionDef, info: KernelInfo, variants: list[RefVariant], module_consts: dict[str, Any]):
     """[(variants, folded)]: folded maps each folded test (ast.dump) -> bool, and bool/float constants -> value."""
     constants = {p.name for p in info.params if p.kind == "constant"}
@@ -194,10 +151,9 @@ def _groups(fn: ast.FunctionDef, info: KernelInfo, variants: list[RefVariant], m
         env = {**module_consts, **v.constants}
         folded: dict[str, Any] = {}
         for t in tests:
-            try:
-                folded[ast.dump(t)] = bool(_eval(t, env))
-            except (KeyError, ValueError, TypeError, ZeroDivisionError):
-                continue
+            value = fold_constant(t, env)  # stage A's evaluator: a branch folds exactly as the analysis saw it
+            if not isinstance(value, Unknown):
+                folded[ast.dump(t)] = bool(value)
         for name, value in v.constants.items():
             if isinstance(value, (bool, float)):
                 folded[name] = value

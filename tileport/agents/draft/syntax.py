@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from tileport.agents.draft.values import OP_DTYPE, Unsupported, Val, paren, tile_type
+from tileport.validators.analysis.static import Unknown, fold_constant
 
 INDENT = "    "
 CMP_FUNCS = {ast.Lt: "lt_tile", ast.LtE: "le_tile", ast.Gt: "gt_tile", ast.GtE: "ge_tile", ast.Eq: "eq_tile",
@@ -101,18 +102,18 @@ def broadcast_shapes(shapes: list[tuple[str, ...]], node: ast.AST) -> tuple[str,
 
 
 def fold_binop(op: type, a: Any, b: Any, node: ast.AST) -> Any:
-    try:
-        return {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.Div: lambda: a / b,
-                ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b, ast.Pow: lambda: a ** b,
-                ast.BitAnd: lambda: a & b, ast.BitOr: lambda: a | b, ast.BitXor: lambda: a ^ b,
-                ast.LShift: lambda: a << b, ast.RShift: lambda: a >> b}[op]()
-    except (KeyError, ArithmeticError, TypeError):
-        raise Unsupported(f"folding {opname(op)} of constants", node) from None
+    """a op b on constants, by stage A's evaluator (one set of rules: same bounds, a // 0 is not a constant)."""
+    v = fold_constant(ast.BinOp(left=ast.Constant(a), op=op(), right=ast.Constant(b)), {})
+    if isinstance(v, Unknown):
+        raise Unsupported(f"folding {opname(op)} of constants", node)
+    return v
 
 
 def fold_compare(op: ast.cmpop, a: Any, b: Any) -> bool:
-    return {ast.Lt: a < b, ast.LtE: a <= b, ast.Gt: a > b, ast.GtE: a >= b, ast.Eq: a == b,
-            ast.NotEq: a != b, ast.Is: a is b, ast.IsNot: a is not b}[type(op)]
+    v = fold_constant(ast.Compare(left=ast.Constant(a), ops=[op], comparators=[ast.Constant(b)]), {})
+    if isinstance(v, Unknown):
+        raise Unsupported(f"the comparison {type(op).__name__} of constants", None)
+    return v
 
 
 def opname(op: type) -> str:
