@@ -616,6 +616,10 @@ class BodyTranslator(MemoryOps, CallOps):
                 s = self.hoist("", dtype, f"convert_scalar({v.expr})")
             if not shape:
                 return self.hoist("", tile_type(dtype, ()), f"scalar_to_tile({s})")
+            if v.const_name:  # a const generic: cutile lowers its .broadcast without the rank change (tileiras
+                # rejects it), so go through a 0-d tile, as a tile operand does
+                t0 = self.hoist("", tile_type(dtype, ()), f"scalar_to_tile({s})")
+                return self.to_tile(Val("tile", t0, dtype, ()), dtype, shape, node)
             expr = f"{paren(s)}.broadcast({shape_macro(shape)})"
             if self.invariant_loop(expr) is not None:
                 return self.hoist("", tile_type(dtype, shape), expr)

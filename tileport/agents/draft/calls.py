@@ -9,6 +9,7 @@ from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, Unsupported, V
                                           shape_macro)
 from tileport.agents.draft.syntax import (ROUNDING, PADDING, UNARY_MATH, REDUCTIONS, ct_name, call_label, bind_args,
                                           broadcast_shapes, names_assigned_in_loops)
+from tileport.agents.draft.coverage import FUNCTIONS
 from tileport.validators.analysis.static import FunctionRef, fold_constant, module_values
 
 _HELPERS: dict[tuple[str, str], tuple[ast.FunctionDef | None, dict[str, Any]]] = {}
@@ -86,6 +87,12 @@ class CallOps:
             return Val("tile", f"{UNARY_MATH[name]}({x.expr})", x.dtype, x.shape)
         if name in REDUCTIONS:
             return self.reduce(name, node, hint)
+        row = FUNCTIONS.get(name)
+        if row is not None and row.status == "gap":
+            missing = row.note.removeprefix("cutile-rs 0.5 has no ").split(";")[0] if row.note else name
+            raise gap(f"ct.{name}", node, missing, row.rust)
+        if row is not None and row.status == "untranslated":
+            raise Unsupported(f"ct.{name}", node, f"cutile-rs has {row.rust}; the draft does not write it yet")
         raise Unsupported(f"ct.{name}", node)
 
     def _shadowed(self, name: str) -> Val | None:
@@ -349,6 +356,9 @@ class CallOps:
             raise Unsupported("ct.cumsum of something that is not a tile of rank >= 1", node)
         axis = self.const_int(args["axis"]) if "axis" in args else 0
         axis = axis + len(x.shape) if axis < 0 else axis
+        if axis != 0:  # measured: cutile-compiler 0.5 writes `dim = 0` on every scan, whatever dim it is given
+            raise gap(f"ct.cumsum over axis {axis}", node, "scan over an axis other than 0 (its compiler writes "
+                      "dim = 0)", "permute(x, ..) so the axis is 0, scan_sum(.., 0i32, ..), permute back")
         rev = "Reverse" if self.flag(args.get("reverse")) else "Forward"
         zero = literal(0, x.dtype, node)
         return self.tile(x.dtype, x.shape, f"scan_sum({x.expr}, {axis}i32, reverse::{rev}, {zero})", hint)

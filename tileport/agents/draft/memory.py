@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from tileport.agents.draft.values import (OP_DTYPE, Array, NeedsDtype, Unsupported, Val, View, literal, paren,
+from tileport.agents.draft.values import (OP_DTYPE, Array, NeedsDtype, Unsupported, Val, View, gap, literal, paren,
                                           shape_macro, tile_type)
 from tileport.agents.draft.syntax import ELEM_BYTES, ct_name, call_label, bind_args, broadcast_shapes, operand
 
@@ -92,6 +92,9 @@ class MemoryOps:
         """The hoisted partition of `arr` with this tile shape, padding and dim order (created once)."""
         if len(shape) != arr.ndim:
             raise Unsupported("a tile shape whose rank differs from the array's", node)
+        if mutable and len(shape) > 3:  # the cutile JIT: "Unable to partition tensors with rank > 3"
+            raise gap(f"a store into a rank-{len(shape)} array", node, "store partition of rank > 3",
+                      "collapse the leading axes on the host (a rank-3 view of the output) and store into that")
         if mutable and not arr.mutable:
             raise Unsupported("a store into an array that is also loaded", node)
         if arr.mutable and not mutable:
@@ -228,6 +231,11 @@ class MemoryOps:
             self.emit(f"unsafe {{ store_ptr_tko({ptr}, {val}, ordering::Weak, None::<scope::Device>, {mask_arg}, "
                       f"Some({tok}), Latency::<0>) }};")
             return Val("none")
+        if len(shape) >= 2 and masks:  # measured: cutile 0.5 reshapes the padding scalar to rank 1 and broadcasts
+            # it to the tile's rank, which tileiras rejects ('cuda_tile.broadcast' op ... same rank)
+            raise gap(f"ct.gather of a rank-{len(shape)} tile with a padding value", node,
+                      "valid lowering of a load_ptr_tko padding value for tiles of rank >= 2",
+                      "flatten the indices to a rank-1 gather and reshape the result")
         pad_v = self.expr(args["padding_value"], "") if "padding_value" in args else Val("py", value=0)
         if pad_v.kind != "py":
             raise Unsupported("a gather padding_value that is not a constant", args.get("padding_value", node))

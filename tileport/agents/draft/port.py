@@ -378,6 +378,8 @@ def _static_plan(tr: BodyTranslator, name: str, int_consts: list[str]):
     if not stores:
         return None, "it is written by pointer stores (ct.scatter), not tiles of a view"
     shape = stores[0][0]
+    if len(shape) > 3:  # cutile's JIT: "Unable to partition tensors with rank > 3" (the launch grid is 3-D)
+        return None, "cutile-rs 0.5 partitions `&mut` outputs of rank 3 at most (the launch grid's rank)"
     if any(not (re.fullmatch(r"[0-9]+", d) or d in int_consts) for d in shape):
         return None, f"its tile shape ({', '.join(shape)}) is not made of literals and const generics"
     whole = []
