@@ -300,3 +300,75 @@ def test_several_stores_per_block_make_a_slab_and_one_tile_stored_twice_stays_dy
     assert "dup: &mut Tensor<E, { [-1, -1] }>" in d.kernel_rs
     [entry] = d.spec.entries
     assert {tuple(v.generics[1:]) for v in entry.variants} == {("2", "128", "256")}  # two tiles: stores at 0 and 1
+
+
+LONG_NAMES_OP = textwrap.dedent('''
+    import cuda.tile as ct
+
+    @ct.kernel
+    def fused_residual_scale_and_shift_with_a_long_descriptive_name_kernel(
+            x, y, TILE_SIZE_FOR_THE_LEADING_AXIS: ct.Constant[int], SCALE_FACTOR_OF_THE_RESIDUAL_BRANCH_X: ct.Constant[int]):
+        b = ct.bid(0)
+        t = ct.load(x, index=(b,), shape=(TILE_SIZE_FOR_THE_LEADING_AXIS,))
+        ct.store(y, index=(b,), tile=t * SCALE_FACTOR_OF_THE_RESIDUAL_BRANCH_X)
+
+    def run(x, y):
+        import torch
+        k = fused_residual_scale_and_shift_with_a_long_descriptive_name_kernel
+        ct.launch(torch.cuda.current_stream(), (8, 1, 1), k, (x, y, 128, 10001))
+        ct.launch(torch.cuda.current_stream(), (8, 1, 1), k, (x, y, 128, 10002))
+        ct.launch(torch.cuda.current_stream(), (8, 1, 1), k, (x, y, 128, 10002))
+    ''')
+
+
+def test_long_names_are_hashed_within_limits_and_coinciding_launches_merge(tmp_path):
+    # the two specialisations differ only past the 64th character of their names (a truncation made them one
+    # "duplicate job" before); the third launch repeats the second and is the same job
+    op = tmp_path / "long_names.py"
+    op.write_text(LONG_NAMES_OP, encoding="utf-8")
+    d = draft_port(analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "a", run_tileiras=False, warm=True))
+    names = [v.name for e in d.spec.entries for v in e.variants]
+    assert len(names) == len(set(names)) == 4  # 2 specialisations x 2 dtypes
+    assert all(len(n) <= 64 for n in names) and all(len(e.name) <= 64 for e in d.spec.entries)
+    again = draft_port(analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "b", run_tileiras=False, warm=True))
+    assert [v.name for e in again.spec.entries for v in e.variants] == names  # deterministic
+
+
+HELPER_OP = textwrap.dedent('''
+    import math
+    import cuda.tile as ct
+    from cuda.tile import float32 as F32
+
+    HALF = 0.5
+    INV_SQRT2 = 1.0 / math.sqrt(2.0)
+
+    @ct.function
+    def _scaled(x, k):
+        y = x * k
+        return y + HALF
+
+    def _twice(x):
+        return _scaled(x, 2.0) + _scaled(x, INV_SQRT2)
+
+    @ct.kernel
+    def helper_kernel(x, out, TILE: ct.Constant[int]):
+        b = ct.bid(0)
+        y = ct.load(x, index=(b,), shape=(TILE,), latency=3).astype(F32)
+        ct.store(out, index=(b,), tile=_twice(y).astype(out.dtype), allow_tma=True)
+
+    def run(x, out):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (8, 1, 1), helper_kernel, (x, out, 128))
+    ''')
+
+
+def test_helpers_are_inlined_with_their_module_constants_and_hints_kept(tmp_path):
+    op = tmp_path / "helper_op.py"
+    op.write_text(HELPER_OP, encoding="utf-8")
+    d = draft_port(analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "a", run_tileiras=False, warm=True))
+    assert d.holes == [], [str(h) for h in d.holes]
+    rs = d.kernel_rs
+    assert ".load_pipelined::<3>(" in rs  # latency=3
+    assert "0.7071067811865475f32" in rs  # 1 / math.sqrt(2) folded by stage A's evaluator
+    assert rs.count("scaled_y") >= 2  # the helper's local, once per inlined call, never shadowing the caller's
+    assert "// approximation: ct.load(..., latency=N)" in rs and "// approximation: ct.store(..., allow_tma=True)" in rs

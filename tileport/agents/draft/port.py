@@ -9,6 +9,7 @@ folding are const generics; the spec carries one variant per (analysis variant x
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
         raise UserError(f"{analysis.op} has no kernel {kernel!r} (it has: {have})")
 
     lines = source.splitlines()
-    module = _ident(analysis.op)
+    module = _limited(_ident(analysis.op))
     entries_rs: list[str] = []
     spec_entries: list[Entry] = []
     host_entries: list[HostEntry] = []
@@ -61,7 +62,7 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
             if _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, path.name, analysis.targets):
                 dtypes = sorted({i.dtype for v in group for i in v.instances})
             for dtype in dtypes:
-                entry_name = base_name if dtype is None else f"{base_name}_{RUST_DTYPE.get(dtype, dtype)}"
+                entry_name = base_name if dtype is None else _limited(f"{base_name}_{RUST_DTYPE.get(dtype, dtype)}")
                 used_entry_names.add(entry_name)
                 _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype,
                              seen_holes, holes, entries_rs, spec_entries, host_entries, helpers, functions)
@@ -85,6 +86,21 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
                                    "an output with dynamic tile dims (`{[-1, ...]}`) is stored through partition_mut "
                                    "of the whole tensor; cutile 0.5 cannot launch it (the entry's comment says why)"])
     return Draft(op=analysis.op, kernel_rs=kernel_rs, spec=spec, host_contract=contract, holes=holes)
+
+
+def _limited(name: str, limit: int = 64) -> str:
+    """A generated name within `limit` characters (the spec's and the IR dump's): a long one keeps its head and
+    gets a deterministic hash of the whole, so two long names stay distinct."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:10]
+    return f"{name[: limit - len(digest) - 1].rstrip('_')}_{digest}"
+
+
+def _variant_name(dtype: str, constants: dict) -> str:
+    parts = [RUST_DTYPE.get(dtype, dtype)] + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}"
+                                               for k, v in constants.items()]
+    return _limited(re.sub(r"[^A-Za-z0-9_.-]", "_", "__".join(parts)))
 
 
 def _number_holes(kernel_rs: str, holes: list[Hole]) -> tuple[str, list[Hole]]:
@@ -177,7 +193,7 @@ def _entry_name(kernel: str, folded: dict[str, Any], used: set[str]) -> str:
                 parts.append(key.lower())
         else:
             parts.append(f"{key.lower()}_{_slug(str(value))}")
-    name = _ident("_".join([base] + [p for p in parts if p]))
+    name = _limited(_ident("_".join([base] + [p for p in parts if p])), 60)
     candidate, n = name, 2
     while candidate in used:
         candidate, n = f"{name}_{n}", n + 1
@@ -465,14 +481,17 @@ def _spec_variants(analysis: Analysis, info: KernelInfo, group: list[RefVariant]
                    uses_e: bool, extents: dict[str, tuple] | None = None) -> list[Variant]:
     renamed = {rust_name(p.name): p.name for p in info.params if rust_name(p.name) != p.name}
     out = []
+    seen: set[str] = set()
     for rv in group:
         for inst in rv.instances:
+            name = _variant_name(inst.dtype, rv.constants)
+            if name in seen:  # two launches giving the same specialisation: one job
+                continue
+            seen.add(name)
             tensors, strides = tensor_specs(analysis, rv.kernel, inst, renamed)
             gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + \
                 [_generic_value(rv, g, extents or {}) for g in generics]
-            name = "__".join([RUST_DTYPE.get(inst.dtype, inst.dtype)]
-                             + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}" for k, v in rv.constants.items()])
-            out.append(Variant(name=name[:64], generics=gen, strides=strides, tensors=tensors,
+            out.append(Variant(name=name, generics=gen, strides=strides, tensors=tensors,
                                reference=ReferenceKey(kernel=rv.kernel, constants=dict(rv.constants), dtype=inst.dtype,
                                                       params=renamed)))
     return out
@@ -499,11 +518,12 @@ def _host_entry(analysis: Analysis, info: KernelInfo, entry: str, group: list[Re
     variants = []
     for rv in group:
         for inst in rv.instances:
+            name = _variant_name(inst.dtype, rv.constants)
+            if any(v.name == name for v in variants):
+                continue
             gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + \
                 [_generic_value(rv, g, extents or {}) for g in generics]
-            name = "__".join([RUST_DTYPE.get(inst.dtype, inst.dtype)]
-                             + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}" for k, v in rv.constants.items()])
-            variants.append(HostVariant(name=name[:64], dtype=inst.dtype, generics=gen, constants=dict(rv.constants)))
+            variants.append(HostVariant(name=name, dtype=inst.dtype, generics=gen, constants=dict(rv.constants)))
     return HostEntry(
         name=entry, kernel=info.name, generics=(["E"] if uses_e else []) + generics, params=params,
         folded={(_test_text(k) if k.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp(")) else k):
