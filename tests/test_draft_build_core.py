@@ -1,0 +1,73 @@
+"""A few representative draft builds in the default suite (the many-build ones are in test_draft_build.py, heavy):
+real cargo + cutile 0.5.0, the IR dump, and the stage-B IR self-check against the real cuda-tile export."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+
+from tileport.agents.draft import draft_port
+from tileport.errors import EnvironmentBlocked
+from tileport.validators.analysis import analyze_op
+from tileport.validators.rust.build import BuildOptions, build_crate
+from tileport.validators.rust.crate import crate_cache_root, write_crate
+from tileport.validators.rust.selfcheck import self_check
+from tileport.validators.tileir.diff import Severity
+
+pytestmark = pytest.mark.slow
+if shutil.which("cargo") is None:
+    pytest.skip("cargo is not installed", allow_module_level=True)
+
+
+def _draft(tmp_path, name: str, source: str):
+    op = tmp_path / f"{name}.py"
+    op.write_text(textwrap.dedent(source), encoding="utf-8")
+    analysis = analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "ref", run_tileiras=False, warm=True)
+    return analysis, draft_port(analysis)
+
+
+def _build(name: str, draft):
+    layout = write_crate(crate_cache_root() / f"test-draft-core-{name}", draft.spec, draft.kernel_rs)
+    try:
+        return layout, build_crate(layout, BuildOptions(cubins=False))
+    except EnvironmentBlocked as e:
+        pytest.skip(str(e))
+
+
+def test_inlined_helpers_imported_constants_and_new_ops_build_and_pass_the_ir_self_check(tmp_path):
+    from tests.test_draft import HELPER_OP
+    analysis, draft = _draft(tmp_path, "helper_op", HELPER_OP)
+    assert draft.holes == []
+    layout, result = _build("helper", draft)
+    assert result.ok, [d.short() for d in result.diagnostics if d.level == "error"]
+    report = self_check(result, analysis, layout.spec)
+    assert report.pairs and not report.unmatched
+    for pair in report.pairs:
+        assert pair.verdict in ("PASS", "PASS_WITH_NOTES"), sorted(
+            f.check + ": " + f.message for f in pair.findings if f.severity == Severity.ERROR)
+
+
+HOLE_OP = '''
+    import cuda.tile as ct
+
+    @ct.kernel
+    def hole_kernel(x, y, TILE: ct.Constant[int]):
+        b = ct.bid(0)
+        t = ct.load(x, index=(b, 0), shape=(1, TILE))
+        ct.store(y, index=(b, 0), tile=ct.argmax(t, axis=1, keepdims=True))
+
+    def run(x, y):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (8, 1, 1), hole_kernel, (x, y, 128))
+    '''
+
+
+def test_a_hole_placeholder_fails_the_build_with_an_error_naming_the_hole(tmp_path):
+    _, draft = _draft(tmp_path, "hole_op", HOLE_OP)
+    (hole,) = draft.holes
+    _, result = _build("hole", draft)
+    assert not result.ok
+    errors = [d.short() for d in result.diagnostics if d.level == "error"]
+    assert any(f"tileport_hole_{hole.id}" in e for e in errors), errors
