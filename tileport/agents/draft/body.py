@@ -645,8 +645,8 @@ class BodyTranslator(MemoryOps, CallOps):
             raise Unsupported("negation of an integer tile", node)
         if isinstance(node.op, ast.UAdd):
             return v
-        if isinstance(node.op, ast.Invert) and v.kind == "tile" and v.dtype == "bool":
-            return Val("tile", f"noti({v.expr})", v.dtype, v.shape)
+        if isinstance(node.op, ast.Invert) and v.kind == "tile":
+            return self.invert(v, node)
         raise Unsupported(f"the unary operator {type(node.op).__name__}", node)
 
     def compare(self, op: ast.cmpop, a: Val, b: Val, node: ast.AST, hint: str) -> Val:

@@ -382,6 +382,84 @@ class CallOps:
         rank = len(x.shape)
         return self.permute(x, tuple(int(a) + rank if int(a) < 0 else int(a) for a in axes.value), node, hint)
 
+    def _binary_call(self, node: ast.Call, op: ast.AST, hint: str) -> Val:
+        """ct.<f>(x, y) that means a Python operator: translated as that operator is."""
+        args = bind_args(node, ["x", "y"], set())
+        if isinstance(op, ast.cmpop):
+            return self.compare(op, self.expr(args["x"], ""), self.expr(args["y"], ""), node, hint)
+        return self.binop(ast.copy_location(ast.BinOp(left=args["x"], op=op, right=args["y"]), node), hint)
+
+    def ct_bitwise_and(self, node, hint):
+        return self._binary_call(node, ast.BitAnd(), hint)
+
+    def ct_bitwise_or(self, node, hint):
+        return self._binary_call(node, ast.BitOr(), hint)
+
+    def ct_bitwise_xor(self, node, hint):
+        return self._binary_call(node, ast.BitXor(), hint)
+
+    def ct_equal(self, node, hint):
+        return self._binary_call(node, ast.Eq(), hint)
+
+    def ct_not_equal(self, node, hint):
+        return self._binary_call(node, ast.NotEq(), hint)
+
+    def ct_less(self, node, hint):
+        return self._binary_call(node, ast.Lt(), hint)
+
+    def ct_less_equal(self, node, hint):
+        return self._binary_call(node, ast.LtE(), hint)
+
+    def ct_greater(self, node, hint):
+        return self._binary_call(node, ast.Gt(), hint)
+
+    def ct_greater_equal(self, node, hint):
+        return self._binary_call(node, ast.GtE(), hint)
+
+    def ct_bitwise_not(self, node: ast.Call, hint: str) -> Val:
+        x = self.expr(bind_args(node, ["x"], set())["x"], "")
+        return self.invert(x, node)
+
+    def invert(self, x: Val, node: ast.AST) -> Val:
+        """~x: x ^ all-ones (measured: cutile 0.5 declares noti but its JIT has no `cuda_tile.noti` op)."""
+        if x.kind != "tile" or (x.dtype not in INTS and x.dtype != "bool"):
+            raise Unsupported("a bitwise not of something that is not an integer or boolean tile", node)
+        ones = Val("py", value=True if x.dtype == "bool" else -1)
+        return self.elementwise(x, ones, node, lambda a, b, d: f"{paren(a)} ^ {paren(b)}", bool_ok=True)
+
+    def _float_pair(self, name: str, node: ast.Call, render) -> Val:
+        args = bind_args(node, ["x", "y"], set())
+        a, b = self.expr(args["x"], ""), self.expr(args["y"], "")
+        res = self.elementwise(a, b, node, render)
+        if not (res.dtype in FLOATS or res.dtype == OP_DTYPE):
+            raise Unsupported(f"ct.{name} of integer tiles", node)
+        return res
+
+    def ct_atan2(self, node: ast.Call, hint: str) -> Val:
+        return self._float_pair("atan2", node, lambda x, y, d: f"atan2({x}, {y})")
+
+    def ct_pow(self, node: ast.Call, hint: str) -> Val:
+        return self._float_pair("pow", node, lambda x, y, d: f"pow({x}, {y})")
+
+    def ct_sqrt(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x"], {"rounding_mode", "flush_to_zero"})
+        x = self.expr(args["x"], "")
+        if x.kind != "tile" or not x.is_float:
+            raise Unsupported("ct.sqrt of a non-float tile", node)
+        r = self.rounding(args.get("rounding_mode")) or "NearestEven"
+        ftz = "Enabled" if self.flag(args.get("flush_to_zero")) else "Disabled"
+        return Val("tile", f"sqrt({x.expr}, rounding::{r}, ftz::{ftz})", x.dtype, x.shape)
+
+    def ct_broadcast_to(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "shape"], set())
+        x = self.expr(args["x"], "")
+        shape = self.dims(args["shape"])
+        if x.kind != "tile":
+            raise Unsupported("ct.broadcast_to of a scalar", node)
+        if broadcast_shapes([x.shape, shape], node) != shape:
+            raise Unsupported("ct.broadcast_to a shape the tile does not broadcast to", node)
+        return Val("tile", self.to_tile(x, x.dtype, shape, node), x.dtype, shape)
+
     def ct_minimum(self, node: ast.Call, hint: str) -> Val:
         return self._minmax("minimum", node, hint)
 
