@@ -38,7 +38,7 @@ HELDOUT = ["layer_norm", "masked_axpby", "transpose", "column_sum", "linear_relu
 
 
 CORPUS = REPO / "tests" / "draft_corpus"
-PARTS = ("tuning", "untouched")
+PARTS = ("tuning", "untouched", "fresh")
 
 
 def corpus_ops(part: str | None = None) -> list[Path]:
