@@ -372,3 +372,30 @@ def test_helpers_are_inlined_with_their_module_constants_and_hints_kept(tmp_path
     assert "0.7071067811865475f32" in rs  # 1 / math.sqrt(2) folded by stage A's evaluator
     assert rs.count("scaled_y") >= 2  # the helper's local, once per inlined call, never shadowing the caller's
     assert "// approximation: ct.load(..., latency=N)" in rs and "// approximation: ct.store(..., allow_tma=True)" in rs
+
+
+ALIASES_OP = textwrap.dedent('''
+    import cuda.tile as cuda_tile
+    from cuda.tile import load, PaddingMode as PM
+
+    exp2 = cuda_tile.exp2
+    F32 = cuda_tile.float32
+
+    @cuda_tile.kernel
+    def alias_kernel(x, y, TILE: cuda_tile.Constant[int]):
+        b = cuda_tile.bid(0)
+        t = load(x, index=(b,), shape=(TILE,), padding_mode=PM.ZERO).astype(F32)
+        cuda_tile.store(y, index=(b,), tile=exp2(t).astype(y.dtype))
+
+    def run(x, y):
+        import torch
+        cuda_tile.launch(torch.cuda.current_stream(), (8, 1, 1), alias_kernel, (x, y, 128))
+    ''')
+
+
+def test_every_spelling_of_cuda_tile_names_translates(tmp_path):
+    op = tmp_path / "aliases.py"
+    op.write_text(ALIASES_OP, encoding="utf-8")
+    d = draft_port(analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "a", run_tileiras=False, warm=True))
+    assert d.holes == [], [str(h) for h in d.holes]
+    assert "exp2(t, ftz::Disabled)" in d.kernel_rs and "x.partition(shape![TILE])" in d.kernel_rs

@@ -11,7 +11,7 @@ import shutil
 import textwrap
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from tileport.agents.draft import draft_port
 from tileport.errors import EnvironmentBlocked, UserError
@@ -75,9 +75,11 @@ def _check(tmp_path_factory, source: str, build: bool) -> None:
     try:
         analysis = analyze_op(op, targets=["sm_90"], out_dir=root / "ref", run_tileiras=False, warm=True)
     except UserError:
+        event("stage A refused it")
         return  # stage A refused the kernel (cuda-tile rejects it): not the draft's input
     draft = draft_port(analysis)  # the property: no exception, whatever the kernel
     assert all(h.id for h in draft.holes)
+    event("complete draft (built)" if not draft.holes else "draft with holes")
     if draft.holes or not build:
         return
     layout = write_crate(crate_cache_root() / f"test-draft-prop-{next(_count) % 4}", draft.spec, draft.kernel_rs)

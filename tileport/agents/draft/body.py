@@ -160,6 +160,10 @@ class BodyTranslator(MemoryOps, CallOps):
             except Lost as lost:
                 self.hole(Unsupported(f"a statement using `{lost.name}`, which an earlier hole leaves undefined",
                                       stmt, "write it with the hole it depends on", gap=lost.gap), stmt)
+            except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError,
+                    RecursionError) as e:  # a translator bug on odd input: a hole that says so, never a traceback
+                self.hole(Unsupported("a statement the draft translator failed on", stmt,
+                                      f"{type(e).__name__}: {str(e)[:120]} (a tileport bug; please report it)"), stmt)
 
     def hole(self, e: Unsupported, stmt: ast.stmt) -> None:
         if isinstance(e, NeedsDtype):

@@ -3,27 +3,33 @@
 from __future__ import annotations
 
 import ast
+import os
 from typing import Any
 
 from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, Unsupported, Val, View, gap, literal, paren,
                                           shape_macro)
 from tileport.agents.draft.syntax import (ROUNDING, PADDING, UNARY_MATH, REDUCTIONS, ct_name, call_label, bind_args,
-                                          broadcast_shapes, names_assigned_in_loops)
+                                          broadcast_shapes, canonical_ct, names_assigned_in_loops)
 from tileport.agents.draft.coverage import FUNCTIONS
 from tileport.validators.analysis.static import FunctionRef, fold_constant, module_values
 
-_HELPERS: dict[tuple[str, str], tuple[ast.FunctionDef | None, dict[str, Any]]] = {}
+_HELPERS: dict[tuple[str, str, int], tuple[ast.FunctionDef | None, dict[str, Any]]] = {}
 
 
 def helper_def(ref: FunctionRef) -> tuple[ast.FunctionDef | None, dict[str, Any]]:
     """The helper's definition and its module's values (cached per file and name)."""
-    key = (ref.path, ref.name)
+    try:
+        stamp = os.stat(ref.path).st_mtime_ns
+    except OSError:
+        stamp = 0
+    key = (ref.path, ref.name, stamp)
     if key not in _HELPERS:
         fn = None
         env = module_values(ref.path)
         try:
             tree = ast.parse(open(ref.path, encoding="utf-8").read(), filename=ref.path)
             fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == ref.name), None)
+            fn = canonical_ct(fn, tree, env) if fn is not None else None
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
             pass
         if len(_HELPERS) > 512:

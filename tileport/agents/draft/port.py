@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tileport.agents.draft.body import INDENT, BodyTranslator, rust_name
+from tileport.agents.draft.syntax import canonical_ct
 from tileport.agents.draft.model import Draft, Hole, HostContract, HostEntry, HostParam, HostVariant
 from tileport.agents.draft.values import OP_DTYPE, RUST_DTYPE, Array, Unsupported, Val, shape_macro
 from tileport.errors import UserError
@@ -56,6 +57,7 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
         variants = [v for v in analysis.variants if v.kernel == info.name and v.instances]
         if fn is None or not variants:
             continue
+        fn = canonical_ct(fn, tree, module_consts)
         for group, folded in _groups(fn, info, variants, module_consts):
             base_name = _entry_name(info.name, folded, used_entry_names)
             dtypes: list[str | None] = [None]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from typing import Any
 
 from tileport.agents.draft.values import OP_DTYPE, Unsupported, Val, paren, tile_type
-from tileport.validators.analysis.static import Unknown, fold_constant
+from tileport.validators.analysis.static import TileNames, TileRef, Unknown, fold_constant
 
 INDENT = "    "
 CMP_FUNCS = {ast.Lt: "lt_tile", ast.LtE: "le_tile", ast.Gt: "gt_tile", ast.GtE: "ge_tile", ast.Eq: "eq_tile",
@@ -144,3 +145,39 @@ def range_end(expr: str) -> str:
 def describe(v: Val) -> str:
     return tile_type(v.dtype, v.shape) if v.kind == "tile" else f"{v.kind} {v.dtype}"
 
+
+
+class _Canonical(ast.NodeTransformer):
+    def __init__(self, names: TileNames, env: dict[str, Any], local: set[str]):
+        self.names, self.env, self.local = names, env, local
+
+    def _ct(self, attr: str, node: ast.AST) -> ast.expr:
+        out: ast.expr = ast.Name("ct", ast.Load())
+        for part in attr.split("."):
+            out = ast.Attribute(out, part, ast.Load())
+        return ast.copy_location(out, node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        attr = self.names.attr(node)
+        if attr is not None and isinstance(node.ctx, ast.Load):
+            return self._ct(attr, node)
+        return self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if not isinstance(node.ctx, ast.Load) or node.id in self.local or node.id == "ct":
+            return node
+        attr = self.names.attr(node)
+        if attr is None and isinstance(self.env.get(node.id), TileRef):
+            attr = self.env[node.id].attr
+        return self._ct(attr, node) if attr is not None else node
+
+
+def canonical_ct(fn: ast.FunctionDef, tree: ast.Module, env: dict[str, Any]) -> ast.FunctionDef:
+    """A copy of `fn` where every spelling of a cuda.tile name (`cuda.tile.load`, an alias module, a from-import,
+    a module-level alias `exp2 = ct.exp2`) reads `ct.<name>`, the one spelling the translator matches."""
+    names = TileNames(tree)
+    if names.module_aliases == {"ct"} and not names.direct and not any(isinstance(v, TileRef) for v in env.values()):
+        return fn
+    local = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs} | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return _Canonical(names, env, local).visit(copy.deepcopy(fn))

@@ -781,6 +781,13 @@ class DTypeRef:
 
 
 @dataclass(frozen=True)
+class TileRef:
+    """A module-level alias of a cuda.tile name (`exp2 = ct.exp2`): the name inside cuda.tile."""
+
+    attr: str
+
+
+@dataclass(frozen=True)
 class FunctionRef:
     """A function defined at the top level of a module file (a kernel's helper, maybe imported)."""
 
@@ -797,6 +804,8 @@ def _module_attr(mod: ModuleRef, attr: str) -> Any:
             name = "bool_"
         if name in DTYPE_NAMES:
             return DTypeRef(name)
+        if mod.name == "cuda.tile":
+            return TileRef(attr)
     return Unknown(f"{mod.name}.{attr}")
 
 
@@ -920,4 +929,4 @@ def fold_constant(node: ast.AST, env: dict[str, Any], tree: ast.Module | None = 
 
 
 __all__ = ["inspect_source", "StaticInfo", "KernelStatic", "LaunchStatic", "ArgValue", "Unknown", "ModuleRef",
-           "DTypeRef", "FunctionRef", "ConstantEvaluator", "module_values", "fold_constant"]
+           "DTypeRef", "FunctionRef", "TileRef", "ConstantEvaluator", "module_values", "fold_constant"]
