@@ -399,3 +399,25 @@ def test_every_spelling_of_cuda_tile_names_translates(tmp_path):
     d = draft_port(analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "a", run_tileiras=False, warm=True))
     assert d.holes == [], [str(h) for h in d.holes]
     assert "exp2(t, ftz::Disabled)" in d.kernel_rs and "x.partition(shape![TILE])" in d.kernel_rs
+
+
+def _torch_python() -> str | None:
+    import os
+    import subprocess
+    py = os.environ.get("TILEPORT_TORCH_PYTHON") or str(Path.home() / ".cache/tileport/torch-venv/bin/python")
+    try:
+        ok = subprocess.run([py, "-c", "import torch, cuda.tile"], capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return py if ok else None
+
+
+def test_a_factory_kernel_is_drafted_with_its_closure_values_folded(tmp_path):
+    py = _torch_python()
+    if py is None:
+        pytest.skip("no interpreter with torch + cuda-tile (scripts/setup-torch-venv.sh)")
+    a = analyze_op(REPO / "tests" / "heldout_ops" / "factory_scale.py", targets=["sm_90"], out_dir=tmp_path / "f",
+                   run_tileiras=False, python=py)
+    d = draft_port(a)
+    assert d.holes == [], [str(h) for h in d.holes]
+    assert "folded where relu = false" in d.kernel_rs and "maxf(" not in d.kernel_rs  # the relu branch folded away

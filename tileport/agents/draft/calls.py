@@ -636,8 +636,12 @@ class CallOps:
         x = self.expr(args["x"], "")
         if x.kind != "tile":
             raise Unsupported(f"ct.{name} of a scalar", node)
-        if "axis" not in args:
-            raise Unsupported(f"ct.{name} over all axes", node)
+        axis_v = self.expr(args["axis"], "") if "axis" in args else Val("py", value=None)
+        if axis_v.kind == "py" and axis_v.value is None:
+            if len(x.shape) != 1:  # a rank-1 tile: the one axis, as cuTile Python reduces it (reduce dim=0)
+                raise Unsupported(f"ct.{name} over all axes of a rank-{len(x.shape)} tile", node,
+                                  "reduce one axis at a time, or reshape to rank 1 first")
+            args = {**args, "axis": ast.copy_location(ast.Constant(0), node)}
         axis = self.const_int(args["axis"])
         axis = axis + len(x.shape) if axis < 0 else axis
         keep = self.flag(args.get("keepdims"))

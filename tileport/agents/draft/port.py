@@ -53,7 +53,7 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
     helpers: set[int] = set()
 
     for info in kernels:
-        fn = functions.get(info.name)
+        fn = functions.get(info.name) or _nested_kernel(tree, info.name)
         variants = [v for v in analysis.variants if v.kernel == info.name and v.instances]
         if fn is None or not variants:
             continue
@@ -105,6 +105,16 @@ def _variant_name(dtype: str, constants: dict) -> str:
     return _limited(re.sub(r"[^A-Za-z0-9_.-]", "_", "__".join(parts)))
 
 
+def _nested_kernel(tree: ast.Module, name: str) -> ast.FunctionDef | None:
+    """A kernel defined inside a factory function (one definition of that name, else None)."""
+    found = [n for top in tree.body if isinstance(top, (ast.FunctionDef, ast.ClassDef))
+             for n in ast.walk(top) if n is not top and isinstance(n, ast.FunctionDef) and n.name == name]
+    if len(found) != 1:
+        return None
+    found[0]._tileport_nested = True  # its free names are closure values (see _free_names)
+    return found[0]
+
+
 def _number_holes(kernel_rs: str, holes: list[Hole]) -> tuple[str, list[Hole]]:
     """Give each hole region its id, h1, h2, ... in order of appearance in kernel.rs (the hole contract)."""
     order: dict[str, str] = {}
@@ -149,6 +159,34 @@ def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, 
 
 # ---- planning -------------------------------------------------------------------------------------
 
+CLOSURE = "closure:"  # a folded key naming a factory kernel's closure value (the analysis' variant name has it)
+
+
+def _free_names(fn: ast.FunctionDef) -> set[str]:
+    """Names a kernel defined inside a factory reads from its closure (neither parameters nor assigned)."""
+    if getattr(fn, "_tileport_nested", False) is False:
+        return set()
+    body = [n for st in fn.body for n in ast.walk(st)]
+    bound = {a.arg for a in fn.args.args + fn.args.kwonlyargs} | {
+        n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
+def _closure_values(v: RefVariant, free: set[str]) -> dict[str, Any]:
+    """A factory kernel's closure values, as stage A's capture recorded them in the variant name (k=v, ...)."""
+    out: dict[str, Any] = {}
+    for part in v.name.split(","):
+        key, _, text = part.partition("=")
+        if key not in free or key in v.constants:
+            continue
+        value = fold_constant(ast.Constant(True) if text == "true" else ast.Constant(False) if text == "false"
+                              else ast.parse(text, mode="eval").body if text.strip() else ast.Constant(None), {}) \
+            if text.replace(".", "", 1).replace("-", "", 1).replace("e", "", 1).isalnum() else Unknown(text)
+        if isinstance(value, (bool, int, float)):
+            out[key] = value
+    return out
+
+
 def _constant_tests(fn: ast.FunctionDef, constants: set[str], module_consts: dict[str, Any]) -> list[ast.expr]:
     """`if` / conditional-expression tests made only of constants: they fold per entry."""
     tests = []
@@ -163,11 +201,14 @@ def _constant_tests(fn: ast.FunctionDef, constants: set[str], module_consts: dic
 def _groups(fn: ast.FunctionDef, info: KernelInfo, variants: list[RefVariant], module_consts: dict[str, Any]):
     """[(variants, folded)]: folded maps each folded test (ast.dump) -> bool, and bool/float constants -> value."""
     constants = {p.name for p in info.params if p.kind == "constant"}
+    free = _free_names(fn)
+    closures = {id(v): _closure_values(v, free) for v in variants}
+    constants |= {k for c in closures.values() for k in c}
     tests = _constant_tests(fn, constants, module_consts)
     groups: dict[tuple, tuple[list[RefVariant], dict[str, Any]]] = {}
     for v in variants:
-        env = {**module_consts, **v.constants}
-        folded: dict[str, Any] = {}
+        env = {**module_consts, **v.constants, **closures[id(v)]}
+        folded: dict[str, Any] = {f"{CLOSURE}{k}": val for k, val in closures[id(v)].items()}
         for t in tests:
             value = fold_constant(t, env)  # stage A's evaluator: a branch folds exactly as the analysis saw it
             if not isinstance(value, Unknown):
@@ -192,9 +233,9 @@ def _entry_name(kernel: str, folded: dict[str, Any], used: set[str]) -> str:
             parts.append(_slug(text) if value else f"not_{_slug(text)}")
         elif isinstance(value, bool):
             if value:
-                parts.append(key.lower())
+                parts.append(key.removeprefix(CLOSURE).lower())
         else:
-            parts.append(f"{key.lower()}_{_slug(str(value))}")
+            parts.append(f"{key.removeprefix(CLOSURE).lower()}_{_slug(str(value))}")
     name = _limited(_ident("_".join([base] + [p for p in parts if p])), 60)
     candidate, n = name, 2
     while candidate in used:
@@ -276,6 +317,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
             params[p.name] = Val("scalar", rname, rt)
             sig.append((rname, rt, HostParam(name=rname, kind="scalar", rust_type=rt, dtype=sdt)))
     consts_env = {k: v for k, v in non_int.items() if v is not None}
+    consts_env.update({k[len(CLOSURE):]: v for k, v in folded.items() if k.startswith(CLOSURE)})
     strides = {}
     for p, sig_ in zip(info.params, inst.signature):
         if sig_.get("kind") == "array":
@@ -442,7 +484,7 @@ def _entry_comment(info: KernelInfo, folded: dict[str, Any], generics: list[str]
         elif key in tests:
             continue
         else:
-            parts.append(f"{key} = {str(value).lower() if isinstance(value, bool) else value}")
+            parts.append(f"{key.removeprefix(CLOSURE)} = {str(value).lower() if isinstance(value, bool) else value}")
     text = f"{INDENT}// {info.name}"
     if parts:
         text += ", folded where " + ", ".join(parts)
