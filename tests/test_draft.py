@@ -412,6 +412,7 @@ def _torch_python() -> str | None:
     return py if ok else None
 
 
+@pytest.mark.heavy  # launch capture runs the op under torch (about a minute on 2 cores)
 def test_a_factory_kernel_is_drafted_with_its_closure_values_folded(tmp_path):
     py = _torch_python()
     if py is None:
