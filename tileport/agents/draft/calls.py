@@ -51,8 +51,8 @@ class CallOps:
         if name is None and isinstance(node.func, ast.Name) and node.func.id == "abs" and len(node.args) == 1:
             return self._abs(node, self.expr(node.args[0], ""))
         if name is None and isinstance(node.func, ast.Name) and node.func.id not in ("float", "min", "max"):
-            target = self.lookup(node.func.id, node.func)
-            if target.kind == "function":
+            target = self._shadowed(node.func.id)
+            if target is not None and target.kind == "function":
                 return self.inline(target.value, node, hint)
         if name is None and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
             base = self._shadowed(node.func.value.id)
