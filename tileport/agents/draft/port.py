@@ -28,7 +28,21 @@ _HINT_KEYS = {"occupancy": "occupancy", "num_ctas": "num_cta_in_cga", "num_cta_i
 
 
 def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
-    """Translate the analysed op (or one kernel of it) to a cutile-rs draft; see the package docstring."""
+    """Translate the analysed op (or one kernel of it) to a cutile-rs draft; see the package docstring.
+
+    Bad input is a one-line UserError; a statement the translator cannot handle is a hole; a translator bug outside
+    any statement is a one-line UserError saying so (never a traceback)."""
+    try:
+        return _draft_port(analysis, kernel)
+    except UserError:
+        raise
+    except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError, RecursionError,
+            SyntaxError) as e:
+        raise UserError(f"tileport draft failed on {analysis.op}: {type(e).__name__}: {str(e)[:200]} (a tileport "
+                        "bug; please report it with the op)") from e
+
+
+def _draft_port(analysis: Analysis, kernel: str | None) -> Draft:
     path = Path(analysis.source.path)
     try:
         source = path.read_text(encoding="utf-8")
