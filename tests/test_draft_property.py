@@ -93,7 +93,7 @@ def _check(tmp_path_factory, source: str, build: bool) -> None:
 _SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None)
 
 
-@settings(max_examples=3, **_SETTINGS)
+@settings(max_examples=2, **_SETTINGS)
 @given(source=kernels())
 def test_complete_draft_builds(tmp_path_factory, source):
     if shutil.which("cargo") is None:
