@@ -270,6 +270,11 @@ def run(ctx) -> StageResult:
     diag_file.parent.mkdir(parents=True, exist_ok=True)
     diag_file.write_text(check.text + "\n", encoding="utf-8")
     details = {**base, **r.details, "feedback": check.text[-6000:]}
+    from tileport.validators.analysis.triton.pairing import ir_gaps
+
+    if gaps := ir_gaps(analysis):  # a Triton-referenced variant: an explicit gap, never a silent pass
+        details["ir_gaps"] = gaps
+        r = r.model_copy(update={"summary": f"{r.summary}; IR gate gap for {len(gaps)} variant(s): {gaps[0]}"})
     if out.fault is not None:
         details["fault"] = out.fault.kind.value
     arts = list(r.artifacts) + [ArtifactRecord.of("diagnostics", diag_file)]
