@@ -34,7 +34,7 @@ def test_an_unclassified_name_fails_the_check(monkeypatch):
 
 def test_committed_table_is_current():
     assert coverage.DOC.read_text(encoding="utf-8") == render(), \
-        "docs/draft_coverage.md is stale: run python -m tileport.agents.draft.coverage"
+        "docs/draft_coverage.md is stale: run python scripts/gen_coverage.py"
 
 
 def _crate_source() -> str | None:
