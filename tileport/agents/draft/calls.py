@@ -290,8 +290,12 @@ class CallOps:
     def ct_cdiv(self, node: ast.Call, hint: str) -> Val:
         args = bind_args(node, ["x", "y"], set())
         a, b = self.expr(args["x"], ""), self.expr(args["y"], "")
-        if a.kind == "py" and b.kind == "py":
-            return Val("py", value=-(-a.value // b.value))
+        if a.kind == "py" and b.kind == "py":  # stage A's evaluator (ct.cdiv of 0 is no constant)
+            v = fold_constant(ast.Call(func=ast.Attribute(ast.Name("ct", ast.Load()), "cdiv", ast.Load()),
+                                       args=[ast.Constant(a.value), ast.Constant(b.value)], keywords=[]), {})
+            if not isinstance(v, int):
+                raise Unsupported("ct.cdiv of constants that do not divide", node)
+            return Val("py", value=v)
         x, y = self.as_scalar(a, "i32", node, hint), self.as_scalar(b, "i32", node, hint)
         if a.kind == "tile" or b.kind == "tile":
             raise Unsupported("ct.cdiv on tiles", node)

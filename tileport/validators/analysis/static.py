@@ -920,11 +920,14 @@ def module_values(path: str | Path, tree: ast.Module | None = None, _depth: int 
     return env
 
 
+_CT_NAMES = TileNames(ast.parse("import cuda.tile as ct"))
+
+
 def fold_constant(node: ast.AST, env: dict[str, Any], tree: ast.Module | None = None) -> Any:
     """Stage A's evaluation of a constant expression over `env` (names -> values, e.g. a variant's ct.Constant
-    values over the module's values): the value, or Unknown when it is not a compile-time constant."""
-    ev = ConstantEvaluator(TileNames(tree) if tree is not None else TileNames(ast.Module(body=[], type_ignores=[])),
-                           set(), {})
+    values over the module's values): the value, or Unknown when it is not a compile-time constant. Without
+    `tree`, `ct` names cuda.tile."""
+    ev = ConstantEvaluator(TileNames(tree) if tree is not None else _CT_NAMES, set(), {})
     return ev.eval(node, env)
 
 
