@@ -1,9 +1,11 @@
 """Drafting time per op (target: under 1 s): `draft_port` on each example's analysis, median of repeats.
 
     python benchmarks/bench_draft.py [--repeat N] [--out-root out]
+    python benchmarks/bench_draft.py --corpus [--repeat N]
 
-Needs the analyses (`tileport analyze` writes out/<op>/analysis.json); prints one line per op: entries,
-spec variants, holes, median and max seconds, and a verdict against the 1 s target.
+Needs the analyses (`tileport analyze` writes out/<op>/analysis.json), or with --corpus analyses the real-world-style
+corpus (tests/draft_corpus) first (not timed); prints one line per op: entries, spec variants, holes, median and
+max seconds, and a verdict against the 1 s target.
 """
 
 from __future__ import annotations
@@ -25,9 +27,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--out-root", default=str(REPO / "out"))
+    ap.add_argument("--corpus", action="store_true", help="analyse and time tests/draft_corpus instead")
     args = ap.parse_args()
+    if args.corpus:
+        import tempfile
+
+        from benchmarks.draft_table import corpus_ops, torch_python
+        from tileport.validators.analysis import analyze_op
+        tmp = Path(tempfile.mkdtemp(prefix="bench-draft-"))
+        for op in corpus_ops():
+            analyze_op(op, targets=["sm_90"], out_dir=tmp / op.parent.name / op.stem, run_tileiras=False,
+                       warm=True, python=torch_python())
+        args.out_root = str(tmp)
     roots = sorted(p.parent for p in Path(args.out_root).glob("*/analysis.json"))
-    roots += sorted(p.parent for p in Path(args.out_root).glob("draft_heldout/*/analysis.json"))
+    roots += sorted(p.parent for p in Path(args.out_root).glob("*/*/analysis.json"))
     if not roots:
         print(f"no analyses under {args.out_root}: run `tileport analyze` first", file=sys.stderr)
         return 2

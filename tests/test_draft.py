@@ -154,12 +154,14 @@ def clamp_op(tmp_path):
 
 def test_runtime_branch_is_a_hole_not_a_guess(analyses, clamp_op):
     d = draft_port(analyses("clamp_op", clamp_op))
-    assert [str(h) for h in d.holes] == [
+    assert [str(h) for h in d.holes][0] == (
         "unsupported: `if` on a run-time value at clamp_op.py:8:5 (only branches on ct.Constant parameters fold "
-        "into variants)"]
-    assert "// TODO(tileport): unsupported: `if` on a run-time value at clamp_op.py:8:5" in d.kernel_rs
-    # `t` may or may not be rescaled: the store that reads it is marked as depending on the hole, not guessed
-    assert "// TODO(tileport): depends on a hole above: ct.store(out, index=(b,), tile=t)" in d.kernel_rs
+        "into variants)")
+    assert "// TILEPORT-HOLE h1 BEGIN unsupported: `if` on a run-time value at clamp_op.py:8:5" in d.kernel_rs
+    # `t` may or may not be rescaled: the store that reads it is its own region, marked as depending on the hole
+    assert "// TILEPORT-HOLE h2 BEGIN unsupported: a statement using `t`, which an earlier hole" in d.kernel_rs
+    assert "// python: ct.store(out, index=(b,), tile=t)" in d.kernel_rs
+    assert [h.id for h in d.holes] == ["h1", "h2"] and "tileport_hole_h2;" in d.kernel_rs
     assert "let t: Tile<E, { [TILE] }> = x_tiles.load([b]);" in d.kernel_rs  # what precedes it is translated
 
 
@@ -298,3 +300,125 @@ def test_several_stores_per_block_make_a_slab_and_one_tile_stored_twice_stays_dy
     assert "dup: &mut Tensor<E, { [-1, -1] }>" in d.kernel_rs
     [entry] = d.spec.entries
     assert {tuple(v.generics[1:]) for v in entry.variants} == {("2", "128", "256")}  # two tiles: stores at 0 and 1
+
+
+LONG_NAMES_OP = textwrap.dedent('''
+    import cuda.tile as ct
+
+    @ct.kernel
+    def fused_residual_scale_and_shift_with_a_long_descriptive_name_kernel(
+            x, y, TILE_SIZE_FOR_THE_LEADING_AXIS: ct.Constant[int], SCALE_FACTOR_OF_THE_RESIDUAL_BRANCH_X: ct.Constant[int]):
+        b = ct.bid(0)
+        t = ct.load(x, index=(b,), shape=(TILE_SIZE_FOR_THE_LEADING_AXIS,))
+        ct.store(y, index=(b,), tile=t * SCALE_FACTOR_OF_THE_RESIDUAL_BRANCH_X)
+
+    def run(x, y):
+        import torch
+        k = fused_residual_scale_and_shift_with_a_long_descriptive_name_kernel
+        ct.launch(torch.cuda.current_stream(), (8, 1, 1), k, (x, y, 128, 10001))
+        ct.launch(torch.cuda.current_stream(), (8, 1, 1), k, (x, y, 128, 10002))
+        ct.launch(torch.cuda.current_stream(), (8, 1, 1), k, (x, y, 128, 10002))
+    ''')
+
+
+def test_long_names_are_hashed_within_limits_and_coinciding_launches_merge(tmp_path):
+    # the two specialisations differ only past the 64th character of their names (a truncation made them one
+    # "duplicate job" before); the third launch repeats the second and is the same job
+    op = tmp_path / "long_names.py"
+    op.write_text(LONG_NAMES_OP, encoding="utf-8")
+    d = draft_port(analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "a", run_tileiras=False, warm=True))
+    names = [v.name for e in d.spec.entries for v in e.variants]
+    assert len(names) == len(set(names)) == 4  # 2 specialisations x 2 dtypes
+    assert all(len(n) <= 64 for n in names) and all(len(e.name) <= 64 for e in d.spec.entries)
+    again = draft_port(analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "b", run_tileiras=False, warm=True))
+    assert [v.name for e in again.spec.entries for v in e.variants] == names  # deterministic
+
+
+HELPER_OP = textwrap.dedent('''
+    import math
+    import cuda.tile as ct
+    from cuda.tile import float32 as F32
+
+    HALF = 0.5
+    INV_SQRT2 = 1.0 / math.sqrt(2.0)
+
+    @ct.function
+    def _scaled(x, k):
+        y = x * k
+        return y + HALF
+
+    def _twice(x):
+        return _scaled(x, 2.0) + _scaled(x, INV_SQRT2)
+
+    @ct.kernel
+    def helper_kernel(x, out, TILE: ct.Constant[int]):
+        b = ct.bid(0)
+        y = ct.load(x, index=(b,), shape=(TILE,), latency=3).astype(F32)
+        ct.store(out, index=(b,), tile=_twice(y).astype(out.dtype), allow_tma=True)
+
+    def run(x, out):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (8, 1, 1), helper_kernel, (x, out, 128))
+    ''')
+
+
+def test_helpers_are_inlined_with_their_module_constants_and_hints_kept(tmp_path):
+    op = tmp_path / "helper_op.py"
+    op.write_text(HELPER_OP, encoding="utf-8")
+    d = draft_port(analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "a", run_tileiras=False, warm=True))
+    assert d.holes == [], [str(h) for h in d.holes]
+    rs = d.kernel_rs
+    assert ".load_pipelined::<3>(" in rs  # latency=3
+    assert "0.7071067811865475f32" in rs  # 1 / math.sqrt(2) folded by stage A's evaluator
+    assert rs.count("scaled_y") >= 2  # the helper's local, once per inlined call, never shadowing the caller's
+    assert "// approximation: ct.load(..., latency=N)" in rs and "// approximation: ct.store(..., allow_tma=True)" in rs
+
+
+ALIASES_OP = textwrap.dedent('''
+    import cuda.tile as cuda_tile
+    from cuda.tile import load, PaddingMode as PM
+
+    exp2 = cuda_tile.exp2
+    F32 = cuda_tile.float32
+
+    @cuda_tile.kernel
+    def alias_kernel(x, y, TILE: cuda_tile.Constant[int]):
+        b = cuda_tile.bid(0)
+        t = load(x, index=(b,), shape=(TILE,), padding_mode=PM.ZERO).astype(F32)
+        cuda_tile.store(y, index=(b,), tile=exp2(t).astype(y.dtype))
+
+    def run(x, y):
+        import torch
+        cuda_tile.launch(torch.cuda.current_stream(), (8, 1, 1), alias_kernel, (x, y, 128))
+    ''')
+
+
+def test_every_spelling_of_cuda_tile_names_translates(tmp_path):
+    op = tmp_path / "aliases.py"
+    op.write_text(ALIASES_OP, encoding="utf-8")
+    d = draft_port(analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "a", run_tileiras=False, warm=True))
+    assert d.holes == [], [str(h) for h in d.holes]
+    assert "exp2(t, ftz::Disabled)" in d.kernel_rs and "x.partition(shape![TILE])" in d.kernel_rs
+
+
+def _torch_python() -> str | None:
+    import os
+    import subprocess
+    py = os.environ.get("TILEPORT_TORCH_PYTHON") or str(Path.home() / ".cache/tileport/torch-venv/bin/python")
+    try:
+        ok = subprocess.run([py, "-c", "import torch, cuda.tile"], capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return py if ok else None
+
+
+@pytest.mark.heavy  # launch capture runs the op under torch (about a minute on 2 cores)
+def test_a_factory_kernel_is_drafted_with_its_closure_values_folded(tmp_path):
+    py = _torch_python()
+    if py is None:
+        pytest.skip("no interpreter with torch + cuda-tile (scripts/setup-torch-venv.sh)")
+    a = analyze_op(REPO / "tests" / "heldout_ops" / "factory_scale.py", targets=["sm_90"], out_dir=tmp_path / "f",
+                   run_tileiras=False, python=py)
+    d = draft_port(a)
+    assert d.holes == [], [str(h) for h in d.holes]
+    assert "folded where relu = false" in d.kernel_rs and "maxf(" not in d.kernel_rs  # the relu branch folded away

@@ -76,3 +76,36 @@ def test_a_slab_with_stores_at_literal_indices_builds_and_pairs_with_the_referen
     report = self_check(result, analysis, layout.spec)
     assert report.pairs and all(p.verdict == "PASS_WITH_NOTES" for p in report.pairs)
     assert all(any(f.check == "memory.index_grid" for f in p.findings) for p in report.pairs)
+
+
+# the real-world-style corpus (tests/draft_corpus): op -> named cutile-rs gaps its draft must leave (0: it must be
+# complete, build and pass the IR self-check); every other hole is a failure
+CORPUS_GAPS = {"tuning/rope": 2, "tuning/prefix_sum": 4, "untouched/group_dequant": 2}
+
+
+def _corpus_ops():
+    root = REPO / "tests" / "draft_corpus"
+    return sorted(f"{p.parent.name}/{p.stem}" for part in ("tuning", "untouched", "fresh")
+                  for p in (root / part).glob("*.py") if not p.name.startswith("_"))
+
+
+@pytest.mark.parametrize("op", _corpus_ops())
+def test_corpus_op_drafts_with_only_named_gaps_and_complete_ones_pass(op, refs):
+    from benchmarks.draft_table import torch_python
+    import subprocess
+    py = torch_python()
+    if subprocess.run([py, "-c", "import torch, cuda.tile"], capture_output=True).returncode != 0:
+        pytest.skip("no interpreter with torch + cuda-tile (scripts/setup-torch-venv.sh)")
+    analysis = analyze_op(REPO / "tests" / "draft_corpus" / f"{op}.py", targets=["sm_90"],
+                          out_dir=refs / op.replace("/", "_"), run_tileiras=False, warm=True, python=py)
+    draft = draft_port(analysis)
+    assert [str(h) for h in draft.holes if not h.gap] == []
+    assert sum(h.gap for h in draft.holes) == CORPUS_GAPS.get(op, 0)
+    if draft.holes:
+        return
+    layout = write_crate(crate_cache_root() / f"test-draft-corpus-{op.replace('/', '-')}", draft.spec,
+                         draft.kernel_rs)
+    result = build_crate(layout, BuildOptions(cubins=False))
+    assert result.ok, [d.short() for d in result.diagnostics if d.level == "error"]
+    report = self_check(result, analysis, layout.spec)
+    assert report.pairs and all(p.verdict in ("PASS", "PASS_WITH_NOTES") for p in report.pairs)

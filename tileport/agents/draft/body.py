@@ -2,7 +2,8 @@
 
 The constant branches the entry fixes are folded while translating (their conditions evaluate over the
 entry's known constants); every other `ct.Constant` stays a name (a const generic). Statements outside the
-subset become holes: a `// TODO(tileport)` comment in the text and a `Hole` record, never guessed code.
+subset become holes: a TILEPORT-HOLE region in the text (the contract in tileport/agents/holes.py) and a `Hole`
+record, never guessed code.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Callable
 
 from tileport.agents.draft.calls import CallOps
 from tileport.agents.draft.memory import MemoryOps
+from tileport.validators.analysis.static import DTypeRef, FunctionRef, ModuleRef, fold_constant
 from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, RUST_DTYPE, Array, Lost, NeedsDtype, Unsupported,
                                           Val, View, literal, paren, shape_macro, tile_type)
 from tileport.agents.draft.syntax import (INDENT, CMP_FUNCS, ARITH_OPS, BIT_OPS, FMA_FLOATS, rust_name, dotted,
@@ -63,6 +65,9 @@ class BodyTranslator(MemoryOps, CallOps):
         self.stride_constants: dict[str, list[int | None]] = {}  # array -> static strides (1) or None
         self.helpers: set[int] = set()  # ranks whose tensor_strides_N compiler op the module needs
         self.computed_index = False
+        self.approximations: list[str] = []  # named approximations this entry makes (the coverage table's)
+        self.name_prefix = ""  # set while a helper function is inlined: its locals get their own names
+        self.inline_depth = 0
         self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype
         self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
@@ -77,7 +82,7 @@ class BodyTranslator(MemoryOps, CallOps):
             if name in scope.names:
                 v = scope.names[name]
                 if v.kind == "lost":
-                    raise Lost(name)
+                    raise Lost(name, bool(v.extra.get("gap")))
                 if "binding" in v.extra:
                     self.uses[v.extra["binding"]] = self.uses.get(v.extra["binding"], 0) + 1
                 return v
@@ -86,7 +91,7 @@ class BodyTranslator(MemoryOps, CallOps):
         if name in self.folded:
             return Val("py", value=self.folded[name])
         if name in self.module_consts:
-            return Val("py", value=self.module_consts[name])
+            return module_val(name, self.module_consts[name], node)
         raise Unsupported(f"name `{name}`", node, "not a kernel parameter, local or module constant")
 
     def fresh(self, hint: str) -> str:
@@ -152,9 +157,13 @@ class BodyTranslator(MemoryOps, CallOps):
                 self.statement(stmt, later_loops)
             except Unsupported as e:
                 self.hole(e, stmt)
-            except Lost:
-                self.emit(f"// TODO(tileport): depends on a hole above: {self.src(stmt)}")
-                self.mark_lost(stmt)
+            except Lost as lost:
+                self.hole(Unsupported(f"a statement using `{lost.name}`, which an earlier hole leaves undefined",
+                                      stmt, "write it with the hole it depends on", gap=lost.gap), stmt)
+            except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError,
+                    RecursionError) as e:  # a translator bug on odd input: a hole that says so, never a traceback
+                self.hole(Unsupported("a statement the draft translator failed on", stmt,
+                                      f"{type(e).__name__}: {str(e)[:120]} (a tileport bug; please report it)"), stmt)
 
     def hole(self, e: Unsupported, stmt: ast.stmt) -> None:
         if isinstance(e, NeedsDtype):
@@ -163,16 +172,32 @@ class BodyTranslator(MemoryOps, CallOps):
         if not hasattr(node, "lineno"):
             node = stmt
         e.node = node
-        self.on_hole(e)
+        token = self.on_hole(e) or "@HOLE?@"
         col = getattr(node, "col_offset", 0) + 1
-        self.emit(f"// TODO(tileport): unsupported: {e.what} at {self.file}:{node.lineno}:{col}")
-        self.emit(f"//     {self.src(stmt)}")
-        self.mark_lost(stmt)
+        reason = f"unsupported: {e.what} at {self.file}:{node.lineno}:{col}"
+        if e.detail:
+            reason += f" ({e.detail})"
+        # the region a writer replaces (tileport/agents/holes.py reads it): the placeholder fails rustc with an
+        # error naming the hole id (an undefined value `tileport_hole_<id>`)
+        self.emit(f"// TILEPORT-HOLE {token} BEGIN {' '.join(reason.split())}")
+        for i, line in enumerate(self.src_lines(stmt)):
+            self.emit(f"// {'python: ' if i == 0 else '        '}{line}")
+        self.emit(f"tileport_hole_{token};")
+        self.emit(f"// TILEPORT-HOLE {token} END")
+        self.mark_lost(stmt, e.gap)
 
-    def mark_lost(self, stmt: ast.stmt) -> None:
+    def mark_lost(self, stmt: ast.stmt, gap: bool = False) -> None:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self.scopes[-1].names[node.id] = Val("lost")
+                self.scopes[-1].names[node.id] = Val("lost", extra={"gap": gap})
+
+    def src_lines(self, node: ast.AST) -> list[str]:
+        """The statement's source lines (a compound statement: its first line), stripped."""
+        first = getattr(node, "lineno", 0)
+        last = first if isinstance(node, (ast.For, ast.If, ast.While, ast.With)) else \
+            (getattr(node, "end_lineno", first) or first)
+        return [self.source_lines[i - 1].strip() for i in range(first, last + 1)
+                if 0 < i <= len(self.source_lines)] or [""]
 
     def src(self, node: ast.AST) -> str:
         line = self.source_lines[node.lineno - 1].strip() if 0 < node.lineno <= len(self.source_lines) else ""
@@ -279,6 +304,8 @@ class BodyTranslator(MemoryOps, CallOps):
             return
         mut = "mut " if name in later_loops else ""
         rname = rust_name(name)
+        if self.name_prefix:  # an inlined helper's local: its own name, never shadowing the caller's
+            rname = self.fresh(self.name_prefix + rname)
         self.flush_pending(rname)
         key = id(stmt)
         if (not mut and v.kind == "tile" and v.extra.get("mul") and self.known_uses is not None
@@ -412,6 +439,8 @@ class BodyTranslator(MemoryOps, CallOps):
         if chain and chain[0] == "ct" and len(chain) == 3 and chain[1] in ("PaddingMode", "RoundingMode"):
             return Val("enum", value=(chain[1], chain[2]))
         base = self.expr(node.value, "")
+        if base.kind == "module":
+            return module_val(ast.unparse(node), fold_constant(node, {chain[0]: base.value} if chain else {}), node)
         if base.kind == "array" and node.attr == "dtype":
             return Val("dtype", value=base.value.dtype)
         if base.kind == "tile" and node.attr == "dtype":
@@ -489,7 +518,7 @@ class BodyTranslator(MemoryOps, CallOps):
 
     def int_divmod(self, op: type, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
         if not (a.kind in ("scalar", "py") and b.kind in ("scalar", "py")):
-            raise Unsupported(f"the operator {opname(op)} on tiles", node)
+            return self.tile_divmod(op, a, b, node, hint)
         x, y = self.as_scalar(a, "i32", node, hint), self.as_scalar(b, "i32", node, hint)
         if (a.kind == "scalar" and a.dtype != "i32") or (b.kind == "scalar" and b.dtype != "i32"):
             raise Unsupported(f"the operator {opname(op)} on floats", node)
@@ -507,6 +536,25 @@ class BodyTranslator(MemoryOps, CallOps):
                              f"(lt_tile({r}, {zero}) ^ lt_tile({ty}, {zero})) & ne_tile({r}, {zero})")
             t = self.hoist("", t0, f"select({fix}, {r} + {ty}, {r})")
         return Val("scalar", self.hoist(hint, "i32", f"tile_to_scalar({t})"), "i32")
+
+    def tile_divmod(self, op: type, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
+        """// and % on integer tiles, rounding toward negative infinity as Python (and cuTile Python) do: divi
+        rounding<negative_inf>; remi plus the sign fix-up."""
+        tiles = [v for v in (a, b) if v.kind == "tile"]
+        dtype = tiles[0].dtype
+        if dtype not in INTS:
+            raise Unsupported(f"the operator {opname(op)} on {dtype} tiles", node)
+        shape = broadcast_shapes([t.shape for t in tiles], node)
+        x, y = self.to_tile(a, dtype, shape, node), self.to_tile(b, dtype, shape, node)
+        tt = tile_type(dtype, shape)
+        if op is ast.FloorDiv:
+            return self.tile(dtype, shape, f"divi({x}, {y}, rounding::NegativeInf)", hint)
+        tx, ty = self.hoist("", tt, x), self.hoist("", tt, y)
+        r = self.hoist("", tt, f"remi({tx}, {ty})")
+        zero = self.hoist("", tt, f"constant({literal(0, dtype, node)}, {shape_macro(shape)})")
+        fix = self.hoist("", tile_type("bool", shape),
+                         f"(lt_tile({r}, {zero}) ^ lt_tile({ty}, {zero})) & ne_tile({r}, {zero})")
+        return self.tile(dtype, shape, f"select({fix}, {r} + {ty}, {r})", hint)
 
     def scalar_dtype(self, a: Val, b: Val, op: type | None = None) -> str:
         ds = [v.dtype for v in (a, b) if v.kind == "scalar"]
@@ -572,6 +620,10 @@ class BodyTranslator(MemoryOps, CallOps):
                 s = self.hoist("", dtype, f"convert_scalar({v.expr})")
             if not shape:
                 return self.hoist("", tile_type(dtype, ()), f"scalar_to_tile({s})")
+            if v.const_name:  # a const generic: cutile lowers its .broadcast without the rank change (tileiras
+                # rejects it), so go through a 0-d tile, as a tile operand does
+                t0 = self.hoist("", tile_type(dtype, ()), f"scalar_to_tile({s})")
+                return self.to_tile(Val("tile", t0, dtype, ()), dtype, shape, node)
             expr = f"{paren(s)}.broadcast({shape_macro(shape)})"
             if self.invariant_loop(expr) is not None:
                 return self.hoist("", tile_type(dtype, shape), expr)
@@ -597,8 +649,8 @@ class BodyTranslator(MemoryOps, CallOps):
             raise Unsupported("negation of an integer tile", node)
         if isinstance(node.op, ast.UAdd):
             return v
-        if isinstance(node.op, ast.Invert) and v.kind == "tile" and v.dtype == "bool":
-            return Val("tile", f"noti({v.expr})", v.dtype, v.shape)
+        if isinstance(node.op, ast.Invert) and v.kind == "tile":
+            return self.invert(v, node)
         raise Unsupported(f"the unary operator {type(node.op).__name__}", node)
 
     def compare(self, op: ast.cmpop, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
@@ -620,6 +672,20 @@ class BodyTranslator(MemoryOps, CallOps):
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+
+def module_val(name: str, value: Any, node: ast.AST) -> Val:
+    """A module-level value (stage A's evaluator, through the module's imports) as a translator value."""
+    if isinstance(value, (bool, int, float)) or (isinstance(value, tuple) and all(
+            isinstance(v, (bool, int, float)) for v in value)):
+        return Val("py", value=value)
+    if isinstance(value, DTypeRef) and value.name in RUST_DTYPE:
+        return Val("dtype", value=RUST_DTYPE[value.name])
+    if isinstance(value, FunctionRef):
+        return Val("function", value=value)
+    if isinstance(value, ModuleRef):
+        return Val("module", value=value)
+    raise Unsupported(f"name `{name}`", node, "a module-level value that is not a compile-time constant "
+                      f"({getattr(value, 'expr', type(value).__name__)})")
 
 
 __all__ = ["BodyTranslator", "INDENT", "Lost", "Unsupported", "rust_name"]

@@ -3,11 +3,39 @@
 from __future__ import annotations
 
 import ast
+import os
 from typing import Any
 
-from tileport.agents.draft.values import FLOATS, INTS, OP_DTYPE, Unsupported, Val, View, literal, paren, shape_macro
+from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, Unsupported, Val, View, gap, literal, paren,
+                                          shape_macro)
 from tileport.agents.draft.syntax import (ROUNDING, PADDING, UNARY_MATH, REDUCTIONS, ct_name, call_label, bind_args,
-                                          broadcast_shapes)
+                                          broadcast_shapes, canonical_ct, names_assigned_in_loops)
+from tileport.agents.draft.coverage import FUNCTIONS
+from tileport.validators.analysis.static import FunctionRef, fold_constant, module_values
+
+_HELPERS: dict[tuple[str, str, int], tuple[ast.FunctionDef | None, dict[str, Any]]] = {}
+
+
+def helper_def(ref: FunctionRef) -> tuple[ast.FunctionDef | None, dict[str, Any]]:
+    """The helper's definition and its module's values (cached per file and name)."""
+    try:
+        stamp = os.stat(ref.path).st_mtime_ns
+    except OSError:
+        stamp = 0
+    key = (ref.path, ref.name, stamp)
+    if key not in _HELPERS:
+        fn = None
+        env = module_values(ref.path)
+        try:
+            tree = ast.parse(open(ref.path, encoding="utf-8").read(), filename=ref.path)
+            fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == ref.name), None)
+            fn = canonical_ct(fn, tree, env) if fn is not None else None
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+            pass
+        if len(_HELPERS) > 512:
+            _HELPERS.clear()
+        _HELPERS[key] = (fn, env)
+    return _HELPERS[key]
 
 
 class CallOps:
@@ -15,6 +43,27 @@ class CallOps:
 
     def call(self, node: ast.Call, hint: str) -> Val:
         name = ct_name(node.func)
+        if name is None and isinstance(node.func, ast.Name) and node.func.id in ("min", "max") \
+                and not node.keywords and len(node.args) == 2 and self._shadowed(node.func.id) is None:
+            vals = [self.expr(a, "") for a in node.args]
+            if not all(v.kind == "py" for v in vals):  # Python's min/max of run-time values: ct.minimum/maximum
+                return self._minmax("minimum" if node.func.id == "min" else "maximum", node, hint, vals)
+        if name is None and isinstance(node.func, ast.Name) and node.func.id == "abs" and len(node.args) == 1:
+            return self._abs(node, self.expr(node.args[0], ""))
+        if name is None and isinstance(node.func, ast.Name) and node.func.id not in ("float", "min", "max"):
+            target = self._shadowed(node.func.id)
+            if target is not None and target.kind == "function":
+                return self.inline(target.value, node, hint)
+        if name is None and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            base = self._shadowed(node.func.value.id)
+            if base is not None and base.kind == "module":  # math.log2(2.0) and such: a constant, folded
+                args = [self.expr(a, "") for a in node.args]
+                if all(a.kind == "py" for a in args) and not node.keywords:
+                    folded = fold_constant(ast.Call(func=node.func, args=[ast.Constant(a.value) for a in args],
+                                                    keywords=[]), {node.func.value.id: base.value})
+                    if isinstance(folded, (bool, int, float)):
+                        return Val("py", value=folded)
+                raise Unsupported(call_label(node), node, "a call into a module that is not a constant")
         if name is None:
             if isinstance(node.func, ast.Name) and node.func.id == "float" and len(node.args) == 1:
                 a0 = node.args[0]
@@ -44,7 +93,79 @@ class CallOps:
             return Val("tile", f"{UNARY_MATH[name]}({x.expr})", x.dtype, x.shape)
         if name in REDUCTIONS:
             return self.reduce(name, node, hint)
+        row = FUNCTIONS.get(name)
+        if row is not None and row.status == "gap":
+            missing = row.note.removeprefix("cutile-rs 0.5 has no ").split(";")[0] if row.note else name
+            raise gap(f"ct.{name}", node, missing, row.rust)
+        if row is not None and row.status == "untranslated":
+            raise Unsupported(f"ct.{name}", node, f"cutile-rs has {row.rust}; the draft does not write it yet")
         raise Unsupported(f"ct.{name}", node)
+
+    def _shadowed(self, name: str) -> Val | None:
+        """What a bare name means here (a local, a parameter or a module value), None when nothing defines it."""
+        try:
+            return self.lookup(name, None)
+        except Unsupported:
+            return None
+
+    def inline(self, ref: FunctionRef, node: ast.Call, hint: str) -> Val:
+        """A call of a device helper (`@ct.function` or a plain function, in this module or imported): its body
+        translated in place, over the argument values, with its own module's constants (cutile 0.5 has no
+        device function items a kernel entry can call: inlining is what cuTile Python's compiler does too)."""
+        fn, env = helper_def(ref)
+        label = call_label(node)
+        if fn is None:
+            raise Unsupported(label, node, f"the helper `{ref.name}` is not a function whose source can be read")
+        if self.inline_depth >= 8:
+            raise Unsupported(label, node, "helpers nested deeper than 8 calls (recursion?)")
+        body = [st for st in fn.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+        if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None or any(
+                isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) for st in body[:-1] for n in ast.walk(st)):
+            raise Unsupported(label, node, f"the helper `{ref.name}` is not straight-line code ending in one "
+                                           "`return value`")
+        a = fn.args
+        if a.vararg or a.kwarg or a.posonlyargs:
+            raise Unsupported(label, node, f"the helper `{ref.name}` takes *args/**kwargs or positional-only "
+                                           "parameters")
+        params = [x.arg for x in a.args] + [x.arg for x in a.kwonlyargs]
+        given: dict[str, ast.expr] = dict(zip(params, node.args))
+        if len(node.args) > len(a.args):
+            raise Unsupported(label, node, "more positional arguments than the helper has parameters")
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg not in params or kw.arg in given:
+                raise Unsupported(label, node, f"a keyword argument the helper `{ref.name}` does not take")
+            given[kw.arg] = kw.value
+        defaults = dict(zip([x.arg for x in a.args][len(a.args) - len(a.defaults):], a.defaults))
+        defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        values: dict[str, Val] = {}
+        for pname in params:
+            if pname in given:
+                v = self.expr(given[pname], "")
+                if v.kind == "tile" and not v.expr.isidentifier():  # computed once, as the call computes it
+                    v = self.tile(v.dtype, v.shape, v.expr, pname)
+                values[pname] = v
+            elif pname in defaults:
+                d = fold_constant(defaults[pname], env)
+                if not isinstance(d, (bool, int, float)):
+                    raise Unsupported(label, node, f"the default of `{pname}` is not a constant")
+                values[pname] = Val("py", value=d)
+            else:
+                raise Unsupported(label, node, f"no value for the helper's parameter `{pname}`")
+        saved = (self.scopes, self.module_consts, self.name_prefix)
+        self.scopes = [type(self.scopes[0])(values)]
+        self.module_consts = env
+        self.name_prefix = f"{fn.name.strip('_')}_"
+        self.inline_depth += 1
+        try:
+            for i, st in enumerate(body[:-1]):
+                self.statement(st, names_assigned_in_loops(body[i + 1:]))
+            return self.expr(body[-1].value, hint)
+        except Unsupported as e:
+            raise Unsupported(e.what if e.what.endswith(")") and "helper" in e.what else
+                              f"{e.what} (in the helper `{fn.name}`)", node, e.detail, gap=e.gap) from None
+        finally:
+            self.scopes, self.module_consts, self.name_prefix = saved
+            self.inline_depth -= 1
 
     def method(self, node: ast.Call, hint: str) -> Val:
         func = node.func
@@ -169,24 +290,33 @@ class CallOps:
     def ct_cdiv(self, node: ast.Call, hint: str) -> Val:
         args = bind_args(node, ["x", "y"], set())
         a, b = self.expr(args["x"], ""), self.expr(args["y"], "")
-        if a.kind == "py" and b.kind == "py":
-            return Val("py", value=-(-a.value // b.value))
+        if a.kind == "py" and b.kind == "py":  # stage A's evaluator (ct.cdiv of 0 is no constant)
+            v = fold_constant(ast.Call(func=ast.Attribute(ast.Name("ct", ast.Load()), "cdiv", ast.Load()),
+                                       args=[ast.Constant(a.value), ast.Constant(b.value)], keywords=[]), {})
+            if not isinstance(v, int):
+                raise Unsupported("ct.cdiv of constants that do not divide", node)
+            return Val("py", value=v)
         x, y = self.as_scalar(a, "i32", node, hint), self.as_scalar(b, "i32", node, hint)
         if a.kind == "tile" or b.kind == "tile":
             raise Unsupported("ct.cdiv on tiles", node)
         return Val("scalar", f"ceil_div({x}, {y})", "i32")
 
-    def _minmax(self, name: str, node: ast.Call, hint: str) -> Val:
-        args = bind_args(node, ["x", "y"], {"flush_to_zero", "propagate_nan"})
-        a, b = self.expr(args["x"], ""), self.expr(args["y"], "")
+    def _minmax(self, name: str, node: ast.Call, hint: str, vals: list[Val] | None = None) -> Val:
+        args = bind_args(node, ["x", "y"], {"flush_to_zero", "propagate_nan"}) if vals is None else {}
+        a, b = vals if vals is not None else (self.expr(args["x"], ""), self.expr(args["y"], ""))
         if a.kind == "py" and b.kind == "py":
             return Val("py", value=(min if name == "minimum" else max)(a.value, b.value))
         if a.kind in ("scalar", "py") and b.kind in ("scalar", "py"):
             dtype = self.scalar_dtype(a, b)
-            if dtype != "i32":
-                raise Unsupported(f"ct.{name} on float scalars", node)
             x, y = self.as_scalar(a, dtype, node, hint), self.as_scalar(b, dtype, node, hint)
-            return Val("scalar", f"{'min' if name == 'minimum' else 'max'}({x}, {y})", dtype)
+            if dtype in INTS:
+                return Val("scalar", f"{'min' if name == 'minimum' else 'max'}({x}, {y})", dtype)
+            # float scalars: on 0-d tiles, as cuTile Python lowers them (maxf/minf), back to a scalar
+            t0 = f"Tile<{dtype}, {{ [] }}>"
+            tx, ty = self.hoist("", t0, f"scalar_to_tile({x})"), self.hoist("", t0, f"scalar_to_tile({y})")
+            fn = "minf" if name == "minimum" else "maxf"
+            t = self.hoist("", t0, f"{fn}({tx}, {ty}, nan::Disabled, ftz::Disabled)")
+            return Val("scalar", self.hoist(hint, dtype, f"tile_to_scalar({t})"), dtype)
         ftz = self.flag(args.get("flush_to_zero"))
         nan = self.flag(args.get("propagate_nan"))
         short = "min" if name == "minimum" else "max"
@@ -199,6 +329,146 @@ class CallOps:
                 raise Unsupported(f"ct.{name} flags on integer tiles", node)
             return f"{short}i({x}, {y})"
         return self.elementwise(a, b, node, render)
+
+    def _abs(self, node: ast.AST, x: Val) -> Val:
+        if x.kind == "py":
+            return Val("py", value=abs(x.value))
+        if x.kind == "scalar":
+            t = self.hoist("", f"Tile<{x.dtype}, {{ [] }}>", f"scalar_to_tile({x.expr})")
+            x = Val("tile", t, x.dtype, ())
+        if x.kind != "tile" or x.dtype == "bool":
+            raise Unsupported("abs of something that is not a number", node)
+        return Val("tile", f"{'absf' if x.is_float else 'absi'}({x.expr})", x.dtype, x.shape)
+
+    def ct_abs(self, node: ast.Call, hint: str) -> Val:
+        return self._abs(node, self.expr(bind_args(node, ["x"], set())["x"], ""))
+
+    def ct_negative(self, node: ast.Call, hint: str) -> Val:
+        x = bind_args(node, ["x"], set())["x"]
+        return self.unary(ast.copy_location(ast.UnaryOp(op=ast.USub(), operand=x), node), hint)
+
+    def ct_floordiv(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "y"], set())
+        return self.binop(ast.copy_location(ast.BinOp(left=args["x"], op=ast.FloorDiv(), right=args["y"]), node),
+                          hint)
+
+    def ct_mod(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "y"], set())
+        return self.binop(ast.copy_location(ast.BinOp(left=args["x"], op=ast.Mod(), right=args["y"]), node), hint)
+
+    def ct_cumsum(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "axis"], {"reverse", "rounding_mode", "flush_to_zero"})
+        if self.rounding(args.get("rounding_mode")) is not None or self.flag(args.get("flush_to_zero")):
+            raise gap("ct.cumsum(..., rounding_mode=/flush_to_zero=)", node, "rounding or ftz on scan_sum",
+                      "scan(x, axis, reverse, identity, |a, b| addf(a, b, rounding::R, ftz::F))")
+        x = self.expr(args["x"], "")
+        if x.kind != "tile" or not x.shape:
+            raise Unsupported("ct.cumsum of something that is not a tile of rank >= 1", node)
+        axis = self.const_int(args["axis"]) if "axis" in args else 0
+        axis = axis + len(x.shape) if axis < 0 else axis
+        if axis != 0:  # measured: cutile-compiler 0.5 writes `dim = 0` on every scan, whatever dim it is given
+            raise gap(f"ct.cumsum over axis {axis}", node, "scan over an axis other than 0 (its compiler writes "
+                      "dim = 0)", "permute(x, ..) so the axis is 0, scan_sum(.., 0i32, ..), permute back")
+        rev = "Reverse" if self.flag(args.get("reverse")) else "Forward"
+        zero = literal(0, x.dtype, node)
+        return self.tile(x.dtype, x.shape, f"scan_sum({x.expr}, {axis}i32, reverse::{rev}, {zero})", hint)
+
+    def permute(self, x: Val, perm: tuple[int, ...], node: ast.AST, hint: str) -> Val:
+        if sorted(perm) != list(range(len(x.shape))):
+            raise Unsupported("a permutation that is not one of the tile's axes", node)
+        if perm == tuple(range(len(x.shape))):
+            return x
+        shape = tuple(x.shape[i] for i in perm)
+        dims = ", ".join(str(i) for i in perm)
+        arr = self.hoist("", f"Array<{{ [{dims}] }}>", f"const_array![{dims}]")
+        return self.tile(x.dtype, shape, f"permute({x.expr}, {arr})", hint)
+
+    def ct_permute(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "axes"], set())
+        x = self.expr(args["x"], "")
+        axes = self.expr(args["axes"], "")
+        if x.kind != "tile" or axes.kind != "py" or not isinstance(axes.value, tuple):
+            raise Unsupported("ct.permute of a non-tile or with axes that are not constants", node)
+        rank = len(x.shape)
+        return self.permute(x, tuple(int(a) + rank if int(a) < 0 else int(a) for a in axes.value), node, hint)
+
+    def _binary_call(self, node: ast.Call, op: ast.AST, hint: str) -> Val:
+        """ct.<f>(x, y) that means a Python operator: translated as that operator is."""
+        args = bind_args(node, ["x", "y"], set())
+        if isinstance(op, ast.cmpop):
+            return self.compare(op, self.expr(args["x"], ""), self.expr(args["y"], ""), node, hint)
+        return self.binop(ast.copy_location(ast.BinOp(left=args["x"], op=op, right=args["y"]), node), hint)
+
+    def ct_bitwise_and(self, node, hint):
+        return self._binary_call(node, ast.BitAnd(), hint)
+
+    def ct_bitwise_or(self, node, hint):
+        return self._binary_call(node, ast.BitOr(), hint)
+
+    def ct_bitwise_xor(self, node, hint):
+        return self._binary_call(node, ast.BitXor(), hint)
+
+    def ct_equal(self, node, hint):
+        return self._binary_call(node, ast.Eq(), hint)
+
+    def ct_not_equal(self, node, hint):
+        return self._binary_call(node, ast.NotEq(), hint)
+
+    def ct_less(self, node, hint):
+        return self._binary_call(node, ast.Lt(), hint)
+
+    def ct_less_equal(self, node, hint):
+        return self._binary_call(node, ast.LtE(), hint)
+
+    def ct_greater(self, node, hint):
+        return self._binary_call(node, ast.Gt(), hint)
+
+    def ct_greater_equal(self, node, hint):
+        return self._binary_call(node, ast.GtE(), hint)
+
+    def ct_bitwise_not(self, node: ast.Call, hint: str) -> Val:
+        x = self.expr(bind_args(node, ["x"], set())["x"], "")
+        return self.invert(x, node)
+
+    def invert(self, x: Val, node: ast.AST) -> Val:
+        """~x: x ^ all-ones (measured: cutile 0.5 declares noti but its JIT has no `cuda_tile.noti` op)."""
+        if x.kind != "tile" or (x.dtype not in INTS and x.dtype != "bool"):
+            raise Unsupported("a bitwise not of something that is not an integer or boolean tile", node)
+        ones = Val("py", value=True if x.dtype == "bool" else -1)
+        return self.elementwise(x, ones, node, lambda a, b, d: f"{paren(a)} ^ {paren(b)}", bool_ok=True)
+
+    def _float_pair(self, name: str, node: ast.Call, render) -> Val:
+        args = bind_args(node, ["x", "y"], set())
+        a, b = self.expr(args["x"], ""), self.expr(args["y"], "")
+        res = self.elementwise(a, b, node, render)
+        if not (res.dtype in FLOATS or res.dtype == OP_DTYPE):
+            raise Unsupported(f"ct.{name} of integer tiles", node)
+        return res
+
+    def ct_atan2(self, node: ast.Call, hint: str) -> Val:
+        return self._float_pair("atan2", node, lambda x, y, d: f"atan2({x}, {y})")
+
+    def ct_pow(self, node: ast.Call, hint: str) -> Val:
+        return self._float_pair("pow", node, lambda x, y, d: f"pow({x}, {y})")
+
+    def ct_sqrt(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x"], {"rounding_mode", "flush_to_zero"})
+        x = self.expr(args["x"], "")
+        if x.kind != "tile" or not x.is_float:
+            raise Unsupported("ct.sqrt of a non-float tile", node)
+        r = self.rounding(args.get("rounding_mode")) or "NearestEven"
+        ftz = "Enabled" if self.flag(args.get("flush_to_zero")) else "Disabled"
+        return Val("tile", f"sqrt({x.expr}, rounding::{r}, ftz::{ftz})", x.dtype, x.shape)
+
+    def ct_broadcast_to(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "shape"], set())
+        x = self.expr(args["x"], "")
+        shape = self.dims(args["shape"])
+        if x.kind != "tile":
+            raise Unsupported("ct.broadcast_to of a scalar", node)
+        if broadcast_shapes([x.shape, shape], node) != shape:
+            raise Unsupported("ct.broadcast_to a shape the tile does not broadcast to", node)
+        return Val("tile", self.to_tile(x, x.dtype, shape, node), x.dtype, shape)
 
     def ct_minimum(self, node: ast.Call, hint: str) -> Val:
         return self._minmax("minimum", node, hint)
@@ -279,12 +549,23 @@ class CallOps:
 
     def ct_transpose(self, node: ast.Call, hint: str) -> Val:
         args = bind_args(node, ["x", "axis0", "axis1"], set())
-        if "axis0" in args or "axis1" in args:
-            raise Unsupported("ct.transpose with explicit axes", node)
         x = self.expr(args["x"], "")
         if x.kind != "tile":
             raise Unsupported("ct.transpose of a scalar", node)
-        return self.transpose(x, node)
+        if "axis0" not in args and "axis1" not in args:
+            return self.transpose(x, node)
+        if "axis0" not in args or "axis1" not in args:
+            raise Unsupported("ct.transpose with one explicit axis", node)
+        rank = len(x.shape)
+        a0, a1 = (self.const_int(args[k]) for k in ("axis0", "axis1"))
+        a0, a1 = a0 + rank if a0 < 0 else a0, a1 + rank if a1 < 0 else a1
+        perm = list(range(rank))
+        if not (0 <= a0 < rank and 0 <= a1 < rank):
+            raise Unsupported("ct.transpose axes out of the tile's rank", node)
+        perm[a0], perm[a1] = perm[a1], perm[a0]
+        if rank == 2 and perm == [1, 0]:
+            return self.transpose(x, node)
+        return self.permute(x, tuple(perm), node, hint)
 
     def ct_expand_dims(self, node: ast.Call, hint: str) -> Val:
         args = bind_args(node, ["x", "axis"], set())
@@ -307,8 +588,14 @@ class CallOps:
     def ct_full(self, node: ast.Call, hint: str) -> Val:
         args = bind_args(node, ["shape", "fill_value", "dtype"], set())
         v = self.expr(args["fill_value"], "")
+        if v.kind == "scalar":  # a run-time fill value: the scalar broadcast to the tile, as cuTile lowers it
+            shape = self.dims(args["shape"])
+            d = self.expr(args["dtype"], "")
+            if d.kind != "dtype":
+                raise Unsupported("a dtype argument that is not a dtype", args["dtype"])
+            return self.tile(d.value, shape, self.to_tile(v, d.value, shape, node), hint)
         if v.kind != "py":
-            raise Unsupported("ct.full with a run-time fill value", node)
+            raise Unsupported("ct.full with a fill value that is not a number", node)
         return self._fill(node, args["shape"], v.value, args["dtype"])
 
     def ct_zeros(self, node: ast.Call, hint: str) -> Val:
@@ -353,8 +640,12 @@ class CallOps:
         x = self.expr(args["x"], "")
         if x.kind != "tile":
             raise Unsupported(f"ct.{name} of a scalar", node)
-        if "axis" not in args:
-            raise Unsupported(f"ct.{name} over all axes", node)
+        axis_v = self.expr(args["axis"], "") if "axis" in args else Val("py", value=None)
+        if axis_v.kind == "py" and axis_v.value is None:
+            if len(x.shape) != 1:  # a rank-1 tile: the one axis, as cuTile Python reduces it (reduce dim=0)
+                raise Unsupported(f"ct.{name} over all axes of a rank-{len(x.shape)} tile", node,
+                                  "reduce one axis at a time, or reshape to rank 1 first")
+            args = {**args, "axis": ast.copy_location(ast.Constant(0), node)}
         axis = self.const_int(args["axis"])
         axis = axis + len(x.shape) if axis < 0 else axis
         keep = self.flag(args.get("keepdims"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from tileport.agents.draft.values import (OP_DTYPE, Array, NeedsDtype, Unsupported, Val, View, literal, paren,
+from tileport.agents.draft.values import (OP_DTYPE, Array, NeedsDtype, Unsupported, Val, View, gap, literal, paren,
                                           shape_macro, tile_type)
 from tileport.agents.draft.syntax import ELEM_BYTES, ct_name, call_label, bind_args, broadcast_shapes, operand
 
@@ -34,9 +34,14 @@ class MemoryOps:
         raise Unsupported(call_label(call), call)
 
     def store(self, args: dict[str, ast.expr], call: ast.Call) -> None:
-        for k in ("order", "latency", "allow_tma"):
+        for k in ("order", "latency"):
             if k in args:
                 raise Unsupported(f"ct.store(..., {k}=)", call)
+        if "allow_tma" in args:
+            tma = self.tma_hint(args["allow_tma"], "ct.store")
+            if tma is False:
+                raise Unsupported("ct.store(..., allow_tma=False)", call,
+                                  "write store_view_tko_mut(..., tma::Disabled) on the output's PartitionMut")
         arr = self.expr(args["array"], "")
         if arr.kind != "array":
             raise Unsupported("ct.store into something that is not a kernel array parameter", args["array"])
@@ -87,6 +92,9 @@ class MemoryOps:
         """The hoisted partition of `arr` with this tile shape, padding and dim order (created once)."""
         if len(shape) != arr.ndim:
             raise Unsupported("a tile shape whose rank differs from the array's", node)
+        if mutable and len(shape) > 3:  # the cutile JIT: "Unable to partition tensors with rank > 3"
+            raise gap(f"a store into a rank-{len(shape)} array", node, "store partition of rank > 3",
+                      "collapse the leading axes on the host (a rank-3 view of the output) and store into that")
         if mutable and not arr.mutable:
             raise Unsupported("a store into an array that is also loaded", node)
         if arr.mutable and not mutable:
@@ -223,6 +231,11 @@ class MemoryOps:
             self.emit(f"unsafe {{ store_ptr_tko({ptr}, {val}, ordering::Weak, None::<scope::Device>, {mask_arg}, "
                       f"Some({tok}), Latency::<0>) }};")
             return Val("none")
+        if len(shape) >= 2 and masks:  # measured: cutile 0.5 reshapes the padding scalar to rank 1 and broadcasts
+            # it to the tile's rank, which tileiras rejects ('cuda_tile.broadcast' op ... same rank)
+            raise gap(f"ct.gather of a rank-{len(shape)} tile with a padding value", node,
+                      "valid lowering of a load_ptr_tko padding value for tiles of rank >= 2",
+                      "flatten the indices to a rank-1 gather and reshape the result")
         pad_v = self.expr(args["padding_value"], "") if "padding_value" in args else Val("py", value=0)
         if pad_v.kind != "py":
             raise Unsupported("a gather padding_value that is not a constant", args.get("padding_value", node))
@@ -286,11 +299,40 @@ class MemoryOps:
             self.helpers.add(arr.ndim)
         return name
 
+    def tma_hint(self, node: ast.expr, what: str) -> bool | None:
+        """allow_tma=: True/None keep cutile's default (TMA allowed), noted as the approximation it is; False is
+        tma::Disabled."""
+        v = self.expr(node, "")
+        if v.kind == "py" and v.value is None:
+            return None
+        if v.kind != "py" or not isinstance(v.value, bool):
+            raise Unsupported(f"{what}(..., allow_tma=) that is not a constant bool", node)
+        if v.value:
+            self.approximate(f"{what}(..., allow_tma=True): cutile-rs' tma::Enabled writes no allow_tma hint (cuTile "
+                             "Python writes allow_tma = true); both let the compiler use TMA")
+        return v.value
+
+    def approximate(self, note: str) -> None:
+        """A construct translated with a named approximation: said where it happens, and once per entry."""
+        if note not in self.approximations:
+            self.approximations.append(note)
+        self.emit(f"// approximation: {note}")
+
     def ct_load(self, node: ast.Call, hint: str) -> Val:
         args = bind_args(node, ["array", "index", "shape"], {"order", "padding_mode", "latency", "allow_tma"})
-        for k in ("latency", "allow_tma"):
-            if k in args:
-                raise Unsupported(f"ct.load(..., {k}=)", node)
+        tma = self.tma_hint(args["allow_tma"], "ct.load") if "allow_tma" in args else None
+        latency = None
+        if "latency" in args:
+            lv = self.expr(args["latency"], "")
+            if lv.kind == "py" and lv.value is None:
+                latency = None
+            elif lv.kind == "py" and isinstance(lv.value, int) and not isinstance(lv.value, bool) and 1 <= lv.value <= 10:
+                latency = lv.value
+                if tma is not False:
+                    self.approximate("ct.load(..., latency=N): cutile-rs' load_pipelined::<N> writes the latency "
+                                     "hint without cuTile Python's allow_tma = true beside it")
+            else:
+                raise Unsupported("ct.load(..., latency=) that is not a constant int in 1..10", args["latency"])
         arr = self.expr(args["array"], "")
         if arr.kind != "array":
             raise Unsupported("ct.load from something that is not a kernel array parameter", args["array"])
@@ -304,7 +346,18 @@ class MemoryOps:
             order = tuple(int(o) for o in v.value)
         view = self.view_for(arr.value, shape, padding, order, mutable=False, node=node)
         index = self.index_list(args["index"], len(shape))
-        return self.tile(arr.value.dtype, shape, f"{view.var}.load([{', '.join(index)}])", hint)
+        at = f"[{', '.join(index)}]"
+        if tma is False:
+            lat = f"Some({latency})" if latency is not None else "None"
+            mut = "_mut" if view.mutable else ""
+            expr = (f"load_view_tko{mut}(&{view.var}, {at}, ordering::Weak, scope::TileBlock, {lat}, tma::Disabled)")
+            if view.mutable:
+                expr = f"unsafe {{ {expr} }}"
+        elif latency is not None:
+            expr = f"{view.var}.load_pipelined::<{latency}>({at})"
+        else:
+            expr = f"{view.var}.load({at})"
+        return self.tile(arr.value.dtype, shape, expr, hint)
 
 
 def _block_axis(v: Val):

@@ -24,6 +24,8 @@ class Hole(BaseModel):
     kernel: str
     entry: str  # the Rust entry the hole sits in
     detail: str = ""
+    id: str = ""  # "h1", "h2", ... in order of appearance in kernel.rs (its TILEPORT-HOLE region)
+    gap: bool = False  # a named cutile-rs gap ("cutile-rs 0.5 has no X"), not a translator shortcoming
 
     def __str__(self) -> str:
         text = f"unsupported: {self.what} at {self.file}:{self.line}:{self.col}"

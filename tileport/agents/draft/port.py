@@ -9,15 +9,18 @@ folding are const generics; the spec carries one variant per (analysis variant x
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from pathlib import Path
 from typing import Any
 
 from tileport.agents.draft.body import INDENT, BodyTranslator, rust_name
+from tileport.agents.draft.syntax import canonical_ct
 from tileport.agents.draft.model import Draft, Hole, HostContract, HostEntry, HostParam, HostVariant
 from tileport.agents.draft.values import OP_DTYPE, RUST_DTYPE, Array, Unsupported, Val, shape_macro
 from tileport.errors import UserError
 from tileport.validators.analysis.schema import Analysis, KernelInfo, Variant as RefVariant
+from tileport.validators.analysis.static import Unknown, fold_constant, module_values
 from tileport.validators.rust.reference import tensor_specs
 from tileport.validators.rust.spec import DumpSpec, Entry, Extent, ReferenceKey, Variant
 
@@ -25,7 +28,21 @@ _HINT_KEYS = {"occupancy": "occupancy", "num_ctas": "num_cta_in_cga", "num_cta_i
 
 
 def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
-    """Translate the analysed op (or one kernel of it) to a cutile-rs draft; see the package docstring."""
+    """Translate the analysed op (or one kernel of it) to a cutile-rs draft; see the package docstring.
+
+    Bad input is a one-line UserError; a statement the translator cannot handle is a hole; a translator bug outside
+    any statement is a one-line UserError saying so (never a traceback)."""
+    try:
+        return _draft_port(analysis, kernel)
+    except UserError:
+        raise
+    except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError, RecursionError,
+            SyntaxError) as e:
+        raise UserError(f"tileport draft failed on {analysis.op}: {type(e).__name__}: {str(e)[:200]} (a tileport "
+                        "bug; please report it with the op)") from e
+
+
+def _draft_port(analysis: Analysis, kernel: str | None) -> Draft:
     path = Path(analysis.source.path)
     try:
         source = path.read_text(encoding="utf-8")
@@ -33,14 +50,14 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
         raise UserError(f"cannot read the op source {path} named by the analysis: {e.strerror or e}") from None
     tree = ast.parse(source, filename=str(path))
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    module_consts = _module_constants(tree)
+    module_consts = module_values(path, tree)
     kernels = [k for k in analysis.kernels if kernel is None or k.name == kernel]
     if not kernels:
         have = ", ".join(k.name for k in analysis.kernels) or "none"
         raise UserError(f"{analysis.op} has no kernel {kernel!r} (it has: {have})")
 
     lines = source.splitlines()
-    module = _ident(analysis.op)
+    module = _limited(_ident(analysis.op))
     entries_rs: list[str] = []
     spec_entries: list[Entry] = []
     host_entries: list[HostEntry] = []
@@ -50,17 +67,18 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
     helpers: set[int] = set()
 
     for info in kernels:
-        fn = functions.get(info.name)
+        fn = functions.get(info.name) or _nested_kernel(tree, info.name)
         variants = [v for v in analysis.variants if v.kernel == info.name and v.instances]
         if fn is None or not variants:
             continue
+        fn = canonical_ct(fn, tree, module_consts)
         for group, folded in _groups(fn, info, variants, module_consts):
             base_name = _entry_name(info.name, folded, used_entry_names)
             dtypes: list[str | None] = [None]
             if _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, path.name, analysis.targets):
                 dtypes = sorted({i.dtype for v in group for i in v.instances})
             for dtype in dtypes:
-                entry_name = base_name if dtype is None else f"{base_name}_{RUST_DTYPE.get(dtype, dtype)}"
+                entry_name = base_name if dtype is None else _limited(f"{base_name}_{RUST_DTYPE.get(dtype, dtype)}")
                 used_entry_names.add(entry_name)
                 _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype,
                              seen_holes, holes, entries_rs, spec_entries, host_entries, helpers, functions)
@@ -70,9 +88,11 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
     header = (f"// Draft port of {path.name}, written by `tileport draft` (deterministic translation, no model).\n"
               f"// One entry per kernel and constant-branch choice; integer ct.Constant parameters are const generics.\n")
     if holes:
-        header += f"// {len(holes)} construct(s) are left as TODO(tileport) holes for a writer to fill.\n"
+        header += (f"// {len(holes)} construct(s) are left as TILEPORT-HOLE regions for a writer to fill "
+                   f"({sum(h.gap for h in holes)} of them named cutile-rs gaps).\n")
     body = "\n\n".join([_strides_helper(n) for n in sorted(helpers)] + entries_rs)
     kernel_rs = (f"{header}#[cutile::module]\npub mod {module} {{\n{INDENT}use cutile::core::*;\n\n{body}\n}}\n")
+    kernel_rs, holes = _number_holes(kernel_rs, holes)
     spec = DumpSpec(module=module, entries=spec_entries, targets=list(analysis.targets) or ["sm_90"])
     contract = HostContract(module=module, op=analysis.op, entries=host_entries,
                             assumptions=list(analysis.assumptions),
@@ -82,6 +102,41 @@ def draft_port(analysis: Analysis, kernel: str | None = None) -> Draft:
                                    "an output with dynamic tile dims (`{[-1, ...]}`) is stored through partition_mut "
                                    "of the whole tensor; cutile 0.5 cannot launch it (the entry's comment says why)"])
     return Draft(op=analysis.op, kernel_rs=kernel_rs, spec=spec, host_contract=contract, holes=holes)
+
+
+def _limited(name: str, limit: int = 64) -> str:
+    """A generated name within `limit` characters (the spec's and the IR dump's): a long one keeps its head and
+    gets a deterministic hash of the whole, so two long names stay distinct."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:10]
+    return f"{name[: limit - len(digest) - 1].rstrip('_')}_{digest}"
+
+
+def _variant_name(dtype: str, constants: dict) -> str:
+    parts = [RUST_DTYPE.get(dtype, dtype)] + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}"
+                                               for k, v in constants.items()]
+    return _limited(re.sub(r"[^A-Za-z0-9_.-]", "_", "__".join(parts)))
+
+
+def _nested_kernel(tree: ast.Module, name: str) -> ast.FunctionDef | None:
+    """A kernel defined inside a factory function (one definition of that name, else None)."""
+    found = [n for top in tree.body if isinstance(top, (ast.FunctionDef, ast.ClassDef))
+             for n in ast.walk(top) if n is not top and isinstance(n, ast.FunctionDef) and n.name == name]
+    if len(found) != 1:
+        return None
+    found[0]._tileport_nested = True  # its free names are closure values (see _free_names)
+    return found[0]
+
+
+def _number_holes(kernel_rs: str, holes: list[Hole]) -> tuple[str, list[Hole]]:
+    """Give each hole region its id, h1, h2, ... in order of appearance in kernel.rs (the hole contract)."""
+    order: dict[str, str] = {}
+    for m in re.finditer(r"@HOLE[0-9]+@", kernel_rs):
+        order.setdefault(m.group(0), f"h{len(order) + 1}")
+    kernel_rs = re.sub(r"@HOLE[0-9]+@", lambda m: order[m.group(0)], kernel_rs)
+    numbered = [h.model_copy(update={"id": order[h.id]}) for h in holes if h.id in order]
+    return kernel_rs, sorted(numbered, key=lambda h: int(h.id[1:]))
 
 
 def _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, file, targets) -> bool:
@@ -94,14 +149,13 @@ def _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, file, t
 
 def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype, seen_holes,
                  holes, entries_rs, spec_entries, host_entries, helpers, functions) -> None:
-    def on_hole(e: Unsupported, entry=entry_name, kname=info.name) -> None:
+    def on_hole(e: Unsupported, entry=entry_name, kname=info.name) -> str:
         node = e.node
-        key = (e.what, getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
-        if key in seen_holes:
-            return
-        seen_holes.add(key)
+        token = f"@HOLE{len(holes)}@"  # numbered h1, h2, ... by appearance once kernel.rs is assembled
         holes.append(Hole(what=e.what, file=path.name, line=getattr(node, "lineno", fn.lineno),
-                          col=getattr(node, "col_offset", 0) + 1, kernel=kname, entry=entry, detail=e.detail))
+                          col=getattr(node, "col_offset", 0) + 1, kernel=kname, entry=entry, detail=e.detail,
+                          id=token, gap=e.gap))
+        return token
 
     if dtype is not None:
         group = [v.model_copy(update={"instances": [i for i in v.instances if i.dtype == dtype]}) for v in group]
@@ -119,16 +173,31 @@ def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, 
 
 # ---- planning -------------------------------------------------------------------------------------
 
-def _module_constants(tree: ast.Module) -> dict[str, Any]:
+CLOSURE = "closure:"  # a folded key naming a factory kernel's closure value (the analysis' variant name has it)
+
+
+def _free_names(fn: ast.FunctionDef) -> set[str]:
+    """Names a kernel defined inside a factory reads from its closure (neither parameters nor assigned)."""
+    if getattr(fn, "_tileport_nested", False) is False:
+        return set()
+    body = [n for st in fn.body for n in ast.walk(st)]
+    bound = {a.arg for a in fn.args.args + fn.args.kwonlyargs} | {
+        n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
+def _closure_values(v: RefVariant, free: set[str]) -> dict[str, Any]:
+    """A factory kernel's closure values, as stage A's capture recorded them in the variant name (k=v, ...)."""
     out: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                value = ast.literal_eval(node.value)
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                continue
-            if isinstance(value, (bool, int, float)):
-                out[node.targets[0].id] = value
+    for part in v.name.split(","):
+        key, _, text = part.partition("=")
+        if key not in free or key in v.constants:
+            continue
+        value = fold_constant(ast.Constant(True) if text == "true" else ast.Constant(False) if text == "false"
+                              else ast.parse(text, mode="eval").body if text.strip() else ast.Constant(None), {}) \
+            if text.replace(".", "", 1).replace("-", "", 1).replace("e", "", 1).isalnum() else Unknown(text)
+        if isinstance(value, (bool, int, float)):
+            out[key] = value
     return out
 
 
@@ -143,50 +212,21 @@ def _constant_tests(fn: ast.FunctionDef, constants: set[str], module_consts: dic
     return tests
 
 
-def _eval(node: ast.expr, env: dict[str, Any]) -> Any:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return env[node.id]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return not _eval(node.operand, env)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_eval(node.operand, env)
-    if isinstance(node, ast.BoolOp):
-        vals = [_eval(v, env) for v in node.values]
-        return all(vals) if isinstance(node.op, ast.And) else any(vals)
-    if isinstance(node, ast.Compare):
-        left = _eval(node.left, env)
-        for op, right in zip(node.ops, node.comparators):
-            r = _eval(right, env)
-            ok = {ast.Eq: left == r, ast.NotEq: left != r, ast.Lt: left < r, ast.LtE: left <= r,
-                  ast.Gt: left > r, ast.GtE: left >= r}.get(type(op))
-            if ok is None:
-                raise ValueError("comparison")
-            if not ok:
-                return False
-            left = r
-        return True
-    if isinstance(node, ast.BinOp):
-        a, b = _eval(node.left, env), _eval(node.right, env)
-        return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b, ast.Mod: a % b if b else 0,
-                ast.FloorDiv: a // b if b else 0}[type(node.op)]
-    raise ValueError(type(node).__name__)
-
-
 def _groups(fn: ast.FunctionDef, info: KernelInfo, variants: list[RefVariant], module_consts: dict[str, Any]):
     """[(variants, folded)]: folded maps each folded test (ast.dump) -> bool, and bool/float constants -> value."""
     constants = {p.name for p in info.params if p.kind == "constant"}
+    free = _free_names(fn)
+    closures = {id(v): _closure_values(v, free) for v in variants}
+    constants |= {k for c in closures.values() for k in c}
     tests = _constant_tests(fn, constants, module_consts)
     groups: dict[tuple, tuple[list[RefVariant], dict[str, Any]]] = {}
     for v in variants:
-        env = {**module_consts, **v.constants}
-        folded: dict[str, Any] = {}
+        env = {**module_consts, **v.constants, **closures[id(v)]}
+        folded: dict[str, Any] = {f"{CLOSURE}{k}": val for k, val in closures[id(v)].items()}
         for t in tests:
-            try:
-                folded[ast.dump(t)] = bool(_eval(t, env))
-            except (KeyError, ValueError, TypeError, ZeroDivisionError):
-                continue
+            value = fold_constant(t, env)  # stage A's evaluator: a branch folds exactly as the analysis saw it
+            if not isinstance(value, Unknown):
+                folded[ast.dump(t)] = bool(value)
         for name, value in v.constants.items():
             if isinstance(value, (bool, float)):
                 folded[name] = value
@@ -207,10 +247,10 @@ def _entry_name(kernel: str, folded: dict[str, Any], used: set[str]) -> str:
             parts.append(_slug(text) if value else f"not_{_slug(text)}")
         elif isinstance(value, bool):
             if value:
-                parts.append(key.lower())
+                parts.append(key.removeprefix(CLOSURE).lower())
         else:
-            parts.append(f"{key.lower()}_{_slug(str(value))}")
-    name = _ident("_".join([base] + [p for p in parts if p]))
+            parts.append(f"{key.removeprefix(CLOSURE).lower()}_{_slug(str(value))}")
+    name = _limited(_ident("_".join([base] + [p for p in parts if p])), 60)
     candidate, n = name, 2
     while candidate in used:
         candidate, n = f"{name}_{n}", n + 1
@@ -291,6 +331,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
             params[p.name] = Val("scalar", rname, rt)
             sig.append((rname, rt, HostParam(name=rname, kind="scalar", rust_type=rt, dtype=sdt)))
     consts_env = {k: v for k, v in non_int.items() if v is not None}
+    consts_env.update({k[len(CLOSURE):]: v for k, v in folded.items() if k.startswith(CLOSURE)})
     strides = {}
     for p, sig_ in zip(info.params, inst.signature):
         if sig_.get("kind") == "array":
@@ -411,6 +452,8 @@ def _static_plan(tr: BodyTranslator, name: str, int_consts: list[str]):
     if not stores:
         return None, "it is written by pointer stores (ct.scatter), not tiles of a view"
     shape = stores[0][0]
+    if len(shape) > 3:  # cutile's JIT: "Unable to partition tensors with rank > 3" (the launch grid is 3-D)
+        return None, "cutile-rs 0.5 partitions `&mut` outputs of rank 3 at most (the launch grid's rank)"
     if any(not (re.fullmatch(r"[0-9]+", d) or d in int_consts) for d in shape):
         return None, f"its tile shape ({', '.join(shape)}) is not made of literals and const generics"
     whole = []
@@ -455,7 +498,7 @@ def _entry_comment(info: KernelInfo, folded: dict[str, Any], generics: list[str]
         elif key in tests:
             continue
         else:
-            parts.append(f"{key} = {str(value).lower() if isinstance(value, bool) else value}")
+            parts.append(f"{key.removeprefix(CLOSURE)} = {str(value).lower() if isinstance(value, bool) else value}")
     text = f"{INDENT}// {info.name}"
     if parts:
         text += ", folded where " + ", ".join(parts)
@@ -496,14 +539,17 @@ def _spec_variants(analysis: Analysis, info: KernelInfo, group: list[RefVariant]
                    uses_e: bool, extents: dict[str, tuple] | None = None) -> list[Variant]:
     renamed = {rust_name(p.name): p.name for p in info.params if rust_name(p.name) != p.name}
     out = []
+    seen: set[str] = set()
     for rv in group:
         for inst in rv.instances:
+            name = _variant_name(inst.dtype, rv.constants)
+            if name in seen:  # two launches giving the same specialisation: one job
+                continue
+            seen.add(name)
             tensors, strides = tensor_specs(analysis, rv.kernel, inst, renamed)
             gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + \
                 [_generic_value(rv, g, extents or {}) for g in generics]
-            name = "__".join([RUST_DTYPE.get(inst.dtype, inst.dtype)]
-                             + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}" for k, v in rv.constants.items()])
-            out.append(Variant(name=name[:64], generics=gen, strides=strides, tensors=tensors,
+            out.append(Variant(name=name, generics=gen, strides=strides, tensors=tensors,
                                reference=ReferenceKey(kernel=rv.kernel, constants=dict(rv.constants), dtype=inst.dtype,
                                                       params=renamed)))
     return out
@@ -530,11 +576,12 @@ def _host_entry(analysis: Analysis, info: KernelInfo, entry: str, group: list[Re
     variants = []
     for rv in group:
         for inst in rv.instances:
+            name = _variant_name(inst.dtype, rv.constants)
+            if any(v.name == name for v in variants):
+                continue
             gen = ([RUST_DTYPE.get(inst.dtype, inst.dtype)] if uses_e else []) + \
                 [_generic_value(rv, g, extents or {}) for g in generics]
-            name = "__".join([RUST_DTYPE.get(inst.dtype, inst.dtype)]
-                             + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}" for k, v in rv.constants.items()])
-            variants.append(HostVariant(name=name[:64], dtype=inst.dtype, generics=gen, constants=dict(rv.constants)))
+            variants.append(HostVariant(name=name, dtype=inst.dtype, generics=gen, constants=dict(rv.constants)))
     return HostEntry(
         name=entry, kernel=info.name, generics=(["E"] if uses_e else []) + generics, params=params,
         folded={(_test_text(k) if k.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp(")) else k):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from typing import Any
 
 from tileport.agents.draft.values import OP_DTYPE, Unsupported, Val, paren, tile_type
+from tileport.validators.analysis.static import TileNames, TileRef, Unknown, fold_constant
 
 INDENT = "    "
 CMP_FUNCS = {ast.Lt: "lt_tile", ast.LtE: "le_tile", ast.Gt: "gt_tile", ast.GtE: "ge_tile", ast.Eq: "eq_tile",
@@ -101,18 +103,18 @@ def broadcast_shapes(shapes: list[tuple[str, ...]], node: ast.AST) -> tuple[str,
 
 
 def fold_binop(op: type, a: Any, b: Any, node: ast.AST) -> Any:
-    try:
-        return {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.Div: lambda: a / b,
-                ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b, ast.Pow: lambda: a ** b,
-                ast.BitAnd: lambda: a & b, ast.BitOr: lambda: a | b, ast.BitXor: lambda: a ^ b,
-                ast.LShift: lambda: a << b, ast.RShift: lambda: a >> b}[op]()
-    except (KeyError, ArithmeticError, TypeError):
-        raise Unsupported(f"folding {opname(op)} of constants", node) from None
+    """a op b on constants, by stage A's evaluator (one set of rules: same bounds, a // 0 is not a constant)."""
+    v = fold_constant(ast.BinOp(left=ast.Constant(a), op=op(), right=ast.Constant(b)), {})
+    if isinstance(v, Unknown):
+        raise Unsupported(f"folding {opname(op)} of constants", node)
+    return v
 
 
 def fold_compare(op: ast.cmpop, a: Any, b: Any) -> bool:
-    return {ast.Lt: a < b, ast.LtE: a <= b, ast.Gt: a > b, ast.GtE: a >= b, ast.Eq: a == b,
-            ast.NotEq: a != b, ast.Is: a is b, ast.IsNot: a is not b}[type(op)]
+    v = fold_constant(ast.Compare(left=ast.Constant(a), ops=[op], comparators=[ast.Constant(b)]), {})
+    if isinstance(v, Unknown):
+        raise Unsupported(f"the comparison {type(op).__name__} of constants", None)
+    return v
 
 
 def opname(op: type) -> str:
@@ -143,3 +145,39 @@ def range_end(expr: str) -> str:
 def describe(v: Val) -> str:
     return tile_type(v.dtype, v.shape) if v.kind == "tile" else f"{v.kind} {v.dtype}"
 
+
+
+class _Canonical(ast.NodeTransformer):
+    def __init__(self, names: TileNames, env: dict[str, Any], local: set[str]):
+        self.names, self.env, self.local = names, env, local
+
+    def _ct(self, attr: str, node: ast.AST) -> ast.expr:
+        out: ast.expr = ast.Name("ct", ast.Load())
+        for part in attr.split("."):
+            out = ast.Attribute(out, part, ast.Load())
+        return ast.copy_location(out, node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        attr = self.names.attr(node)
+        if attr is not None and isinstance(node.ctx, ast.Load):
+            return self._ct(attr, node)
+        return self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if not isinstance(node.ctx, ast.Load) or node.id in self.local or node.id == "ct":
+            return node
+        attr = self.names.attr(node)
+        if attr is None and isinstance(self.env.get(node.id), TileRef):
+            attr = self.env[node.id].attr
+        return self._ct(attr, node) if attr is not None else node
+
+
+def canonical_ct(fn: ast.FunctionDef, tree: ast.Module, env: dict[str, Any]) -> ast.FunctionDef:
+    """A copy of `fn` where every spelling of a cuda.tile name (`cuda.tile.load`, an alias module, a from-import,
+    a module-level alias `exp2 = ct.exp2`) reads `ct.<name>`, the one spelling the translator matches."""
+    names = TileNames(tree)
+    if names.module_aliases == {"ct"} and not names.direct and not any(isinstance(v, TileRef) for v in env.values()):
+        return fn
+    local = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs} | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return _Canonical(names, env, local).visit(copy.deepcopy(fn))

@@ -32,9 +32,15 @@ OP_DTYPE = "E"  # the element-type generic of an entry
 class Unsupported(Exception):
     """A construct outside the translatable subset: becomes a `Hole` at `node`."""
 
-    def __init__(self, what: str, node: ast.AST | None, detail: str = ""):
+    def __init__(self, what: str, node: ast.AST | None, detail: str = "", gap: bool = False):
         super().__init__(what)
-        self.what, self.node, self.detail = what, node, detail
+        self.what, self.node, self.detail, self.gap = what, node, detail, gap
+
+
+def gap(what: str, node: ast.AST | None, missing: str, closest: str) -> Unsupported:
+    """A named cutile-rs gap: cuTile Python has `what`, cutile-rs 0.5 has no `missing`; `closest` is where a writer
+    starts (the coverage table, docs/draft_coverage.md, lists every one)."""
+    return Unsupported(what, node, f"cutile-rs 0.5 has no {missing}; closest: {closest}", gap=True)
 
 
 class NeedsDtype(Unsupported):
@@ -43,6 +49,10 @@ class NeedsDtype(Unsupported):
 
 class Lost(Exception):
     """A use of a value that an earlier hole left undefined (the earlier hole already says why)."""
+
+    def __init__(self, name: str, gap: bool = False):
+        super().__init__(name)
+        self.name, self.gap = name, gap
 
 
 @dataclass

@@ -17,8 +17,10 @@ Values it cannot know (tensor shapes, wrapper arguments) stay `Unknown`, carryin
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -751,4 +753,183 @@ def inspect_source(tree: ast.Module) -> StaticInfo:
                       factory_kernels=[k.name for k in factories])
 
 
-__all__ = ["inspect_source", "StaticInfo", "KernelStatic", "LaunchStatic", "ArgValue", "Unknown"]
+# ---------------------------------------------------------------------------------------------
+# Module values: what a module-level name means, through the module's imports (added for the draft translator,
+# issue #21, so that it folds constants with this evaluator instead of a second one)
+
+DTYPE_NAMES = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+               "uint32", "uint64", "bool_", "float8_e4m3fn", "float8_e5m2", "tfloat32"}
+_TORCH_DTYPE_ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "int32",
+                        "long": "int64", "short": "int16", "bool": "bool_"}
+_MATH_CONSTANTS = {"pi", "e", "tau", "inf", "nan"}
+_MATH_FUNCS = {"log", "log2", "log10", "exp", "exp2", "sqrt", "sin", "cos", "tan", "tanh", "atan", "floor", "ceil",
+               "fabs", "pow", "erf", "log1p", "expm1", "isqrt", "gcd", "copysign"}
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    """An imported module: `math`, `torch`, `numpy`, `cuda.tile` (or its alias), ..."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class DTypeRef:
+    """A dtype object (`ct.float16`, `torch.float16`, `torch.half`): its cuTile Python name."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class TileRef:
+    """A module-level alias of a cuda.tile name (`exp2 = ct.exp2`): the name inside cuda.tile."""
+
+    attr: str
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """A function defined at the top level of a module file (a kernel's helper, maybe imported)."""
+
+    path: str
+    name: str
+
+
+def _module_attr(mod: ModuleRef, attr: str) -> Any:
+    if mod.name == "math" and attr in _MATH_CONSTANTS:
+        return getattr(math, attr)
+    if mod.name in ("torch", "cuda.tile", "numpy"):
+        name = _TORCH_DTYPE_ALIASES.get(attr, attr) if mod.name == "torch" else attr
+        if name == "bool" and mod.name == "numpy":
+            name = "bool_"
+        if name in DTYPE_NAMES:
+            return DTypeRef(name)
+        if mod.name == "cuda.tile":
+            return TileRef(attr)
+    return Unknown(f"{mod.name}.{attr}")
+
+
+class ConstantEvaluator(Evaluator):
+    """Evaluator, plus what module-level code reads: math constants and functions of constants, dtype objects of
+    torch / numpy / cuda.tile, attributes of imported modules. Everything else is what Evaluator gives."""
+
+    def _eval(self, node: ast.AST, env: dict[str, Any]) -> Any:
+        if isinstance(node, ast.Attribute):
+            base = self.eval(node.value, env)
+            if isinstance(base, ModuleRef):
+                return _module_attr(base, node.attr)
+            if self.names.attr(node) in DTYPE_NAMES:
+                return DTypeRef(self.names.attr(node))
+            return Unknown(ast.unparse(node))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
+            base = self.eval(node.func.value, env)
+            if isinstance(base, ModuleRef) and base.name == "math" and node.func.attr in _MATH_FUNCS:
+                args = [self.eval(a, env) for a in node.args]
+                if all(isinstance(a, (int, float)) and not isinstance(a, bool) and abs(a) < 1e300 for a in args):
+                    return getattr(math, node.func.attr)(*args)
+                return Unknown(ast.unparse(node), "float")
+        if isinstance(node, ast.Name) and node.id not in env and self.names.direct.get(node.id) in DTYPE_NAMES:
+            return DTypeRef(self.names.direct[node.id])
+        return super()._eval(node, env)
+
+
+_MODULE_CACHE: dict[tuple[str, int, int], dict[str, Any]] = {}
+_MAX_IMPORT_DEPTH = 8
+
+
+def _import_target(path: Path, level: int, module: str | None) -> Path | None:
+    """The file a relative import names (`from .x import y`, `from .. import x`), or None."""
+    base = path.parent
+    for _ in range(level - 1):
+        base = base.parent
+    if module:
+        base = base.joinpath(*module.split("."))
+        for cand in (base.with_suffix(".py"), base / "__init__.py"):
+            if cand.is_file():
+                return cand
+        return None
+    return base / "__init__.py" if (base / "__init__.py").is_file() else None
+
+
+def module_values(path: str | Path, tree: ast.Module | None = None, _depth: int = 0) -> dict[str, Any]:
+    """Every top-level name of the module file at `path` -> its value as ConstantEvaluator sees it: numbers and
+    tuples folded through imports (relative imports of sibling modules followed, `math` evaluated), ModuleRef for
+    modules, DTypeRef for dtype objects, FunctionRef for functions, Unknown for the rest. Never raises on a
+    module it cannot read: its names are simply Unknown."""
+    path = Path(path).resolve()
+    try:
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
+    except OSError:
+        return {}
+    if tree is None and key in _MODULE_CACHE:
+        return _MODULE_CACHE[key]
+    if tree is None:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+            return {}
+    names = TileNames(tree)
+    ev = ConstantEvaluator(names, set(), {})
+    env: dict[str, Any] = {}
+    for alias in names.module_aliases:
+        if "." not in alias:
+            env[alias] = ModuleRef("cuda.tile")
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.name.startswith("cuda.tile") or a.name == "cuda":
+                    continue  # TileNames resolves cuda.tile and its aliases
+                env[a.asname or a.name.split(".")[0]] = ModuleRef(a.name if a.asname else a.name.split(".")[0])
+        elif isinstance(stmt, ast.ImportFrom):
+            if stmt.level == 0:
+                for a in stmt.names:
+                    if stmt.module == "math" and a.name in _MATH_CONSTANTS:
+                        env[a.asname or a.name] = getattr(math, a.name)
+                    elif stmt.module in ("torch", "numpy", "cuda.tile") and a.name != "*":
+                        env[a.asname or a.name] = _module_attr(ModuleRef(stmt.module), a.name)
+                    elif a.name != "*":
+                        env[a.asname or a.name] = Unknown(f"{stmt.module}.{a.name}")
+                continue
+            target = _import_target(path, stmt.level, stmt.module)
+            for a in stmt.names:
+                if a.name == "*":
+                    continue
+                value: Any = Unknown(a.name)
+                if target is not None and _depth < _MAX_IMPORT_DEPTH:
+                    other = module_values(target, None, _depth + 1)
+                    if a.name in other:
+                        value = other[a.name]
+                    else:  # `from . import sibling`: the module itself, its values through a namespace
+                        sub = _import_target(path, stmt.level, f"{stmt.module}.{a.name}" if stmt.module else a.name)
+                        if sub is not None:
+                            value = ModuleRef(f"file:{sub}")
+                env[a.asname or a.name] = value
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            env[stmt.name] = FunctionRef(str(path), stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            v = ev.eval(stmt.value, env)
+            for t in stmt.targets:
+                if isinstance(t, ast.Name):
+                    env[t.id] = v
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            env[stmt.target.id] = ev.eval(stmt.value, env)
+    if len(_MODULE_CACHE) > 256:
+        _MODULE_CACHE.clear()
+    _MODULE_CACHE[key] = env
+    return env
+
+
+_CT_NAMES = TileNames(ast.parse("import cuda.tile as ct"))
+
+
+def fold_constant(node: ast.AST, env: dict[str, Any], tree: ast.Module | None = None) -> Any:
+    """Stage A's evaluation of a constant expression over `env` (names -> values, e.g. a variant's ct.Constant
+    values over the module's values): the value, or Unknown when it is not a compile-time constant. Without
+    `tree`, `ct` names cuda.tile."""
+    ev = ConstantEvaluator(TileNames(tree) if tree is not None else _CT_NAMES, set(), {})
+    return ev.eval(node, env)
+
+
+__all__ = ["inspect_source", "StaticInfo", "KernelStatic", "LaunchStatic", "ArgValue", "Unknown", "ModuleRef",
+           "DTypeRef", "FunctionRef", "TileRef", "ConstantEvaluator", "module_values", "fold_constant"]
