@@ -1,5 +1,5 @@
 """How tests/stores/v3-main.db was made: ONCE, with main's code at bcdbecc (store schema v3), before the store became a
-package. Kept as documentation; do not re-run it with newer code (the point is a store written by the old code).
+package. Kept as documentation; do not re-run it with newer code (the point is a store written by the old code)."""
 import sys
 from pathlib import Path
 from datetime import datetime, timezone
