@@ -21,7 +21,12 @@ from tileport.errors import UserError
 from tileport.local_models.client import ModelClient
 from tileport.local_models.protocol import ToolCall
 from tileport.local_models.structured import ToolSpec
-from tileport.records import TokenUsage
+from tileport.records import TokenUsage, verdicts
+
+# The words a model may answer with, from the one verdict list (records.verdicts); a diagnosis is never BLOCKED
+# (that is the environment, which the stage decides).
+WriterVerdictWord = verdicts.literal(verdicts.WriteKernelVerdict)
+DiagnosisVerdictWord = verdicts.literal(verdicts.DiagnosisVerdict, without=(verdicts.BLOCKED,))
 
 # ------------------------------------------------------------------------------------------ the model's words
 
@@ -36,13 +41,13 @@ class CargoBuild(BaseModel):
 
 
 class KernelWriterVerdict(BaseModel):
-    verdict: Literal["COMPILED", "FAIL_COMPILE", "FAIL_FIXABLE", "BLOCKED"]
+    verdict: WriterVerdictWord
     summary: str
     build_attempts: int
 
 
 class Diagnosis(BaseModel):
-    verdict: Literal["PASS", "PASS_WITH_NOTES", "FAIL_FIXABLE", "FAIL_COMPILER_BUG"]
+    verdict: DiagnosisVerdictWord
     owner: Literal["kernel", "host"]
     next_edit: str = Field(description="one concrete edit the owner's stage makes next")
     evidence: str = Field("", description="the IR lines or cases that show it")

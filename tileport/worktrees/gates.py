@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileport.records import GateEvidence, GateRecord, GateStatus, Stage, sha256_file
+from tileport.records import GATE_PASSES, SELF_CHECK_PASSES, GateEvidence, GateRecord, GateStatus, Stage, sha256_file
 from tileport.store import Store
 from tileport.worktrees import _gitcli as g
 
@@ -41,11 +41,11 @@ class GateSpec:
 # commit; B (the kernel compiles and its IR matches the reference) survives the host writer, the diagnoses and the
 # perf run; D (host + correctness) survives diagnoses and the perf run; E (device time) only diagnoses.
 REQUIRED_GATES: tuple[GateSpec, ...] = (
-    GateSpec(Stage.ANALYZE, ("PASS",), survives=frozenset("BCDEF")),
-    GateSpec(Stage.WRITE_KERNEL, ("COMPILED",), (("self_check", ("PASS", "PASS_WITH_NOTES")),),
+    GateSpec(Stage.ANALYZE, GATE_PASSES[Stage.ANALYZE], survives=frozenset("BCDEF")),
+    GateSpec(Stage.WRITE_KERNEL, GATE_PASSES[Stage.WRITE_KERNEL], (("self_check", SELF_CHECK_PASSES),),
              survives=frozenset("CDEF")),
-    GateSpec(Stage.HOST_CORRECTNESS, ("ALL_PASS",), survives=frozenset("CEF")),
-    GateSpec(Stage.PERFORMANCE, ("DONE",), survives=frozenset("CF")),
+    GateSpec(Stage.HOST_CORRECTNESS, GATE_PASSES[Stage.HOST_CORRECTNESS], survives=frozenset("CEF")),
+    GateSpec(Stage.PERFORMANCE, GATE_PASSES[Stage.PERFORMANCE], survives=frozenset("CF")),
 )
 GATE_NAMES = tuple(s.name for s in REQUIRED_GATES)
 
