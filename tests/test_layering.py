@@ -60,3 +60,8 @@ def test_the_contract_imports_only_the_contract():
     for path in (PKG / "store").rglob("*.py"):  # the store knows the records and its limits, nothing above
         assert imports_of(path) <= {"errors", "records", "config", "limits", "store"}, path
 
+
+
+def test_service_sits_above_the_agents_and_below_tui_and_cli():
+    assert "service" not in ALLOWED["agents"] and "tui" not in ALLOWED["service"] and "cli" not in ALLOWED["service"]
+    assert (PKG / "service.py").is_file() or (PKG / "service").is_dir()

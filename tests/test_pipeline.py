@@ -153,9 +153,22 @@ def test_caps_reached_stops_the_conversion_naming_the_cap(project):
 # --------------------------------------------------------------------------------------------- kill -9 and resume
 
 
+_KILLED_RUN = """
+import sys
+from pathlib import Path
+from tests.fakes.stages import kill_at
+from tileport import service
+from tileport.config import load_config
+project, model, point = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+runner = service.runner(load_config(None), repo=project, model=model, checkpoint=kill_at(point))
+runner.drive(service.start(runner, [project / "vector_add.py"], repo=project)[0])
+"""
+
+
 def _kill_and_resume(project: Path, model: str, point: str) -> dict:
-    env = {"TILEPORT_FAULT_KILL": point}
-    r = tileport(project, "run", "vector_add.py", "--model", model, env=env)
+    """`tileport run` with the real stages, killed by a real SIGKILL at `point`, then `tileport run --resume`."""
+    r = subprocess.run([sys.executable, "-c", _KILLED_RUN, str(project), model, point], cwd=project,
+                       env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=900)
     assert r.returncode == -9, (point, r.returncode, r.stdout, r.stderr)  # really killed by SIGKILL
     cid = status(project)[-1]["id"]
     r2 = tileport(project, "run", "--resume", str(cid))

@@ -31,17 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def exit_code(finished) -> int:
-    codes = {f.exit_code for f in finished}
-    for code in (1, 3):
-        if code in codes:
-            return code
-    return 0
-
-
 def run(args: argparse.Namespace) -> int:
+    from tileport import service
     from tileport.agents.context import Limits
-    from tileport.agents.runner import Runner
 
     for name in ("jobs", "model_jobs", "cargo_jobs", "gpu_jobs"):
         if getattr(args, name) < 1:
@@ -51,15 +43,13 @@ def run(args: argparse.Namespace) -> int:
     if args.resume is None and not args.ops:
         raise UserError("nothing to run: pass OP.py (e.g. tileport run examples/vector_add.py) or --resume ID")
     config = config_from(args)
-    runner = Runner(config, model=args.model,
-                    limits=Limits.of(model=args.model_jobs, cargo=args.cargo_jobs, gpu=args.gpu_jobs),
-                    out=lambda line: print(line, flush=True))
+    runner = service.runner(config, repo=args.repo, model=args.model,
+                            limits=Limits.of(model=args.model_jobs, cargo=args.cargo_jobs, gpu=args.gpu_jobs),
+                            out=lambda line: print(line, flush=True))
     if args.resume is not None:
-        finished = [runner.resume(args.resume)]
+        finished = [service.resume(runner, args.resume)]
     else:
-        for op in args.ops:
-            runner.check(op, args.repo)  # every op's bad input before any conversion exists
-        cids = [runner.start(op, kernel=args.kernel, repo=args.repo) for op in args.ops]
+        cids = service.start(runner, args.ops, repo=args.repo, kernel=args.kernel)
         store = runner.store()
         try:
             for cid in cids:
@@ -71,4 +61,4 @@ def run(args: argparse.Namespace) -> int:
         finished = runner.drive_many(cids, jobs=args.jobs)
     for f in finished:
         print(f"#{f.conversion_id}: {f.status.upper()}" + (f" ({f.reason})" if f.reason else ""), flush=True)
-    return exit_code(finished)
+    return service.exit_code(finished)

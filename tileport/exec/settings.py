@@ -19,7 +19,6 @@ MODEL_CACHE = "TILEPORT_MODEL_CACHE"  # downloaded / converted models
 VLLM_PYTHON = "TILEPORT_VLLM_PYTHON"  # python of a venv with vllm
 REQUIRE_VLLM = "TILEPORT_REQUIRE_VLLM"  # tests: fail instead of skip when the real server is missing
 OFFLINE_CACHE = "TILEPORT_OFFLINE_CACHE"  # `offline pack`'s cache of wheels, vendored crates, GPU files, Rust
-FAULT_KILL = "TILEPORT_FAULT_KILL"  # tests: `POINT:STAGE:ATTEMPT` -> the runner SIGKILLs itself there (a real kill -9)
 
 
 def _env_path(name: str) -> Path | None:
@@ -60,7 +59,3 @@ def vllm_python() -> str | None:
 def require_vllm() -> bool:
     return os.environ.get(REQUIRE_VLLM, "") not in ("", "0")
 
-
-def fault_kill_point() -> str | None:
-    """Where a test wants `tileport run` to die by SIGKILL (e.g. "committed:B:1"); None in normal use."""
-    return os.environ.get(FAULT_KILL) or None

@@ -39,7 +39,9 @@ class Store:
     write lock, so two processes opening a fresh store create the schema once.
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, fast_commits: bool = False):
+        """fast_commits: WAL with synchronous=NORMAL (a commit survives a killed process, kill -9 included; only an
+        OS crash or power loss may drop the newest transactions; each commit skips an fsync)."""
         self.path = Path(path)
         memory = str(path) == ":memory:"
         if not memory:
@@ -52,6 +54,8 @@ class Store:
             if not memory:
                 retrying("switching it to WAL", self.path, self._enable_wal)
             self.db.execute("PRAGMA foreign_keys = ON")
+            if fast_commits:
+                self.db.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
         except sqlite3.OperationalError as e:
             raise UserError(f"{path}: cannot use the store ({e}); check the file and its directory, or point "

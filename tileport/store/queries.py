@@ -176,6 +176,12 @@ def stage_runs(store: "Store", conversion_id: int, stage: str | None = None) -> 
     return [_run(store, r) for r in _dicts(store, f"select * from stage_runs where {where} order by id", args)]
 
 
+def attempts(store: "Store", conversion_id: int, stage: str) -> int:
+    """Attempts of one stage recorded so far (the next is this + 1)."""
+    return store.db.execute("select count(*) from stage_runs where conversion_id = ? and stage = ?",
+                            [conversion_id, stage]).fetchone()[0]
+
+
 def stage_run(store: "Store", run_id: int) -> StageRunRow | None:
     rows = _dicts(store, "select * from stage_runs where id = ?", [run_id])
     return _run(store, rows[0]) if rows else None

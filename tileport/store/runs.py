@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from tileport.records import StageResult, utcnow
 from tileport.store._db import to_json
+from tileport.store.queries import attempts
 
 if TYPE_CHECKING:
     from tileport.store._store import Store
@@ -45,11 +46,6 @@ def insert_perf_rows(db, stage_run_id: int, rows: Iterable[Any]) -> None:
         {"stage_run_id": stage_run_id, "config": r.config, "ref_ms": r.ref_ms, "port_ms": r.port_ms,
          "ratio": r.ratio, "ref_samples": to_json(list(r.ref_samples)), "port_samples": to_json(list(r.port_samples)),
          "flags": to_json(list(r.flags)), "launch": to_json(getattr(r, "launch", None) or {})} for r in rows)
-
-
-def attempts(store: "Store", conversion_id: int, stage: str) -> int:
-    return store.db.execute("select count(*) from stage_runs where conversion_id = ? and stage = ?",
-                            [conversion_id, stage]).fetchone()[0]
 
 
 def record_run(store: "Store", conversion_id: int, result: StageResult, *, commit: str | None = None,

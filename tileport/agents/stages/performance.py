@@ -53,6 +53,8 @@ def result_from_report(report, *, attempt: int, started_at, geomean_max: float,
 
 
 def run(ctx) -> StageResult:
-    return run_gate(ctx, STAGE, "performance",
+    from tileport.validators.gpu import performance
+
+    return run_gate(ctx, STAGE, performance,
                     lambda report, **kw: result_from_report(report, geomean_max=ctx.config.perf.geomean_max,
                                                             config_max=ctx.config.perf.config_max, **kw))
