@@ -8,7 +8,7 @@ import json
 import git
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tests.fakes.stages import FAKE_STAGES
 from tileport import service
 from tileport.agents.runner import Finished
@@ -38,7 +38,7 @@ def test_run_repo_and_tui_repo_open_the_same_store_from_anywhere(repo, tmp_path,
     assert not (elsewhere / ".tileport").exists()  # nothing written where the user happened to stand
     tui_store = tui.store_path(argparse.Namespace(repo=str(repo), store=None), Config())
     assert str(tui_store) == runner.config.store and str(tui_store).startswith(str(repo))
-    r = run_cli("status", "--repo", str(repo), "--json", cwd=elsewhere)
+    r = run_cli("status", "--repo", str(repo), "--json", cwd=elsewhere, env={"PYTHONPATH": str(REPO)})
     assert r.returncode == 0, r.stderr
     assert [c["id"] for c in json.loads(r.stdout)] == [cid]
     # --store still wins, as given
