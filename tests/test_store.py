@@ -165,3 +165,62 @@ def test_v1_store_migrates_to_pipeline_columns_without_losing_runs(tmp_path):
     assert (run["cap"], run["routed_to"], json.loads(run["details"])) == (2, "D", {"self_check": "PASS"})
     assert s.events(1)[-1]["payload"]["stage_run_id"] == rid
     s.close()
+
+
+# --------------------------------------------------------------------------------- a store made by older code
+OLD_STORE = Path(__file__).parent / "stores" / "v3-main.db"  # written by main's code at bcdbecc (make_v3_store.py)
+
+
+@pytest.fixture
+def old_store(tmp_path):
+    import shutil
+
+    p = tmp_path / ".tileport" / "tileport.db"
+    p.parent.mkdir()
+    shutil.copy(OLD_STORE, p)
+    return p
+
+
+def test_a_store_written_by_older_code_reads_as_typed_rows(old_store):
+    from tileport.records import PerfDetails, WriteKernelDetails
+    from tileport.store import queries
+
+    s = Store(old_store)
+    try:
+        rows = {c.op: c for c in queries.conversion_summaries(s)}
+        va = rows["vector_add"]
+        assert va.stages == {"A": "PASS", "B": "COMPILED", "D": "ALL_PASS", "E": "DONE"}
+        assert va.attempts == {"A": 1, "B": 2, "D": 1, "E": 1} and va.approval == "approve"
+        assert isinstance(va.perf, PerfDetails) and va.perf.worst == "n=1024 f32" and va.perf.worst_ratio == 1.15
+        b = queries.stage_runs(s, va.id, "B")[-1]
+        assert isinstance(b.details, WriteKernelDetails) and b.details.self_check == "PASS"
+        assert [p.label for p in queries.ir_pairs(s, va.id)] == ["vector_add sm_90 f32"]
+        perf = queries.newest_perf(s, va.id)
+        assert [r.config for r in perf.rows] == ["n=1024 f32", "n=4096 f32"] and perf.rows[0].launch["ref"]
+        assert [c["name"] for c in s.cases(queries.stage_runs(s, va.id, "D")[-1].id)] == ["f32 n=1024", "f16 n=4096"]
+        # the one write path still writes into it: the next attempt is numbered in its transaction
+        from tileport.store import record_run
+
+        rec = record_run(s, va.id, StageResult(stage=Stage.ANALYZE, verdict="PASS"))
+        assert rec.attempt == 2 and queries.conversion_summary(s, va.id).attempts["A"] == 2
+    finally:
+        s.close()
+
+
+def test_status_judges_a_perf_run_by_the_config_max_recorded_with_it(old_store, cli):
+    """The bug: the dashboard coloured an E run with today's [perf] config_max. The old store's E run was DONE
+    with its slowest configuration at 1.15 under the bound recorded then (1.25); today's default is 1.10."""
+    from tileport.config import Config
+    from tileport.store import queries
+
+    assert Config().perf.config_max < 1.15
+    s = Store(old_store)
+    try:
+        va = queries.conversion_summaries(s)[0]
+        assert va.slow(Config().perf.config_max) is False  # judged by the recorded 1.25
+    finally:
+        s.close()
+    r = cli("status", "--json", cwd=old_store.parent.parent, env={"PYTHONPATH": str(Path(__file__).parents[1])})
+    assert r.returncode == 0, r.stderr
+    perf = json.loads(r.stdout)[0]["perf"]
+    assert (perf["config_max"], perf["worst_ratio"], perf["slow"]) == (1.25, 1.15, False)
