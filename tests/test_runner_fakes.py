@@ -64,6 +64,14 @@ def test_fake_stages_drive_the_real_runner_through_the_router_in_well_under_a_se
     assert [(s, a, v) for s, a, v, _ in runs] == END
     assert runs == _trailers(repo, cid)  # one commit per attempt, the store agrees with git
     assert took < 5 * len(runs), took  # no real tools: git commits and SQLite only
+    s = service.open_store(Config(), repo)
+    try:  # every stage commit is a recorded command of its run (the one git adapter runs git through exec.proc)
+        for run in queries.stage_runs(s, cid):
+            argvs = [c.argv[:2] for c in queries.commands(s, run.id)]
+            assert argvs == [["git", "add"], ["git", "commit"]] and \
+                all(c.exit_code == 0 and c.cwd for c in queries.commands(s, run.id))
+    finally:
+        s.close()
 
 
 @pytest.mark.parametrize("point", ["started:A:1", "ran:B:1", "committed:B:1", "recorded:B:1", "committed:D:2"])

@@ -271,9 +271,11 @@ class Runner:
         (paths.runs / f"{seq:03d}-{stage}-{ctx.attempt}.json").write_text(
             json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         t3 = time.perf_counter()
+        git_commands: list = []
         sha = commit_stage(wt, stage=stage, verdict=result.verdict, attempt=ctx.attempt, op=paths.op,
                            summary=f"{result.summary}\n\nnext: {action.target} ({action.reason})",
-                           paths=paths.committed)
+                           paths=paths.committed, commands=git_commands)
+        result = result.model_copy(update={"commands": [*result.commands, *git_commands]})  # recorded commands
         t4 = time.perf_counter()
         self._at("committed", stage, ctx.attempt)
         record_run(store, cid, result, commit=sha, routed_to=action.target, route_reason=action.reason,
