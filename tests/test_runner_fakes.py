@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import git
 import pytest
@@ -123,3 +124,30 @@ def test_the_runner_has_no_module_level_stage_table():
 
     assert not hasattr(stages_mod, "STAGES") and "STAGES" not in vars(runner_mod)
     assert set(stages_mod.default_stages()) == set("ABCDEF")
+
+
+def test_four_conversions_at_once_keep_the_store_and_git_consistent(repo):
+    g = git.Repo(repo)
+    for name in ("op2", "op3", "op4"):
+        (repo / f"{name}.py").write_text("# another op\n")
+    g.index.add(["op2.py", "op3.py", "op4.py"])
+    g.index.commit("more ops", author=git.Actor("t", "t@t"), committer=git.Actor("t", "t@t"))
+    runner = _runner(repo)
+    finished = runner.run_many([(str(repo / f), None) for f in ("op.py", "op2.py", "op3.py", "op4.py")], repo=repo,
+                               jobs=4)
+    assert [f.status for f in finished] == ["done"] * 4 and service.exit_code(finished) == 0
+    s = service.open_store(Config(), repo)
+    try:
+        rows = queries.conversion_summaries(s)
+        assert len({r.branch for r in rows}) == 4
+        for r in rows:
+            assert [(x.stage, x.attempt, x.verdict) for x in queries.stage_runs(s, r.id)] == END
+            kinds = [e["kind"] for e in s.events(r.id)]
+            assert kinds.count("stage.started") == kinds.count("stage.finished") == len(END)
+        assert s.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        s.close()
+    for r in rows:
+        op = Path(r.op_path).stem
+        commits = [c for c in git.Repo(repo).iter_commits(f"main..{r.branch}")]
+        assert len(commits) == len(END) and all(f"({op} #{r.id})" in c.message for c in commits)

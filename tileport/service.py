@@ -52,6 +52,7 @@ def runner(config: Config, *, repo: str | Path | None = None, store: str | Path 
     """A runner on the repository's store (kw: limits, out, stages, checkpoint: see agents.runner.Runner)."""
     from tileport.agents.runner import Runner
 
+    kw.setdefault("examples_dir", worked_examples())
     return Runner(configured(config, repo, store), model=model, **kw)
 
 

@@ -76,6 +76,7 @@ class Runner:
     timing: dict = field(default_factory=dict)  # per-stage wall vs stage time (the benchmark reads it)
     stages: Mapping[str, StageFn] | None = None  # stage letter -> its function (default: the real stages)
     checkpoint: Checkpoint | None = None  # called at each of POINTS of every attempt (tests: kill -9 there)
+    examples_dir: Path | None = None  # worked ports for the kernel writer (the service says where they are)
     _cancels: dict[int, CancelToken] = field(default_factory=dict)
     _print_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -225,7 +226,8 @@ class Runner:
                 state = state.start(stage, action.repair)
                 ctx = StageContext(cid, paths.op, op_path, conv["kernel"], wt, paths, self.config, toolchain,
                                    writer, self.limits, attempt=attempt, cap=state.caps[stage],
-                                   repair=action.repair, history=runs, cancel=cancel, log=self.say)
+                                   repair=action.repair, history=runs, cancel=cancel, log=self.say,
+                                   examples_dir=self.examples_dir)
                 result, action, sha = self._attempt(store, stage, ctx, state, parent)
                 runs = self._runs(store, cid)
             status = STOP_STATUS[action.stop]

@@ -226,11 +226,7 @@ class DraftWriter:
     name = "none"
 
     def write_kernel(self, ctx: Any, task: KernelTask) -> WriteOutcome:
-        try:
-            from tileport.agents.draft import draft_port  # type: ignore[import-not-found]
-        except ImportError:
-            return WriteOutcome(no_writer="no writer: configure a model (--model URL or [model] in tileport.toml); "
-                                          "the deterministic draft translator is not installed")
+        from tileport.agents.draft import draft_port
         d = draft_port(task.analysis, kernel=ctx.kernel)
         d.write(task.kernel_path.parent)
         holes = [str(h) for h in (d.holes or [])]
@@ -255,10 +251,6 @@ class DraftWriter:
 
 
 SCRIPTED = "scripted:"
-
-
-def describe(spec: str) -> str:
-    return spec
 
 
 def make_writer(spec: str | None, config: Config, *, skip_requests: int = 0) -> ModelWriter | DraftWriter:

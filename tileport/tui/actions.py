@@ -42,9 +42,9 @@ class Actions:
     @property
     def runner(self):
         if self._runner is None:
-            from tileport.agents.runner import Runner
+            from tileport import service
 
-            self._runner = Runner(self.config, model=self.model, out=self._log)
+            self._runner = service.runner(self.config, model=self.model, out=self._log)
         return self._runner
 
     def _log(self, line: str) -> None:

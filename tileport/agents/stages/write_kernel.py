@@ -114,15 +114,17 @@ def _analysis_summary(analysis) -> str:
     return "\n".join(lines)
 
 
-WORKED_PORTS = Path(__file__).resolve().parents[3] / "ports"  # the hand-written ports of a source checkout
 EXAMPLE_PORTS = ("softmax", "silu_and_mul", "vector_add")
 
 
-def worked_examples(op: str, limit: int = 2) -> dict[str, str]:
-    """Up to `limit` worked ports for the writer's context (never the op's own port: that would be the answer)."""
+def worked_examples(op: str, root: Path | None, limit: int = 2) -> dict[str, str]:
+    """Up to `limit` worked ports from `root` (given by the runner; none when it has none) for the writer's context
+    (never the op's own port: that would be the answer)."""
     out: dict[str, str] = {}
+    if root is None:
+        return out
     for name in EXAMPLE_PORTS:
-        f = WORKED_PORTS / name / "kernel.rs"
+        f = root / name / "kernel.rs"
         if name != op and f.is_file() and len(out) < limit:
             out[name] = f.read_text(encoding="utf-8")
     return out
@@ -243,7 +245,7 @@ def run(ctx) -> StageResult:
                       kernels=sorted({v.kernel for v in analysis.variants}),
                       analysis_summary=_analysis_summary(analysis), reference_ir=_reference_ir(analysis),
                       kernel_path=p.kernel_rs, spec_path=p.spec_json, feedback=_feedback(ctx), build=builder,
-                      analysis=analysis, examples=worked_examples(ctx.op), hints=_hints(ctx))
+                      analysis=analysis, examples=worked_examples(ctx.op, getattr(ctx, "examples_dir", None)), hints=_hints(ctx))
     out = ctx.writer.write_kernel(ctx, task)
     base = dict(out.details)
     common = dict(stage=STAGE, attempt=ctx.attempt, started_at=started, tokens=out.tokens, model_id=out.model_id)
