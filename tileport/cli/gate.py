@@ -68,7 +68,7 @@ def run_pack(args: argparse.Namespace) -> int:
     out = Path(args.out or Path("gates") / op.op)
     perf = {"warmup": config.perf.warmup, "repetitions": config.perf.repetitions, "flush_l2": config.perf.flush_l2}
     from tileport.validators.rust.build import BuildOptions
-    opts = BuildOptions(cubins=False, disasm=False, sandbox_required=config.sandbox.require)
+    opts = BuildOptions.of(config, cubins=False, disasm=False)
     dest, built = gate.pack(layout, op, out, commit=commit, conversion_id=conversion_id, perf=perf, build_opts=opts)
     if not built.ok:
         print("\n".join(built.errors[:20]))

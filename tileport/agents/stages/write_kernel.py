@@ -201,9 +201,7 @@ class _Builder:
         except (UserError, OSError, UnicodeDecodeError) as e:
             self.last = BuildCheck(False, f"FAILED: {e}")
             return self.last
-        opts = BuildOptions(toolchain=self.ctx.toolchain,
-                            bytecode_version=self.ctx.config.toolchain.bytecode_version,
-                            sandbox_required=self.ctx.config.sandbox.require)
+        opts = BuildOptions.of(self.ctx.config, toolchain=self.ctx.toolchain)
         try:
             with self.ctx.limits.cargo:
                 build = build_crate(layout, opts)
