@@ -12,7 +12,7 @@ import git
 import pytest
 
 from tests.conftest import REPO
-from tests.fakes.stages import FAKE_STAGES
+from tests.fakes.stages import FAKE_STAGES, op_repo
 from tileport import service
 from tileport.config import Config
 from tileport.store import Store, queries
@@ -20,13 +20,7 @@ from tileport.store import Store, queries
 
 @pytest.fixture
 def repo(tmp_path):
-    r = tmp_path / "proj"
-    r.mkdir()
-    g = git.Repo.init(r, initial_branch="main")
-    (r / "op.py").write_text("# a cuTile op\n")
-    g.index.add(["op.py"])
-    g.index.commit("init", author=git.Actor("t", "t@t"), committer=git.Actor("t", "t@t"))
-    return r
+    return op_repo(tmp_path / "proj")
 
 
 END = [("A", 1, "PASS"), ("B", 1, "COMPILED"), ("D", 1, "FAIL"), ("D", 2, "ALL_PASS"), ("E", 1, "DONE")]

@@ -9,7 +9,7 @@ import git
 import pytest
 
 from tests.conftest import REPO, run_cli
-from tests.fakes.stages import FAKE_STAGES
+from tests.fakes.stages import FAKE_STAGES, op_repo
 from tileport import service
 from tileport.agents.runner import Finished
 from tileport.config import Config
@@ -17,13 +17,7 @@ from tileport.config import Config
 
 @pytest.fixture
 def repo(tmp_path):
-    r = tmp_path / "proj"
-    r.mkdir()
-    g = git.Repo.init(r, initial_branch="main")
-    (r / "op.py").write_text("# a cuTile op\n")
-    g.index.add(["op.py"])
-    g.index.commit("init", author=git.Actor("t", "t@t"), committer=git.Actor("t", "t@t"))
-    return r
+    return op_repo(tmp_path / "proj")
 
 
 def test_run_repo_and_tui_repo_open_the_same_store_from_anywhere(repo, tmp_path, monkeypatch):

@@ -35,6 +35,18 @@ def fake_stage(letter: str):
 FAKE_STAGES = {s.value: fake_stage(s.value) for s in Stage if s.value in SCRIPT}
 
 
+def op_repo(root: Path) -> Path:
+    """A fresh git repository at `root` holding op.py in one commit on main (what the fake stages convert)."""
+    import subprocess
+
+    root.mkdir(parents=True)
+    (root / "op.py").write_text("# a cuTile op\n")
+    for argv in (["init", "-q", "--initial-branch=main"], ["add", "op.py"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init"]):
+        subprocess.run(["git", *argv], cwd=root, check=True)
+    return root
+
+
 def kill_at(point: str):
     def checkpoint(at: str, stage: str, attempt: int) -> None:
         if f"{at}:{stage}:{attempt}" == point:

@@ -31,48 +31,22 @@ class FailClass(str, Enum):
     ENV = "env"
 
 
-class AnalyzeVerdict(str, Enum):
-    PASS = "PASS"
-    FAIL_FIXABLE = "FAIL_FIXABLE"
-    BLOCKED = "BLOCKED"
+def _words(name: str, words: str, doc: str = "") -> type[Enum]:
+    """A str enum whose members are the words themselves (`X.PASS == "PASS"`)."""
+    e = Enum(name, {w: w for w in words.split()}, type=str, module=__name__)
+    e.__doc__ = doc or f"{name}: {words}"
+    return e
 
 
-class WriteKernelVerdict(str, Enum):
-    COMPILED = "COMPILED"
-    FAIL_COMPILE = "FAIL_COMPILE"
-    FAIL_FIXABLE = "FAIL_FIXABLE"  # compiles, but the IR self-check failed (or no kernel was written)
-    BLOCKED = "BLOCKED"
-
-
-class DiagnosisVerdict(str, Enum):
-    """Stage C (a translation fault)."""
-
-    PASS = "PASS"
-    PASS_WITH_NOTES = "PASS_WITH_NOTES"
-    FAIL_FIXABLE = "FAIL_FIXABLE"
-    FAIL_COMPILER_BUG = "FAIL_COMPILER_BUG"
-    BLOCKED = "BLOCKED"
-
-
-class PerfDiagnosisVerdict(str, Enum):
-    """Stage F (a performance fault): no compiler-bug verdict."""
-
-    PASS = "PASS"
-    PASS_WITH_NOTES = "PASS_WITH_NOTES"
-    FAIL_FIXABLE = "FAIL_FIXABLE"
-    BLOCKED = "BLOCKED"
-
-
-class CorrectnessVerdict(str, Enum):
-    ALL_PASS = "ALL_PASS"
-    FAIL = "FAIL"
-    BLOCKED = "BLOCKED"
-
-
-class PerfVerdict(str, Enum):
-    DONE = "DONE"
-    INVESTIGATE = "INVESTIGATE"
-    BLOCKED = "BLOCKED"
+AnalyzeVerdict = _words("AnalyzeVerdict", "PASS FAIL_FIXABLE BLOCKED")
+# FAIL_FIXABLE: it compiles, but the IR self-check failed (or no kernel was written)
+WriteKernelVerdict = _words("WriteKernelVerdict", "COMPILED FAIL_COMPILE FAIL_FIXABLE BLOCKED")
+DiagnosisVerdict = _words("DiagnosisVerdict", "PASS PASS_WITH_NOTES FAIL_FIXABLE FAIL_COMPILER_BUG BLOCKED",
+                          "Stage C (a translation fault).")
+PerfDiagnosisVerdict = _words("PerfDiagnosisVerdict", "PASS PASS_WITH_NOTES FAIL_FIXABLE BLOCKED",
+                              "Stage F (a performance fault): no compiler-bug verdict.")
+CorrectnessVerdict = _words("CorrectnessVerdict", "ALL_PASS FAIL BLOCKED")
+PerfVerdict = _words("PerfVerdict", "DONE INVESTIGATE BLOCKED")
 
 
 VERDICTS: Mapping[Stage, type[Enum]] = MappingProxyType({
