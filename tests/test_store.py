@@ -224,3 +224,30 @@ def test_status_judges_a_perf_run_by_the_config_max_recorded_with_it(old_store, 
     assert r.returncode == 0, r.stderr
     perf = json.loads(r.stdout)[0]["perf"]
     assert (perf["config_max"], perf["worst_ratio"], perf["slow"]) == (1.25, 1.15, False)
+
+
+def test_the_typed_queries_cover_what_the_dashboard_reads_with_sql(old_store):
+    """store.queries answers every read tui/view.py makes with its own SQL, with the same figures (so the dashboard
+    can switch to them): conversion rows, timeline, perf view, IR pairs, events."""
+    from tileport.store import queries
+    from tileport.tui import view
+
+    s = Store(old_store)
+    try:
+        caps = {"A": 1, "B": 2, "C": 1, "D": 2, "E": 2, "F": 1}
+        for old, new in zip(view.conversion_rows(s, caps), queries.conversion_summaries(s), strict=True):
+            assert (old.id, old.op, old.stage, old.verdict, old.geomean, old.worst, old.head_commit) == \
+                   (new.id, new.op, new.stage, new.verdict, new.geomean, new.worst_ratio, new.head_commit)
+            assert {k: n for k, (n, _) in old.attempts.items() if n} == new.attempts
+            assert old.approval == view._approval_text(new.approval, new.approval_commit, new.head_commit)
+            assert [a.run_id for a in view.timeline(s, old.id)] == [r.id for r in queries.stage_runs(s, new.id)]
+            assert [p.label for p in view.ir_pairs(s, old.id)] == [p.label for p in queries.ir_pairs(s, new.id)]
+        pv, perf = view.perf_view(s, 1, 1.05), queries.newest_perf(s, 1)
+        assert [r.config for r in pv.rows] == [r.config for r in perf.rows] and pv.geomean == perf.details.geomean
+        assert [r.launch for r in pv.rows] == [r.launch for r in perf.rows] and pv.hardware == perf.details.hw
+        assert pv.worst == perf.details.worst_text()
+        newest, touched, events = view.changed_conversions(s, 0)
+        assert (newest, touched) == queries.events_after(s, 0)[:2] == (queries.newest_event_id(s), touched)
+        assert [e["kind"] for e in events] == [e.kind for e in queries.events_after(s, 0)[2]]
+    finally:
+        s.close()
