@@ -8,6 +8,7 @@ import json
 
 from tileport.cli._common import config_from, int_in
 from tileport.store import queries
+from tileport.validators.analysis.triton.record import reference_summary
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,13 +22,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _summary(c: queries.ConversionSummary, caps: dict[str, int], config_max: float) -> dict:
+def _summary(store, c: queries.ConversionSummary, caps: dict[str, int], config_max: float) -> dict:
     perf = c.perf
+    analyses = [r.as_history() for r in queries.stage_runs(store, c.id, "A")]
     return {"id": c.id, "op_path": c.op_path, "kernel": c.kernel, "status": c.status,
             "stage": c.stage, "verdict": c.verdict, "next": c.next, "stages": dict(c.stages),
             "attempts": c.attempts_text(caps), "branch": c.branch, "worktree": c.worktree,
             "base": f"{c.base_branch}@{(c.base_commit or '')[:10]}" if c.base_commit else None,
             "head_commit": c.head_commit, "model": c.model, "error": c.error,
+            "reference": reference_summary(analyses),
             # the newest E run as judged: its geomean, slowest configuration and the bounds recorded with it
             "perf": None if perf is None else {
                 "geomean": perf.geomean, "geomean_max": perf.geomean_max, "worst": perf.worst,
@@ -39,7 +42,7 @@ def _detail(store, cid: int, caps: dict[str, int], config_max: float) -> dict:
     runs = [{**r.model_dump(exclude={"details", "raw_details"}), "details": r.raw_details,
              "commands": [c.model_dump() for c in cmds], "artifacts": [a.model_dump() for a in arts]}
             for r, cmds, arts in d.runs]
-    return {"conversion": d.conversion, "summary": _summary(d.summary, caps, config_max), "stage_runs": runs,
+    return {"conversion": d.conversion, "summary": _summary(store, d.summary, caps, config_max), "stage_runs": runs,
             "approvals": d.approvals}
 
 
@@ -67,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  perf geomean {p['geomean']:.3f} (gate {p['geomean_max']}), worst {p['worst']} "
                       f"{p['worst_ratio'] or 0:.3f} (bound {p['config_max']} as recorded)"
                       + ("  SLOW" if p["slow"] else ""))
+            if s.get("reference"):
+                print(f"  {s['reference']}")
             if c.get("error"):
                 print(f"  error: {c['error']}")
             for r in detail["stage_runs"]:
@@ -81,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                     if cmd["exit_code"] != 0:
                         print(f"    exit {cmd['exit_code']}: {' '.join(cmd['argv'])[:160]}")
             return 0
-        rows = [_summary(c, caps, cmax) for c in queries.conversion_summaries(store)]
+        rows = [_summary(store, c, caps, cmax) for c in queries.conversion_summaries(store)]
         if args.json:
             print(json.dumps(rows, indent=2))
         elif not rows:
@@ -92,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
                 att = " ".join(f"{k}{v}" for k, v in r["attempts"].items())
                 where = f"  {r['branch']}" if r["branch"] else ""
                 print(f"#{r['id']:<3} {r['status']:<8} {r['op_path']}  {r['kernel'] or ''}  {stages}  [{att}]{where}")
+                if r.get("reference"):
+                    print(f"     {r['reference']}")
         return 0
     finally:
         store.close()
