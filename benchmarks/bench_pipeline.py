@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tileport.agents.context import Limits  # noqa: E402
+from tileport import service  # noqa: E402
 from tileport.agents.runner import Runner  # noqa: E402
 from tileport.config import Config  # noqa: E402
 
@@ -52,7 +53,7 @@ def make_repo(root: Path, n: int) -> Path:
 
 def run(repo: Path, ops: list[str], model: str, jobs: int) -> tuple[float, Runner, list]:
     config = Config(targets=["sm_90"], store=str(repo / ".tileport" / "tileport.db"))
-    runner = Runner(config, model=model, limits=Limits.of(model=2, cargo=1, gpu=1), out=lambda _l: None)
+    runner = service.runner(config, model=model, limits=Limits.of(model=2, cargo=1, gpu=1), out=lambda _l: None)
     t0 = time.perf_counter()
     finished = runner.run_many([(str(repo / op), None) for op in ops], repo=repo, jobs=jobs)
     return time.perf_counter() - t0, runner, finished

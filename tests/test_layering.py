@@ -1,5 +1,5 @@
-"""The one-way layout (docs: ARCHITECTURE.md): cli/tui -> agents -> validators / local_models / worktrees -> exec ->
-the contract. A lower floor never imports a higher one; read from the source's import statements."""
+"""The one-way layout (docs: ARCHITECTURE.md): cli -> tui -> service -> agents -> validators / local_models /
+worktrees -> exec -> the contract (records/, store/, config, errors, limits). A lower floor never imports a higher one; read from the source's import statements."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ ALLOWED = {
     "worktrees": CONTRACT | {"exec"},
     "agents": CONTRACT | {"exec", "validators", "local_models", "worktrees"},
     "offline": CONTRACT | {"exec"},
+    # what the CLI and the dashboard both call: above the agents, below tui and cli
+    "service": CONTRACT | {"exec", "validators", "local_models", "worktrees", "agents", "offline"},
+    "tui": CONTRACT | {"exec", "validators", "local_models", "worktrees", "agents", "offline", "service"},
 }
 
 
@@ -43,7 +46,7 @@ def test_no_floor_imports_a_higher_one():
         top = rel.parts[0].removesuffix(".py")
         floor = floor_of(top)
         if floor not in ALLOWED:
-            continue  # cli, tui, __main__: the top floors
+            continue  # cli, __main__: the top floor
         for target in imports_of(path):
             if floor_of(target) != floor and floor_of(target) not in ALLOWED[floor] and target not in ALLOWED[floor]:
                 wrong.append(f"{rel} ({floor}) imports tileport.{target}")
@@ -51,5 +54,14 @@ def test_no_floor_imports_a_higher_one():
 
 
 def test_the_contract_imports_only_the_contract():
-    for name in ("records.py", "config.py", "errors.py", "limits.py"):
-        assert imports_of(PKG / name) <= {"errors", "records", "config"}, name
+    files = [*(PKG / "records").rglob("*.py"), PKG / "config.py", PKG / "errors.py", PKG / "limits.py"]
+    for path in files:
+        assert imports_of(path) <= {"errors", "records", "config"}, path
+    for path in (PKG / "store").rglob("*.py"):  # the store knows the records and its limits, nothing above
+        assert imports_of(path) <= {"errors", "records", "config", "limits", "store"}, path
+
+
+
+def test_service_sits_above_the_agents_and_below_tui_and_cli():
+    assert "service" not in ALLOWED["agents"] and "tui" not in ALLOWED["service"] and "cli" not in ALLOWED["service"]
+    assert (PKG / "service.py").is_file() or (PKG / "service").is_dir()

@@ -165,3 +165,89 @@ def test_v1_store_migrates_to_pipeline_columns_without_losing_runs(tmp_path):
     assert (run["cap"], run["routed_to"], json.loads(run["details"])) == (2, "D", {"self_check": "PASS"})
     assert s.events(1)[-1]["payload"]["stage_run_id"] == rid
     s.close()
+
+
+# --------------------------------------------------------------------------------- a store made by older code
+OLD_STORE = Path(__file__).parent / "stores" / "v3-main.db"  # written by main's code at bcdbecc (make_v3_store.py)
+
+
+@pytest.fixture
+def old_store(tmp_path):
+    import shutil
+
+    p = tmp_path / ".tileport" / "tileport.db"
+    p.parent.mkdir()
+    shutil.copy(OLD_STORE, p)
+    return p
+
+
+def test_a_store_written_by_older_code_reads_as_typed_rows(old_store):
+    from tileport.records import PerfDetails, WriteKernelDetails
+    from tileport.store import queries
+
+    s = Store(old_store)
+    try:
+        rows = {c.op: c for c in queries.conversion_summaries(s)}
+        va = rows["vector_add"]
+        assert va.stages == {"A": "PASS", "B": "COMPILED", "D": "ALL_PASS", "E": "DONE"}
+        assert va.attempts == {"A": 1, "B": 2, "D": 1, "E": 1} and va.approval == "approve"
+        assert isinstance(va.perf, PerfDetails) and va.perf.worst == "n=1024 f32" and va.perf.worst_ratio == 1.15
+        b = queries.stage_runs(s, va.id, "B")[-1]
+        assert isinstance(b.details, WriteKernelDetails) and b.details.self_check == "PASS"
+        assert [p.label for p in queries.ir_pairs(s, va.id)] == ["vector_add sm_90 f32"]
+        perf = queries.newest_perf(s, va.id)
+        assert [r.config for r in perf.rows] == ["n=1024 f32", "n=4096 f32"] and perf.rows[0].launch["ref"]
+        assert [c["name"] for c in s.cases(queries.stage_runs(s, va.id, "D")[-1].id)] == ["f32 n=1024", "f16 n=4096"]
+        # the one write path still writes into it: the next attempt is numbered in its transaction
+        from tileport.store import record_run
+
+        rec = record_run(s, va.id, StageResult(stage=Stage.ANALYZE, verdict="PASS"))
+        assert rec.attempt == 2 and queries.conversion_summary(s, va.id).attempts["A"] == 2
+    finally:
+        s.close()
+
+
+def test_status_judges_a_perf_run_by_the_config_max_recorded_with_it(old_store, cli):
+    """The bug: the dashboard coloured an E run with today's [perf] config_max. The old store's E run was DONE
+    with its slowest configuration at 1.15 under the bound recorded then (1.25); today's default is 1.10."""
+    from tileport.config import Config
+    from tileport.store import queries
+
+    assert Config().perf.config_max < 1.15
+    s = Store(old_store)
+    try:
+        va = queries.conversion_summaries(s)[0]
+        assert va.slow(Config().perf.config_max) is False  # judged by the recorded 1.25
+    finally:
+        s.close()
+    r = cli("status", "--json", cwd=old_store.parent.parent, env={"PYTHONPATH": str(Path(__file__).parents[1])})
+    assert r.returncode == 0, r.stderr
+    perf = json.loads(r.stdout)[0]["perf"]
+    assert (perf["config_max"], perf["worst_ratio"], perf["slow"]) == (1.25, 1.15, False)
+
+
+def test_the_typed_queries_cover_what_the_dashboard_reads_with_sql(old_store):
+    """store.queries answers every read tui/view.py makes with its own SQL, with the same figures (so the dashboard
+    can switch to them): conversion rows, timeline, perf view, IR pairs, events."""
+    from tileport.store import queries
+    from tileport.tui import view
+
+    s = Store(old_store)
+    try:
+        caps = {"A": 1, "B": 2, "C": 1, "D": 2, "E": 2, "F": 1}
+        for old, new in zip(view.conversion_rows(s, caps), queries.conversion_summaries(s), strict=True):
+            assert (old.id, old.op, old.stage, old.verdict, old.geomean, old.worst, old.head_commit) == \
+                   (new.id, new.op, new.stage, new.verdict, new.geomean, new.worst_ratio, new.head_commit)
+            assert {k: n for k, (n, _) in old.attempts.items() if n} == new.attempts
+            assert old.approval == view._approval_text(new.approval, new.approval_commit, new.head_commit)
+            assert [a.run_id for a in view.timeline(s, old.id)] == [r.id for r in queries.stage_runs(s, new.id)]
+            assert [p.label for p in view.ir_pairs(s, old.id)] == [p.label for p in queries.ir_pairs(s, new.id)]
+        pv, perf = view.perf_view(s, 1, 1.05), queries.newest_perf(s, 1)
+        assert [r.config for r in pv.rows] == [r.config for r in perf.rows] and pv.geomean == perf.details.geomean
+        assert [r.launch for r in pv.rows] == [r.launch for r in perf.rows] and pv.hardware == perf.details.hw
+        assert pv.worst == perf.details.worst_text()
+        newest, touched, events = view.changed_conversions(s, 0)
+        assert (newest, touched) == queries.events_after(s, 0)[:2] == (queries.newest_event_id(s), touched)
+        assert [e["kind"] for e in events] == [e.kind for e in queries.events_after(s, 0)[2]]
+    finally:
+        s.close()

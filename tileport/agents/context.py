@@ -93,6 +93,7 @@ class StageContext:
     history: list[dict] = field(default_factory=list)  # earlier stage runs of this conversion (store rows)
     cancel: CancelToken = field(default_factory=CancelToken)
     log: Callable[[str], None] = lambda _msg: None
+    examples_dir: Path | None = None  # the worked ports the writer is shown (tileport.service.worked_examples)
 
     @property
     def reference_dir(self) -> Path:

@@ -74,7 +74,7 @@ class Outcome:
     @classmethod
     def of(cls, result) -> "Outcome":
         fc = result.fail_class.value if result.fail_class else None
-        return cls(result.stage.value, result.verdict, fc, (result.details or {}).get("owner"))
+        return cls(result.stage.value, result.verdict, fc, getattr(result.typed, "owner", None))
 
 
 @dataclass(frozen=True)

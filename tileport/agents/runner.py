@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
-import signal
 import threading
 import time
 import traceback
@@ -22,21 +20,20 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
 
 from tileport.agents import router
 from tileport.agents.context import ConversionPaths, Limits, StageContext
-from tileport.agents.record import immediate, record_result
 from tileport.agents.router import Action, Outcome, RunState
-from tileport.agents.stages.write_kernel import cargo_seconds
+from tileport.agents.stages import StageFn, default_stages
 from tileport.agents.writers import make_writer
 from tileport.config import Config
 from tileport.errors import UserError
-from tileport.exec import settings
+from tileport.agents.stages.write_kernel import cargo_seconds
 from tileport.exec.toolchain import from_config
 from tileport.local_models.protocol import CancelToken
-from tileport.records import Stage, StageResult, utcnow
-from tileport.store import Store
+from tileport.records import StageResult, details_of
+from tileport.store import Store, queries, record_run
 from tileport.worktrees import git as wgit
 from tileport.worktrees.conversion import (ConversionWorktree, WorktreeEscape, branch_name, check_commands_inside,
                                            check_repo,
@@ -47,12 +44,13 @@ EXIT_OK, EXIT_FAILED, EXIT_USER, EXIT_BLOCKED = 0, 1, 2, 3
 STATUS_EXIT = {"done": EXIT_OK, "blocked": EXIT_BLOCKED, "failed": EXIT_FAILED, "error": EXIT_FAILED,
                "stopped": EXIT_FAILED}
 STOP_STATUS = {router.DONE: "done", router.BLOCKED: "blocked", router.FAILED: "failed"}
+# The named points of one attempt a `checkpoint` is called at (a test kills the process there).
+POINTS = ("started", "ran", "committed", "recorded")
+Checkpoint = Callable[[str, str, int], None]  # (point, stage, attempt)
 
 
-def _die_at(point: str, stage: str, attempt: int) -> None:
-    """Fault injection for the resume tests: a real SIGKILL at a named point (never set in normal use)."""
-    if settings.fault_kill_point() == f"{point}:{stage}:{attempt}":
-        os.kill(os.getpid(), signal.SIGKILL)
+def immediate(store: Store):
+    return store._write()
 
 
 @dataclass
@@ -76,16 +74,26 @@ class Runner:
     limits: Limits = field(default_factory=Limits)
     out: Printer = print
     timing: dict = field(default_factory=dict)  # per-stage wall vs stage time (the benchmark reads it)
+    stages: Mapping[str, StageFn] | None = None  # stage letter -> its function (default: the real stages)
+    checkpoint: Checkpoint | None = None  # called at each of POINTS of every attempt (tests: kill -9 there)
+    examples_dir: Path | None = None  # worked ports for the kernel writer (the service says where they are)
     _cancels: dict[int, CancelToken] = field(default_factory=dict)
     _print_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # ---------------------------------------------------------------------------------------- helpers
     def store(self) -> Store:
-        store = Store(Path(self.config.store))
-        # WAL + synchronous=NORMAL: a commit survives a killed process (kill -9 included), only an OS crash or power
-        # loss may drop the newest transactions, and each commit skips an fsync (the runner writes per stage).
-        store.db.execute("PRAGMA synchronous = NORMAL")
-        return store
+        # fast commits: a commit survives a killed process (kill -9 included), only an OS crash or power loss may
+        # drop the newest transactions, and each commit skips an fsync (the runner writes per stage)
+        return Store(Path(self.config.store), fast_commits=True)
+
+    def _stages(self) -> Mapping[str, StageFn]:
+        if self.stages is None:
+            self.stages = default_stages()
+        return self.stages
+
+    def _at(self, point: str, stage: str, attempt: int) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint(point, stage, attempt)
 
     def say(self, line: str) -> None:
         with self._print_lock:
@@ -107,19 +115,7 @@ class Runner:
 
     def _next_id(self) -> int:
         """The id the next conversion will get, read without creating the store (checks before anything exists)."""
-        path = Path(self.config.store)
-        if not path.is_file():
-            return 1
-        import sqlite3
-
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-        try:
-            row = conn.execute("select max(id) from conversions").fetchone()
-        except sqlite3.DatabaseError:
-            return 1
-        finally:
-            conn.close()
-        return (row[0] or 0) + 1
+        return queries.next_conversion_id(self.config.store)
 
     def start(self, op_path: str | Path, *, kernel: str | None = None, repo: str | Path = ".") -> int:
         """Create the conversion: checks first (nothing is created for bad input), then row + branch + worktree."""
@@ -208,9 +204,13 @@ class Runner:
             if conv["status"] != status:
                 self._set(store, cid, status=status)
             return Finished(cid, status, action.reason)
-        model = conv.get("model") or self.model
-        skip = sum(int((r["details"] or {}).get("model_requests", 0)) for r in runs)
+        # the model asked for now wins over the stored one (`--resume ID --model X` runs X, and says so); a
+        # scripted transcript skips the requests the same model already answered in the recorded runs
+        model = self.model or conv.get("model")
+        skip = sum(r["details"].get("model_requests", 0) or 0 for r in runs) if model == conv.get("model") else 0
         writer = make_writer(model, self.config, skip_requests=skip)
+        if model != conv.get("model"):
+            self._set(store, cid, model=model)
         cancel = self._cancels.setdefault(cid, CancelToken())
         toolchain = from_config(self.config)
         parent = wgit.open_repo(wt.repo_root)
@@ -222,11 +222,12 @@ class Runner:
                     self._set(store, cid, status="stopped")
                     return Finished(cid, "stopped", "stopped by request")
                 stage = action.stage
-                attempt = store.attempts(cid, stage) + 1
+                attempt = queries.attempts(store, cid, stage) + 1
                 state = state.start(stage, action.repair)
                 ctx = StageContext(cid, paths.op, op_path, conv["kernel"], wt, paths, self.config, toolchain,
                                    writer, self.limits, attempt=attempt, cap=state.caps[stage],
-                                   repair=action.repair, history=runs, cancel=cancel, log=self.say)
+                                   repair=action.repair, history=runs, cancel=cancel, log=self.say,
+                                   examples_dir=self.examples_dir)
                 result, action, sha = self._attempt(store, stage, ctx, state, parent)
                 runs = self._runs(store, cid)
             status = STOP_STATUS[action.stop]
@@ -248,18 +249,16 @@ class Runner:
 
     def _attempt(self, store: Store, stage: str, ctx: StageContext, state: RunState,
                  parent) -> tuple[StageResult, Action, str]:
-        from tileport.agents.stages import STAGES
-
         cid, wt, paths = ctx.conversion_id, ctx.worktree, ctx.paths
         t0 = time.perf_counter()
         before = wgit.snapshot(parent)
         with immediate(store):
             store.log_event("stage.started", cid, stage=stage, attempt=ctx.attempt, cap=ctx.cap, repair=ctx.repair)
-        _die_at("started", stage, ctx.attempt)
+        self._at("started", stage, ctx.attempt)
         t1 = time.perf_counter()
-        result = STAGES[stage](ctx)
+        result = self._stages()[stage](ctx)
         t2 = time.perf_counter()
-        _die_at("ran", stage, ctx.attempt)
+        self._at("ran", stage, ctx.attempt)
         result = result.model_copy(update={"attempt": ctx.attempt, "cap": ctx.cap,
                                            "details": {**result.details, **({"repair": True} if ctx.repair else {})}})
         check_commands_inside(wt, result.commands)
@@ -274,16 +273,17 @@ class Runner:
         (paths.runs / f"{seq:03d}-{stage}-{ctx.attempt}.json").write_text(
             json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         t3 = time.perf_counter()
+        git_commands: list = []
         sha = commit_stage(wt, stage=stage, verdict=result.verdict, attempt=ctx.attempt, op=paths.op,
                            summary=f"{result.summary}\n\nnext: {action.target} ({action.reason})",
-                           paths=paths.committed)
+                           paths=paths.committed, commands=git_commands)
+        result = result.model_copy(update={"commands": [*result.commands, *git_commands]})  # recorded commands
         t4 = time.perf_counter()
-        _die_at("committed", stage, ctx.attempt)
-        with immediate(store):
-            record_result(store, cid, result, commit=sha, routed_to=action.target, route_reason=action.reason)
-            store.update_conversion(cid, head_commit=sha)
+        self._at("committed", stage, ctx.attempt)
+        record_run(store, cid, result, commit=sha, routed_to=action.target, route_reason=action.reason,
+                   number=False, head=True)
         t5 = time.perf_counter()
-        _die_at("recorded", stage, ctx.attempt)
+        self._at("recorded", stage, ctx.attempt)
         # wall = stage (its tools) + git commit (a tool) + orchestration (routing, checks, JSON, store, events)
         self.timing.setdefault(cid, []).append({
             "stage": stage, "attempt": ctx.attempt, "wall_s": t5 - t0, "stage_s": t2 - t1, "commit_s": t4 - t3,
@@ -312,24 +312,23 @@ class Runner:
     # ---------------------------------------------------------------------------------------- replay
     @staticmethod
     def _runs(store: Store, cid: int) -> list[dict]:
-        runs = store.stage_runs(cid)
-        for r in runs:
-            r["details"] = json.loads(r["details"]) if isinstance(r.get("details"), str) else (r.get("details") or {})
-        return runs
+        """The recorded runs as a stage context's history (dicts, details as stored)."""
+        return [r.as_history() for r in queries.stage_runs(store, cid)]
 
     def _replay(self, runs: list[dict]) -> tuple[RunState, Action]:
         """The router's state after the recorded runs, and the next action (the same pure function decides)."""
         state = RunState(router.caps_of(self.config))
         action = router.first_action()
         for r in runs:
-            state = state.start(r["stage"], bool(r["details"].get("repair")))
+            d = details_of(r["stage"], r["details"])
+            state = state.start(r["stage"], d.repair)
             action = router.next_action(state, Outcome(r["stage"], r["verdict"], r["fail_class"],
-                                                       r["details"].get("owner")))
+                                                       getattr(d, "owner", None)))
         return state, action
 
     def _recover(self, store: Store, cid: int, wt: ConversionWorktree, paths: ConversionPaths) -> None:
         """Record stage commits the store missed (a kill between commit and store write), from their JSON."""
-        recorded = {(r["stage"], r["attempt"]) for r in store.stage_runs(cid)}
+        recorded = {(r.stage, r.attempt) for r in queries.stage_runs(store, cid)}
         for c in stage_commits(wt):
             if (c["stage"], c["attempt"]) in recorded:
                 continue
@@ -340,7 +339,6 @@ class Runner:
             rec = json.loads(files[-1].read_text(encoding="utf-8"))
             result = StageResult.model_validate(rec["result"])
             with immediate(store):
-                record_result(store, cid, result, commit=c["sha"], routed_to=rec["routed_to"],
-                              route_reason=rec["route_reason"])
-                store.update_conversion(cid, head_commit=c["sha"])
+                record_run(store, cid, result, commit=c["sha"], routed_to=rec["routed_to"],
+                           route_reason=rec["route_reason"], number=False, head=True)
                 store.log_event("stage.recovered", cid, stage=c["stage"], attempt=c["attempt"], commit=c["sha"])

@@ -24,7 +24,12 @@ from tileport.errors import UserError
 from tileport.local_models.client import ModelClient
 from tileport.local_models.protocol import ToolCall
 from tileport.local_models.structured import ToolSpec
-from tileport.records import TokenUsage
+from tileport.records import TokenUsage, verdicts
+
+# The words a model may answer with, from the one verdict list (records.verdicts); a diagnosis is never BLOCKED
+# (that is the environment, which the stage decides).
+WriterVerdictWord = verdicts.literal(verdicts.WriteKernelVerdict)
+DiagnosisVerdictWord = verdicts.literal(verdicts.DiagnosisVerdict, without=(verdicts.BLOCKED,))
 
 # ------------------------------------------------------------------------------------------ the model's words
 
@@ -49,13 +54,13 @@ class CargoBuild(BaseModel):
 
 
 class KernelWriterVerdict(BaseModel):
-    verdict: Literal["COMPILED", "FAIL_COMPILE", "FAIL_FIXABLE", "BLOCKED"]
+    verdict: WriterVerdictWord
     summary: str
     build_attempts: int
 
 
 class Diagnosis(BaseModel):
-    verdict: Literal["PASS", "PASS_WITH_NOTES", "FAIL_FIXABLE", "FAIL_COMPILER_BUG"]
+    verdict: DiagnosisVerdictWord
     owner: Literal["kernel", "host"]
     next_edit: str = Field(description="one concrete edit the owner's stage makes next")
     evidence: str = Field("", description="the IR lines or cases that show it")
@@ -433,11 +438,7 @@ class DraftWriter:
     name = "none"
 
     def write_kernel(self, ctx: Any, task: KernelTask) -> WriteOutcome:
-        try:
-            from tileport.agents.draft import draft_port  # type: ignore[import-not-found]
-        except ImportError:
-            return WriteOutcome(no_writer="no writer: configure a model (--model URL or [model] in tileport.toml); "
-                                          "the deterministic draft translator is not installed")
+        from tileport.agents.draft import draft_port
         d = draft_port(task.analysis, kernel=ctx.kernel)
         d.write(task.kernel_path.parent)
         holes = [str(h) for h in (d.holes or [])]
@@ -462,10 +463,6 @@ class DraftWriter:
 
 
 SCRIPTED = "scripted:"
-
-
-def describe(spec: str) -> str:
-    return spec
 
 
 def make_writer(spec: str | None, config: Config, *, skip_requests: int = 0) -> ModelWriter | DraftWriter:

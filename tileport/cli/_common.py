@@ -13,9 +13,11 @@ def config_from(args: argparse.Namespace) -> Config:
     return load_config(getattr(args, "config", None))
 
 
-def open_store(config: Config) -> Store:
-    """The store named by the config (relative paths are relative to the working directory)."""
-    return Store(Path(config.store))
+def open_store(config: Config, repo: str | Path | None = None) -> Store:
+    """The repository's store by the one rule (`tileport.service.store_path`)."""
+    from tileport import service
+
+    return service.open_store(config, repo)
 
 
 def int_in(lo: int, hi: int):

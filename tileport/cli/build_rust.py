@@ -33,7 +33,6 @@ from tileport.validators.rust.selfcheck import format_self_check, no_build_repor
 from tileport.validators.rust.spec import SPEC_FILENAME, load_spec
 from tileport.validators.rust import diagnostics as dg
 from tileport.validators.rust.build import BuildOptions, RustBuildResult, build_crate, prepare_crate, shared_target_dir
-from tileport.exec.toolchain import from_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     if args.init_spec:
         return init_spec(args)
     config = config_from(args)
-    opts = BuildOptions(
+    opts = BuildOptions.of(
+        config,
         target_dir=shared_target_dir(),
         offline=False if args.fetch else None,
         cargo_timeout=args.timeout,
@@ -70,9 +70,6 @@ def run(args: argparse.Namespace) -> int:
         cubins=not args.no_cubin,
         deny_unsafe=args.deny_unsafe,
         artifacts_dir=Path(args.artifacts) if args.artifacts else None,
-        bytecode_version=config.toolchain.bytecode_version,
-        toolchain=from_config(config),
-        sandbox_required=config.sandbox.require,
     )
     analysis = load_analysis(args.reference) if args.reference else None  # bad input before a long build
     layout = prepare_crate(args.dir, spec_path=args.spec, out=args.out)

@@ -68,7 +68,7 @@ def run_pack(args: argparse.Namespace) -> int:
     out = Path(args.out or Path("gates") / op.op)
     perf = {"warmup": config.perf.warmup, "repetitions": config.perf.repetitions, "flush_l2": config.perf.flush_l2}
     from tileport.validators.rust.build import BuildOptions
-    opts = BuildOptions(cubins=False, disasm=False, sandbox_required=config.sandbox.require)
+    opts = BuildOptions.of(config, cubins=False, disasm=False)
     dest, built = gate.pack(layout, op, out, commit=commit, conversion_id=conversion_id, perf=perf, build_opts=opts)
     if not built.ok:
         print("\n".join(built.errors[:20]))
@@ -147,21 +147,22 @@ def _record(store, cid: int, commit: str, results: dict, path: Path, config) -> 
     from tileport.records import ArtifactRecord, utcnow
     from tileport.validators.gpu.reports import correctness_from_results, perf_from_results
 
+    from tileport.store import record_run
+
     corr = correctness_from_results(results)
     art = [ArtifactRecord.of("gate_results", path)]
-    d = host_correctness.result_from_report(corr, attempt=store.attempts(cid, "D") + 1, started_at=utcnow())
+    # attempts are numbered by record_run inside the run's own transaction (with its cases / perf rows)
+    d = host_correctness.result_from_report(corr, attempt=1, started_at=utcnow())
     d = d.model_copy(update={"artifacts": art, "details": {
         **d.details, "passed": sum(c.status == "PASS" for c in corr.cases), "env_missing": corr.env_missing,
         "host_error": corr.host_error, "source": "gate ingest"}})
-    ids = [store.record_stage(cid, d, commit)]
-    store.add_cases(ids[0], corr.cases)
+    ids = [record_run(store, cid, d, commit=commit, cases=corr.cases).run_id]
     if d.verdict == "ALL_PASS" and (results.get("perf") or {}).get("rows"):  # E only after D passed
         from tileport.agents.stages.performance import result_from_report
 
         perf = perf_from_results(results)
-        e = result_from_report(perf, attempt=store.attempts(cid, "E") + 1, started_at=utcnow(),
+        e = result_from_report(perf, attempt=1, started_at=utcnow(),
                                geomean_max=config.perf.geomean_max, config_max=config.perf.config_max)
         e = e.model_copy(update={"artifacts": art, "details": {**e.details, "source": "gate ingest"}})
-        ids.append(store.record_stage(cid, e, commit))
-        store.add_perf_rows(ids[-1], perf.rows)
+        ids.append(record_run(store, cid, e, commit=commit, perf_rows=perf.rows).run_id)
     return ids

@@ -12,6 +12,7 @@ import argparse
 
 from tileport.cli._common import config_from, int_in
 from tileport.errors import UserError
+from tileport.service import exit_code  # noqa: F401  (the one rule; importable from here as before)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,17 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def exit_code(finished) -> int:
-    codes = {f.exit_code for f in finished}
-    for code in (1, 3):
-        if code in codes:
-            return code
-    return 0
-
-
 def run(args: argparse.Namespace) -> int:
+    from tileport import service
     from tileport.agents.context import Limits
-    from tileport.agents.runner import Runner
 
     for name in ("jobs", "model_jobs", "cargo_jobs", "gpu_jobs"):
         if getattr(args, name) < 1:
@@ -59,11 +52,11 @@ def run(args: argparse.Namespace) -> int:
     from tileport.validators.analysis.testfind import with_tests
 
     config = with_tests(config_from(args), args.tests)
-    runner = Runner(config, model=args.model,
-                    limits=Limits.of(model=args.model_jobs, cargo=args.cargo_jobs, gpu=args.gpu_jobs),
-                    out=lambda line: print(line, flush=True))
+    runner = service.runner(config, repo=args.repo, model=args.model,
+                            limits=Limits.of(model=args.model_jobs, cargo=args.cargo_jobs, gpu=args.gpu_jobs),
+                            out=lambda line: print(line, flush=True))
     if args.resume is not None:
-        finished = [runner.resume(args.resume)]
+        finished = [service.resume(runner, args.resume)]
     else:
         if args.triton:
             from tileport.validators.analysis.triton.pairing import check_triton_op, register_twin
@@ -71,9 +64,7 @@ def run(args: argparse.Namespace) -> int:
             if len(args.ops) != 1:
                 raise UserError("--triton pairs one op: tileport run CUTILE_OP.py --triton TRITON_OP.py")
             register_twin(args.ops[0], check_triton_op(args.triton))
-        for op in args.ops:
-            runner.check(op, args.repo)  # every op's bad input before any conversion exists
-        cids = [runner.start(op, kernel=args.kernel, repo=args.repo) for op in args.ops]
+        cids = service.start(runner, args.ops, repo=args.repo, kernel=args.kernel)
         store = runner.store()
         try:
             for cid in cids:
@@ -85,4 +76,4 @@ def run(args: argparse.Namespace) -> int:
         finished = runner.drive_many(cids, jobs=args.jobs)
     for f in finished:
         print(f"#{f.conversion_id}: {f.status.upper()}" + (f" ({f.reason})" if f.reason else ""), flush=True)
-    return exit_code(finished)
+    return service.exit_code(finished)

@@ -6,12 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from tileport.cli._common import config_from, int_in
+from tileport.store import queries
 from tileport.validators.analysis.triton.record import reference_summary
-from tileport.cli._common import config_from, int_in, open_store
-from tileport.records import Stage
-from tileport.store import json_column
-
-STAGE_ORDER = [s.value for s in Stage]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,48 +17,45 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "with ID, every stage run with its route, commit, commands and artifacts.")
     p.add_argument("id", nargs="?", type=int_in(1, (1 << 63) - 1), help="one conversion's full record")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--repo", metavar="DIR", help="the repository whose store to read (default: the current "
+                                                 "directory; the store path rule of `run` and `tui`)")
     p.set_defaults(func=run)
 
 
-def _attempts(runs: list[dict], caps: dict[str, int]) -> dict[str, str]:
-    used: dict[str, int] = {}
-    for r in runs:
-        used[r["stage"]] = used.get(r["stage"], 0) + 1
-    return {s: f"{used[s]}/{caps[s]}" for s in STAGE_ORDER if s in used}
+def _summary(store, c: queries.ConversionSummary, caps: dict[str, int], config_max: float) -> dict:
+    perf = c.perf
+    analyses = [r.as_history() for r in queries.stage_runs(store, c.id, "A")]
+    return {"id": c.id, "op_path": c.op_path, "kernel": c.kernel, "status": c.status,
+            "stage": c.stage, "verdict": c.verdict, "next": c.next, "stages": dict(c.stages),
+            "attempts": c.attempts_text(caps), "branch": c.branch, "worktree": c.worktree,
+            "base": f"{c.base_branch}@{(c.base_commit or '')[:10]}" if c.base_commit else None,
+            "head_commit": c.head_commit, "model": c.model, "error": c.error,
+            "reference": reference_summary(analyses),
+            # the newest E run as judged: its geomean, slowest configuration and the bounds recorded with it
+            "perf": None if perf is None else {
+                "geomean": perf.geomean, "geomean_max": perf.geomean_max, "worst": perf.worst,
+                "worst_ratio": perf.worst_ratio, "config_max": perf.config_max, "slow": c.slow(config_max)}}
 
 
-def _summary(store, c: dict, caps: dict[str, int]) -> dict:
-    runs = store.stage_runs(c["id"])
-    latest = store.latest_verdicts(c["id"])
-    last = runs[-1] if runs else None
-    return {"id": c["id"], "op_path": c["op_path"], "kernel": c["kernel"], "status": c["status"],
-            "stage": last["stage"] if last else None, "verdict": last["verdict"] if last else None,
-            "next": last["routed_to"] if last else None,
-            "stages": {s: latest[s]["verdict"] for s in STAGE_ORDER if s in latest},
-            "attempts": _attempts(runs, caps), "branch": c["branch"], "worktree": c["worktree"],
-            "base": f"{c.get('base_branch')}@{(c.get('base_commit') or '')[:10]}" if c.get("base_commit") else None,
-            "head_commit": c["head_commit"], "model": c.get("model"), "error": c.get("error"),
-            "reference": reference_summary(runs)}
-
-
-def _detail(store, cid: int, caps: dict[str, int]) -> dict:
-    runs = []
-    for r in store.stage_runs(cid):
-        details = json_column(r.get("details"), store.path, "stage_runs.details") or {}
-        runs.append({**r, "details": details, "commands": store.stage_commands(r["id"]),
-                     "artifacts": store.stage_artifacts(r["id"])})
-    conv = store.conversion(cid)
-    return {"conversion": conv, "summary": _summary(store, conv, caps), "stage_runs": runs,
-            "approvals": store.approvals(cid)}
+def _detail(store, cid: int, caps: dict[str, int], config_max: float) -> dict:
+    d = queries.conversion_detail(store, cid)
+    runs = [{**r.model_dump(exclude={"details", "raw_details"}), "details": r.raw_details,
+             "commands": [c.model_dump() for c in cmds], "artifacts": [a.model_dump() for a in arts]}
+            for r, cmds, arts in d.runs]
+    return {"conversion": d.conversion, "summary": _summary(store, d.summary, caps, config_max), "stage_runs": runs,
+            "approvals": d.approvals}
 
 
 def run(args: argparse.Namespace) -> int:
+    from tileport import service
+
     config = config_from(args)
     caps = config.caps.model_dump()
-    store = open_store(config)
+    cmax = config.perf.config_max
+    store = service.open_store(config, getattr(args, "repo", None))
     try:
         if args.id is not None:
-            detail = _detail(store, args.id, caps)
+            detail = _detail(store, args.id, caps, cmax)
             if args.json:
                 print(json.dumps(detail, indent=2, default=str))
                 return 0
@@ -71,6 +65,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  branch {c['branch']} (base {s['base']}), worktree {c['worktree']}")
                 print(f"  attempts {'  '.join(f'{k}:{v}' for k, v in s['attempts'].items())}"
                       + (f"  next {s['next']}" if s["next"] else ""))
+            if s["perf"] and s["perf"]["geomean"] is not None:
+                p = s["perf"]
+                print(f"  perf geomean {p['geomean']:.3f} (gate {p['geomean_max']}), worst {p['worst']} "
+                      f"{p['worst_ratio'] or 0:.3f} (bound {p['config_max']} as recorded)"
+                      + ("  SLOW" if p["slow"] else ""))
             if s.get("reference"):
                 print(f"  {s['reference']}")
             if c.get("error"):
@@ -87,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                     if cmd["exit_code"] != 0:
                         print(f"    exit {cmd['exit_code']}: {' '.join(cmd['argv'])[:160]}")
             return 0
-        rows = [_summary(store, c, caps) for c in store.conversions()]
+        rows = [_summary(store, c, caps, cmax) for c in queries.conversion_summaries(store)]
         if args.json:
             print(json.dumps(rows, indent=2))
         elif not rows:

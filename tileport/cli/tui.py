@@ -26,11 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def store_path(args: argparse.Namespace, config) -> Path:
-    if getattr(args, "store", None):
-        return Path(args.store)
-    base = Path(args.repo) if getattr(args, "repo", None) else Path.cwd()
-    p = Path(config.store)
-    return p if p.is_absolute() else base / p
+    from tileport import service
+
+    return service.store_path(config, getattr(args, "repo", None), getattr(args, "store", None))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,24 +61,16 @@ def run_default(argv_config: str | None = None) -> int:
     config = config.model_copy(update={"store": str(store)})
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         # no terminal (piped, CI): the same conversions, headless, one line per verdict
-        from tileport.agents.runner import Runner
+        from tileport import service
 
         print(f"tileport: no terminal for the dashboard; converting {len(ops)} examples headless in {root} "
               f"(store {store}; `tileport tui --repo {root}` to watch)")
-        runner = Runner(config, model="none")
-        existing = {}
-        from tileport.store import Store
-
-        s = Store(store)
-        try:
-            existing = {Path(c["op_path"]).resolve(): c["id"] for c in s.conversions() if c.get("worktree")}
-        finally:
-            s.close()
-        cids = [existing.get(op.resolve()) or runner.start(op, repo=root) for op in ops]
+        runner = service.runner(config, repo=root, model="none")
+        cids = service.start_or_reuse(runner, ops, repo=root)
         finished = runner.drive_many(cids, jobs=2)
         for f in finished:
             print(f"#{f.conversion_id}: {f.status}" + (f" ({f.reason})" if f.reason else ""))
-        return max((f.exit_code for f in finished), default=0)
+        return service.exit_code(finished)
     from tileport.tui import TileportApp
 
     app = TileportApp(store, config, repo=root, autostart=[str(op) for op in ops], model="none")

@@ -21,7 +21,6 @@ REQUIRE_VLLM = "TILEPORT_REQUIRE_VLLM"  # tests: fail instead of skip when the r
 OFFLINE_CACHE = "TILEPORT_OFFLINE_CACHE"  # `offline pack`'s cache of wheels, vendored crates, GPU files, Rust
 TILEIR_CACHE = "TILEPORT_TILEIR_CACHE"  # "off": no content-hash cache of tileiras / tileirdisasm outputs
 CPU_BUDGET = "TILEPORT_CPUS"  # CPUs one tileport process spreads its builds over (default: os.cpu_count())
-FAULT_KILL = "TILEPORT_FAULT_KILL"  # tests: `POINT:STAGE:ATTEMPT` -> the runner SIGKILLs itself there (a real kill -9)
 
 
 def _env_path(name: str) -> Path | None:
@@ -75,7 +74,3 @@ def cpu_budget() -> int:
         n = 0
     return max(1, n or os.cpu_count() or 1)
 
-
-def fault_kill_point() -> str | None:
-    """Where a test wants `tileport run` to die by SIGKILL (e.g. "committed:B:1"); None in normal use."""
-    return os.environ.get(FAULT_KILL) or None

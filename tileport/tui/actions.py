@@ -42,9 +42,9 @@ class Actions:
     @property
     def runner(self):
         if self._runner is None:
-            from tileport.agents.runner import Runner
+            from tileport import service
 
-            self._runner = Runner(self.config, model=self.model, out=self._log)
+            self._runner = service.runner(self.config, model=self.model, out=self._log)
         return self._runner
 
     def _log(self, line: str) -> None:
@@ -135,15 +135,9 @@ class Actions:
         """Start a conversion per op (or pick up the existing, unfinished one), then drive them from a pool."""
         if self.readonly:
             raise UserError(READONLY)
-        store = Store(self.store_path)
-        try:
-            existing = {Path(c["op_path"]).resolve(): c for c in store.conversions() if c.get("worktree")}
-        finally:
-            store.close()
-        cids = []
-        for op in op_paths:
-            conv = existing.get(Path(op).resolve())
-            cids.append(conv["id"] if conv else self.runner.start(op, repo=self.repo))
+        from tileport import service
+
+        cids = service.start_or_reuse(self.runner, op_paths, repo=self.repo)
         todo = [c for c in cids if not self.why_not("resume", c)]
         with ThreadPoolExecutor(max_workers=max(1, self.jobs), thread_name_prefix="dashboard") as pool:
             list(pool.map(self.resume, todo))

@@ -17,6 +17,7 @@ from tileport.records import ApprovalRecord, Decision, GateRecord, GateStatus
 from tileport.store import Store
 from tileport.worktrees import _gitcli as g
 from tileport.worktrees.gates import GATE_NAMES, evaluate_gates
+from tileport.worktrees.git import identity_env  # noqa: F401  (re-exported: merge and lifecycle take it from here)
 
 
 # How a decision reads in a sentence ("approved by ...").
@@ -25,15 +26,6 @@ PAST = {Decision.APPROVE: "approved", Decision.REJECT: "rejected", Decision.OVER
 
 def approver_name(config: Config) -> str:
     return (config.approval.name or "").strip() or getpass.getuser()
-
-
-def identity_env(repo: str | Path, name: str) -> dict[str, str]:
-    """Author/committer for git objects tileport writes, only where the repository has no identity configured."""
-    if g.git(repo, "var", "GIT_COMMITTER_IDENT", check=False).ok:
-        return {}
-    email = f"{name.replace(' ', '.')}@tileport.invalid"
-    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
-            "GIT_COMMITTER_EMAIL": email}
 
 
 def conversion_repo(store: Store, conversion_id: int) -> tuple[dict, Path, str]:

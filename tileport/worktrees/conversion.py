@@ -15,11 +15,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import git
-
 from tileport.errors import UserError
 from tileport.records import CommandRecord
-from tileport.worktrees.git import BaseRef, branch_exists, check_branchable, identity_env, open_repo, repo_lock
+from tileport.worktrees import _gitcli as g
+from tileport.worktrees.git import BaseRef, branch_exists, check_branchable, head_branch, identity_env, open_repo
 
 BRANCH_PREFIX = "tileport/"
 STATE_DIR = ".tileport"
@@ -41,12 +40,8 @@ class ConversionWorktree:
     base_branch: str
     base_commit: str
 
-    @property
-    def repo(self) -> git.Repo:
-        return git.Repo(self.path)
-
     def head(self) -> str:
-        return self.repo.head.commit.hexsha
+        return g.out(self.path, "rev-parse", "HEAD")
 
 
 def branch_name(op: str, conversion_id: int) -> str:
@@ -91,7 +86,7 @@ def create_conversion_worktree(repo_dir: str | Path, op: str, conversion_id: int
     base = base or check_branchable(repo)
     branch = branch_name(op, conversion_id)
     path = worktrees_root(base.root) / branch.removeprefix(BRANCH_PREFIX)
-    with repo_lock(repo):
+    with g.repo_lock(repo):
         if branch_exists(repo, branch):
             raise UserError(f"branch {branch} already exists in {base.root}; delete it (git branch -D {branch}) or "
                             "point `store` at the store that made it")
@@ -99,10 +94,10 @@ def create_conversion_worktree(repo_dir: str | Path, op: str, conversion_id: int
             raise UserError(f"{path} already exists; remove it (git worktree remove --force {path})")
         _ignore_state_dir(base.root)
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            repo.git.worktree("add", "-b", branch, str(path), base.commit)
-        except git.GitCommandError as e:
-            raise UserError(f"git worktree add failed for {branch}: {e.stderr.strip().splitlines()[-1] if e.stderr else e}") from None
+        res = g.git(repo, "worktree", "add", "-q", "-b", branch, str(path), base.commit, check=False)
+        if not res.ok:
+            why = (res.stderr.strip() or res.stdout.strip() or f"exit {res.returncode}").splitlines()[-1]
+            raise UserError(f"git worktree add failed for {branch}: {why}")
         _ignore_build_dir(path)
     return ConversionWorktree(conversion_id, base.root, path.resolve(), branch, base.branch, base.commit)
 
@@ -112,8 +107,7 @@ def open_conversion_worktree(conversion: dict) -> ConversionWorktree:
     path = Path(conversion.get("worktree") or "")
     if not conversion.get("worktree") or not (path / ".git").exists():
         raise UserError(f"conversion {conversion['id']}: its worktree {path} is gone; start a new conversion")
-    repo = git.Repo(path)
-    if repo.head.is_detached or repo.active_branch.name != conversion["branch"]:
+    if head_branch(path) != conversion["branch"]:
         raise UserError(f"conversion {conversion['id']}: {path} is not on {conversion['branch']} any more; "
                         f"check it out again (git -C {path} switch {conversion['branch']})")
     _ignore_build_dir(path)  # worktrees made before the build dir ignored itself
@@ -130,19 +124,18 @@ def commit_message(*, stage: str, verdict: str, attempt: int, conversion_id: int
 
 
 def commit_stage(wt: ConversionWorktree, *, stage: str, verdict: str, attempt: int, op: str, summary: str = "",
-                 paths: list[str | Path] | None = None) -> str:
+                 paths: list[str | Path] | None = None, commands: list[CommandRecord] | None = None) -> str:
     """Commit `paths` (default: everything under the worktree that git does not ignore) with the stage trailers;
-    returns the commit sha. A commit is made even when nothing changed, so every attempt has one."""
-    repo = wt.repo
+    returns the commit sha. A commit is made even when nothing changed, so every attempt has one. The git
+    commands are appended to `commands` (the stage run's record) when given."""
     rel = [str(Path(p).resolve().relative_to(wt.path)) if Path(p).is_absolute() else str(p) for p in (paths or [])]
-    if rel:
-        repo.git.add("--all", "--", *rel)
-    else:
-        repo.git.add("--all")
     msg = commit_message(stage=stage, verdict=verdict, attempt=attempt, conversion_id=wt.conversion_id, op=op,
                          summary=summary)
-    repo.git.commit("--allow-empty", "--no-verify", "-q", "-m", msg, env=identity_env(repo))
-    return repo.head.commit.hexsha
+    ran = [g.git(wt.path, "add", "--all", *(["--", *rel] if rel else [])),
+           g.git(wt.path, "commit", "--allow-empty", "--no-verify", "-q", "-m", msg, env=identity_env(wt.path))]
+    if commands is not None:
+        commands.extend(r.record for r in ran)
+    return wt.head()
 
 
 def parse_trailers(message: str) -> dict[str, str]:
@@ -152,20 +145,21 @@ def parse_trailers(message: str) -> dict[str, str]:
 def stage_commits(wt: ConversionWorktree) -> list[dict]:
     """The stage commits on the conversion branch since its base, oldest first."""
     out = []
-    for c in wt.repo.iter_commits(f"{wt.base_commit}..HEAD", reverse=True):
-        t = parse_trailers(c.message)
+    log = g.out(wt.path, "log", "--reverse", "-z", "--format=%H%n%B", f"{wt.base_commit}..HEAD")
+    for entry in filter(None, log.split("\0")):
+        sha, _, message = entry.strip("\n").partition("\n")
+        t = parse_trailers(message)
         if set(t) == {x.lower() for x in TRAILERS} and t["conversion"] == str(wt.conversion_id):
-            out.append({"sha": c.hexsha, "stage": t["stage"], "verdict": t["verdict"], "attempt": int(t["attempt"])})
+            out.append({"sha": sha, "stage": t["stage"], "verdict": t["verdict"], "attempt": int(t["attempt"])})
     return out
 
 
 def discard_uncommitted(wt: ConversionWorktree, paths: list[str]) -> None:
     """Throw away what an interrupted attempt left in `paths` (tracked changes and untracked files)."""
-    repo = wt.repo
-    repo.git.reset("-q", "--hard", "HEAD")
+    g.git(wt.path, "reset", "-q", "--hard", "HEAD")
     existing = [p for p in paths if (wt.path / p).exists()]
     if existing:
-        repo.git.clean("-fdq", "--", *existing)
+        g.git(wt.path, "clean", "-fdq", "--", *existing)
 
 
 def check_commands_inside(wt: ConversionWorktree, commands: list[CommandRecord]) -> None:

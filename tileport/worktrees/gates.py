@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileport.records import GateEvidence, GateRecord, GateStatus, Stage, sha256_file
-from tileport.store import Store
+from tileport.records import GATE_PASSES, SELF_CHECK_PASSES, GateEvidence, GateRecord, GateStatus, Stage, sha256_file
+from tileport.store import Store, queries
 from tileport.worktrees import _gitcli as g
 
 
@@ -41,11 +40,11 @@ class GateSpec:
 # commit; B (the kernel compiles and its IR matches the reference) survives the host writer, the diagnoses and the
 # perf run; D (host + correctness) survives diagnoses and the perf run; E (device time) only diagnoses.
 REQUIRED_GATES: tuple[GateSpec, ...] = (
-    GateSpec(Stage.ANALYZE, ("PASS",), survives=frozenset("BCDEF")),
-    GateSpec(Stage.WRITE_KERNEL, ("COMPILED",), (("self_check", ("PASS", "PASS_WITH_NOTES")),),
+    GateSpec(Stage.ANALYZE, GATE_PASSES[Stage.ANALYZE], survives=frozenset("BCDEF")),
+    GateSpec(Stage.WRITE_KERNEL, GATE_PASSES[Stage.WRITE_KERNEL], (("self_check", SELF_CHECK_PASSES),),
              survives=frozenset("CDEF")),
-    GateSpec(Stage.HOST_CORRECTNESS, ("ALL_PASS",), survives=frozenset("CEF")),
-    GateSpec(Stage.PERFORMANCE, ("DONE",), survives=frozenset("CF")),
+    GateSpec(Stage.HOST_CORRECTNESS, GATE_PASSES[Stage.HOST_CORRECTNESS], survives=frozenset("CEF")),
+    GateSpec(Stage.PERFORMANCE, GATE_PASSES[Stage.PERFORMANCE], survives=frozenset("CF")),
 )
 GATE_NAMES = tuple(s.name for s in REQUIRED_GATES)
 
@@ -159,7 +158,7 @@ def _evidence(store: Store, run_id: int) -> list[GateEvidence]:
 
 def _evidence_digest(run: dict, evidence: list[GateEvidence]) -> str:
     body = {"stage_run_id": run["id"], "stage": run["stage"], "verdict": run["verdict"], "commit": run["commit"],
-            "details": json.loads(run["details"]) if run.get("details") else {},
+            "details": run.get("details") or {},
             "evidence": sorted((e.path, e.sha256) for e in evidence)}
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -180,7 +179,7 @@ def evaluate_gates(store: Store, repo: str | Path, conversion_id: int, head: str
                    evidence_roots: list[Path] | None = None, base: str | None = None) -> list[GateRecord]:
     """Every required gate's status for `head`, in REQUIRED_GATES order (`base`: where the branch started, so its
     history is read once)."""
-    runs = store.stage_runs(conversion_id)
+    runs = [r.as_history() for r in queries.stage_runs(store, conversion_id)]  # details decoded by the store
     roots = evidence_roots or [Path(repo)]
     records = []
     history = BranchHistory(repo, base, head) if base else None
@@ -192,7 +191,7 @@ def evaluate_gates(store: Store, repo: str | Path, conversion_id: int, head: str
             continue
         run = max(mine, key=lambda r: r["id"])
         evidence = _evidence(store, run["id"])
-        details = json.loads(run["details"]) if run.get("details") else {}
+        details = run["details"]
         rec = dict(
             verdict=run["verdict"], stage_run_id=run["id"], commit=run["commit"], attempt=run["attempt"],
             cap=run.get("cap"), started_at=run["started_at"], finished_at=run["finished_at"],
@@ -227,10 +226,4 @@ def geomean_of(store: Store, gates: list[GateRecord]) -> float | None:
     e = next((gr for gr in gates if gr.name == Stage.PERFORMANCE.value and gr.stage_run_id), None)
     if e is None:
         return None
-    run = store.db["stage_runs"].get(e.stage_run_id)
-    details = json.loads(run["details"]) if run.get("details") else {}
-    if isinstance(details.get("geomean"), (int, float)):
-        return float(details["geomean"])
-    ratios = [r["ratio"] for r in store.db["perf_rows"].rows_where("stage_run_id = ?", [e.stage_run_id])
-              if r["ratio"] and r["ratio"] > 0]
-    return math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else None
+    return queries.perf_geomean(store, e.stage_run_id)

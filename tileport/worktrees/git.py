@@ -1,4 +1,6 @@
-"""The user's repository, through gitpython: open it, check it is safe to branch from, and take snapshots.
+"""The user's repository, through the one git adapter (`_gitcli`: the real `git` binary run by `exec.proc`, so
+every git command is a command with argv, exit code and time): open it, check it is safe to branch from, and take
+snapshots.
 
 Every refusal is a `UserError` (one line, exit 2) raised before anything is changed.
 """
@@ -6,33 +8,36 @@ Every refusal is a `UserError` (one line, exit 2) raised before anything is chan
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
-
-import git
 
 from tileport.errors import UserError
+from tileport.worktrees import _gitcli as g
 
 # Used only when the repository has no identity configured (a fresh CI checkout); a user's own identity wins.
 FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "tileport", "GIT_AUTHOR_EMAIL": "tileport@localhost",
                      "GIT_COMMITTER_NAME": "tileport", "GIT_COMMITTER_EMAIL": "tileport@localhost"}
 
 
-def open_repo(path: str | Path) -> git.Repo:
+def _root(repo: str | os.PathLike) -> Path:
+    """A checkout's directory (a path, or an object with `working_tree_dir` such as a test's gitpython Repo)."""
+    return Path(getattr(repo, "working_tree_dir", None) or repo)
+
+
+def open_repo(path: str | os.PathLike) -> Path:
+    """The top directory of the checkout holding `path`, or a one-line refusal."""
     p = Path(path)
     if not p.exists():
         raise UserError(f"{p}: no such directory; pass --repo DIR of a git repository")
-    try:
-        repo = git.Repo(p, search_parent_directories=True)
-    except git.InvalidGitRepositoryError:
-        raise UserError(f"{p} is not inside a git repository; run `git init` there or pass --repo DIR") from None
-    except git.NoSuchPathError:
-        raise UserError(f"{p}: no such directory; pass --repo DIR of a git repository") from None
-    if repo.bare:
+    if not p.is_dir():
+        p = p.parent
+    res = g.git(p, "rev-parse", "--is-bare-repository", "--show-toplevel", check=False)
+    lines = res.stdout.split("\n")
+    if lines and lines[0].strip() == "true":
         raise UserError(f"{p} is a bare repository; pass --repo DIR of a checkout")
-    return repo
+    if not res.ok or len(lines) < 2 or not lines[1].strip():
+        raise UserError(f"{p} is not inside a git repository; run `git init` there or pass --repo DIR")
+    return Path(lines[1].strip())
 
 
 @dataclass(frozen=True)
@@ -42,52 +47,49 @@ class BaseRef:
     commit: str
 
 
-def check_branchable(repo: git.Repo) -> BaseRef:
+def check_branchable(repo: str | os.PathLike) -> BaseRef:
     """The branch and commit a conversion starts from, or a one-line refusal (no commit, detached, dirty)."""
-    root = Path(repo.working_tree_dir)
-    try:
-        head = repo.head.commit.hexsha
-    except ValueError:
-        raise UserError(f"{root} has no commits yet; commit the op first (git add OP.py && git commit)") from None
-    if repo.head.is_detached:
+    root = _root(repo)
+    head = g.rev(root, "HEAD")
+    if head is None:
+        raise UserError(f"{root} has no commits yet; commit the op first (git add OP.py && git commit)")
+    branch = g.git(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)
+    if not branch.ok:
         raise UserError(f"{root}: HEAD is detached at {head[:10]}; check out a branch first (git switch BRANCH)")
-    if repo.is_dirty(index=True, working_tree=True, untracked_files=False):
-        changed = [d.a_path for d in repo.index.diff(None)] + [d.a_path for d in repo.index.diff("HEAD")]
-        some = ", ".join(sorted(set(changed))[:3]) or "tracked files"
+    changed = [line[3:] for line in g.out(root, "status", "--porcelain", "--untracked-files=no").splitlines()
+               if line.strip()]
+    if changed:
+        some = ", ".join(sorted(set(changed))[:3])
         raise UserError(f"{root} has uncommitted changes ({some}); commit or stash them first, "
                         "so the conversion's base commit is what you see")
-    return BaseRef(root, repo.active_branch.name, head)
+    return BaseRef(root, branch.stdout.strip(), head)
 
 
-def branch_exists(repo: git.Repo, name: str) -> bool:
-    return any(h.name == name for h in repo.heads)
+def branch_exists(repo: str | os.PathLike, name: str) -> bool:
+    return g.git(_root(repo), "show-ref", "--verify", "--quiet", g.branch_ref(name), check=False).ok
 
 
-def snapshot(repo: git.Repo) -> tuple[str, str]:
-    """(HEAD commit, checked-out branch) of a checkout, read from the ref files (no git process, ~2 ms): a stage
-    must leave the parent checkout where it was. A commit, checkout, reset, merge or rebase run in the parent
-    moves one of them; reading `git status` instead would cost a process per check and trip over the index
-    refresh any `git status` the user runs meanwhile does."""
-    head = repo.head
-    detached = head.is_detached
-    return head.commit.hexsha, "" if detached else head.reference.path
+def head_branch(repo: str | os.PathLike) -> str | None:
+    """The branch checked out at `repo` (short name), None when HEAD is detached."""
+    res = g.git(_root(repo), "symbolic-ref", "-q", "--short", "HEAD", check=False)
+    return res.stdout.strip() if res.ok else None
 
 
-def identity_env(repo: git.Repo) -> dict[str, str]:
-    env = {}
-    reader = repo.config_reader()
-    if not (os.environ.get("GIT_AUTHOR_NAME") or reader.get_value("user", "name", "")):
-        env.update({k: v for k, v in FALLBACK_IDENTITY.items() if "NAME" in k})
-    if not (os.environ.get("GIT_AUTHOR_EMAIL") or reader.get_value("user", "email", "")):
-        env.update({k: v for k, v in FALLBACK_IDENTITY.items() if "EMAIL" in k})
-    return env
+def snapshot(repo: str | os.PathLike) -> tuple[str, str]:
+    """(HEAD commit, checked-out branch ref or "" when detached) of a checkout, in one git process: a stage must
+    leave the parent checkout where it was; a commit, checkout, reset, merge or rebase there moves one of them."""
+    lines = g.out(_root(repo), "rev-parse", "HEAD", "--symbolic-full-name", "HEAD").splitlines()
+    sha, ref = (lines + ["", ""])[:2]
+    return sha, "" if ref == "HEAD" else ref
 
 
-@contextmanager
-def repo_lock(repo: git.Repo) -> Iterator[None]:
-    """Serialise worktree creation across processes sharing one repository (git's own lock files fail fast): the
-    same lock approvals and merges take (`_gitcli.repo_lock`)."""
-    from tileport.worktrees._gitcli import LOCK_NAME, locked
-
-    with locked(Path(repo.common_dir or repo.git_dir) / LOCK_NAME):
-        yield
+def identity_env(repo: str | os.PathLike, name: str | None = None) -> dict[str, str]:
+    """Author/committer for the commits and notes tileport writes, only where git has no identity of its own
+    (config or environment): `name` (an approver) or tileport's fallback. The one rule for every git write."""
+    if g.git(_root(repo), "var", "GIT_COMMITTER_IDENT", check=False).ok:
+        return {}
+    if not name:
+        return dict(FALLBACK_IDENTITY)
+    email = f"{name.replace(' ', '.')}@tileport.invalid"
+    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email}

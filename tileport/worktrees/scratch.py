@@ -10,9 +10,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import git
-
 from tileport.errors import UserError
+from tileport.worktrees import _gitcli as g
 from tileport.worktrees.git import identity_env
 
 MARKER = ".tileport-scratch"
@@ -27,13 +26,9 @@ def examples_repo(root: Path, examples: list[Path]) -> tuple[Path, list[Path]]:
         root.mkdir(parents=True)
         (root / MARKER).write_text("made by `tileport` for the bundled examples; safe to delete\n", encoding="utf-8")
         (root / ".gitignore").write_text(".tileport/\nout/\n", encoding="utf-8")
-        repo = git.Repo.init(root, initial_branch="main")
-    else:
-        try:
-            repo = git.Repo(root)
-        except git.InvalidGitRepositoryError:
-            raise UserError(f"{root} is a broken tileport scratch repository; delete it and run `tileport` again") \
-                from None
+        g.git(root, "init", "-q", "--initial-branch=main")
+    elif g.git(root, "rev-parse", "--show-toplevel", check=False).stdout.strip() != str(root.resolve()):
+        raise UserError(f"{root} is a broken tileport scratch repository; delete it and run `tileport` again")
     ops_dir = root / "examples"
     ops_dir.mkdir(exist_ok=True)
     ops = []
@@ -42,8 +37,9 @@ def examples_repo(root: Path, examples: list[Path]) -> tuple[Path, list[Path]]:
         if not dst.exists():
             shutil.copy2(src, dst)
         ops.append(dst)
-    repo.git.add(A=True)
-    if repo.is_dirty(index=True, working_tree=False, untracked_files=False) or not repo.head.is_valid():
-        with repo.git.custom_environment(**identity_env(repo)):
-            repo.git.commit("-m", "examples: the cuTile Python ops tileport converts by default", "--no-verify")
+    g.git(root, "add", "--all")
+    staged = not g.git(root, "diff", "--cached", "--quiet", check=False).ok
+    if staged or g.rev(root, "HEAD") is None:
+        g.git(root, "commit", "-q", "--no-verify", "-m", "examples: the cuTile Python ops tileport converts by default",
+              env=identity_env(root))
     return root, ops

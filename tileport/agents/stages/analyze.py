@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 
 from tileport.errors import EnvironmentBlocked, UserError
-from tileport.records import ArtifactRecord, FailClass, Stage, StageResult, utcnow
+from tileport.records import AnalyzeDetails, ArtifactRecord, FailClass, Stage, StageResult, utcnow
 from tileport.validators.analysis.schema import Analysis
 
 STAGE = Stage.ANALYZE
@@ -26,10 +26,10 @@ def result_from_analysis(a: Analysis, *, attempt: int = 1, started_at: datetime 
     return StageResult(
         stage=STAGE, attempt=attempt, verdict="PASS", commands=list(a.commands), artifacts=arts,
         started_at=started_at or a.created_at, finished_at=utcnow(),
-        details={"kernels": len(a.kernels), "variants": len(a.variants), "instances": n_inst,
-                 "targets": list(a.targets), "out_dir": str(root),
-                 **({"reference": a.reference.model_dump(mode="json"), "reference_summary": a.reference.summary()}
-                    if a.reference else {})},
+        details=AnalyzeDetails(kernels=len(a.kernels), variants=len(a.variants), instances=n_inst,
+                               targets=list(a.targets), out_dir=str(root),
+                               **({"reference": a.reference.model_dump(mode="json"),
+                                   "reference_summary": a.reference.summary()} if a.reference else {})).dump(),
         summary=(f"{a.op}: {len(a.kernels)} kernels, {len(a.variants)} variants, {n_inst} instances, "
                  f"targets {', '.join(a.targets)}" + (f"; {a.reference.summary()}" if a.reference else "")))
 

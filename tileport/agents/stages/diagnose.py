@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tileport.agents.writers import DiagnoseOutcome, DiagnosisTask
-from tileport.records import FailClass, Stage, StageResult, utcnow
+from tileport.records import DiagnosisDetails, FailClass, Stage, StageResult, utcnow, details_of
 
 STAGE = Stage.DIAGNOSE_TRANSLATION
 
@@ -35,7 +35,8 @@ def result_from_diagnosis(out: DiagnoseOutcome, *, stage: Stage, attempt: int, s
     d = out.diagnosis
     assert d is not None
     return StageResult(**common, verdict=d.verdict, fail_class=FailClass(d.owner),
-                       details={**out.details, "owner": d.owner, "next_edit": d.next_edit, "evidence": d.evidence},
+                       details=DiagnosisDetails(**out.details, owner=d.owner, next_edit=d.next_edit,
+                                                evidence=d.evidence).dump(),
                        summary=f"owner {d.owner}: {d.next_edit}")
 
 
@@ -62,15 +63,15 @@ def diagnose_with(ctx, task: DiagnosisTask, stage: Stage, started) -> StageResul
 def run(ctx) -> StageResult:
     started = utcnow()
     failed = ctx.latest() or {}
-    details = failed.get("details") or {}
-    if details.get("no_writer"):
+    details = details_of(failed["stage"], failed.get("details")) if failed else None
+    if getattr(details, "no_writer", False):
         return StageResult(stage=STAGE, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
                            started_at=started, finished_at=utcnow(),
                            summary=failed.get("summary") or "no writer: configure a model")
     failure = (f"stage {failed.get('stage')} attempt {failed.get('attempt')}: {failed.get('verdict')}"
                f" ({failed.get('fail_class') or '-'}) {failed.get('summary') or ''}")
-    if details.get("categories"):
-        failure += f"\nfailing IR categories: {', '.join(details['categories'])}"
+    if getattr(details, "categories", None):
+        failure += f"\nfailing IR categories: {', '.join(details.categories)}"
     task = DiagnosisTask(kind="translation", op=ctx.op, failure=failure, reference_ir=_reference_texts(ctx),
                          port_ir=_port_texts(ctx), findings=_findings(details),
                          default_owner=failed.get("fail_class") if failed.get("fail_class") in ("kernel", "host")
@@ -78,8 +79,8 @@ def run(ctx) -> StageResult:
     return diagnose_with(ctx, task, STAGE, started)
 
 
-def _findings(details: dict) -> str:
-    text = details.get("feedback") or ""
+def _findings(details) -> str:
+    text = getattr(details, "feedback", None) or ""
     keep = [ln for ln in text.splitlines() if ln.strip().startswith(("ERROR", "WARN", "FAIL", "UNMATCHED"))
             or "error" in ln.lower()]
     return "\n".join(keep) or text[-3000:]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tileport.agents.stages.diagnose import _port_texts, _reference_texts, diagnose_with
 from tileport.agents.writers import DiagnosisTask
-from tileport.records import Stage, StageResult, utcnow
+from tileport.records import Stage, StageResult, details_of, utcnow
 from tileport.validators.gpu.advice import advice, occupancy_hints
 
 STAGE = Stage.DIAGNOSE_PERFORMANCE
@@ -13,14 +13,14 @@ STAGE = Stage.DIAGNOSE_PERFORMANCE
 def run(ctx) -> StageResult:
     started = utcnow()
     perf = ctx.last("E") or {}
-    d = perf.get("details") or {}
-    failure = (f"performance gate: {perf.get('summary') or ''} (geomean {d.get('geomean')}, gate "
-               f"{ctx.config.perf.geomean_max}; worst configuration {d.get('worst')} {d.get('worst_ratio')}, "
+    d = details_of(Stage.PERFORMANCE, perf.get("details"))
+    failure = (f"performance gate: {perf.get('summary') or ''} (geomean {d.geomean}, gate "
+               f"{ctx.config.perf.geomean_max}; worst configuration {d.worst} {d.worst_ratio}, "
                f"per-configuration bound {ctx.config.perf.config_max})")
-    rows = [r for r in d.get("rows", []) if isinstance(r, dict)]
+    rows = [r.model_dump(mode="json") for r in d.rows]
     # what the launch attributes say first (the occupancy arithmetic, how the two sides launched), then the
     # ratios; never the raw samples
-    arch = d.get("arch") or (ctx.config.targets[0] if ctx.config.targets else "sm_90")
+    arch = d.arch or (ctx.config.targets[0] if ctx.config.targets else "sm_90")
     gate = ctx.config.perf.geomean_max
     findings = advice(rows, gate, arch=arch) + [
         f"{r.get('config')}: reference {r.get('ref_ms')} ms, port {r.get('port_ms')} ms, ratio {r.get('ratio')}"

@@ -35,5 +35,7 @@ def result_from_report(report, *, attempt: int, started_at) -> StageResult:
 
 
 def run(ctx) -> StageResult:
-    return run_gate(ctx, STAGE, "host_and_correctness",
+    from tileport.validators.gpu import host_and_correctness
+
+    return run_gate(ctx, STAGE, host_and_correctness,
                     lambda report, **kw: result_from_report(report, **kw))

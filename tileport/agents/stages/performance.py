@@ -6,7 +6,7 @@ records E through the same rule."""
 from __future__ import annotations
 
 from tileport.agents.stages._gates import run_gate
-from tileport.records import FailClass, Stage, StageResult, utcnow
+from tileport.records import FailClass, PerfDetails, Stage, StageResult, utcnow
 
 STAGE = Stage.PERFORMANCE
 
@@ -30,10 +30,11 @@ def result_from_report(report, *, attempt: int, started_at, geomean_max: float,
     rows = [_row(r) for r in (report.rows or [])]
     worst = report.worst if getattr(report, "worst", None) is not None else None
     gm = report.geomean
-    details = {"geomean": gm, "geomean_max": geomean_max, "config_max": config_max, "rows": rows[:200],
-               "worst": worst.config if worst else None, "worst_ratio": worst.ratio if worst else None,
-               "band": getattr(report, "band", None), "complete": getattr(report, "complete", gm is not None),
-               "hw": getattr(report, "hw", None) or {}, "arch": (getattr(report, "hw", None) or {}).get("arch")}
+    hw = getattr(report, "hw", None) or {}
+    details = PerfDetails(geomean=gm, geomean_max=geomean_max, config_max=config_max, rows=rows[:200],
+                          worst=worst.config if worst else None, worst_ratio=worst.ratio if worst else None,
+                          band=getattr(report, "band", None), complete=getattr(report, "complete", gm is not None),
+                          hw=hw, arch=hw.get("arch")).dump()
     n = len(rows)
     if gm is None:
         return StageResult(**common, verdict="INVESTIGATE", fail_class=FailClass.KERNEL, details=details,
@@ -52,6 +53,8 @@ def result_from_report(report, *, attempt: int, started_at, geomean_max: float,
 
 
 def run(ctx) -> StageResult:
-    return run_gate(ctx, STAGE, "performance",
+    from tileport.validators.gpu import performance
+
+    return run_gate(ctx, STAGE, performance,
                     lambda report, **kw: result_from_report(report, geomean_max=ctx.config.perf.geomean_max,
                                                             config_max=ctx.config.perf.config_max, **kw))

@@ -199,11 +199,9 @@ class _Builder:
         # the cargo semaphore is held around `cargo build` only (the IR dump and tileiras of one conversion run
         # beside another's cargo); the CPUs are split between the builds it lets run at once
         slots = getattr(self.ctx.limits.cargo, "_initial_value", 1) or 1
-        opts = BuildOptions(toolchain=self.ctx.toolchain,
-                            bytecode_version=self.ctx.config.toolchain.bytecode_version,
-                            sandbox_required=self.ctx.config.sandbox.require,
-                            cargo_slot=self.ctx.limits.cargo, cargo_jobs=max(1, cpu_budget() // slots),
-                            log=lambda msg: self.ctx.log(f"#{self.ctx.conversion_id} {self.ctx.op} B: {msg}"))
+        opts = BuildOptions.of(self.ctx.config, toolchain=self.ctx.toolchain,
+                               cargo_slot=self.ctx.limits.cargo, cargo_jobs=max(1, cpu_budget() // slots),
+                               log=lambda msg: self.ctx.log(f"#{self.ctx.conversion_id} {self.ctx.op} B: {msg}"))
         try:
             build = build_crate(layout, opts)
             self.commands.extend(build.commands)

@@ -54,7 +54,7 @@ def run_gate_for_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: 
                 "flush_l2": config.perf.flush_l2}
     try:
         from tileport.validators.rust.build import BuildOptions
-        opts = BuildOptions(cubins=False, disasm=False, sandbox_required=config.sandbox.require)
+        opts = BuildOptions.of(config, cubins=False, disasm=False)
         dest, built = gate.pack(layout, op, dest, commit=commit, conversion_id=conversion_id, perf=perf_cfg,
                                 build_opts=opts)
     except EnvironmentBlocked as e:

@@ -73,6 +73,14 @@ class BuildOptions:
             except Exception:  # a progress line never fails a build
                 pass
 
+    @classmethod
+    def of(cls, config, **overrides) -> "BuildOptions":
+        """The options a config implies (its toolchain, bytecode version and sandbox rule): the one place they are
+        assembled; `overrides` for what a caller decides itself (cubins, disasm, timeouts, artifacts_dir)."""
+        base = dict(toolchain=toolchain_mod.from_config(config), bytecode_version=config.toolchain.bytecode_version,
+                    sandbox_required=config.sandbox.require)
+        return cls(**{**base, **overrides})
+
 
 class JobResult(BaseModel):
     entry: str

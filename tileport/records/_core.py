@@ -1,4 +1,5 @@
-"""The typed records every layer shares: stage runs, verdicts, commands, artifacts, approvals.
+"""The typed records every layer shares: stage runs, commands, artifacts, approvals (verdicts: records.verdicts,
+per-stage details: records.details).
 
 Defined once (pydantic) so agents, router, store, CLI and dashboard agree on one contract.
 Routing reads only structured fields; free text (`summary`) is for humans.
@@ -14,35 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-
-class Stage(str, Enum):
-    """The anchor workflow's stages; the letter is the anchor's name for it."""
-
-    ANALYZE = "A"
-    WRITE_KERNEL = "B"
-    DIAGNOSE_TRANSLATION = "C"
-    HOST_CORRECTNESS = "D"
-    PERFORMANCE = "E"
-    DIAGNOSE_PERFORMANCE = "F"
-
-
-# Verdict words per stage, exactly as the anchor spells them.
-STAGE_VERDICTS: dict[Stage, tuple[str, ...]] = {
-    Stage.ANALYZE: ("PASS", "FAIL_FIXABLE", "BLOCKED"),
-    Stage.WRITE_KERNEL: ("COMPILED", "FAIL_COMPILE", "FAIL_FIXABLE", "BLOCKED"),
-    Stage.DIAGNOSE_TRANSLATION: ("PASS", "PASS_WITH_NOTES", "FAIL_FIXABLE", "FAIL_COMPILER_BUG", "BLOCKED"),
-    Stage.HOST_CORRECTNESS: ("ALL_PASS", "FAIL", "BLOCKED"),
-    Stage.PERFORMANCE: ("DONE", "INVESTIGATE", "BLOCKED"),
-    Stage.DIAGNOSE_PERFORMANCE: ("PASS", "PASS_WITH_NOTES", "FAIL_FIXABLE", "BLOCKED"),
-}
-
-
-class FailClass(str, Enum):
-    """Who must act on a failure: the kernel writer, the host writer, or the environment (stop)."""
-
-    KERNEL = "kernel"
-    HOST = "host"
-    ENV = "env"
+from tileport.records.details import StageDetails, details_of
+from tileport.records.verdicts import STAGE_VERDICTS, FailClass, Stage
 
 
 def utcnow() -> datetime:
@@ -120,6 +94,11 @@ class StageResult(BaseModel):
         allowed = STAGE_VERDICTS[self.stage]
         if self.verdict not in allowed:
             raise ValueError(f"verdict {self.verdict!r} is not one of stage {self.stage.value}'s {allowed}")
+
+    @property
+    def typed(self) -> StageDetails:
+        """`details` as this stage's typed model (records.details)."""
+        return details_of(self.stage, self.details)
 
 
 # Merge gates and human decisions ------------------------------------------------------------------

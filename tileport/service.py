@@ -1,0 +1,115 @@
+"""What the CLI and the dashboard both call: open a repository's store, start or reuse conversions, stop, resume,
+rerun, and the one exit-code rule. Entry points parse and render; the decisions are here, once.
+
+- The store path rule: `--store` wins (as given); else the config's `store`, a relative one taken relative to the
+  repository (`--repo`, else the working directory). So `run --repo R` and `tui --repo R` open the same store.
+- The exit-code rule: 2 bad input (raised as UserError before anything runs), else 1 if any conversion failed or
+  hit a cap, else 3 if any stopped at BLOCKED (the environment), else 0. A failure outranks an environment stop:
+  fixing the environment would not make a failed conversion pass.
+- Resume takes the model asked for now (`--resume ID --model X` runs X and records it on the conversion); without
+  one it keeps the model the conversion was started with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+from tileport.config import Config
+from tileport.store import Store, queries
+
+if TYPE_CHECKING:
+    from tileport.agents.runner import Finished, Runner
+
+EXIT_OK, EXIT_FAILED, EXIT_USER, EXIT_BLOCKED = 0, 1, 2, 3
+EXIT_PRECEDENCE = (EXIT_FAILED, EXIT_BLOCKED)  # the first of these any conversion ended with wins
+
+
+def store_path(config: Config, repo: str | Path | None = None, store: str | Path | None = None) -> Path:
+    """The one rule for where a repository's store is (see the module docstring); absolute."""
+    if store:
+        return Path(store).absolute()
+    p = Path(config.store)
+    return (p if p.is_absolute() else Path(repo or ".") / p).absolute()
+
+
+def configured(config: Config, repo: str | Path | None = None, store: str | Path | None = None) -> Config:
+    """The config with its store resolved by the one rule (what runners and the dashboard are given)."""
+    return config.model_copy(update={"store": str(store_path(config, repo, store))})
+
+
+def open_store(config: Config, repo: str | Path | None = None, store: str | Path | None = None) -> Store:
+    return Store(store_path(config, repo, store))
+
+
+def exit_code(finished: Iterable["Finished"]) -> int:
+    codes = {f.exit_code for f in finished}
+    return next((c for c in EXIT_PRECEDENCE if c in codes), EXIT_OK)
+
+
+def runner(config: Config, *, repo: str | Path | None = None, store: str | Path | None = None,
+           model: str | None = None, **kw) -> "Runner":
+    """A runner on the repository's store (kw: limits, out, stages, checkpoint: see agents.runner.Runner)."""
+    from tileport.agents.runner import Runner
+
+    kw.setdefault("examples_dir", worked_examples())
+    return Runner(configured(config, repo, store), model=model, **kw)
+
+
+def reusable(store: Store) -> dict[Path, int]:
+    """op file -> the newest `tileport run` conversion of it (one with a worktree), to pick up instead of starting
+    a second one."""
+    out: dict[Path, int] = {}
+    for c in queries.conversion_summaries(store):
+        if c.worktree:
+            out[Path(c.op_path).resolve()] = c.id
+    return out
+
+
+def start_or_reuse(run: "Runner", ops: Iterable[str | Path], *, repo: str | Path = ".",
+                   kernel: str | None = None) -> list[int]:
+    """A conversion id per op: the existing one of that op when there is one, else a new one (every new op's bad
+    input is refused before any is created)."""
+    ops = [Path(op) for op in ops]
+    s = run.store()
+    try:
+        existing = reusable(s)
+    finally:
+        s.close()
+    new = [op for op in ops if op.resolve() not in existing]
+    for op in new:
+        run.check(op, repo)
+    return [existing.get(op.resolve()) or run.start(op, kernel=kernel, repo=repo) for op in ops]
+
+
+def start(run: "Runner", ops: Iterable[str | Path], *, repo: str | Path = ".", kernel: str | None = None) -> list[int]:
+    """New conversions, one per op: every op's bad input is refused before any conversion exists."""
+    ops = list(ops)
+    for op in ops:
+        run.check(op, repo)
+    return [run.start(op, kernel=kernel, repo=repo) for op in ops]
+
+
+def resume(run: "Runner", conversion_id: int) -> "Finished":
+    """Continue a stopped conversion; a model given to the runner now replaces the stored one (see docstring)."""
+    return run.resume(conversion_id)
+
+
+def rerun(run: "Runner", conversion_id: int, stage: str) -> "Finished":
+    return run.rerun_stage(conversion_id, stage)
+
+
+def stop(run: "Runner", conversion_id: int) -> None:
+    run.stop(conversion_id)
+
+
+def worked_examples() -> Path | None:
+    """The hand-written ports the kernel writer shows as worked examples: the package's copy when installed with
+    one, else a source checkout's `ports/`; None when neither exists (the writer then works without examples)."""
+    import tileport
+
+    pkg = Path(tileport.__file__).resolve().parent
+    for cand in (pkg / "agents" / "worked_ports", pkg.parent / "ports"):
+        if cand.is_dir():
+            return cand
+    return None
