@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from tileport.agents import router
+from tileport.agents import control, router
 from tileport.agents.context import ConversionPaths, Limits, StageContext
 from tileport.agents.record import immediate, record_result
 from tileport.agents.router import Action, Outcome, RunState
@@ -33,6 +33,7 @@ from tileport.agents.writers import make_writer
 from tileport.config import Config
 from tileport.errors import UserError
 from tileport.exec import settings
+from tileport.exec.proc import Interrupted, ToolScope, tool_scope
 from tileport.exec.toolchain import from_config
 from tileport.local_models.protocol import CancelToken
 from tileport.records import Stage, StageResult, utcnow
@@ -53,6 +54,14 @@ def _die_at(point: str, stage: str, attempt: int) -> None:
     """Fault injection for the resume tests: a real SIGKILL at a named point (never set in normal use)."""
     if settings.fault_kill_point() == f"{point}:{stage}:{attempt}":
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class StageInterrupted(Exception):
+    """A stop request killed the running attempt; nothing of it is kept (it runs again, same number, on resume)."""
+
+    def __init__(self, stage: str, attempt: int, seconds: float, why: str) -> None:
+        super().__init__(f"stage {stage} attempt {attempt} interrupted after {seconds:.1f} s ({why})")
+        self.stage, self.attempt, self.seconds, self.why = stage, attempt, seconds, why
 
 
 @dataclass
@@ -77,6 +86,7 @@ class Runner:
     out: Printer = print
     timing: dict = field(default_factory=dict)  # per-stage wall vs stage time (the benchmark reads it)
     _cancels: dict[int, CancelToken] = field(default_factory=dict)
+    _scopes: dict[int, ToolScope] = field(default_factory=dict)
     _print_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # ---------------------------------------------------------------------------------------- helpers
@@ -140,10 +150,15 @@ class Runner:
 
     # ---------------------------------------------------------------------------------------- drive
     def stop(self, conversion_id: int) -> None:
-        """Ask a running conversion to stop after its current model call / stage (status `stopped`)."""
+        """Stop a conversion this runner drives: the model call is aborted and the running tool's process group
+        killed at once; the attempt is recorded as interrupted (event `stage.interrupted`), status `stopped`.
+        Other processes ask through `control.request_stop` (what `tileport stop ID` does)."""
         tok = self._cancels.get(conversion_id)
         if tok is not None:
             tok.cancel()
+        scope = self._scopes.get(conversion_id)
+        if scope is not None:
+            scope.cancel()
 
     def resume(self, conversion_id: int) -> Finished:
         return self.drive(conversion_id)
@@ -168,13 +183,16 @@ class Runner:
 
     @contextmanager
     def _exclusive(self, wt: ConversionWorktree) -> Iterator[None]:
-        lock = wt.path.parent / f"{wt.path.name}.lock"
+        lock = control.run_files(wt.path).lock
         with open(lock, "a") as f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise UserError(f"conversion {wt.conversion_id} is being run by another tileport process; "
-                                "wait for it or stop it first") from None
+                                f"wait for it or stop it first (tileport stop {wt.conversion_id})") from None
+            f.truncate(0)
+            f.write(f"{os.getpid()}\n")
+            f.flush()
             try:
                 yield
             finally:
@@ -185,7 +203,8 @@ class Runner:
         try:
             conv = store.conversion(conversion_id)
             wt = open_conversion_worktree(conv)
-            with self._exclusive(wt):
+            with self._exclusive(wt), control.StopWatch(control.run_files(wt.path),
+                                                        lambda: self.stop(conversion_id)):
                 return self._drive(store, conv, wt, force)
         finally:
             store.close()
@@ -211,7 +230,8 @@ class Runner:
         model = conv.get("model") or self.model
         skip = sum(int((r["details"] or {}).get("model_requests", 0)) for r in runs)
         writer = make_writer(model, self.config, skip_requests=skip)
-        cancel = self._cancels.setdefault(cid, CancelToken())
+        cancel = self._cancels[cid] = CancelToken()  # a new token per drive: a stopped conversion resumes
+        scope = self._scopes[cid] = ToolScope(output=control.run_files(wt.path).live)
         toolchain = from_config(self.config)
         parent = wgit.open_repo(wt.repo_root)
         self._set(store, cid, status="running")
@@ -226,12 +246,21 @@ class Runner:
                 state = state.start(stage, action.repair)
                 ctx = StageContext(cid, paths.op, op_path, conv["kernel"], wt, paths, self.config, toolchain,
                                    writer, self.limits, attempt=attempt, cap=state.caps[stage],
-                                   repair=action.repair, history=runs, cancel=cancel, log=self.say)
-                result, action, sha = self._attempt(store, stage, ctx, state, parent)
+                                   repair=action.repair, history=runs, cancel=cancel,
+                                   log=lambda m, scope=scope: (self.say(m), scope.note(m)))
+                result, action, sha = self._attempt(store, stage, ctx, state, parent, scope)
                 runs = self._runs(store, cid)
             status = STOP_STATUS[action.stop]
             self._set(store, cid, status=status)
             return Finished(cid, status, action.reason)
+        except StageInterrupted as e:
+            discard_uncommitted(wt, paths.committed)
+            with immediate(store):
+                store.log_event("stage.interrupted", cid, stage=e.stage, attempt=e.attempt,
+                                seconds=round(e.seconds, 1), why=e.why)
+                store.update_conversion(cid, status="stopped")
+            self.say(f"#{cid} {paths.op}: {e}; `tileport run --resume {cid}` runs it again")
+            return Finished(cid, "stopped", str(e))
         except WorktreeEscape as e:
             self._set(store, cid, status="failed", error=str(e))
             self.say(f"#{cid} {paths.op}: stopped: {e}")
@@ -247,7 +276,7 @@ class Runner:
             return Finished(cid, "error", str(e))
 
     def _attempt(self, store: Store, stage: str, ctx: StageContext, state: RunState,
-                 parent) -> tuple[StageResult, Action, str]:
+                 parent, scope: ToolScope | None = None) -> tuple[StageResult, Action, str]:
         from tileport.agents.stages import STAGES
 
         cid, wt, paths = ctx.conversion_id, ctx.worktree, ctx.paths
@@ -257,7 +286,15 @@ class Runner:
             store.log_event("stage.started", cid, stage=stage, attempt=ctx.attempt, cap=ctx.cap, repair=ctx.repair)
         _die_at("started", stage, ctx.attempt)
         t1 = time.perf_counter()
-        result = STAGES[stage](ctx)
+        scope = scope or ToolScope()
+        control.new_live(control.run_files(wt.path), f"stage {stage} attempt {ctx.attempt}/{ctx.cap} started")
+        try:
+            with tool_scope(scope):
+                result = STAGES[stage](ctx)
+        except Interrupted as e:
+            raise StageInterrupted(stage, ctx.attempt, time.perf_counter() - t1, str(e)) from None
+        if ctx.cancel.cancelled or scope.cancelled:  # stopped while a stage caught the kill: its result is not kept
+            raise StageInterrupted(stage, ctx.attempt, time.perf_counter() - t1, "stop requested")
         t2 = time.perf_counter()
         _die_at("ran", stage, ctx.attempt)
         result = result.model_copy(update={"attempt": ctx.attempt, "cap": ctx.cap,

@@ -24,7 +24,7 @@ from tileport.exec import offline, sandbox
 from tileport.exec import toolchain as toolchain_mod
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec.cutile import dependencies_cached
-from tileport.exec.proc import CommandResult, run_command
+from tileport.exec.proc import CommandResult, in_scope, run_command
 from tileport.records import ArtifactRecord, CommandRecord
 from tileport.validators.rust import diagnostics as dg
 from tileport.validators.rust.crate import (CUTILE_VERSION, HOST_FILE, KERNEL_FILE, CrateLayout, default_crate_dir, open_crate,
@@ -390,7 +390,7 @@ def build_crate(layout: CrateLayout, opts: BuildOptions | None = None) -> RustBu
     totals = {"disasm": 0.0, "tileiras": 0.0}
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 2))) as pool:
-        for job, cmds, diags, times in pool.map(lambda j: _tool_outputs(j, layout, tc, opts, env), todo):
+        for job, cmds, diags, times in pool.map(in_scope(lambda j: _tool_outputs(j, layout, tc, opts, env)), todo):
             done.append(job)
             result.commands.extend(c.record for c in cmds)
             result.diagnostics.extend(diags)
