@@ -122,3 +122,43 @@ def test_tileport_stop_on_a_conversion_nobody_runs_says_so(slow_runner):
     r = subprocess.run([sys.executable, "-m", "tileport", "stop", "99", "--store", str(db)], cwd=REPO,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+
+
+@pytest.mark.asyncio
+async def test_q_while_a_conversion_runs_asks_and_stop_them_kills_and_records(slow_runner):
+    from tileport.tui import TileportApp
+
+    runner, cid, db, tmp, started, *_ = slow_runner
+    app = TileportApp(db, runner.config, doctor=False, poll_interval=0.05, model="none")
+    app.actions._runner = runner  # the runner whose stage A is the slow fake
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        app._background("resume", cid)
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if (tmp / "child.pid").is_file() and (tmp / "child.pid").read_text().strip():
+                break
+        child = int((tmp / "child.pid").read_text())
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "QuitScreen"
+        text = " ".join(str(w.render()) for w in app.screen.query("Static"))
+        assert "1 conversion running here" in text and f"#{cid} slow_op: A analyze attempt 1" in text
+        await pilot.press("escape")  # cancel: nothing stops
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "MainScreen" and _alive(child)
+        await pilot.press("ctrl+c")  # ctrl+c asks the same question
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "QuitScreen"
+        await pilot.press("s")
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if not app.is_running:
+                break
+    assert not app.is_running
+    assert not _alive(child)
+    assert app.exit_text and f"stopped #{cid}" in app.exit_text
+    s = Store(db)
+    assert s.conversion(cid)["status"] == "stopped"
+    assert [e["payload"]["stage"] for e in s.events(cid) if e["kind"] == "stage.interrupted"] == ["A"]
+    s.close()

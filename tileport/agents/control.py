@@ -96,9 +96,11 @@ class StopWatch:
 
 
 def new_live(files: RunFiles, header: str) -> None:
-    """Start the live output of a stage attempt afresh."""
+    """Start the live output of a stage attempt afresh (a new file: a reader sees the new inode)."""
+    tmp = files.live.with_name(files.live.name + ".new")
     try:
-        files.live.write_text(f"[tileport] {header}\n", encoding="utf-8")
+        tmp.write_text(f"[tileport] {header}\n", encoding="utf-8")
+        os.replace(tmp, files.live)
     except OSError:
         pass
 

@@ -44,6 +44,34 @@ def run(args: argparse.Namespace) -> int:
     app = TileportApp(store_path(args, config), config, repo=args.repo, readonly=args.readonly,
                       doctor=not args.no_doctor)
     app.run()
+    return after_exit(app)
+
+
+def after_exit(app) -> int:
+    """Once the screen is gone nothing may keep converting unseen: whatever quitting could not stop in time is
+    waited for here, and ctrl+c stops it at once (no traceback)."""
+    import time
+
+    left = app.actions.running_here()
+    if left:
+        print(f"tileport: waiting for {' '.join(f'#{c}' for c in left)} to record the interrupted step "
+              "(ctrl+c: stop now)", flush=True)
+        app.actions.closing = True
+        try:
+            while app.actions.running_here():
+                time.sleep(0.1)
+        except KeyboardInterrupt:
+            runner = app.actions._runner
+            for cid in app.actions.running_here():
+                if runner is not None:
+                    runner.stop(cid)
+            deadline = time.monotonic() + 10
+            while app.actions.running_here() and time.monotonic() < deadline:
+                try:
+                    time.sleep(0.1)
+                except KeyboardInterrupt:
+                    break
+            print("tileport: stopped", flush=True)
     return int(app.return_code or 0)
 
 
@@ -85,4 +113,4 @@ def run_default(argv_config: str | None = None) -> int:
 
     app = TileportApp(store, config, repo=root, autostart=[str(op) for op in ops], model="none")
     app.run()
-    return int(app.return_code or 0)
+    return after_exit(app)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Markdown, Static
+from textual.widgets import Button, Input, Markdown, Static
 
 HELP = """\
 # tileport dashboard
@@ -66,3 +66,49 @@ class ReasonScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class QuitScreen(ModalScreen[str | None]):
+    """`q` (or ctrl+c) while this dashboard drives conversions: stop them, leave them running, or cancel."""
+
+    BINDINGS = [Binding("escape,c", "choose('cancel')", "cancel"), Binding("s", "choose('stop')", "stop them"),
+                Binding("b", "choose('background')", "leave running"),
+                Binding("ctrl+c", "choose('stop')", "stop them", priority=True, show=False)]
+
+    def __init__(self, running: list[str]) -> None:
+        super().__init__()
+        self.running = running
+
+    def compose(self) -> ComposeResult:
+        n = len(self.running)
+        with Vertical(id="quit-box"):
+            yield Static(f"{n} conversion{'s' * (n != 1)} running here:", id="quit-title")
+            yield Static("\n".join(f"  {r}" for r in self.running[:8])
+                         + (f"\n  ... and {n - 8} more" if n > 8 else ""), id="quit-list")
+            yield Static("s  stop them: their tools are killed now, each attempt recorded as interrupted "
+                         "(resume later with s or `tileport run --resume ID`)\n"
+                         "b  leave them running in the background: a detached `tileport` process resumes them "
+                         "(the running attempt starts again); `tileport stop ID` stops one\n"
+                         "esc  cancel: back to the dashboard", id="quit-help")
+            with Horizontal(id="quit-buttons"):
+                yield Button("Stop them (s)", id="stop", variant="error")
+                yield Button("Leave running (b)", id="background", variant="primary")
+                yield Button("Cancel (esc)", id="cancel")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id)
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(choice)
+
+
+class StoppingScreen(ModalScreen[None]):
+    """Shown while quitting waits for stopped conversions to record their interrupted attempts."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="quit-box"):
+            yield Static(self.text, id="stopping-text")

@@ -37,6 +37,7 @@ class Actions:
         self._running: set[int] = set()
         self._lock = threading.Lock()
         self._runner = None
+        self.closing = False  # set when the dashboard quits: nothing new starts (a queued conversion neither)
 
     # --- plumbing ----------------------------------------------------------------------------
     @property
@@ -67,6 +68,16 @@ class Actions:
         with self._lock:
             return conversion_id in self._running
 
+    def running_here(self) -> list[int]:
+        """Conversions this dashboard drives now (what quitting would stop or hand off)."""
+        with self._lock:
+            return sorted(self._running)
+
+    def _held_elsewhere(self, conv: dict) -> int | None:
+        from tileport.agents.control import holder, run_files
+
+        return holder(run_files(conv["worktree"])) if conv.get("worktree") else None
+
     # --- "why not?" -------------------------------------------------------------------------------
     def why_not(self, action: str, conversion_id: int | None = None, **kw: Any) -> str | None:
         """One line saying why `action` is not possible now, or None when it is."""
@@ -85,16 +96,26 @@ class Actions:
             store.close()
         status = conv.get("status")
         if action in ("resume", "rerun"):
+            if self.closing:
+                return "the dashboard is quitting"
             if self.running(conversion_id):
                 return f"conversion {conversion_id} is running; stop it first (x)"
             if not conv.get("worktree"):
                 return f"conversion {conversion_id} has no worktree (it was recorded by `tileport analyze`)"
+            pid = self._held_elsewhere(conv)
+            if pid is not None:
+                return f"conversion {conversion_id} is run by another tileport process ({pid}); stop it first (x)"
             if action == "resume" and status in ("done", "merged", "rejected"):
                 return f"conversion {conversion_id} is {status}; rerun a stage (r) to change it"
+            if action == "resume" and status in ("blocked", "failed"):
+                why = f": {conv['error']}" if conv.get("error") else ""
+                return (f"conversion {conversion_id} stopped {status.upper()}{why}; resuming would stop at the same "
+                        "verdict: fix the cause and rerun a stage (r)")
             return None
         if action == "stop":
-            return None if self.running(conversion_id) else (
-                f"conversion {conversion_id} is not running in this dashboard")
+            if self.running(conversion_id) or self._held_elsewhere(conv) is not None:
+                return None
+            return f"conversion {conversion_id} is not running (status {status or '?'})"
         if action in ("approve", "reject", "merge"):
             if not conv.get("branch") or not conv.get("repo"):
                 return f"conversion {conversion_id} has no branch to {action}"
@@ -146,8 +167,17 @@ class Actions:
             cids.append(conv["id"] if conv else self.runner.start(op, repo=self.repo))
         todo = [c for c in cids if not self.why_not("resume", c)]
         with ThreadPoolExecutor(max_workers=max(1, self.jobs), thread_name_prefix="dashboard") as pool:
-            list(pool.map(self.resume, todo))
+            list(pool.map(self._resume_unless_closing, todo))
         return cids
+
+    def _resume_unless_closing(self, conversion_id: int):
+        if self.closing:
+            return None
+        try:
+            return self.resume(conversion_id)
+        except UserError as e:  # one conversion's refusal must not end the others
+            self._log(f"#{conversion_id} not started: {e}")
+            return None
 
     def resume(self, conversion_id: int):
         reason = self.why_not("resume", conversion_id)
@@ -161,11 +191,20 @@ class Actions:
             raise UserError(reason)
         return self._drive(conversion_id, lambda: self.runner.rerun_stage(conversion_id, stage))
 
-    def stop(self, conversion_id: int) -> None:
-        reason = self.why_not("stop", conversion_id)
-        if reason:
-            raise UserError(reason)
-        self.runner.stop(conversion_id)
+    def stop(self, conversion_id: int, wait_s: float = 15.0):
+        """Kill the running tool of `conversion_id` (this dashboard's or another process's) and wait for the
+        attempt to be recorded as interrupted; returns what really happened (control.StopOutcome)."""
+        from tileport.agents.control import stop_conversion
+
+        if self.readonly:
+            raise UserError(READONLY)
+        if self._runner is not None and self.running(conversion_id):
+            self._runner.stop(conversion_id)  # in-process: at once, without waiting for the stop file poll
+        store = Store(self.store_path)
+        try:
+            return stop_conversion(store, conversion_id, wait_s)
+        finally:
+            store.close()
 
     def approve(self, conversion_id: int, comment: str | None = None):
         from tileport.worktrees.approval import ApprovalRefused, approve
@@ -198,3 +237,21 @@ class Actions:
 
     def do(self, action: str, *args: Any) -> Any:
         return getattr(self, action)(*args)
+
+
+def describe(action: str, conversion_id: int, result: Any) -> str:
+    """One line saying what an action really did, from what it returned."""
+    from tileport.agents.control import StopOutcome
+    from tileport.agents.runner import Finished
+
+    if isinstance(result, StopOutcome):
+        return result.text
+    if isinstance(result, Finished):
+        return (f"{action} #{conversion_id}: {result.status.upper()}" + (f" ({result.reason})" if result.reason else ""))
+    if action in ("approve", "reject") and result is not None:
+        commit = getattr(result, "commit", "") or ""
+        return f"#{conversion_id} {action}d at {commit[:10]}"
+    if action == "merge" and result is not None:
+        target = getattr(result, "target", None) or "the base branch"
+        return f"#{conversion_id} merged into {target}"
+    return f"{action} #{conversion_id}: done"

@@ -23,10 +23,11 @@ from tileport.errors import UserError
 from tileport.store import Store
 from tileport.tui._conversion_screen import ConversionScreen, event_line
 from tileport.tui._main_screen import MainScreen
-from tileport.tui._modals import HelpScreen, ReasonScreen
+from tileport.tui._modals import HelpScreen, QuitScreen, ReasonScreen, StoppingScreen
 from tileport.tui._palette import TileportCommands
-from tileport.tui.actions import Actions
-from tileport.tui.view import changed_conversions, conversion_rows, newest_event_id
+from tileport.tui.actions import Actions, describe
+from tileport.tui.view import (STAGE_NAMES, changed_conversions, conversion_rows, elapsed_text, newest_event_id,
+                               running_stages)
 
 EVENTS_PER_TICK = 20_000  # events read per poll; more than that waits for the next tick
 
@@ -38,6 +39,7 @@ class TileportApp(App):
     COMMANDS = App.COMMANDS | {TileportCommands}
     BINDINGS = [
         Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
         Binding("question_mark", "help", "help"),
         Binding("s", "start", "start/resume"),
         Binding("x", "stop", "stop"),
@@ -62,6 +64,7 @@ class TileportApp(App):
         self._last_event = newest_event_id(self.store)
         self.toolchain_text = "toolchain: checking ..."
         self.events_seen = 0  # for the benchmark and tests: events rendered so far
+        self.exit_text: str | None = None  # printed by the CLI after the screen is gone (what quitting did)
 
     # --- lifecycle ---------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -151,12 +154,69 @@ class TileportApp(App):
     def _background(self, action: str, cid: int, *args) -> None:
         def job():
             try:
-                self.actions.do(action, cid, *args)
+                result = self.actions.do(action, cid, *args)
             except UserError as e:
                 self.call_from_thread(self.notify, f"{action}: {e}", severity="error", timeout=8)
             else:
-                self.call_from_thread(self.notify, f"{action} #{cid}: done")
-        self.run_worker(job, thread=True, group=f"conv-{cid}", exclusive=action != "stop", exit_on_error=False)
+                if not self.actions.closing:
+                    self.call_from_thread(self.notify, describe(action, cid, result), timeout=8)
+        group = f"stop-{cid}" if action == "stop" else f"conv-{cid}"
+        self.run_worker(job, thread=True, group=group, exclusive=action != "stop", exit_on_error=False)
+
+    # --- quitting: never leave work running unseen --------------------------------------------
+    def _running_lines(self, ids: list[int]) -> list[str]:
+        rows = {r.id: r for r in conversion_rows(self.store, self.caps, ids)}
+        now = running_stages(self.store, ids)
+        out = []
+        for cid in ids:
+            r, st = rows.get(cid), now.get(cid)
+            where = (f"{st.stage} {STAGE_NAMES.get(st.stage, '')} attempt {st.attempt}, {elapsed_text(st.elapsed())}"
+                     if st else "between stages")
+            out.append(f"#{cid} {r.op if r else '?'}: {where}")
+        return out
+
+    def action_quit(self) -> None:
+        running = self.actions.running_here()
+        if not running:
+            self.actions.closing = True
+            self.exit()
+            return
+        if isinstance(self.screen, (QuitScreen, StoppingScreen)):
+            return
+        self.push_screen(QuitScreen(self._running_lines(running)), self._quit_chosen)
+
+    def _quit_chosen(self, choice: str | None) -> None:
+        if choice in ("stop", "background"):
+            ids = self.actions.running_here()
+            self.actions.closing = True
+            self.push_screen(StoppingScreen(f"stopping {len(ids)} conversion{'s' * (len(ids) != 1)}: killing their "
+                                            "tools, recording the attempts as interrupted ..."))
+            self.run_worker(lambda: self._stop_and_exit(ids, choice == "background"), thread=True,
+                            group="quit", exit_on_error=False)
+
+    def _stop_and_exit(self, ids: list[int], background: bool, wait_s: float = 20.0) -> None:
+        import time
+
+        runner = self.actions._runner
+        for cid in ids:
+            if runner is not None:
+                runner.stop(cid)
+        deadline = time.monotonic() + wait_s
+        while self.actions.running_here() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = self.actions.running_here()
+        stopped = [c for c in ids if c not in left]
+        text = (f"tileport: stopped {' '.join(f'#{c}' for c in stopped)} (attempts recorded as interrupted; "
+                "resume: `tileport run --resume ID` or s in the dashboard)") if stopped else ""
+        if left:
+            text += f"\ntileport: {' '.join(f'#{c}' for c in left)} still finishing a step after {wait_s:g} s"
+        if background and stopped:
+            from tileport.tui._background import spawn
+
+            handoff = spawn(self.actions.config, self.actions.model, stopped, self.store_path.parent / "background")
+            text = handoff.text()
+        self.exit_text = text or None
+        self.call_from_thread(self.exit, None, 0, text or None)
 
     def action_start(self) -> None:
         cid = self.current_id()
@@ -171,8 +231,8 @@ class TileportApp(App):
     def action_stop(self) -> None:
         cid = self.current_id()
         if not self._refuse("stop", cid):
-            self.actions.stop(cid)
-            self.notify(f"stop requested for #{cid}; it stops after the running step and keeps its state")
+            self.notify(f"stopping #{cid}: killing its running tool ...")
+            self._background("stop", cid)
 
     def action_rerun(self) -> None:
         cid = self.current_id()

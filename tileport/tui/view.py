@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -255,3 +256,86 @@ def changed_conversions(store: Store, after_id: int, limit: int = 50_000) -> tup
     touched = {r[2] for r in rows}
     events = [{"id": r[0], "ts": r[1], "conversion_id": r[2], "kind": r[3], "payload": r[4]} for r in rows]
     return rows[-1][0], touched, events
+
+
+@dataclass
+class RunningStage:
+    """The attempt a conversion is in now (its newest lifecycle event is `stage.started`)."""
+
+    stage: str
+    attempt: int
+    cap: int | None
+    started: datetime
+
+    def elapsed(self, now: datetime | None = None) -> float:
+        return max(0.0, ((now or datetime.now(timezone.utc)) - self.started).total_seconds())
+
+
+def _ts(text: str) -> datetime:
+    t = datetime.fromisoformat(text)
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def running_stages(store: Store, ids: list[int]) -> dict[int, RunningStage]:
+    """For each of `ids` whose status is running, the stage attempt it runs now (from the event log)."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = store.db.execute(
+        f"select e.conversion_id, e.kind, e.ts, e.payload from events e join (select conversion_id, max(id) m from "
+        f"events where kind in ('stage.started', 'stage.finished', 'stage.interrupted') and conversion_id in "
+        f"({marks}) group by conversion_id) t on e.id = t.m join conversions c on c.id = e.conversion_id "
+        f"where c.status = 'running'", list(ids)).fetchall()
+    out = {}
+    for cid, kind, ts, payload in rows:
+        if kind != "stage.started":
+            continue
+        p = _details(payload)
+        out[cid] = RunningStage(str(p.get("stage", "?")), int(p.get("attempt") or 0), p.get("cap"), _ts(ts))
+    return out
+
+
+def elapsed_text(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class LiveTail:
+    """The newest lines of a running stage's live output (`<worktree>.live`, see agents/control.py), read
+    incrementally; `now` is tileport's newest own line there (a progress line or the tool it started)."""
+
+    NOTE = "[tileport] "
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._offset = 0
+        self._inode: tuple[int, int] | None = None
+        self.now = ""
+
+    def read_new(self, limit: int = 64_000) -> tuple[bool, list[str]]:
+        """(started afresh?, new complete lines). A file that shrank or was replaced is a new attempt."""
+        if self.path is None:
+            return False, []
+        try:
+            st = self.path.stat()
+        except OSError:
+            return False, []
+        fresh = False
+        if self._inode != (st.st_dev, st.st_ino) or st.st_size < self._offset:
+            self._offset, fresh, self._inode = 0, True, (st.st_dev, st.st_ino)
+            if st.st_size > limit:
+                self._offset = st.st_size - limit
+        if st.st_size == self._offset:
+            return fresh, []
+        with open(self.path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read(st.st_size - self._offset)
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            return fresh, []
+        self._offset += cut + 1
+        lines = data[: cut + 1].decode("utf-8", "replace").splitlines()
+        for line in lines:
+            if line.startswith(self.NOTE):
+                self.now = line[len(self.NOTE):]
+        return fresh, lines
