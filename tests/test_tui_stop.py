@@ -162,3 +162,43 @@ async def test_q_while_a_conversion_runs_asks_and_stop_them_kills_and_records(sl
     assert s.conversion(cid)["status"] == "stopped"
     assert [e["payload"]["stage"] for e in s.events(cid) if e["kind"] == "stage.interrupted"] == ["A"]
     s.close()
+
+
+@pytest.mark.asyncio
+async def test_a_running_stage_is_a_timeline_row_with_elapsed_time_now_and_live_output(slow_runner):
+    from tileport.tui import TileportApp
+
+    runner, cid, db, tmp, started, *_ = slow_runner
+    app = TileportApp(db, runner.config, doctor=False, poll_interval=0.05, model="none")
+    app.actions._runner = runner
+    async with app.run_test(size=(160, 45)) as pilot:
+        app._background("resume", cid)
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if (tmp / "child.pid").is_file() and (tmp / "child.pid").read_text().strip():
+                break
+        await pilot.pause(1.2)
+        row = [str(c) for c in app.screen.query_one("#conversions").get_row_at(0)]
+        assert row[3] == "A▶" and row[4].startswith("RUNNING ")
+        await pilot.press("enter")
+        for _ in range(40):
+            await pilot.pause(0.1)
+            live = "\n".join(str(line.text) for line in app.screen.query_one("#live").lines)
+            if "compiling crate 1/9" in live:
+                break
+        t = app.screen.query_one("#timeline-table")
+        running = [str(c) for c in t.get_row("running")]
+        assert running[1] == "A analyze" and running[3] == "RUNNING" and running[5].endswith("s")
+        assert "now: $ sh -c" in running[10]  # the newest thing it does: the tool it started
+        assert "compiling crate 1/9" in live and "waiting for the cargo lock" in live
+        assert "now: $ sh -c" in str(app.screen.query_one("#now").render())
+        await pilot.press("x")
+        for _ in range(100):
+            await pilot.pause(0.1)
+            if not app.actions.running_here():
+                break
+        await pilot.pause(0.5)
+        assert not app.actions.running_here()
+        msgs = [n.message for n in app._notifications]
+        assert any(m.startswith(f"#{cid} stopped") and "stage A attempt 1 interrupted" in m for m in msgs), msgs
+        assert "running" not in [k.value for k in t.rows]

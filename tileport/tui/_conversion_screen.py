@@ -13,12 +13,17 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, RichLog, Select, Static, TabbedContent, TabPane
 
+from tileport.exec.sandbox import tool_argv
 from tileport.tui._ir_diff_view import IRDiffView
 from tileport.tui._perf_view import PerfPanel
-from tileport.tui.view import (STAGE_NAMES, STAGE_ORDER, AttemptRow, conversion_rows, ir_pairs, perf_view, timeline,
-                               verdict_style)
+from tileport.tui.view import (STAGE_NAMES, STAGE_ORDER, AttemptRow, LiveTail, conversion_rows, elapsed_text,
+                               ir_pairs, perf_view, running_stages, timeline, verdict_style)
 
 LOG_LINES = 2000  # bounded scrollback; `l` opens the whole log in $PAGER
+LIVE_LINES = 500  # the running stage's tool output kept on screen
+
+
+TIMELINE_KEYS = ("n", "stage", "attempt", "verdict", "class", "secs", "tokens", "next", "why", "commit", "summary")
 
 
 def event_line(ev: dict) -> Text:
@@ -70,13 +75,18 @@ class ConversionScreen(Screen):
         self.conversion_id = conversion_id
         self._attempts: list[AttemptRow] = []
         self._pairs = []
+        self._live: LiveTail | None = None
+        self._running_row = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="conv-head")
         yield Static("", id="conv-counters")
         with TabbedContent(initial="timeline"):
             with TabPane("Timeline", id="timeline"):
-                yield DataTable(id="timeline-table", cursor_type="row", zebra_stripes=True)
+                with Vertical():
+                    yield DataTable(id="timeline-table", cursor_type="row", zebra_stripes=True)
+                    yield Static("", id="now")
+                    yield RichLog(id="live", max_lines=LIVE_LINES, wrap=False)
             with TabPane("Commands", id="commands"):
                 yield DataTable(id="commands-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Artifacts", id="artifacts"):
@@ -94,9 +104,8 @@ class ConversionScreen(Screen):
 
     def on_mount(self) -> None:
         t = self.query_one("#timeline-table", DataTable)
-        for key, label in (("n", "#"), ("stage", "stage"), ("attempt", "attempt/cap"), ("verdict", "verdict"),
-                           ("class", "class"), ("secs", "seconds"), ("tokens", "tokens"), ("next", "routed to"),
-                           ("why", "why"), ("commit", "commit"), ("summary", "summary")):
+        for key, label in zip(TIMELINE_KEYS, ("#", "stage", "attempt/cap", "verdict", "class", "seconds", "tokens",
+                                              "routed to", "why", "commit", "summary")):
             t.add_column(label, key=key)
         c = self.query_one("#commands-table", DataTable)
         for key, label in (("seq", "#"), ("exit", "exit"), ("secs", "seconds"), ("argv", "command"), ("cwd", "cwd")):
@@ -105,6 +114,8 @@ class ConversionScreen(Screen):
         for key, label in (("kind", "kind"), ("bytes", "bytes"), ("sha", "sha256"), ("path", "path")):
             a.add_column(label, key=key)
         self.refresh_all()
+        self._tick_running()
+        self.set_interval(0.5, self._tick_running)
         log = self.query_one("#conv-log", RichLog)
         for ev in self.app.store.events(self.conversion_id)[-LOG_LINES:]:
             log.write(event_line(ev))
@@ -138,9 +149,48 @@ class ConversionScreen(Screen):
         self.query_one("#why-not", Static).update(
             Text(f"merge: {'ready (every gate passed on HEAD, approved)' if reason is None else reason}", style="dim"))
 
+    # --- the running attempt: a timeline row with elapsed time and what it does now, and its tools' output -----
+    def _tick_running(self) -> None:
+        rows = conversion_rows(self.app.store, self.app.caps, [self.conversion_id])
+        row = rows[0] if rows else None
+        run = row.running if row else None
+        t = self.query_one("#timeline-table", DataTable)
+        if self._live is None and row is not None and row.worktree:
+            from tileport.agents.control import run_files
+
+            self._live = LiveTail(run_files(row.worktree).live)
+        live = self.query_one("#live", RichLog)
+        if self._live is not None and run is not None:
+            fresh, lines = self._live.read_new()
+            if fresh:
+                live.clear()
+            for line in lines:
+                live.write(Text(line, style="dim" if line.startswith(LiveTail.NOTE) else ""))
+        now = self._live.now if (self._live is not None and run is not None) else ""
+        self.query_one("#now", Static).update(
+            Text(f"now: {now}", style="yellow") if run else
+            Text("no stage running" + (f" (status {row.status})" if row else ""), style="dim"))
+        if run is None:
+            if self._running_row:
+                t.remove_row("running")
+                self._running_row = False
+            return
+        cells = (str(len(self._attempts) + 1), f"{run.stage} {STAGE_NAMES.get(run.stage, '')}",
+                 f"{run.attempt}/{run.cap if run.cap is not None else '-'}", Text("RUNNING", style="yellow"), "",
+                 elapsed_text(run.elapsed()), "", "", "", "", Text(f"now: {now}" if now else "started", style="yellow"))
+        if not self._running_row:
+            t.add_row(*cells, key="running")
+            self._running_row = True
+        else:
+            for key, value in zip(TIMELINE_KEYS, cells):
+                t.update_cell("running", key, value)
+
     def _refresh_timeline(self) -> None:
         t = self.query_one("#timeline-table", DataTable)
         attempts = timeline(self.app.store, self.conversion_id)
+        if self._running_row and len(attempts) > len(self._attempts):
+            t.remove_row("running")  # the finished attempt takes its place; the next running row follows it
+            self._running_row = False
         for i, r in enumerate(attempts[len(self._attempts):], start=len(self._attempts)):
             t.add_row(str(i + 1), f"{r.stage} {STAGE_NAMES.get(r.stage, '')}",
                       f"{r.attempt}/{r.cap if r.cap is not None else '-'}",
@@ -159,14 +209,14 @@ class ConversionScreen(Screen):
         c.clear()
         for cmd in store.stage_commands(run_id):
             c.add_row(str(cmd["seq"]), Text(str(cmd["exit_code"]), style="green" if cmd["exit_code"] == 0 else "red"),
-                      f"{cmd['seconds'] or 0:.2f}", " ".join(cmd["argv"])[:200], cmd.get("cwd") or "")
+                      f"{cmd['seconds'] or 0:.2f}", " ".join(tool_argv(cmd["argv"])), cmd.get("cwd") or "")
         a = self.query_one("#artifacts-table", DataTable)
         a.clear()
         for art in store.stage_artifacts(run_id):
             a.add_row(art["kind"], str(art["bytes"]), (art["sha256"] or "")[:16], art["path"])
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "timeline-table" and event.row_key.value:
+        if event.data_table.id == "timeline-table" and event.row_key.value and event.row_key.value.isdigit():
             self._show_run(int(event.row_key.value))
 
     def _refresh_pairs(self) -> None:

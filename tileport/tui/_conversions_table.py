@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from tileport.tui.view import ConversionRow, verdict_style
+from tileport.tui.view import ConversionRow, elapsed_text, verdict_style
 
 # (key, label, width): fixed widths, so a thousand rows need no per-cell measuring (open < 1 s)
 COLUMNS = (("id", "id", 5), ("op", "op", 20), ("kernel", "kernel", 24), ("stage", "stage", 5),
@@ -22,10 +22,12 @@ def cells(row: ConversionRow, gate: float, config_max: float = 1.10) -> dict[str
         f"{row.geomean:.3f}", style="green" if row.geomean <= gate else "red")
     worst = Text("-", style="dim") if row.worst is None else Text(
         f"{row.worst:.2f}", style="green" if row.worst <= config_max else "red")
+    run = row.running
     return {
         "id": str(row.id), "op": _clip(row.op, 20), "kernel": _clip(row.kernel, 24),
-        "stage": row.stage or "-",
-        "verdict": Text(row.verdict or "-", style=verdict_style(row.verdict)),
+        "stage": f"{run.stage}▶" if run else row.stage or "-",
+        "verdict": Text(f"RUNNING {elapsed_text(run.elapsed())}", style="yellow") if run else
+        Text(row.verdict or "-", style=verdict_style(row.verdict)),
         "attempts": row.attempts_text() or "-",
         "geomean": geo,
         "worst": worst,
@@ -60,6 +62,9 @@ class ConversionsTable(DataTable):
                     if old[key] != plain[key]:
                         self.update_cell(str(row.id), key, values[key])
             self._shown[row.id] = plain
+
+    def running_ids(self) -> list[int]:
+        return [cid for cid, cells_ in self._shown.items() if cells_["verdict"].startswith("RUNNING")]
 
     def selected_id(self) -> int | None:
         if not self.row_count:

@@ -26,6 +26,14 @@ class MainScreen(Screen):
     def on_mount(self) -> None:
         self.reload()
         self.query_one(ConversionsTable).focus()
+        self.set_interval(1.0, self._tick_running)
+
+    def _tick_running(self) -> None:
+        """Running rows show their stage's elapsed time: re-read only those, once a second."""
+        table = self.query_one(ConversionsTable)
+        ids = table.running_ids()
+        if ids:
+            table.upsert(conversion_rows(self.app.store, self.app.caps, ids))
 
     def show_toolchain(self, text: str) -> None:
         self.query_one("#toolchain", Static).update(text)

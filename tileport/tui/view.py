@@ -53,6 +53,7 @@ class ConversionRow:
     head_commit: str | None
     updated_at: str
     worst: float | None = None  # the newest E run's slowest timed configuration (port / reference)
+    running: "RunningStage | None" = None  # the attempt running now, when the status is running
 
     def attempts_text(self) -> str:
         return " ".join(f"{s}{n}/{c}" for s, (n, c) in self.attempts.items() if n)
@@ -123,6 +124,7 @@ def conversion_rows(store: Store, caps: dict[str, int], ids: list[int] | None = 
             f"select a.conversion_id, a.decision, a.\"commit\" from approvals a join (select conversion_id, "
             f"max(id) m from approvals where conversion_id in ({idset}) group by conversion_id) t on a.id = t.m"):
         appr[cid] = (decision, commit)
+    now = running_stages(store, [r["id"] for r in rows if r.get("status") == "running"])
     out = []
     for r in rows:
         cid = r["id"]
@@ -135,7 +137,7 @@ def conversion_rows(store: Store, caps: dict[str, int], ids: list[int] | None = 
             attempts={s: (used.get(s, 0), int(caps.get(s, 0))) for s in STAGE_ORDER},
             geomean=geo.get(cid), approval=_approval_text(decision, commit, r.get("head_commit")),
             branch=r.get("branch"), worktree=r.get("worktree"), head_commit=r.get("head_commit"),
-            updated_at=r.get("updated_at") or "", worst=worst.get(cid)))
+            updated_at=r.get("updated_at") or "", worst=worst.get(cid), running=now.get(cid)))
     return out
 
 
