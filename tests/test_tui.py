@@ -261,3 +261,71 @@ async def test_approval_flow_merge_refused_until_gates_pass_and_approved(tmp_pat
         await pilot.pause(0.3)
         row = [str(c) for c in app.screen.query_one("#conversions").get_row_at(0)]
         assert row[8] == "approved"
+
+
+async def test_readonly_footer_offers_no_writes_and_a_write_key_still_says_why(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db)
+    app = app_for(db, readonly=True)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        shown = {b.binding.action for b in app.screen.active_bindings.values()}
+        assert "start" not in shown and "stop" not in shown and "quit" in shown
+        await pilot.press("enter")
+        await pilot.pause()
+        shown = {b.binding.action for b in app.screen.active_bindings.values()}
+        assert not shown & {"app.approve", "app.merge", "app.rerun", "app.edit"}
+        await pilot.press("x")
+        await pilot.pause()
+        assert "stop: read-only" in [n.message for n in app._notifications][-1]
+
+
+async def test_a_and_m_on_the_list_say_why_not_and_rerun_asks_for_a_stage_letter(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db)
+    app = app_for(db)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("approve: conversion 1 has no branch")
+        await pilot.press("m")
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("merge: conversion 1 has no branch")
+        await pilot.press("r")
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("rerun: conversion 1 has no worktree")
+
+
+async def test_perf_shapes_with_brackets_show_and_the_worst_ratio_is_rounded(tmp_path):
+    db = tmp_path / "t.db"
+    s = Store(db)
+    cid = s.add_conversion("/x/examples/mm.py", "mm")
+    rid = s.record_stage(cid, StageResult(stage=Stage.PERFORMANCE, verdict="INVESTIGATE", cap=2, details={
+        "geomean": 1.0712345, "worst": {"config": "[m=4096 n=4096] f16", "ratio": 1.1234567890123456}}))
+    s.db["perf_rows"].insert_all([{"stage_run_id": rid, "config": "[m=4096 n=4096] f16", "ref_ms": 0.01,
+                                   "port_ms": 0.0112, "ratio": 1.1234567890123456}])
+    s.close()
+    app = app_for(db)
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.open_conversion(cid)
+        await pilot.pause()
+        await pilot.press("6")
+        await pilot.pause()
+        assert str(app.screen.query_one("#perf-table").get_row_at(0)[0]) == "[m=4096 n=4096] f16"
+        summary = str(app.screen.query_one("#perf-summary").render())
+        assert "worst: [m=4096 n=4096] f16 (1.123)" in summary and "1.1234567" not in summary
+
+
+async def test_help_scrolls_in_a_small_terminal(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db, 1)
+    app = app_for(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        box = app.screen.query_one("#help-box")
+        assert box.max_scroll_y > 0
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert box.scroll_y > 0

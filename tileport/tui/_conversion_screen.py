@@ -196,7 +196,7 @@ class ConversionScreen(Screen):
                       f"{r.attempt}/{r.cap if r.cap is not None else '-'}",
                       Text(r.verdict, style=verdict_style(r.verdict)), r.fail_class or "",
                       "-" if r.seconds is None else f"{r.seconds:.1f}", str(r.tokens or ""),
-                      r.routed_to or "", r.route_reason or "", (r.commit or "")[:10], r.summary[:120],
+                      r.routed_to or "", Text(r.route_reason or ""), (r.commit or "")[:10], Text(r.summary[:120]),
                       key=str(r.run_id))
         if len(attempts) > len(self._attempts) and attempts:
             t.move_cursor(row=len(attempts) - 1)
@@ -209,11 +209,11 @@ class ConversionScreen(Screen):
         c.clear()
         for cmd in store.stage_commands(run_id):
             c.add_row(str(cmd["seq"]), Text(str(cmd["exit_code"]), style="green" if cmd["exit_code"] == 0 else "red"),
-                      f"{cmd['seconds'] or 0:.2f}", " ".join(tool_argv(cmd["argv"])), cmd.get("cwd") or "")
+                      f"{cmd['seconds'] or 0:.2f}", Text(" ".join(tool_argv(cmd["argv"]))), Text(cmd.get("cwd") or ""))
         a = self.query_one("#artifacts-table", DataTable)
         a.clear()
         for art in store.stage_artifacts(run_id):
-            a.add_row(art["kind"], str(art["bytes"]), (art["sha256"] or "")[:16], art["path"])
+            a.add_row(art["kind"], str(art["bytes"]), (art["sha256"] or "")[:16], Text(art["path"]))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "timeline-table" and event.row_key.value and event.row_key.value.isdigit():

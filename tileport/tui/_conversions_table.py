@@ -24,7 +24,7 @@ def cells(row: ConversionRow, gate: float, config_max: float = 1.10) -> dict[str
         f"{row.worst:.2f}", style="green" if row.worst <= config_max else "red")
     run = row.running
     return {
-        "id": str(row.id), "op": _clip(row.op, 20), "kernel": _clip(row.kernel, 24),
+        "id": str(row.id), "op": Text(_clip(row.op, 20)), "kernel": Text(_clip(row.kernel, 24)),
         "stage": f"{run.stage}▶" if run else row.stage or "-",
         "verdict": Text(f"RUNNING {elapsed_text(run.elapsed())}", style="yellow") if run else
         Text(row.verdict or "-", style=verdict_style(row.verdict)),
@@ -33,7 +33,7 @@ def cells(row: ConversionRow, gate: float, config_max: float = 1.10) -> dict[str
         "worst": worst,
         "approval": Text(row.approval, style="green" if row.approval == "approved" else
                          "yellow" if row.approval.startswith("stale") else "red" if row.approval == "rejected" else "dim"),
-        "status": row.status,
+        "status": Text(row.status),
     }
 
 

@@ -14,6 +14,10 @@ from tileport.tui.view import conversion_rows
 class MainScreen(Screen):
     BINDINGS = [
         Binding("enter", "open", "open", show=True),
+        Binding("r", "app.rerun", "rerun", show=False),
+        Binding("a", "app.approve", "approve", show=False),
+        Binding("j", "app.reject", "reject", show=False),
+        Binding("m", "app.merge", "merge", show=False),
     ]
 
     def compose(self) -> ComposeResult:

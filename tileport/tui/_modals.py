@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Markdown, Static
 
@@ -36,11 +36,16 @@ An action that is not possible says why at the bottom of the screen instead of d
 
 
 class HelpScreen(ModalScreen[None]):
+    """Scrolls (up/down, page keys, the mouse) when the terminal is shorter than the help."""
+
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="help-box"):
+        with VerticalScroll(id="help-box"):
             yield Markdown(HELP)
+
+    def on_mount(self) -> None:
+        self.query_one("#help-box").focus()
 
 
 class ReasonScreen(ModalScreen[str | None]):
@@ -48,19 +53,22 @@ class ReasonScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "cancel")]
 
-    def __init__(self, prompt: str) -> None:
+    def __init__(self, prompt: str, placeholder: str = "reason (required)", required: str = "a reason is required",
+                 ) -> None:
         super().__init__()
         self.prompt = prompt
+        self.placeholder = placeholder
+        self.required = required
 
     def compose(self) -> ComposeResult:
         with Vertical(id="reason-box"):
             yield Static(self.prompt)
-            yield Input(placeholder="reason (required)", id="reason")
+            yield Input(placeholder=self.placeholder, id="reason")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         value = event.value.strip()
         if not value:
-            self.notify("a reason is required", severity="warning")
+            self.notify(self.required, severity="warning")
             return
         self.dismiss(value)
 

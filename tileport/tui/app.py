@@ -30,6 +30,18 @@ from tileport.tui.view import (STAGE_NAMES, changed_conversions, conversion_rows
                                running_stages)
 
 EVENTS_PER_TICK = 20_000  # events read per poll; more than that waits for the next tick
+READONLY_KEYS = {"s": "start", "x": "stop", "r": "rerun", "a": "approve", "j": "reject", "m": "merge", "e": "edit",
+                 "c": "convert"}
+WRITE_ACTIONS = {"start", "stop", "rerun", "approve", "reject", "merge", "edit", "convert"}
+
+
+def _clip_words(text: str, width: int) -> str:
+    """`text` cut at a word boundary (never inside a word like `ConnectError`), with … when cut."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text.rfind(" ", 0, width)
+    return text[: cut if cut > width // 2 else width].rstrip(",;:") + " …"
 
 
 class TileportApp(App):
@@ -65,6 +77,17 @@ class TileportApp(App):
         self.toolchain_text = "toolchain: checking ..."
         self.events_seen = 0  # for the benchmark and tests: events rendered so far
         self.exit_text: str | None = None  # printed by the CLI after the screen is gone (what quitting did)
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """A read-only dashboard does not offer writes in the footer (pressing one still says why, on_key)."""
+        if self.readonly and action in WRITE_ACTIONS:
+            return False
+        return True
+
+    def on_key(self, event) -> None:
+        if self.readonly and event.key in READONLY_KEYS:
+            self.notify(f"{READONLY_KEYS[event.key]}: read-only dashboard (started with --readonly): use the CLI "
+                        "or a writable dashboard", severity="warning")
 
     # --- lifecycle ---------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -104,7 +127,8 @@ class TileportApp(App):
         for k in keys:
             c = checks.get(k)
             if c is not None:
-                parts.append(f"{k} {c.status}" + (f" ({c.detail[:48]})" if k in ("model-endpoint", "gpu") else ""))
+                parts.append(f"{k} {c.status}" + (f" ({_clip_words(c.detail, 90)})" if k in ("model-endpoint", "gpu")
+                                                  else ""))
         self.call_from_thread(self._set_toolchain, "toolchain: " + "  ".join(parts))
 
     # --- live updates ------------------------------------------------------------------------
@@ -248,7 +272,8 @@ class TileportApp(App):
                 self.notify(f"rerun {stage}: {reason}", severity="warning")
             else:
                 self._background("rerun", cid, stage)
-        self.push_screen(ReasonScreen("Rerun which stage? (A, B, C, D, E or F)"), chosen)
+        self.push_screen(ReasonScreen("Rerun which stage? (A, B, C, D, E or F)", placeholder="stage letter: A-F",
+                                      required="type a stage letter (A-F), or escape"), chosen)
 
     def action_approve(self) -> None:
         cid = self.current_id()

@@ -216,7 +216,8 @@ def perf_view(store: Store, conversion_id: int, gate: float) -> PerfView:
                                     r.get("flags") or "", launch if isinstance(launch, dict) else {}))
     worst = details.get("worst")
     if isinstance(worst, dict):
-        worst = f"{worst.get('config')} ({worst.get('ratio')})"
+        r = worst.get("ratio")
+        worst = f"{worst.get('config')} ({r:.3f})" if isinstance(r, (int, float)) else f"{worst.get('config')} ({r})"
     elif worst and details.get("worst_ratio") is not None:
         worst = f"{worst} ({details['worst_ratio']:.3f})"
     return PerfView(rows, details.get("geomean"), worst, gate, details.get("hw") or details.get("hardware") or {},
