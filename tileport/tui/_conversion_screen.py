@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, RichLog, Select, Static, TabbedContent, TabPane
 
 from tileport.exec.sandbox import tool_argv
+from tileport.tui._code_view import MODES, CodeView
 from tileport.tui._ir_diff_view import IRDiffView
 from tileport.tui._perf_view import PerfPanel
 from tileport.tui.view import (STAGE_NAMES, STAGE_ORDER, AttemptRow, LiveTail, conversion_rows, elapsed_text,
@@ -61,6 +62,8 @@ class ConversionScreen(Screen):
         Binding("4", "tab('log')", "log", show=False),
         Binding("5", "tab('irdiff')", "IR diff"),
         Binding("6", "tab('perf')", "perf"),
+        Binding("7", "tab('code')", "code"),
+        Binding("v", "code_mode", "code view", show=False),
         Binding("r", "app.rerun", "rerun stage"),
         Binding("a", "app.approve", "approve"),
         Binding("j", "app.reject", "reject"),
@@ -76,6 +79,8 @@ class ConversionScreen(Screen):
         self._attempts: list[AttemptRow] = []
         self._pairs = []
         self._live: LiveTail | None = None
+        self._code_mode = 0
+        self._selected_run: int | None = None
         self._running_row = False
 
     def compose(self) -> ComposeResult:
@@ -99,6 +104,8 @@ class ConversionScreen(Screen):
                     yield IRDiffView(id="ir-view")
             with TabPane("Performance", id="perf"):
                 yield PerfPanel(id="perf-panel")
+            with TabPane("Code", id="code"):
+                yield CodeView(id="code-view")
         yield Static("", id="why-not")
         yield Footer()
 
@@ -217,7 +224,8 @@ class ConversionScreen(Screen):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "timeline-table" and event.row_key.value and event.row_key.value.isdigit():
-            self._show_run(int(event.row_key.value))
+            self._selected_run = int(event.row_key.value)
+            self._show_run(self._selected_run)
 
     def _refresh_pairs(self) -> None:
         pairs = ir_pairs(self.app.store, self.conversion_id)
@@ -264,10 +272,52 @@ class ConversionScreen(Screen):
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+        if tab == "code":
+            self._load_code()
+
+    def action_code_mode(self) -> None:
+        self._code_mode = (self._code_mode + 1) % len(MODES)
+        self.action_tab("code")
+
+    @work(thread=True, exclusive=True, group="code")
+    def _load_code(self) -> None:
+        from tileport.tui import code
+
+        view = self.query_one("#code-view", CodeView)
+        store = self.app.store
+        conv = store.conversion(self.conversion_id)
+        wt = Path(conv["worktree"]) if conv.get("worktree") else None
+        call = self.app.call_from_thread
+        if wt is None or not wt.is_dir():
+            call(view.show_message, "no worktree on disk for this conversion: nothing to show")
+            return
+        head = conv.get("head_commit") or "HEAD"
+        op = Path(conv["op_path"]).stem
+        if self._code_mode == 0:
+            call(view.show_sides, code.sides(wt, head, conv["op_path"]), op)
+        elif self._code_mode == 1:
+            base = conv.get("base_commit") or "HEAD"
+            call(view.show_diff, 1, f"{conv.get('branch') or 'branch'} {head[:10]} against its base {base[:10]}",
+                 code.branch_diff(wt, base, head, conv["op_path"]))
+        else:
+            runs = [a for a in self._attempts if a.commit]
+            chosen = next((a for a in runs if a.run_id == self._selected_run), runs[-1] if runs else None)
+            older = next((a for a in reversed(runs[: runs.index(chosen)]) if a.stage == chosen.stage), None) \
+                if chosen else None
+            if chosen is None or older is None:
+                call(view.show_diff, 2, "highlight an attempt in the timeline (1) that has an earlier attempt of its "
+                                        "stage", "")
+                return
+            call(view.show_diff, 2, f"{chosen.stage}{chosen.attempt} ({chosen.commit[:10]}) against "
+                                    f"{older.stage}{older.attempt} ({older.commit[:10]})",
+                 code.attempt_diff(wt, older.commit, chosen.commit, conv["op_path"]))
 
     def kernel_path(self) -> Path | None:
-        rows = conversion_rows(self.app.store, self.app.caps, [self.conversion_id])
-        if not rows or not rows[0].worktree:
+        """The port's kernel.rs in the worktree (ports/<op>/kernel.rs, what stage B commits), not the build copy."""
+        conv = self.app.store.conversion(self.conversion_id)
+        if not conv.get("worktree"):
             return None
-        hits = sorted(Path(rows[0].worktree).glob("**/kernel.rs"))
-        return hits[0] if hits else None
+        from tileport.tui.code import port_dir
+
+        path = Path(conv["worktree"]) / port_dir(conv["op_path"]) / "kernel.rs"
+        return path if path.is_file() else None

@@ -235,6 +235,84 @@ class Actions:
             raise UserError("; ".join(outcome.refusals) or "merge refused")
         return outcome
 
+    # --- a person's own edit of the port ---------------------------------------------------------
+    def why_not_edit(self, conversion_id: int) -> str | None:
+        if self.readonly:
+            return READONLY
+        store = Store(self.store_path)
+        try:
+            conv = store.conversion(conversion_id)
+        finally:
+            store.close()
+        if self.running(conversion_id) or conv.get("status") == "running" or self._held_elsewhere(conv) is not None:
+            return (f"conversion {conversion_id} is running a stage that may rewrite kernel.rs; stop it first (x), "
+                    "then edit")
+        return None
+
+    def edited(self, conversion_id: int) -> bool:
+        """Whether the port directory has uncommitted changes (a person's edit)."""
+        from tileport.exec.proc import run_command
+        from tileport.tui.code import port_dir
+
+        conv = self._conv(conversion_id)
+        r = run_command(["git", "status", "--porcelain", "--", port_dir(conv["op_path"])], cwd=conv["worktree"],
+                        timeout=30)
+        return r.ok and bool(r.stdout.strip())
+
+    def _conv(self, conversion_id: int) -> dict:
+        store = Store(self.store_path)
+        try:
+            return store.conversion(conversion_id)
+        finally:
+            store.close()
+
+    def commit_human_edit(self, conversion_id: int) -> str:
+        """Commit the person's edit of the port as a human attempt (no stage trailers: the router's replay and
+        the caps are unchanged; the gates recorded on the old HEAD no longer cover it, so merge needs them again)."""
+        from tileport.exec.proc import run_command
+        from tileport.tui.code import port_dir
+
+        if self.readonly:
+            raise UserError(READONLY)
+        conv = self._conv(conversion_id)
+        wt, d = conv["worktree"], port_dir(conv["op_path"])
+        for argv in (["git", "add", "--", d],
+                     ["git", "commit", "-q", "-m", f"human edit of {d}\n\nTileport-Human: edit\n"
+                                                  f"Tileport-Conversion: {conversion_id}"]):
+            r = run_command(argv, cwd=wt, timeout=60)
+            if not r.ok:
+                raise UserError(f"`{' '.join(argv[:3])}` failed in {wt}: {(r.stderr or r.stdout).strip()[:200]}")
+        sha = run_command(["git", "rev-parse", "HEAD"], cwd=wt, timeout=30).stdout.strip()
+        store = Store(self.store_path)
+        try:
+            store.update_conversion(conversion_id, head_commit=sha)
+            store.log_event("human.edit", conversion_id, commit=sha, path=d)
+        finally:
+            store.close()
+        return sha
+
+    def gate_human_edit(self, conversion_id: int) -> tuple[int, str]:
+        """Stage B's gates on the committed port (cargo build against the real cutile crates, Tile IR dump,
+        tileiras, the IR self-check against the reference), run by `tileport build-rust`; (exit code, tail)."""
+        import sys
+        import tempfile
+
+        from tileport.exec.proc import run_command
+        from tileport.tui.code import port_dir
+
+        conv = self._conv(conversion_id)
+        port = Path(conv["worktree"]) / port_dir(conv["op_path"])
+        argv = [sys.executable, "-m", "tileport", "build-rust", str(port)]
+        ref = port / ".tileport" / "reference"
+        if ref.exists():
+            argv += ["--reference", str(ref)]
+        with tempfile.TemporaryDirectory(prefix="tileport-human-gates-") as tmp:  # its own scratch store
+            r = run_command(argv, cwd=tmp, timeout=1800)
+        tail = "\n".join((r.stdout + "\n" + r.stderr).strip().splitlines()[-30:])
+        for line in tail.splitlines():
+            self._log(f"#{conversion_id} gates: {line}")
+        return r.returncode, tail
+
     def do(self, action: str, *args: Any) -> Any:
         return getattr(self, action)(*args)
 

@@ -305,14 +305,50 @@ class TileportApp(App):
 
     def action_edit(self) -> None:
         screen = self.screen
+        cid = self.current_id()
         path = screen.kernel_path() if isinstance(screen, ConversionScreen) else None
-        if path is None:
-            self.notify("edit: this conversion has no kernel.rs yet (stage B writes it)", severity="warning")
+        if path is None or cid is None:
+            self.notify("edit: this conversion has no kernel.rs in its worktree yet (stage B writes it)",
+                        severity="warning")
             return
         if self.readonly:
             self.notify(f"read-only: kernel.rs is at {path}", severity="warning")
             return
+        reason = self.actions.why_not_edit(cid)
+        if reason:
+            self.notify(f"edit: {reason}", severity="warning", timeout=8)
+            return
         self._external([*shlex.split(os.environ.get("EDITOR", "vi")), str(path)])
+        if not self.actions.edited(cid):
+            self.notify(f"edit #{cid}: kernel.rs unchanged; nothing to commit")
+            return
+
+        def chosen(answer: str | None) -> None:
+            answer = (answer or "").strip().lower()
+            if answer not in ("y", "c"):
+                self.notify(f"#{cid}: your edit stays uncommitted in {path.parent} (a resume or rerun discards "
+                            "uncommitted changes; press e again to commit it)", severity="warning", timeout=10)
+                return
+
+            def job():
+                try:
+                    sha = self.actions.commit_human_edit(cid)
+                    self.call_from_thread(self.notify, f"#{cid}: committed your edit as a human attempt {sha[:10]}"
+                                          + ("; running B's gates (build, Tile IR, self-check) ..." if answer == "y"
+                                             else ""), timeout=8)
+                    if answer == "y":
+                        code, tail = self.actions.gate_human_edit(cid)
+                        last = tail.splitlines()[-1] if tail else ""
+                        self.call_from_thread(self.notify, f"#{cid} B's gates on {sha[:10]}: "
+                                              + ("PASS" if code == 0 else f"FAIL (exit {code})") + f": {last[:160]}"
+                                              " (the Log tab has the output)",
+                                              severity="information" if code == 0 else "error", timeout=15)
+                except UserError as e:
+                    self.call_from_thread(self.notify, f"edit #{cid}: {e}", severity="error", timeout=10)
+            self.run_worker(job, thread=True, group=f"conv-{cid}", exclusive=True, exit_on_error=False)
+        self.push_screen(ReasonScreen(f"kernel.rs of #{cid} changed. y: commit it as a human attempt and re-run "
+                                      "B's gates on it; c: commit only; n: leave it uncommitted",
+                                      placeholder="y / c / n", required="type y, c or n (escape: n)"), chosen)
 
     def action_shell(self) -> None:
         cid = self.current_id()
