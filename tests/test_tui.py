@@ -329,3 +329,51 @@ async def test_help_scrolls_in_a_small_terminal(tmp_path):
         await pilot.press("pagedown")
         await pilot.pause()
         assert box.scroll_y > 0
+
+
+def seed_blocked(path):
+    s = Store(path)
+    for i, op in enumerate(("softmax", "matmul")):
+        cid = s.add_conversion(f"/x/examples/{op}.py", f"{op}_kernel", branch=f"tileport/{op}-{i + 1}")
+        s.record_stage(cid, StageResult(stage=Stage.ANALYZE, verdict="PASS", cap=1), routed_to="B")
+        s.record_stage(cid, StageResult(stage=Stage.HOST_CORRECTNESS, verdict="BLOCKED", fail_class=FailClass.ENV,
+                                        cap=2, summary="no NVIDIA GPU: torch.cuda.is_available() is False"))
+        s.update_conversion(cid, status="blocked")
+    s.close()
+
+
+async def test_all_blocked_env_names_the_missing_gpu_and_the_next_step_and_the_summary_says_what_needs_a_person(
+        tmp_path):
+    db = tmp_path / "t.db"
+    seed_blocked(db)
+    app = app_for(db)
+    app.gpu_detail = "nvidia-smi not found"
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        app.screen.show_next_step()
+        await pilot.pause()
+        text = str(app.screen.query_one("#next-step").render())
+        assert "all 2 conversions stopped BLOCKED(env) at D: no GPU here" in text
+        assert "H100/H200 (sm_90)" in text and "nvidia-smi not found" in text
+        assert "`tileport gate pack 1`" in text and "[gpu] command_prefix" in text
+        await pilot.press("u")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "SummaryScreen"
+        summary = app.summary_text
+        assert "by status:  blocked 2" in summary and "BLOCKED(env) 2" in summary
+        assert "#1 softmax: BLOCKED at D: no NVIDIA GPU" in summary and "gate pack 1" in summary
+
+
+async def test_convert_asks_for_a_path_and_refuses_a_missing_file_in_one_line(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db, 1)
+    app = app_for(db)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("c")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "ReasonScreen"
+        await pilot.press(*"nope.py", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1] == (
+            "convert: nope.py: no such file; give the path of a cuTile Python op (.py)")

@@ -8,7 +8,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from tileport.tui._conversions_table import ConversionsTable
-from tileport.tui.view import conversion_rows
+from rich.text import Text
+
+from tileport.tui.view import conversion_rows, next_step
 
 
 class MainScreen(Screen):
@@ -24,6 +26,7 @@ class MainScreen(Screen):
         yield Header(show_clock=False)
         yield Static(self.app.toolchain_text, id="toolchain")
         yield ConversionsTable(self.app.gate, self.app.config.perf.config_max, id="conversions")
+        yield Static("", id="next-step")
         yield Static("", id="main-status")
         yield Footer()
 
@@ -50,6 +53,7 @@ class MainScreen(Screen):
         rows = conversion_rows(self.app.store, self.app.caps)
         table.upsert(rows[: self.FIRST_PAGE])
         self._status(len(rows))
+        self.show_next_step(rows)
         self._pending = rows[self.FIRST_PAGE:]
         if self._pending:
             self.call_after_refresh(self._load_more)
@@ -73,9 +77,19 @@ class MainScreen(Screen):
         table = self.query_one(ConversionsTable)
         table.upsert(conversion_rows(self.app.store, self.app.caps, ids))
         self._status(table.row_count)
+        self.show_next_step()
 
     def selected_id(self) -> int | None:
         return self.query_one(ConversionsTable).selected_id()
+
+    def show_next_step(self, rows=None) -> None:
+        app = self.app
+        if rows is None:
+            rows = conversion_rows(app.store, app.caps) if self.query_one(ConversionsTable).row_count <= 2000 else []
+        text = next_step(rows, list(app.config.targets), app.gpu_detail, app.config.gpu.command_prefix)
+        box = self.query_one("#next-step", Static)
+        box.update(Text(text, style="bold magenta") if text else "")
+        box.display = bool(text)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:

@@ -18,18 +18,21 @@ shows up live. Keys:
 |---|---|---|
 | enter | conversions | open the conversion |
 | s | anywhere | start / resume the selected conversion |
-| x | anywhere | stop it (its state stays in the store; resume later) |
+| x | anywhere | stop it now: its running tool is killed, the attempt recorded as interrupted (resume with s) |
+| c | anywhere | convert another op: the path of your own cuTile Python file |
+| u | anywhere | the end-of-run summary (counts, time, what needs a person) |
 | r | conversion | rerun a stage (asks which) |
 | a / j | conversion | approve / reject the current commit (reject asks for a reason) |
 | m | conversion | merge (only after every gate passed on this commit and it is approved) |
-| e | conversion | open kernel.rs in `$EDITOR` |
+| e | conversion | open the port's kernel.rs in `$EDITOR` (not while a stage runs); then commit it as a human attempt |
+| 7, v | conversion | code: kernel.rs beside the Python op; v: branch diff, diff between attempts |
 | o | conversion | open the worktree in `$SHELL` |
 | l | conversion | open the full log in `$PAGER` |
 | 1-6 | conversion | timeline, commands, artifacts, log, IR diff, performance |
 | n / N | IR diff | next / previous differing row |
 | ctrl+p | anywhere | command palette |
 | escape | conversion | back to the list |
-| q | anywhere | quit (running work keeps its state in the store) |
+| q, ctrl+c | anywhere | quit; with work running it asks: stop it, leave it running in the background, or cancel |
 
 An action that is not possible says why at the bottom of the screen instead of doing nothing.
 """
@@ -120,3 +123,18 @@ class StoppingScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="quit-box"):
             yield Static(self.text, id="stopping-text")
+
+
+class SummaryScreen(ModalScreen[None]):
+    """The end of a run: counts by status and verdict, how long, and what needs a person."""
+
+    BINDINGS = [Binding("escape,enter,q,u", "dismiss", "close")]
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="summary-box"):
+            yield Static(self.text, id="summary-text", markup=False)
+            yield Static("escape: close   u: show again", id="summary-keys")

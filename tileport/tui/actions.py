@@ -152,10 +152,13 @@ class Actions:
             with self._lock:
                 self._running.discard(conversion_id)
 
-    def start(self, op_paths: list[str]) -> list[int]:
+    def start(self, op_paths: list[str], background_note=None) -> list[int]:
         """Start a conversion per op (or pick up the existing, unfinished one), then drive them from a pool."""
         if self.readonly:
             raise UserError(READONLY)
+        for op in op_paths:  # a bad path is refused before anything starts, in one line
+            if not Path(op).is_file():
+                raise UserError(f"{op}: no such file; give the path of a cuTile Python op (.py)")
         store = Store(self.store_path)
         try:
             existing = {Path(c["op_path"]).resolve(): c for c in store.conversions() if c.get("worktree")}
@@ -165,6 +168,8 @@ class Actions:
         for op in op_paths:
             conv = existing.get(Path(op).resolve())
             cids.append(conv["id"] if conv else self.runner.start(op, repo=self.repo))
+            if background_note is not None:
+                background_note(f"#{cids[-1]} {Path(op).name}: started on branch of {self.repo}")
         todo = [c for c in cids if not self.why_not("resume", c)]
         with ThreadPoolExecutor(max_workers=max(1, self.jobs), thread_name_prefix="dashboard") as pool:
             list(pool.map(self._resume_unless_closing, todo))

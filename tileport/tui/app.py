@@ -27,7 +27,7 @@ from tileport.tui._modals import HelpScreen, QuitScreen, ReasonScreen, StoppingS
 from tileport.tui._palette import TileportCommands
 from tileport.tui.actions import Actions, describe
 from tileport.tui.view import (STAGE_NAMES, changed_conversions, conversion_rows, elapsed_text, newest_event_id,
-                               running_stages)
+                               next_step, running_stages)
 
 EVENTS_PER_TICK = 20_000  # events read per poll; more than that waits for the next tick
 READONLY_KEYS = {"s": "start", "x": "stop", "r": "rerun", "a": "approve", "j": "reject", "m": "merge", "e": "edit",
@@ -55,6 +55,8 @@ class TileportApp(App):
         Binding("question_mark", "help", "help"),
         Binding("s", "start", "start/resume"),
         Binding("x", "stop", "stop"),
+        Binding("c", "convert", "convert…"),
+        Binding("u", "summary", "summary", show=False),
         Binding("ctrl+p", "command_palette", "commands", show=False),
     ]
 
@@ -77,6 +79,9 @@ class TileportApp(App):
         self.toolchain_text = "toolchain: checking ..."
         self.events_seen = 0  # for the benchmark and tests: events rendered so far
         self.exit_text: str | None = None  # printed by the CLI after the screen is gone (what quitting did)
+        self.gpu_detail: str | None = None  # the doctor's word on the GPU, for the next-step line
+        self._work_since: float | None = None  # when this dashboard's current batch of work started
+        self.summary_text: str | None = None
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """A read-only dashboard does not offer writes in the footer (pressing one still says why, on_key)."""
@@ -101,6 +106,66 @@ class TileportApp(App):
             self._set_toolchain("toolchain: not checked")
         if self.autostart and not self.readonly:
             self.run_worker(self._autostart, thread=True, group="start", exit_on_error=False)
+        self.set_interval(0.5, self._watch_work)
+
+    def _watch_work(self) -> None:
+        """When the work this dashboard started has all ended, show the end-of-run summary once."""
+        import time
+
+        busy = bool(self.actions.running_here()) or any(
+            w.group == "start" and w.is_running for w in self.workers)
+        if busy and self._work_since is None:
+            self._work_since = time.monotonic()
+        elif not busy and self._work_since is not None and not self.actions.closing:
+            seconds, self._work_since = time.monotonic() - self._work_since, None
+            self.show_summary(seconds)
+
+    def show_summary(self, seconds: float | None = None) -> None:
+        from tileport.tui._modals import SummaryScreen
+        from tileport.tui.view import run_summary
+
+        rows = conversion_rows(self.store, self.caps)
+        summary = run_summary(rows, seconds or 0.0)
+        text = summary.text()
+        if seconds is None:
+            text = text.replace(f" in {elapsed_text(0)}", "", 1)
+        step = next_step(rows, list(self.config.targets), self.gpu_detail, self.config.gpu.command_prefix)
+        if step:
+            text += "\n\n" + step
+        self.summary_text = text
+        if not isinstance(self.screen, SummaryScreen):
+            self.push_screen(SummaryScreen(text))
+
+    def action_summary(self) -> None:
+        self.show_summary()
+
+    def action_convert(self) -> None:
+        if self.readonly:
+            self.notify("convert: read-only dashboard (started with --readonly)", severity="warning")
+            return
+
+        def chosen(path: str | None) -> None:
+            if not path:
+                return
+            op = Path(path).expanduser()
+
+            def job():
+                try:
+                    cids = self.actions.start([str(op)], background_note=self.notify_from_thread)
+                except UserError as e:
+                    self.call_from_thread(self.notify, f"convert: {e}", severity="error", timeout=10)
+                else:
+                    self.call_from_thread(self.notify, f"convert {op.name}: conversion "
+                                          f"{', '.join(f'#{c}' for c in cids)} ran; see the list", timeout=8)
+            self.run_worker(job, thread=True, group="start", exit_on_error=False)
+        repo = self.actions.repo
+        self.push_screen(ReasonScreen(f"Convert which op? The path of a cuTile Python file (its conversion branches "
+                                      f"from the repository {repo}; another repository: `tileport tui --repo DIR`)",
+                                      placeholder="path/to/op.py", required="type the path of a .py file, or escape"),
+                         chosen)
+
+    def notify_from_thread(self, text: str) -> None:
+        self.call_from_thread(self.notify, text, timeout=8)
 
     def _autostart(self) -> None:
         try:
@@ -122,6 +187,9 @@ class TileportApp(App):
         from tileport.exec.doctor import run_checks
 
         checks = {c.name: c for c in run_checks(self.config)}
+        gpu = checks.get("gpu")
+        if gpu is not None and gpu.status != "ok":
+            self.gpu_detail = _clip_words(gpu.detail, 90)
         keys = ("model-endpoint", "gpu", "cargo", "tileiras", "cutile-crates")
         parts = []
         for k in keys:
