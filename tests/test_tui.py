@@ -159,12 +159,43 @@ async def test_ir_diff_view_aligns_real_ir_and_jumps_between_findings(tmp_path):
             if "PASS" in summary or "FAIL" in summary:
                 break
         assert "softmax_kernel/f16/sm_90" in summary and ("PASS" in summary or "FAIL" in summary)
-        rows = app.screen.query_one("#ir-rows").render()
-        assert rows is not None
         view = app.screen.query_one("#ir-view")
-        view.focus()
+        rows = app.screen.query_one("#ir-rows")
+        report = view._report
+        assert rows.row_count > 10
+        assert app.screen.query_one("#ir-pair-list").row_count == 1  # pairs listed, not hidden in a dropdown
+        differing = [i for i, k in enumerate(view._row_keys) if k.isdigit()
+                     and report.rows[int(k)].status.value in ("changed", "ref_only", "port_only")]
+        assert differing, "the recorded pair has differing rows"
+        rows.move_cursor(row=0)
+        await pilot.press("n")  # no focus needed: the screen forwards n/N/d on the IR diff tab
+        await pilot.pause()
+        assert rows.cursor_row == differing[0]
         await pilot.press("n")
         await pilot.pause()
+        assert rows.cursor_row == (differing[1] if len(differing) > 1 else differing[0])
+        await pilot.press("N")
+        await pilot.pause()
+        assert rows.cursor_row == differing[0]
+        # a finding links to its row
+        findings = app.screen.query_one("#ir-findings")
+        linked = [i for i in range(len(view._findings)) if view.row_of_finding(i) is not None]
+        if linked:
+            findings.move_cursor(row=linked[-1])
+            await pilot.pause()
+            assert rows.cursor_row == view.row_of_finding(linked[-1])
+        # differences only: every shown row differs (or is downstream of a difference, or an entry header)
+        total = rows.row_count
+        await pilot.press("d")
+        await pilot.pause()
+        shown = [report.rows[int(k)].status.value for k in view._row_keys if k.isdigit()]
+        assert rows.row_count < total and set(shown) <= {"changed", "ref_only", "port_only", "downstream"}
+        # enter on a row: the whole text of both sides
+        rows.focus()
+        rows.move_cursor(row=view._finding_rows[0])
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "DetailScreen" and "reference line" in app.screen.text
 
 
 async def test_perf_view_shows_ratios_geomean_and_gate(tmp_path):
@@ -377,3 +408,43 @@ async def test_convert_asks_for_a_path_and_refuses_a_missing_file_in_one_line(tm
         await pilot.pause()
         assert [n.message for n in app._notifications][-1] == (
             "convert: nope.py: no such file; give the path of a cuTile Python op (.py)")
+
+
+async def test_commands_per_stage_run_show_the_tools_own_argv_and_enter_opens_the_whole_text(tmp_path):
+    db = tmp_path / "t.db"
+    s = Store(db)
+    cid = s.add_conversion("/x/examples/softmax.py", "softmax_kernel")
+    wrapped = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', "/sys/fs/cgroup/x/cgroup.procs", "/usr/bin/prlimit",
+               "--cpu=600", "--", "/usr/bin/bwrap", "--die-with-parent", "--ro-bind", "/", "/", "--", "cargo", "build",
+               "--offline", "--release", "--manifest-path", "/wt/.tileport-build/crate/Cargo.toml"]
+    s.record_stage(cid, StageResult(stage=Stage.WRITE_KERNEL, verdict="COMPILED", cap=2,
+                                    commands=[CommandRecord(argv=wrapped, exit_code=0, seconds=81.5, cwd="/wt")],
+                                    summary="compiled; " + "long summary " * 30), routed_to="D")
+    s.record_stage(cid, StageResult(stage=Stage.HOST_CORRECTNESS, verdict="BLOCKED", fail_class=FailClass.ENV, cap=2,
+                                    commands=[CommandRecord(argv=["python", "-m", "gate"], exit_code=3, seconds=1)]))
+    s.close()
+    app = app_for(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        app.open_conversion(cid)
+        await pilot.pause()
+        t = app.screen.query_one("#timeline-table")
+        assert t.cursor_row == 1  # the newest run: D's commands
+        assert "python -m gate" in str(app.screen.query_one("#commands-table").get_row_at(0)[3])
+        t.move_cursor(row=0)  # pick B's run in the timeline: its build is still inspectable after D ran
+        await pilot.pause()
+        cell = str(app.screen.query_one("#commands-table").get_row_at(0)[3])
+        assert cell.startswith("cargo build --offline --release") and "prlimit" not in cell
+        assert "of B write kernel attempt 1 (COMPILED)" in str(app.screen.query_one("#commands-of").render())
+        await pilot.press("enter")  # the timeline row's whole summary
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "DetailScreen" and app.screen.text.count("long summary") == 30
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        assert app.focused is app.screen.query_one("#commands-table")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "DetailScreen"
+        assert app.screen.text.startswith("$ cargo build --offline --release --manifest-path")
+        assert "as run (sandbox wrapper included)" in app.screen.text and "prlimit" in app.screen.text

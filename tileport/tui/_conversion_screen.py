@@ -9,9 +9,9 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, RichLog, Select, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, RichLog, Static, TabbedContent, TabPane
 
 from tileport.exec.sandbox import tool_argv
 from tileport.tui._code_view import MODES, CodeView
@@ -64,6 +64,9 @@ class ConversionScreen(Screen):
         Binding("6", "tab('perf')", "perf"),
         Binding("7", "tab('code')", "code"),
         Binding("v", "code_mode", "code view", show=False),
+        Binding("n", "ir('next')", "next diff", show=False),
+        Binding("N", "ir('prev')", "prev diff", show=False),
+        Binding("d", "ir('differences')", "differences only", show=False),
         Binding("r", "app.rerun", "rerun stage"),
         Binding("a", "app.approve", "approve"),
         Binding("j", "app.reject", "reject"),
@@ -80,6 +83,8 @@ class ConversionScreen(Screen):
         self._pairs = []
         self._live: LiveTail | None = None
         self._code_mode = 0
+        self._commands: list[dict] = []
+        self._artifacts: list[dict] = []
         self._selected_run: int | None = None
         self._running_row = False
 
@@ -93,14 +98,18 @@ class ConversionScreen(Screen):
                     yield Static("", id="now")
                     yield RichLog(id="live", max_lines=LIVE_LINES, wrap=False)
             with TabPane("Commands", id="commands"):
-                yield DataTable(id="commands-table", cursor_type="row", zebra_stripes=True)
+                with Vertical():
+                    yield Static("", id="commands-of", classes="run-of")
+                    yield DataTable(id="commands-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Artifacts", id="artifacts"):
-                yield DataTable(id="artifacts-table", cursor_type="row", zebra_stripes=True)
+                with Vertical():
+                    yield Static("", id="artifacts-of", classes="run-of")
+                    yield DataTable(id="artifacts-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Log", id="log"):
                 yield RichLog(id="conv-log", max_lines=LOG_LINES, wrap=False)
             with TabPane("IR diff", id="irdiff"):
-                with Vertical():
-                    yield Select([], id="ir-pair", prompt="IR self-check pair")
+                with Horizontal(id="ir-layout"):
+                    yield DataTable(id="ir-pair-list", cursor_type="row")
                     yield IRDiffView(id="ir-view")
             with TabPane("Performance", id="perf"):
                 yield PerfPanel(id="perf-panel")
@@ -121,6 +130,7 @@ class ConversionScreen(Screen):
         for key, label in (("kind", "kind"), ("bytes", "bytes"), ("sha", "sha256"), ("path", "path")):
             a.add_column(label, key=key)
         self.refresh_all()
+        self.query_one("#timeline-table", DataTable).focus()
         self._tick_running()
         self.set_interval(0.5, self._tick_running)
         log = self.query_one("#conv-log", RichLog)
@@ -212,17 +222,28 @@ class ConversionScreen(Screen):
 
     def _show_run(self, run_id: int) -> None:
         store = self.app.store
+        run = next((a for a in self._attempts if a.run_id == run_id), None)
+        what = (f"{run.stage} {STAGE_NAMES.get(run.stage, '')} attempt {run.attempt} ({run.verdict})" if run
+                else f"run {run_id}")
+        self._commands = store.stage_commands(run_id)
+        self._artifacts = store.stage_artifacts(run_id)
+        for box, n, kind in (("#commands-of", len(self._commands), "commands"),
+                             ("#artifacts-of", len(self._artifacts), "artifacts")):
+            self.query_one(box, Static).update(Text(f"{n} {kind} of {what}; pick another run in the timeline (1); "
+                                                    "enter: full text", style="dim"))
         c = self.query_one("#commands-table", DataTable)
         c.clear()
-        for cmd in store.stage_commands(run_id):
+        for cmd in self._commands:
             c.add_row(str(cmd["seq"]), Text(str(cmd["exit_code"]), style="green" if cmd["exit_code"] == 0 else "red"),
                       f"{cmd['seconds'] or 0:.2f}", Text(" ".join(tool_argv(cmd["argv"]))), Text(cmd.get("cwd") or ""))
         a = self.query_one("#artifacts-table", DataTable)
         a.clear()
-        for art in store.stage_artifacts(run_id):
+        for art in self._artifacts:
             a.add_row(art["kind"], str(art["bytes"]), (art["sha256"] or "")[:16], Text(art["path"]))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "ir-pair-list" and event.row_key.value is not None:
+            self._open_pair(int(event.row_key.value))
         if event.data_table.id == "timeline-table" and event.row_key.value and event.row_key.value.isdigit():
             self._selected_run = int(event.row_key.value)
             self._show_run(self._selected_run)
@@ -232,20 +253,68 @@ class ConversionScreen(Screen):
         if [(p.label, p.reference, p.port) for p in pairs] == [(p.label, p.reference, p.port) for p in self._pairs]:
             return
         self._pairs = pairs
-        sel = self.query_one("#ir-pair", Select)
-        sel.set_options([(f"{p.label} ({p.verdict or '?'})", i) for i, p in enumerate(pairs)])
-        view = self.query_one("#ir-view", IRDiffView)
-        if pairs:
-            sel.value = 0
-        else:
-            view.show_message("no IR self-check yet: stage B writes the kernel, then compares its Tile IR "
-                              "with the reference's")
+        lst = self.query_one("#ir-pair-list", DataTable)
+        if not lst.columns:
+            lst.add_column("IR pair", key="label")
+            lst.add_column("verdict", key="verdict")
+        lst.clear()
+        for i, p in enumerate(pairs):
+            lst.add_row(Text(p.label), Text(p.verdict or "?", style=verdict_style(p.verdict)), key=str(i))
+        if not pairs:
+            self.query_one("#ir-view", IRDiffView).show_message(
+                "no IR self-check yet: stage B writes the kernel, then compares its Tile IR with the reference's")
 
-    def on_select_changed(self, event: Select.Changed) -> None:
-        if event.select.id == "ir-pair" and isinstance(event.value, int):
-            pair = self._pairs[event.value]
+    def _open_pair(self, i: int) -> None:
+        if 0 <= i < len(self._pairs) and getattr(self, "_pair_shown", None) != i:
+            self._pair_shown = i
+            pair = self._pairs[i]
             self.query_one("#ir-view", IRDiffView).show_message(f"diffing {pair.label} ...")
             self._diff(pair)
+
+    def action_ir(self, what: str) -> None:
+        if self.query_one(TabbedContent).active != "irdiff":
+            return
+        view = self.query_one("#ir-view", IRDiffView)
+        if what == "differences":
+            view.toggle_differences()
+        else:
+            view.jump(1 if what == "next" else -1)
+
+    # --- the whole text of a row (enter) --------------------------------------------------------------------
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        from tileport.tui._modals import DetailScreen
+
+        key = event.row_key.value
+        tid = event.data_table.id
+        text = None
+        if tid == "timeline-table" and key and key.isdigit():
+            run = next((a for a in self._attempts if a.run_id == int(key)), None)
+            if run is not None:
+                text = (f"{run.stage} {STAGE_NAMES.get(run.stage, '')} attempt {run.attempt}/{run.cap}: {run.verdict}"
+                        f"{f' ({run.fail_class})' if run.fail_class else ''}\ncommit {run.commit or '-'}\n"
+                        f"seconds {run.seconds}  tokens {run.tokens}\nrouted to {run.routed_to or '-'}: "
+                        f"{run.route_reason or ''}\n\n{run.summary}\n\ndetails:\n"
+                        + json.dumps(run.details, indent=1, default=str)[:20000])
+        elif tid == "timeline-table" and key == "running":
+            text = "running now: " + (self._live.now if self._live else "") + "\n\n" + "\n".join(
+                str(line.text) for line in self.query_one("#live", RichLog).lines[-200:])
+        elif tid == "commands-table" and 0 <= event.cursor_row < len(self._commands):
+            cmd = self._commands[event.cursor_row]
+            own = tool_argv(cmd["argv"])
+            text = (f"$ {' '.join(own)}\n\nexit {cmd['exit_code']}  {cmd['seconds']} s\ncwd {cmd.get('cwd') or '-'}"
+                    + (f"\n\nas run (sandbox wrapper included):\n{' '.join(cmd['argv'])}" if own != cmd["argv"] else ""))
+        elif tid == "artifacts-table" and 0 <= event.cursor_row < len(self._artifacts):
+            art = self._artifacts[event.cursor_row]
+            text = f"{art['kind']}  {art['bytes']} bytes\nsha256 {art['sha256']}\n{art['path']}"
+        elif tid == "ir-pair-list" and key is not None:
+            self._open_pair(int(key))
+            return
+        elif tid == "ir-findings" and key is not None:
+            text = self.query_one("#ir-view", IRDiffView).finding_text(int(key))
+        elif tid == "ir-rows" and key is not None:
+            text = self.query_one("#ir-view", IRDiffView).row_text(key)
+        if text:
+            self.app.push_screen(DetailScreen(text))
 
     @work(thread=True, exclusive=True, group="ir-diff")
     def _diff(self, pair) -> None:
@@ -270,8 +339,13 @@ class ConversionScreen(Screen):
                 log.write(event_line(ev))
         self.refresh_all()
 
+    FOCUS = {"timeline": "#timeline-table", "commands": "#commands-table", "artifacts": "#artifacts-table",
+             "log": "#conv-log", "irdiff": "#ir-rows", "perf": "#perf-table", "code": "#code-left"}
+
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+        # the tab's content has the focus, so left/right scroll it instead of switching tabs
+        self.call_after_refresh(lambda: self.query_one(self.FOCUS[tab]).focus())
         if tab == "code":
             self._load_code()
 

@@ -138,3 +138,20 @@ class SummaryScreen(ModalScreen[None]):
         with VerticalScroll(id="summary-box"):
             yield Static(self.text, id="summary-text", markup=False)
             yield Static("escape: close   u: show again", id="summary-keys")
+
+
+class DetailScreen(ModalScreen[None]):
+    """The whole text of a table row that the table cuts (enter on it); scrolls; escape closes."""
+
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "close")]
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="detail-box"):
+            yield Static(self.text, id="detail-text", markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#detail-box").focus()
