@@ -53,9 +53,9 @@ async def test_main_table_shows_conversions_with_stage_verdict_attempts(tmp_path
         table = app.screen.query_one("#conversions")
         assert table.row_count == 3
         first = [str(c) for c in table.get_row_at(0)]
-        assert first[1] == "op0" and first[3] == "B" and first[4] == "FAIL_COMPILE"
-        assert "A1/1" in first[5] and "B1/2" in first[5]
-        assert [str(c) for c in table.get_row_at(1)][4] == "PASS"
+        assert first[1] == "op0" and first[2] == "B" and first[3] == "FAIL_COMPILE"
+        assert "A1/1" in first[7] and "B1/2" in first[7]
+        assert [str(c) for c in table.get_row_at(1)][3] == "PASS"
 
 
 async def test_another_process_writing_the_store_shows_up_live(tmp_path):
@@ -79,7 +79,7 @@ async def test_another_process_writing_the_store_shows_up_live(tmp_path):
                 break
         table = app.screen.query_one("#conversions")
         assert table.row_count == 2
-        assert [str(c) for c in table.get_row_at(0)][4] == "COMPILED"
+        assert [str(c) for c in table.get_row_at(0)][3] == "COMPILED"
         assert [str(c) for c in table.get_row_at(1)][1] == "newop"
 
 
@@ -218,8 +218,8 @@ async def test_perf_view_shows_ratios_geomean_and_gate(tmp_path):
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         table = app.screen.query_one("#conversions")
-        assert "1.080" in str(table.get_row_at(0)[6])
-        assert str(table.get_row_at(0)[7]) == "1.20"  # the slowest configuration, beside the geomean
+        assert "1.080" in str(table.get_row_at(0)[5])
+        assert str(table.get_row_at(0)[6]) == "1.20"  # the slowest configuration, beside the geomean
         app.open_conversion(cid)
         await pilot.pause()
         await pilot.press("6")

@@ -179,7 +179,7 @@ async def test_a_running_stage_is_a_timeline_row_with_elapsed_time_now_and_live_
                 break
         await pilot.pause(1.2)
         row = [str(c) for c in app.screen.query_one("#conversions").get_row_at(0)]
-        assert row[3] == "A▶" and row[4].startswith("RUNNING ")
+        assert row[2] == "A▶" and row[3].startswith("RUNNING ")
         await pilot.press("enter")
         for _ in range(40):
             await pilot.pause(0.1)

@@ -145,16 +145,17 @@ class ConversionScreen(Screen):
             self.query_one("#conv-head", Static).update(f"conversion {self.conversion_id} is not in the store")
             return
         row = rows[0]
-        head = Text()
+        head = Text(no_wrap=True, overflow="ellipsis")  # two lines at any width; enter on a row has the rest
         head.append(f"#{row.id} {row.op} {row.kernel}  ", style="bold")
         head.append(row.status, style=verdict_style(row.verdict) if row.status != "running" else "yellow")
-        head.append(f"  branch {row.branch or '-'}  head {(row.head_commit or '-')[:12]}  worktree {row.worktree or '-'}")
-        head.append(f"  approval {row.approval}")
+        head.append(f"  approval {row.approval}  head {(row.head_commit or '-')[:10]}")
+        head.append(f"\nbranch {row.branch or '-'}  worktree {row.worktree or '-'}", style="dim")
         self.query_one("#conv-head", Static).update(head)
-        counters = Text("retries: ")
+        counters = Text("retries: ", no_wrap=True, overflow="ellipsis")
         for s in STAGE_ORDER:
             n, cap = row.attempts[s]
-            counters.append(f"{s} {STAGE_NAMES[s]} {n}/{cap}  ", style="red" if cap and n >= cap else "")
+            label = f"{s} {n}/{cap}  " if self.size.width and self.size.width < 120 else f"{s} {STAGE_NAMES[s]} {n}/{cap}  "
+            counters.append(label, style="red" if cap and n >= cap else "")
         self.query_one("#conv-counters", Static).update(counters)
         self._refresh_timeline()
         self.query_one("#perf-panel", PerfPanel).show(perf_view(app.store, self.conversion_id, app.gate))
@@ -341,6 +342,9 @@ class ConversionScreen(Screen):
 
     FOCUS = {"timeline": "#timeline-table", "commands": "#commands-table", "artifacts": "#artifacts-table",
              "log": "#conv-log", "irdiff": "#ir-rows", "perf": "#perf-table", "code": "#code-left"}
+
+    def on_resize(self, event) -> None:
+        self.set_class(event.size.width < 120, "narrow")  # IR diff and code view stack instead of side by side
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab

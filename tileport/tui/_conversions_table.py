@@ -7,10 +7,11 @@ from textual.widgets import DataTable
 
 from tileport.tui.view import ConversionRow, elapsed_text, verdict_style
 
-# (key, label, width): fixed widths, so a thousand rows need no per-cell measuring (open < 1 s)
-COLUMNS = (("id", "id", 5), ("op", "op", 20), ("kernel", "kernel", 24), ("stage", "stage", 5),
-           ("verdict", "verdict", 15), ("attempts", "attempts / caps", 22), ("geomean", "geomean", 7),
-           ("worst", "worst", 6), ("approval", "approval", 16), ("status", "status", 10))
+# (key, label, width): fixed widths, so a thousand rows need no per-cell measuring (open < 1 s). In priority
+# order: at 80 columns id, op, stage, verdict, status and geomean stay visible; the rest scroll (right/left).
+COLUMNS = (("id", "id", 4), ("op", "op", 18), ("stage", "stage", 5), ("verdict", "verdict", 15),
+           ("status", "status", 8), ("geomean", "geomean", 7), ("worst", "worst", 6),
+           ("attempts", "attempts / caps", 22), ("approval", "approval", 16), ("kernel", "kernel", 24))
 
 
 def _clip(text: str, width: int) -> str:
@@ -24,7 +25,7 @@ def cells(row: ConversionRow, gate: float, config_max: float = 1.10) -> dict[str
         f"{row.worst:.2f}", style="green" if row.worst <= config_max else "red")
     run = row.running
     return {
-        "id": str(row.id), "op": Text(_clip(row.op, 20)), "kernel": Text(_clip(row.kernel, 24)),
+        "id": str(row.id), "op": Text(_clip(row.op, 18)), "kernel": Text(_clip(row.kernel, 24)),
         "stage": f"{run.stage}▶" if run else row.stage or "-",
         "verdict": Text(f"RUNNING {elapsed_text(run.elapsed())}", style="yellow") if run else
         Text(row.verdict or "-", style=verdict_style(row.verdict)),
