@@ -96,7 +96,7 @@ def test_tileport_stop_kills_the_running_tool_and_resume_reruns_the_attempt(slow
     assert not t.is_alive()
     assert r.returncode == 0, r.stderr
     assert f"#{cid} stopped" in r.stdout and "stage A attempt 1 interrupted" in r.stdout, r.stdout
-    assert took < 8, took
+    assert took < 20, took  # a python start-up of `tileport stop` included (slow on a loaded 2-core CI)
     assert not _alive(child), "the tool's process group outlived the stop"
     assert out["f"].status == "stopped"
     s = Store(db)
