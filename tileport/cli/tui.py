@@ -22,6 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="DB", help="store to open (default: the config's store)")
     p.add_argument("--readonly", action="store_true", help="watch only: every action that writes is refused")
     p.add_argument("--no-doctor", action="store_true", help="skip the toolchain check in the header")
+    p.add_argument("--model", metavar="URL|scripted:TRANSCRIPT|none",
+                   help="who writes kernels for conversions started here (c): as `tileport run --model`")
     p.set_defaults(func=run)
 
 
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from tileport.tui import TileportApp
 
     app = TileportApp(store_path(args, config), config, repo=args.repo, readonly=args.readonly,
-                      doctor=not args.no_doctor)
+                      doctor=not args.no_doctor, model=args.model)
     app.run()
     return after_exit(app)
 

@@ -239,7 +239,8 @@ def run_command(
     if scope is not None and scope.output is not None:
         from tileport.exec.sandbox import tool_argv
 
-        scope.note("$ " + " ".join(tool_argv(args))[:400])
+        own = tool_argv(args)
+        scope.note("$ " + " ".join([Path(own[0]).name, *own[1:]] if own else args)[:400])
     try:
         if scope is not None and scope.output is not None:
             out, err, timed_out = _wait_streaming(proc, input, timeout, scope)

@@ -169,7 +169,7 @@ class Actions:
             conv = existing.get(Path(op).resolve())
             cids.append(conv["id"] if conv else self.runner.start(op, repo=self.repo))
             if background_note is not None:
-                background_note(f"#{cids[-1]} {Path(op).name}: started on branch of {self.repo}")
+                background_note(f"#{cids[-1]} {Path(op).name}: converting in {self.repo} (enter opens it)")
         todo = [c for c in cids if not self.why_not("resume", c)]
         with ThreadPoolExecutor(max_workers=max(1, self.jobs), thread_name_prefix="dashboard") as pool:
             list(pool.map(self._resume_unless_closing, todo))
