@@ -48,7 +48,7 @@ async def _code(app, pilot, key):
     await pilot.press(key)
     await app.workers.wait_for_complete()
     await pilot.pause()
-    head = str(app.screen.query_one("#code-head").render())
+    head = str(app.screen.query_one("#code-head").content)
     left = app.screen.query_one("#code-left-text").content
     right = app.screen.query_one("#code-right-text").content
     return head, str(getattr(left, "code", left)), str(getattr(right, "code", right))

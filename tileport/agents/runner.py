@@ -288,6 +288,7 @@ class Runner:
         t1 = time.perf_counter()
         scope = scope or ToolScope()
         control.new_live(control.run_files(wt.path), f"stage {stage} attempt {ctx.attempt}/{ctx.cap} started")
+        scope.close()  # its next line opens the new live file
         try:
             with tool_scope(scope):
                 result = STAGES[stage](ctx)

@@ -71,6 +71,8 @@ class ToolScope:
         self._lock = threading.Lock()
         self._pids: set[int] = set()
         self.cancelled = False
+        self._file = None
+        self._file_path: Path | None = None
 
     def cancel(self) -> None:
         with self._lock:
@@ -96,10 +98,19 @@ class ToolScope:
             data = data.encode("utf-8", "replace")
         with self._lock:
             try:
-                with open(self.output, "ab") as f:
-                    f.write(data if data.endswith(b"\n") else data + b"\n")
+                if self._file is None or self._file_path != self.output:
+                    if self._file is not None:
+                        self._file.close()
+                    self._file, self._file_path = open(self.output, "ab", buffering=0), self.output
+                self._file.write(data if data.endswith(b"\n") else data + b"\n")
             except OSError:
                 pass  # the live view is best effort; the record keeps the output
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
 
     def note(self, text: str) -> None:
         """A progress line of tileport's own ("compiling crate 3/9"); the dashboard shows the newest as `now`."""

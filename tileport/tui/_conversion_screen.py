@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, RichLog, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, RichLog, Static, TabbedContent, TabPane
 
 from tileport.exec.sandbox import tool_argv
 from tileport.tui._code_view import MODES, CodeView
@@ -64,6 +64,8 @@ class ConversionScreen(Screen):
         Binding("6", "tab('perf')", "perf"),
         Binding("7", "tab('code')", "code"),
         Binding("v", "code_mode", "code view", show=False),
+        Binding("left", "scroll_x(-1)", "scroll left", show=False, priority=True),
+        Binding("right", "scroll_x(1)", "scroll right", show=False, priority=True),
         Binding("n", "ir('next')", "next diff", show=False),
         Binding("N", "ir('prev')", "prev diff", show=False),
         Binding("d", "ir('differences')", "differences only", show=False),
@@ -116,7 +118,7 @@ class ConversionScreen(Screen):
             with TabPane("Code", id="code"):
                 yield CodeView(id="code-view")
         yield Static("", id="why-not")
-        yield Footer()
+        yield Static("", id="keys")
 
     def on_mount(self) -> None:
         t = self.query_one("#timeline-table", DataTable)
@@ -131,6 +133,7 @@ class ConversionScreen(Screen):
             a.add_column(label, key=key)
         self.refresh_all()
         self.query_one("#timeline-table", DataTable).focus()
+        self._show_keys()
         self._tick_running()
         self.set_interval(0.5, self._tick_running)
         log = self.query_one("#conv-log", RichLog)
@@ -182,8 +185,11 @@ class ConversionScreen(Screen):
             fresh, lines = self._live.read_new()
             if fresh:
                 live.clear()
-            for line in lines:
-                live.write(Text(line, style="dim" if line.startswith(LiveTail.NOTE) else ""))
+            if lines:  # one write per tick, not per line: a chatty build must not flood the UI
+                chunk = Text()
+                for i, line in enumerate(lines[-LIVE_LINES:]):
+                    chunk.append(("\n" if i else "") + line, style="dim" if line.startswith(LiveTail.NOTE) else "")
+                live.write(chunk)
         now = self._live.now if (self._live is not None and run is not None) else ""
         self.query_one("#now", Static).update(
             Text(f"now: {now}", style="yellow") if run else
@@ -343,13 +349,38 @@ class ConversionScreen(Screen):
     FOCUS = {"timeline": "#timeline-table", "commands": "#commands-table", "artifacts": "#artifacts-table",
              "log": "#conv-log", "irdiff": "#ir-rows", "perf": "#perf-table", "code": "#code-left"}
 
+    def _show_keys(self) -> None:
+        """The key hints, drawn once: Textual's Footer recomposes on every focus change, which made a tab
+        switch cost a second on a loaded machine (benchmarks/bench_tui.py --latency). Writes are left out of a
+        read-only dashboard, as check_action refuses them."""
+        hints = Text(no_wrap=True, overflow="ellipsis")
+        for b in [*self.BINDINGS, *self.app.BINDINGS]:
+            if not b.show:
+                continue
+            action = b.action.removeprefix("app.").split("(")[0]
+            if self.app.check_action(action, ()) is False:
+                continue
+            key = {"escape": "esc", "question_mark": "?"}.get(b.key, b.key)
+            hints.append(f" {key} ", style="bold reverse")
+            hints.append(f" {b.description}  ")
+        self.query_one("#keys", Static).update(hints)
+
     def on_resize(self, event) -> None:
         self.set_class(event.size.width < 120, "narrow")  # IR diff and code view stack instead of side by side
+        if self.is_mounted:
+            self.refresh_all()
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
-        # the tab's content has the focus, so left/right scroll it instead of switching tabs
+        # the tab's content takes the focus (enter opens its rows; no Footer to recompose on focus changes)
         self.call_after_refresh(lambda: self.query_one(self.FOCUS[tab]).focus())
+        if tab == "code":
+            self._load_code()
+
+    def action_scroll_x(self, step: int) -> None:
+        """left/right scroll the active tab's table or text sideways (they never switch tabs)."""
+        target = self.query_one(self.FOCUS[self.query_one(TabbedContent).active])
+        target.scroll_relative(x=8 * step, animate=False)
         if tab == "code":
             self._load_code()
 
