@@ -202,3 +202,41 @@ async def test_a_running_stage_is_a_timeline_row_with_elapsed_time_now_and_live_
         msgs = [n.message for n in app._notifications]
         assert any(m.startswith(f"#{cid} stopped") and "stage A attempt 1 interrupted" in m for m in msgs), msgs
         assert "running" not in [k.value for k in t.rows]
+
+
+@pytest.mark.asyncio
+async def test_leave_running_in_the_background_hands_the_conversion_to_a_detached_process(slow_runner):
+    """b in the quit dialog: the dashboard's drive stops (interrupted), a detached `tileport` process resumes the
+    conversion with the same store (real stages there: stage A analyses the one-line op and routes on) and the
+    screen goes away at once."""
+    from tileport.tui import TileportApp
+
+    runner, cid, db, tmp, started, *_ = slow_runner
+    app = TileportApp(db, runner.config, doctor=False, poll_interval=0.05, model="none")
+    app.actions._runner = runner
+    async with app.run_test(size=(160, 45)) as pilot:
+        app._background("resume", cid)
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if (tmp / "child.pid").is_file() and (tmp / "child.pid").read_text().strip():
+                break
+        await pilot.press("q")
+        await pilot.pause()
+        await pilot.press("b")
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if not app.is_running:
+                break
+    assert app.exit_text and f"#{cid} continue in the background (process" in app.exit_text
+    pid = int(app.exit_text.split("(process ")[1].split(",")[0])
+    log = Path(app.exit_text.split("log ")[1].split(")")[0])
+    deadline = time.monotonic() + 240
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _alive(pid)
+    text = log.read_text()
+    assert f"#{cid}: " in text, text  # its final line: the status the real stages reached
+    s = Store(db)
+    kinds = [e["kind"] for e in s.events(cid)]
+    assert "stage.interrupted" in kinds and kinds.count("stage.started") >= 2  # stopped here, started again there
+    s.close()

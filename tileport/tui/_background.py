@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,10 @@ class Handoff:
                 f"`tileport stop ID` stops one, `tileport tui` watches them")
 
 
-def spawn(config: Config, model: str | None, ids: list[int], log_dir: Path, jobs: int = 2) -> Handoff:
+def spawn(config: Config, model: str | None, ids: list[int], log_dir: Path, jobs: int = 2,
+          forced: dict[int, str] | None = None) -> Handoff:
+    """`forced`: conversion -> stage, for a rerun that was running (the hand-off reruns that stage)."""
+    forced = forced or {}
     log_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     cfg = log_dir / f"background-{stamp}.config.json"
@@ -40,7 +44,7 @@ def spawn(config: Config, model: str | None, ids: list[int], log_dir: Path, jobs
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     with open(log, "ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "tileport.tui._background", str(cfg), model or "", str(jobs),
-                                 *map(str, ids)], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                 *(f"{i}:{forced[i]}" if i in forced else str(i) for i in ids)], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True)
     return Handoff(proc.pid, log, list(ids))
 
@@ -51,7 +55,9 @@ def main(argv: list[str]) -> int:
     cfg, model, jobs, *ids = argv
     config = Config.model_validate_json(Path(cfg).read_text(encoding="utf-8"))
     runner = Runner(config, model=model or None, out=lambda line: print(line, flush=True))
-    finished = runner.drive_many([int(i) for i in ids], jobs=int(jobs))
+    todo = [(int(i.split(":")[0]), i.split(":")[1] if ":" in i else None) for i in ids]
+    with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
+        finished = list(pool.map(lambda t: runner.drive(t[0], force=t[1]), todo))
     for f in finished:
         print(f"#{f.conversion_id}: {f.status.upper()}" + (f" ({f.reason})" if f.reason else ""), flush=True)
     return max((f.exit_code for f in finished), default=0)

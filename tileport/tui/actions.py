@@ -38,6 +38,7 @@ class Actions:
         self._lock = threading.Lock()
         self._runner = None
         self.closing = False  # set when the dashboard quits: nothing new starts (a queued conversion neither)
+        self.forced: dict[int, str] = {}  # conversion -> the stage a running rerun asked for (a hand-off keeps it)
 
     # --- plumbing ----------------------------------------------------------------------------
     @property
@@ -194,7 +195,11 @@ class Actions:
         reason = self.why_not("rerun", conversion_id)
         if reason:
             raise UserError(reason)
-        return self._drive(conversion_id, lambda: self.runner.rerun_stage(conversion_id, stage))
+        self.forced[conversion_id] = stage
+        try:
+            return self._drive(conversion_id, lambda: self.runner.rerun_stage(conversion_id, stage))
+        finally:
+            self.forced.pop(conversion_id, None)
 
     def stop(self, conversion_id: int, wait_s: float = 15.0):
         """Kill the running tool of `conversion_id` (this dashboard's or another process's) and wait for the

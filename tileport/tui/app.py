@@ -290,6 +290,7 @@ class TileportApp(App):
         import time
 
         runner = self.actions._runner
+        forced = dict(self.actions.forced)  # a rerun stopped here is a rerun in the background too
         for cid in ids:
             if runner is not None:
                 runner.stop(cid)
@@ -305,7 +306,8 @@ class TileportApp(App):
         if background and stopped:
             from tileport.tui._background import spawn
 
-            handoff = spawn(self.actions.config, self.actions.model, stopped, self.store_path.parent / "background")
+            handoff = spawn(self.actions.config, self.actions.model, stopped, self.store_path.parent / "background",
+                            forced=forced)
             text = handoff.text()
         self.exit_text = text or None
         self.call_from_thread(self.exit, None, 0, text or None)

@@ -369,7 +369,7 @@ def next_step(rows: list[ConversionRow], targets: list[str], gpu_detail: str | N
     seen = f" (doctor: {gpu_detail})" if gpu_detail else ""
     return (f"next step: all {len(blocked)} conversions stopped BLOCKED(env) at {blocked[0].stage or 'D'}: {where}; "
             f"they need {gpus}{seen}. On a GPU host: `tileport gate pack {first}`, copy the gate directory there, "
-            f"`tileport gate run DIR`, then `tileport gate ingest DIR/results.json` here (i on a conversion); or set "
+            f"`tileport gate run DIR`, then `tileport gate ingest DIR/results.json` here; or set "
             f"[gpu] command_prefix in tileport.toml (e.g. \"ssh gpu-host\") and resume (s).")
 
 
