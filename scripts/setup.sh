@@ -57,4 +57,11 @@ if [[ $want_test == 1 ]]; then
     fi
   done
 fi
+# The cutile dependency tree (bindgen, cuda-bindings, cutile: ~100 crates, minutes on 2 cores) is compiled once per
+# machine into the shared cargo target, so the first conversion starts warm. A crate per line: k/n.
+if command -v cargo >/dev/null || [[ -x $HOME/.cargo/bin/cargo ]]; then
+  echo "setup.sh: prebuilding the cutile dependency tree (once per machine; a no-op when already built)"
+  .venv/bin/python -m tileport.validators.rust.prebuild ||
+    echo "setup.sh: note: the prebuild failed; the first conversion compiles the tree instead" >&2
+fi
 echo "tileport ready: .venv/bin/tileport (run .venv/bin/tileport doctor to check the toolchain)"

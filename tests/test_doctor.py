@@ -10,7 +10,7 @@ def test_doctor_json_reports_every_part_with_real_tileiras_facts(cli):
     r = cli("doctor", "--json", "--for", "analyze")
     data = json.loads(r.stdout)
     names = [c["name"] for c in data["checks"]]
-    assert names == ["python", "cuda-tile", "analysis-python", "tileiras", "tileirdisasm", "cargo", "rustc",
+    assert names == ["python", "cuda-tile", "analysis-python", "triton-tileir", "tileiras", "tileirdisasm", "cargo", "rustc",
                      "cuda-headers", "libclang", "cutile-crates", "sandbox", "offline", "gpu", "model-endpoint"]
     ti = next(c for c in data["checks"] if c["name"] == "tileiras")
     assert ti["status"] == "OK"

@@ -126,7 +126,7 @@ def test_exhausted_transcript_fails_loudly():
 
 def test_scripted_faults_go_through_the_client_retry_policy():
     t = {"name": "faults", "exchanges": [
-        {"fault": "timeout"},
+        {"fault": "broken"},
         {"error": {"status": 503, "body": "loading"}},
         {"reply": {"content": json.dumps({"verdict": "BLOCKED", "summary": "no cutile", "build_attempts": 0}),
                    "usage": {"prompt_tokens": 5, "completion_tokens": 3}}},
@@ -138,6 +138,13 @@ def test_scripted_faults_go_through_the_client_retry_policy():
     r = model.chat(PROMPT)
     assert r.fault.kind == FaultKind.HTTP_ERROR and "max_tokens is too large" in r.fault.message
     model.assert_finished()
+
+
+def test_a_scripted_timeout_is_not_resent():
+    model = ScriptedModel({"name": "late", "exchanges": [{"fault": "timeout"}, {"reply": {"content": "x"}}]},
+                          max_retries=2)
+    r = model.chat(PROMPT)
+    assert r.fault.kind == FaultKind.TIMEOUT and len(model.transport.requests) == 1
 
 
 def test_probe_of_a_scripted_model():

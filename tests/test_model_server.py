@@ -188,7 +188,7 @@ def test_cli_serve_runs_until_sigterm_then_stops_vllm(fake_vllm, model_dir, tmp_
     log = tmp_path / "vllm.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "tileport", "model", "serve", "--model", str(model_dir), "--python", sys.executable,
-         "--port", str(port), "--max-model-len", "512", "--log", str(log)],
+         "--port", str(port), "--max-model-len", "512", "--log", str(log), "--", "--dtype", "float16"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
     )
     try:
@@ -214,6 +214,7 @@ def test_cli_serve_runs_until_sigterm_then_stops_vllm(fake_vllm, model_dir, tmp_
     assert proc.returncode == 0
     assert "vLLM stopped" in err
     assert "Application startup complete" in log.read_text()
+    assert "--max-model-len 512 --dtype float16" in log.read_text()  # flags after `--` reach vLLM unchanged
     gone = run_cli("model", "status", "--url", f"http://127.0.0.1:{port}/v1", cwd=str(tmp_path))
     assert gone.returncode == 1 and "no model server at" in gone.stderr
 

@@ -158,3 +158,47 @@ def test_a_bad_request_is_a_400_that_is_not_retried(client):
     r = client.chat([{"role": "user", "content": "Hi"}], max_tokens=MAX_LEN * 4)
     assert r.fault is not None and r.fault.kind == FaultKind.HTTP_ERROR and "400" in r.fault.message
     assert len(r.calls) == 1
+
+
+def test_the_verdict_keeps_the_tools_and_still_gives_schema_valid_json(client):
+    """The writer's verdict call sends the conversation's tools with tool_choice "none" (same prefix as the tool
+    calls before it, for a prefix-caching server) and a json_schema response_format: the server accepts both."""
+    r = client.structured([{"role": "user", "content": "Give a verdict word and a count."}], Verdict,
+                          tools=[READ_FILE], max_tokens=48, temperature=0)
+    assert r.ok, r.fault
+    assert r.value.verdict in ("PASS", "FAIL") and not r.tool_calls
+
+
+def test_the_writer_loop_speaks_the_real_protocol_within_the_servers_context(vllm_server, tmp_path):
+    """The kernel-writer loop against the real server (a fake build: the model is protocol-grade): max_model_len
+    read from /v1/models, every request within it (never a 400), the loop ends with a reason, transcript kept."""
+    from types import SimpleNamespace
+
+    from tileport.agents.context import Limits
+    from tileport.agents.writers import BuildCheck, KernelTask, ModelWriter
+
+    srv, _ = vllm_server
+    port = tmp_path / "ports" / "clamp"
+    port.mkdir(parents=True)
+    kernel = port / "kernel.rs"
+    kernel.write_text("#[cutile::module]\npub mod clamp {\n    use cutile::core::*;\n    #[cutile::entry()]\n"
+                      "    fn k(y: &mut Tensor<f32, { [128] }>) {\n"
+                      "        // TILEPORT-HOLE h1 BEGIN unsupported: ct.full at clamp.py:3:8\n"
+                      "        // python: ct.store(y, index=(0,), tile=ct.full((128,), 1.0, ct.float32))\n"
+                      "        let _ = tileport_hole_h1;\n        // TILEPORT-HOLE h1 END\n    }\n}\n")
+    (port / "spec.json").write_text('{"module": "clamp", "entries": [], "targets": ["sm_90"]}\n')
+    task = KernelTask(op="clamp", op_source="import cuda.tile as ct\n@ct.kernel\ndef k(y):\n"
+                      "    ct.store(y, index=(0,), tile=ct.full((128,), 1.0, ct.float32))\n",
+                      kernels=["k"], analysis_summary="", reference_ir="", kernel_path=kernel,
+                      spec_path=port / "spec.json", feedback="", draft=kernel.read_text(),
+                      build=lambda: BuildCheck(False, "error: fake build (protocol test)\n\nFAILED at rustc: 1 error(s)"))
+    client = ModelClient(HttpTransport(srv.base_url), SERVED, base_url=srv.base_url, max_retries=0, schema_retries=1)
+    writer = ModelWriter(client, srv.base_url)
+    out = writer.write_kernel(SimpleNamespace(cancel=CancelToken(), limits=Limits.of()), task)
+    assert writer.max_model_len() == MAX_LEN
+    assert out.fault is None or out.fault.kind in (FaultKind.SCHEMA_INVALID, FaultKind.NO_TOOL_CALL), out.fault
+    assert out.details["stop"] and out.details["context"]["max_model_len"] == MAX_LEN
+    calls = out.transcript.calls
+    assert calls and all(c.max_tokens and c.prompt_tokens_estimate + c.max_tokens <= MAX_LEN for c in calls)
+    assert all(c.usage.prompt_tokens + c.usage.completion_tokens <= MAX_LEN for c in calls)
+    assert not any(c.fault and "http_error" in c.fault for c in calls)

@@ -96,7 +96,9 @@ class ModelEndpoint(_Section):
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "tileport-coder"
     api_key: str = "EMPTY"
-    timeout_s: float = Field(120.0, gt=0, le=86400)
+    # one request's total deadline: a CPU server prefills a 7 K-token prompt in 800-970 s (measured); a request that
+    # runs past it is not resent (the server may still be serving it)
+    timeout_s: float = Field(1800.0, gt=0, le=86400)
     max_retries: int = Field(2, ge=0, le=10)
     schema_retries: int = Field(2, ge=0, le=10)
     vllm_python: str | None = None  # python of the venv with vllm, for `tileport model serve`

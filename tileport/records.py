@@ -69,6 +69,7 @@ class CommandRecord(BaseModel):
     # How model-written code was confined (tileport.exec.sandbox): backend, profile, writable paths, limits;
     # None for trusted tools. backend "none" means it ran unconfined ([sandbox] require = false).
     sandbox: dict | None = None
+    cached_from: str | None = None  # the output came from tileport's content-hash cache (this file), not a run
 
 
 class ArtifactRecord(BaseModel):

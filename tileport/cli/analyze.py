@@ -37,6 +37,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="interpreter that imports the op (one with torch and cuda-tile for ops that import torch; "
                         "default: [analysis] python in tileport.toml, else tileport's own)")
     p.add_argument("--jobs", type=int_in(1, 256), metavar="N", help="parallel tileiras/tileirdisasm runs (default: up to 4)")
+    p.add_argument("--triton", metavar="TRITON_OP.py",
+                   help="the op's Triton twin (default: found by name, e.g. ops/triton/<op>.py beside ops/cutile/<op>.py); "
+                        "analysed too, and the per-variant reference choice recorded")
+    p.add_argument("--reference-timings", metavar="BENCH.json",
+                   help="the pair benchmark's results from a GPU host: the faster side per variant becomes its reference")
     p.set_defaults(func=run)
 
 
@@ -76,6 +81,10 @@ def _print_op(a) -> None:
         print(f"  launch capture ({c.mode}): {c.calls} calls, {c.launches} launches in {_fmt_s(c.seconds)}")
     for u in a.unresolved:
         print(f"  NOT ANALYSED: {u.message}")
+    if a.reference is not None:
+        from tileport.cli._triton import print_reference
+
+        print_reference(a.reference)
     print(f"wrote {_rel(Path(a.out_dir) / 'analysis.json')}")
 
 
@@ -103,10 +112,25 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--python {python}: no such interpreter; pass the path of a python with torch and cuda-tile "
                         "(tileport doctor shows the one in use)")
     common = dict(targets=targets, config=config, run_tileiras=not args.no_cubin, workers=args.jobs, python=python)
+    if args.op is None and (args.triton or args.reference_timings):
+        raise UserError("--triton and --reference-timings need an OP: tileport analyze OP.py --triton TRITON_OP.py")
     if args.op is not None:
+        from tileport.cli._triton import analyze_triton_cli, is_triton_op, pair_cli
+
         started = utcnow()
+        if args.triton and not is_triton_op(args.op):  # bad input refused before any work
+            from tileport.validators.analysis.triton.pairing import check_triton_op
+
+            check_triton_op(args.triton)
+        if args.reference_timings and not is_triton_op(args.op):
+            from tileport.validators.analysis.triton.pairing import read_bench
+
+            read_bench(args.reference_timings)
+        if (t := analyze_triton_cli(args, config, python, started)) is not None:
+            return t
         # Bad input raises before anything is written, the store included: nothing half-written.
         a = analyze_op(args.op, out_dir=args.out, kernel=args.kernel, **common)
+        a = pair_cli(a, args, config, python)
         _record(config, args.op, args.kernel, result_from_analysis(a, started_at=started))
         _print_op(a)
         return 0

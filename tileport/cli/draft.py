@@ -45,6 +45,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{op}: no such file (give the cuTile Python op module, e.g. examples/softmax.py)")
     if op.suffix != ".py":
         raise UserError(f"{op}: not a Python file (give the cuTile Python op module, e.g. examples/softmax.py)")
+    from tileport.cli._triton import is_triton_op
+
+    if is_triton_op(op) and not args.analysis:
+        from tileport.cli._triton import draft_triton_cli
+
+        return draft_triton_cli(op, args, config_from(args))
     if args.analysis:
         analysis = load_analysis(args.analysis)
     else:

@@ -56,6 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--startup-timeout", type=seconds(0, 86400), default=DEFAULT_STARTUP_TIMEOUT_S, metavar="S",
                    help=f"seconds to wait for /health (default {DEFAULT_STARTUP_TIMEOUT_S:g})")
     s.add_argument("--log", metavar="FILE", help="write the server log to FILE instead of stderr")
+    s.add_argument("vllm_args", nargs=argparse.REMAINDER, metavar="-- VLLM_ARG",
+                   help="after `--`: extra flags passed to vLLM unchanged (e.g. -- --dtype float16)")
     s.set_defaults(func=_serve)
 
     st = sub.add_parser("status", help="probe the configured endpoint: health, served models, max_model_len")
@@ -102,6 +104,11 @@ def _serve(args: argparse.Namespace) -> int:
     if args.gpus < 1:
         raise UserError("--gpus must be at least 1")
     model_path, python, cpu, max_len = args.model, args.python, args.cpu, args.max_model_len
+    extra = list(args.vllm_args or [])
+    if extra and extra[0] != "--":
+        raise UserError(f"unknown argument {extra[0]!r}; pass extra vLLM flags after `--` "
+                        "(tileport model serve --model PATH -- --dtype float16)")
+    extra = extra[1:]
     if args.cpu_fallback:
         ready, why = cpu_fallback_ready()
         if not ready:
@@ -124,7 +131,7 @@ def _serve(args: argparse.Namespace) -> int:
     port = args.port or cfg_url.port or 8000
     opts = ServeOptions(
         model_path=model_dir, served_name=args.name or cfg.model.model, python=python, host=args.host,
-        port=port, max_model_len=max_len, gpus=args.gpus, cpu=cpu,
+        port=port, max_model_len=max_len, gpus=args.gpus, cpu=cpu, extra_args=extra,
     )
     if port_in_use(opts.host, opts.port):
         info = probe_endpoint(opts.base_url, cfg.model.api_key)

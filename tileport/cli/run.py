@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-jobs", type=int_in(1, 256), default=2, metavar="N", help="model calls at once (default 2)")
     p.add_argument("--cargo-jobs", type=int_in(1, 256), default=1, metavar="N", help="cargo builds at once (default 1)")
     p.add_argument("--gpu-jobs", type=int_in(1, 256), default=1, metavar="N", help="GPU gates at once (default 1)")
+    p.add_argument("--triton", metavar="TRITON_OP.py",
+                   help="the op's Triton twin (one OP): analysed beside it; the faster side per variant is the reference "
+                        "once timed on a GPU (default: a twin found by name, e.g. ops/triton/<op>.py)")
     p.add_argument("--resume", type=int_in(1, (1 << 63) - 1), metavar="ID", help="continue a stopped conversion from the store")
     p.set_defaults(func=run)
 
@@ -57,6 +60,12 @@ def run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         finished = [runner.resume(args.resume)]
     else:
+        if args.triton:
+            from tileport.validators.analysis.triton.pairing import check_triton_op, register_twin
+
+            if len(args.ops) != 1:
+                raise UserError("--triton pairs one op: tileport run CUTILE_OP.py --triton TRITON_OP.py")
+            register_twin(args.ops[0], check_triton_op(args.triton))
         for op in args.ops:
             runner.check(op, args.repo)  # every op's bad input before any conversion exists
         cids = [runner.start(op, kernel=args.kernel, repo=args.repo) for op in args.ops]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from tileport.validators.analysis.triton.record import reference_summary
 from tileport.cli._common import config_from, int_in, open_store
 from tileport.records import Stage
 from tileport.store import json_column
@@ -39,7 +40,8 @@ def _summary(store, c: dict, caps: dict[str, int]) -> dict:
             "stages": {s: latest[s]["verdict"] for s in STAGE_ORDER if s in latest},
             "attempts": _attempts(runs, caps), "branch": c["branch"], "worktree": c["worktree"],
             "base": f"{c.get('base_branch')}@{(c.get('base_commit') or '')[:10]}" if c.get("base_commit") else None,
-            "head_commit": c["head_commit"], "model": c.get("model"), "error": c.get("error")}
+            "head_commit": c["head_commit"], "model": c.get("model"), "error": c.get("error"),
+            "reference": reference_summary(runs)}
 
 
 def _detail(store, cid: int, caps: dict[str, int]) -> dict:
@@ -69,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  branch {c['branch']} (base {s['base']}), worktree {c['worktree']}")
                 print(f"  attempts {'  '.join(f'{k}:{v}' for k, v in s['attempts'].items())}"
                       + (f"  next {s['next']}" if s["next"] else ""))
+            if s.get("reference"):
+                print(f"  {s['reference']}")
             if c.get("error"):
                 print(f"  error: {c['error']}")
             for r in detail["stage_runs"]:
@@ -94,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
                 att = " ".join(f"{k}{v}" for k, v in r["attempts"].items())
                 where = f"  {r['branch']}" if r["branch"] else ""
                 print(f"#{r['id']:<3} {r['status']:<8} {r['op_path']}  {r['kernel'] or ''}  {stages}  [{att}]{where}")
+                if r.get("reference"):
+                    print(f"     {r['reference']}")
         return 0
     finally:
         store.close()

@@ -105,6 +105,38 @@ def check_analysis_python(config: Config) -> Check:
     return Check("analysis-python", OK, detail, "", facts)
 
 
+_TRITON_PROBE = ("import importlib.util, json, os\n"
+                 "try:\n import triton; v = triton.__version__\nexcept Exception: v = None\n"
+                 "b = False\nif v:\n try: b = importlib.util.find_spec('triton.backends.cutile') is not None\n"
+                 " except Exception: b = False\n"
+                 "print(json.dumps({'triton': v, 'backend': b, 'enabled': os.environ.get('ENABLE_TILE') == '1'}))")
+TRITON_BACKEND_FIX = ("install the Triton-to-Tile-IR backend (github.com/triton-lang/Triton-to-tile-IR, "
+                      "triton.backends.cutile) in the analysis interpreter and set ENABLE_TILE=1")
+
+
+def check_triton_backend(config: Config) -> Check:
+    """Triton in the analysis interpreter, and whether a Triton-to-Tile-IR backend gives a Triton reference Tile IR
+    (without one the IR gate records the gap "no Tile IR for the Triton reference"). Optional: no work needs it."""
+    import json
+
+    py = config.analysis.python or sys.executable
+    res = run_command([py, "-c", _TRITON_PROBE], timeout=60)
+    try:
+        facts = json.loads(res.stdout.strip().splitlines()[-1]) if res.ok else None
+    except (json.JSONDecodeError, IndexError):
+        facts = None
+    if not facts or not facts.get("triton"):
+        return Check("triton-tileir", MISSING, f"no triton in {py} (Triton ops cannot be analysed)",
+                     "bash scripts/setup-torch-venv.sh and set [analysis] python to its interpreter", facts or {})
+    if not facts["backend"]:
+        return Check("triton-tileir", MISSING, f"triton {facts['triton']}, no Tile IR backend: a Triton reference "
+                     "has no Tile IR (the IR gate records the gap)", TRITON_BACKEND_FIX, facts)
+    if not facts["enabled"]:
+        return Check("triton-tileir", MISSING, f"triton {facts['triton']} with triton.backends.cutile, but "
+                     "ENABLE_TILE is not 1", "export ENABLE_TILE=1", facts)
+    return Check("triton-tileir", OK, f"triton {facts['triton']} with triton.backends.cutile (ENABLE_TILE=1)", "", facts)
+
+
 def check_tileiras(tc: Toolchain, targets: list[str]) -> Check:
     if tc.tileiras is None:
         return Check("tileiras", MISSING, "not found", 'pip install "cuda-tile[tileiras]" or set [toolchain] tileiras')
@@ -298,6 +330,7 @@ def run_checks(config: Config, tc: Toolchain | None = None) -> list[Check]:
         check_python,
         check_cuda_tile,
         lambda: check_analysis_python(config),
+        lambda: check_triton_backend(config),
         lambda: check_tileiras(tc, config.targets),
         lambda: check_tileirdisasm(tc),
         lambda: _tool_version("cargo", tc.cargo, MIN_RUST),

@@ -19,6 +19,8 @@ MODEL_CACHE = "TILEPORT_MODEL_CACHE"  # downloaded / converted models
 VLLM_PYTHON = "TILEPORT_VLLM_PYTHON"  # python of a venv with vllm
 REQUIRE_VLLM = "TILEPORT_REQUIRE_VLLM"  # tests: fail instead of skip when the real server is missing
 OFFLINE_CACHE = "TILEPORT_OFFLINE_CACHE"  # `offline pack`'s cache of wheels, vendored crates, GPU files, Rust
+TILEIR_CACHE = "TILEPORT_TILEIR_CACHE"  # "off": no content-hash cache of tileiras / tileirdisasm outputs
+CPU_BUDGET = "TILEPORT_CPUS"  # CPUs one tileport process spreads its builds over (default: os.cpu_count())
 FAULT_KILL = "TILEPORT_FAULT_KILL"  # tests: `POINT:STAGE:ATTEMPT` -> the runner SIGKILLs itself there (a real kill -9)
 
 
@@ -59,6 +61,19 @@ def vllm_python() -> str | None:
 
 def require_vllm() -> bool:
     return os.environ.get(REQUIRE_VLLM, "") not in ("", "0")
+
+
+def tileir_cache_enabled() -> bool:
+    return os.environ.get(TILEIR_CACHE, "").strip().lower() not in ("off", "0", "false", "no")
+
+
+def cpu_budget() -> int:
+    """CPUs this process may keep busy with builds and tools (TILEPORT_CPUS, else every CPU)."""
+    try:
+        n = int(os.environ.get(CPU_BUDGET, "") or 0)
+    except ValueError:
+        n = 0
+    return max(1, n or os.cpu_count() or 1)
 
 
 def fault_kill_point() -> str | None:

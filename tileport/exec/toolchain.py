@@ -9,7 +9,9 @@ bundle this tileport was installed from (tileport.exec.offline), then `$CARGO_HO
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tileport.exec import offline
+from tileport.exec import offline, settings
 
 if TYPE_CHECKING:
     from tileport.config import Config
@@ -64,10 +66,13 @@ class Toolchain:
         home = offline.cargo_home()
         if home is not None:
             env["CARGO_HOME"] = str(home)
-        if self.cuda_toolkit:
-            env["CUDA_TOOLKIT_PATH"] = str(self.cuda_toolkit)
-        if self.libclang_dir:
-            env["LIBCLANG_PATH"] = str(self.libclang_dir)
+        # cutile's build scripts rerun on CUDA_TOOLKIT_PATH / LIBCLANG_PATH changes: give every checkout the same
+        # content-keyed paths, so two venvs on one machine share one dependency build (see build_inputs)
+        cuda, clang = self.build_inputs()
+        if cuda:
+            env["CUDA_TOOLKIT_PATH"] = str(cuda)
+        if clang:
+            env["LIBCLANG_PATH"] = str(clang)
         if self.tileiras:
             env["CUTILE_TILEIRAS_PATH"] = str(self.tileiras)
         # A system CUDA's ptxas/nvvm next to CUDA_HOME makes tileiras fail (rc 5): keep it out.
@@ -79,6 +84,117 @@ class Toolchain:
             if builtin:
                 env["BINDGEN_EXTRA_CLANG_ARGS"] = f"-I{builtin}"
         return env
+
+
+    def build_inputs(self) -> tuple[Path | None, Path | None]:
+        """(CUDA toolkit root, libclang dir) as cargo sees them: stable copies keyed by content (stable_cuda_root,
+        stable_libclang_dir), or the found paths where no copy can be made."""
+        return (stable_cuda_root(self.cuda_toolkit) if self.cuda_toolkit else None,
+                stable_libclang_dir(self.libclang_dir) if self.libclang_dir else None)
+
+
+# ------------------------------------------------------------------------- stable build inputs (one per content)
+#
+# cuda-bindings / cuda-core / cutile-compiler declare `rerun-if-env-changed=CUDA_TOOLKIT_PATH` and
+# `rerun-if-changed=<toolkit>/include/cuda.h`; bindgen declares `rerun-if-env-changed=LIBCLANG_PATH`. Pointed at
+# each checkout's own venv, two checkouts sharing the cargo target rebuild each other's cutile tree on every
+# build. So cargo is given paths that depend only on what is in the files: a hard-linked (else copied) tree under
+# the cache dir, named by the CUDA version and a hash of the headers bindgen reads, and a libclang dir named by
+# the library's hash. Identical inputs -> identical paths and mtimes -> one dependency build per machine.
+
+BUILD_INPUTS_DIR = "build-inputs"
+_CUDA_KEY_HEADERS = ("cuda.h", "curand.h")
+
+
+def build_inputs_root() -> Path:
+    """Beside the shared cargo target (not under TILEPORT_CACHE_DIR): every clone and test must name the same
+    paths, or the point is lost."""
+    return settings.shared_cache_root() / BUILD_INPUTS_DIR
+
+
+def _sha(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:16]
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    def link(s: str, d: str) -> None:
+        try:
+            os.link(s, d)  # same inode: same content and mtime, no space
+        except OSError:
+            shutil.copy2(s, d)
+    shutil.copytree(src, dst, symlinks=False, copy_function=link)
+
+
+def _publish(key_dir: Path, make) -> Path | None:
+    """Create `key_dir` once, atomically (staging dir + rename: a concurrent maker's result wins)."""
+    if key_dir.is_dir():
+        return key_dir
+    tmp = key_dir.parent / f".{key_dir.name}.tmp-{os.getpid()}"
+    try:
+        key_dir.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        make(tmp)
+        os.rename(tmp, key_dir)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return key_dir if key_dir.is_dir() else None
+    return key_dir
+
+
+def _stat_key(*paths: Path) -> tuple:
+    out = []
+    for p in paths:
+        try:
+            st = p.stat()
+            out.append((str(p), st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((str(p), None, None))
+    return tuple(out)
+
+
+def stable_cuda_root(cuda: Path) -> Path:
+    """A toolkit root whose include/ holds the same headers as `cuda`/include, at a path named by their content."""
+    return _stable_cuda_root(Path(cuda), _stat_key(*(Path(cuda) / "include" / h for h in _CUDA_KEY_HEADERS)),
+                             str(build_inputs_root()))
+
+
+@functools.lru_cache(maxsize=16)
+def _stable_cuda_root(cuda: Path, _stat: tuple, root: str) -> Path:
+    inc = cuda / "include"
+    headers = [inc / h for h in _CUDA_KEY_HEADERS if (inc / h).is_file()]
+    if not (inc / "cuda.h").is_file():
+        return cuda
+    m = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", (inc / "cuda.h").read_text(encoding="utf-8", errors="replace"))
+    key = f"cuda-{m.group(1) if m else 'unknown'}-{_sha(headers)}"
+    made = _publish(Path(root) / key, lambda tmp: (tmp.mkdir(), _link_tree(inc, tmp / "include")))
+    return made or cuda
+
+
+def stable_libclang_dir(libclang_dir: Path) -> Path:
+    """A directory holding the same libclang.so as `libclang_dir`, at a path named by its content."""
+    lib = Path(libclang_dir) / "libclang.so"
+    return _stable_libclang_dir(Path(libclang_dir), _stat_key(lib), str(build_inputs_root()))
+
+
+@functools.lru_cache(maxsize=16)
+def _stable_libclang_dir(libclang_dir: Path, _stat: tuple, root: str) -> Path:
+    lib = libclang_dir / "libclang.so"
+    if not lib.is_file():
+        return libclang_dir
+    key = f"libclang-{_sha([lib])}"
+
+    def make(tmp: Path) -> None:
+        tmp.mkdir()
+        try:
+            os.link(lib, tmp / lib.name)
+        except OSError:
+            shutil.copy2(lib, tmp / lib.name)
+    return _publish(Path(root) / key, make) or libclang_dir
 
 
 def c_builtin_include_dir() -> Path | None:

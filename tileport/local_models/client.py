@@ -11,8 +11,9 @@ as an iterator) and `cancel` (a `CancelToken` that aborts the request in flight)
 `ModelResult`; nothing a server or a model does escapes as an exception.
 
 Failure policy:
-- transport errors, timeouts, 5xx/429 and truncated streams are retried `max_retries` times with
-  exponential backoff; 4xx are not (the request or the server's flags are wrong);
+- transport errors, 5xx/429 and truncated streams are retried `max_retries` times with exponential backoff;
+  4xx are not (the request or the server's flags are wrong), nor a request past its deadline (the server may
+  still be serving it: a resent copy would queue behind it);
 - a reply that fails validation is sent back with the validation error, at most `schema_retries`
   times, then becomes a `schema_invalid` fault;
 - a tool call that came back as plain text is a `tool_call_as_text` fault (the server's parser
@@ -126,7 +127,7 @@ class ModelClient:
         transport: Transport,
         model: str,
         *,
-        timeout_s: float = 120.0,
+        timeout_s: float = 1800.0,
         max_retries: int = 2,
         schema_retries: int = 2,
         backoff_s: float = 0.5,
@@ -191,20 +192,26 @@ class ModelClient:
         schema: type[BaseModel],
         *,
         name: str | None = None,
+        tools: Sequence[ToolSpec] | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
         on_delta: DeltaCallback | None = None,
         on_restart: RestartCallback | None = None,
         cancel: CancelToken | None = None,
     ) -> ModelResult:
-        """A reply that validates against `schema`; `result.value` is the instance."""
+        """A reply that validates against `schema`; `result.value` is the instance.
+
+        `tools`: the tools of the conversation so far, sent with tool_choice "none" (no call is made): the request
+        then renders like the tool-call requests before it, so a prefix-caching server reuses their prefix."""
         run = _Run()
         sname = schema_name(schema, name)
         fmt = response_format_for(schema, name)
         msgs = list(messages)
         last_err, turn = "", None
         for k in range(self.schema_retries + 1):
-            body = self._body(msgs, max_tokens=max_tokens, temperature=temperature, response_format=fmt)
+            body = self._body(msgs, max_tokens=max_tokens, temperature=temperature, response_format=fmt,
+                              tools=[t.to_openai() for t in tools] if tools else None,
+                              tool_choice="none" if tools else None)
             got = self._request(body, run, on_delta, on_restart, cancel)
             if isinstance(got, ModelFault):
                 return run.result(turn, fault=got, schema_retries_used=k)

@@ -77,7 +77,10 @@ class TransportError(Exception):
 
 
 class TransportTimeout(TransportError):
-    pass
+    """The request's deadline passed. Not retried: the server may still be serving it (a CPU server prefilling a
+    long prompt), and a second copy would queue behind the first."""
+
+    retryable = False
 
 
 class TransportUnreachable(TransportError):

@@ -115,10 +115,27 @@ def decode_arguments(raw: Any) -> tuple[dict | None, str | None]:
     try:
         val = json.loads(raw)
     except (TypeError, ValueError) as e:
-        return None, f"arguments are not valid JSON ({e})"
+        val = _repaired(raw)
+        if val is None:
+            return None, f"arguments are not valid JSON ({e})"
     if not isinstance(val, dict):
         return None, "arguments must be a JSON object"
     return val, None
+
+
+def _repaired(raw: Any) -> dict | None:
+    """One repair of arguments small models garble: a code fence around them, or text after the object."""
+    if not isinstance(raw, str):
+        return None
+    body = _strip_fence(raw)
+    start = body.find("{")
+    if start < 0:
+        return None
+    try:
+        val, _ = json.JSONDecoder().raw_decode(body, start)
+    except ValueError:
+        return None
+    return val if isinstance(val, dict) else None
 
 
 # --------------------------------------------------------------------------------------------

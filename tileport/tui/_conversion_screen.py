@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from rich.text import Text
+from tileport.validators.analysis.triton.record import reference_summary
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -153,6 +154,9 @@ class ConversionScreen(Screen):
         head.append(row.status, style=verdict_style(row.verdict) if row.status != "running" else "yellow")
         head.append(f"  approval {row.approval}  head {(row.head_commit or '-')[:10]}")
         head.append(f"\nbranch {row.branch or '-'}  worktree {row.worktree or '-'}", style="dim")
+        ref = reference_summary(app.store.stage_runs(self.conversion_id))
+        if ref:
+            head.append(f"\n{ref}", style="yellow" if "IR gate" in ref else "")
         self.query_one("#conv-head", Static).update(head)
         counters = Text("retries: ", no_wrap=True, overflow="ellipsis")
         for s in STAGE_ORDER:

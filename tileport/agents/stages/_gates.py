@@ -38,6 +38,16 @@ def run_gate(ctx, stage: Stage, name: str, to_result: Callable[..., StageResult]
         return StageResult(stage=stage, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
                            started_at=started, finished_at=utcnow(), details={"env_missing": missing},
                            summary=f"blocked: {missing}")
+    from tileport.validators.gpu import preflight
+
+    # before any build: a CPU-only machine answers BLOCKED(env) in milliseconds, naming the missing GPU first
+    missing = preflight.missing(ctx.config, conversion_id=ctx.conversion_id,
+                                tileiras=getattr(ctx.toolchain, "tileiras", None))
+    if missing:
+        ctx.log(f"#{ctx.conversion_id} {ctx.op} {stage.value}: blocked before building: {missing}")
+        return StageResult(stage=stage, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
+                           started_at=started, finished_at=utcnow(), details={"env_missing": missing},
+                           summary=f"blocked: {missing}")
     analysis, spec = inputs(ctx)
     with ctx.limits.gpu:
         report = fn(ctx.paths.crate, analysis, spec, ctx.config)

@@ -27,9 +27,11 @@ def result_from_analysis(a: Analysis, *, attempt: int = 1, started_at: datetime 
         stage=STAGE, attempt=attempt, verdict="PASS", commands=list(a.commands), artifacts=arts,
         started_at=started_at or a.created_at, finished_at=utcnow(),
         details={"kernels": len(a.kernels), "variants": len(a.variants), "instances": n_inst,
-                 "targets": list(a.targets), "out_dir": str(root)},
+                 "targets": list(a.targets), "out_dir": str(root),
+                 **({"reference": a.reference.model_dump(mode="json"), "reference_summary": a.reference.summary()}
+                    if a.reference else {})},
         summary=(f"{a.op}: {len(a.kernels)} kernels, {len(a.variants)} variants, {n_inst} instances, "
-                 f"targets {', '.join(a.targets)}"))
+                 f"targets {', '.join(a.targets)}" + (f"; {a.reference.summary()}" if a.reference else "")))
 
 
 def result_from_error(error: UserError, *, attempt: int = 1, started_at: datetime | None = None) -> StageResult:
@@ -42,11 +44,13 @@ def result_from_error(error: UserError, *, attempt: int = 1, started_at: datetim
 def run(ctx) -> StageResult:
     """Analyse the conversion's op into its worktree (`ctx.reference_dir`)."""
     from tileport.validators.analysis.pipeline import analyze_op
+    from tileport.validators.analysis.triton.pairing import analyze_twin
 
     started = utcnow()
     try:
         a = analyze_op(ctx.op_path, out_dir=ctx.reference_dir, kernel=ctx.kernel, config=ctx.config,
                        toolchain=ctx.toolchain, workers=1, warm=True)
+        a = analyze_twin(a, config=ctx.config)  # a Triton twin by name (or --triton): the reference choice
     except UserError as e:
         return result_from_error(e, attempt=ctx.attempt, started_at=started)
     return result_from_analysis(a, attempt=ctx.attempt, started_at=started)

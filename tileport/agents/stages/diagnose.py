@@ -40,20 +40,23 @@ def result_from_diagnosis(out: DiagnoseOutcome, *, stage: Stage, attempt: int, s
 
 
 def diagnose_with(ctx, task: DiagnosisTask, stage: Stage, started) -> StageResult:
+    from tileport.agents.transcripts import keep_transcript
     from tileport.agents.writers import DraftWriter
 
     out = ctx.writer.diagnose(ctx, task)
+    kept = keep_transcript(ctx.paths, f"{stage.value}-{ctx.attempt}", out.transcript)
     if out.fault is not None:
         if not out.fault.is_model_fault:
             return StageResult(stage=stage, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
-                               started_at=started, finished_at=utcnow(), tokens=out.tokens,
+                               started_at=started, finished_at=utcnow(), tokens=out.tokens, artifacts=kept,
                                details={**out.details, "fault": out.fault.kind.value},
                                summary=f"model endpoint: {out.fault.message}")
         fallback = DraftWriter().diagnose(ctx, task)  # the model gave nothing usable: the deterministic reading
         fallback.tokens, fallback.model_id = out.tokens, out.model_id
         fallback.details = {**out.details, **fallback.details, "fault": out.fault.kind.value}
         out = fallback
-    return result_from_diagnosis(out, stage=stage, attempt=ctx.attempt, started_at=started)
+    r = result_from_diagnosis(out, stage=stage, attempt=ctx.attempt, started_at=started)
+    return r.model_copy(update={"artifacts": list(r.artifacts) + kept}) if kept else r
 
 
 def run(ctx) -> StageResult:

@@ -114,31 +114,24 @@ def _analysis_summary(analysis) -> str:
     return "\n".join(lines)
 
 
-WORKED_PORTS = Path(__file__).resolve().parents[3] / "ports"  # the hand-written ports of a source checkout
-EXAMPLE_PORTS = ("softmax", "silu_and_mul", "vector_add")
+def _feedback(ctx) -> tuple[str, list]:
+    """What the writer must fix: the diagnoser's next edit, else the previous B attempt's diagnostics and IR
+    findings (typed items). Nothing on a first attempt: stage A's summary is not a thing to fix."""
+    from tileport.agents.feedback import FeedbackItem, items_from_record
 
-
-def worked_examples(op: str, limit: int = 2) -> dict[str, str]:
-    """Up to `limit` worked ports for the writer's context (never the op's own port: that would be the answer)."""
-    out: dict[str, str] = {}
-    for name in EXAMPLE_PORTS:
-        f = WORKED_PORTS / name / "kernel.rs"
-        if name != op and f.is_file() and len(out) < limit:
-            out[name] = f.read_text(encoding="utf-8")
-    return out
-
-
-def _feedback(ctx) -> str:
-    """What the writer must fix: the diagnoser's next edit, else the previous B attempt's diagnostics."""
     prev = ctx.latest()
-    if prev is None:
-        return ""
+    if prev is None or prev["stage"] not in ("B", "C", "F"):
+        return "", []
     details = prev.get("details") or {}
     if prev["stage"] in ("C", "F") and details.get("next_edit"):
-        return f"The diagnoser ({prev['stage']}) says: {details['next_edit']}\nEvidence: {details.get('evidence', '')}"
+        item = FeedbackItem(kind="diagnoser", where=f"stage {prev['stage']}", message=details["next_edit"],
+                            source=details.get("evidence", ""))
+        before = ctx.last("B")
+        return item.render(), [item] + (items_from_record(before.get("details") or {}) if before else [])
     if prev["stage"] == "B":
-        return (details.get("feedback") or prev.get("summary") or "")
-    return prev.get("summary") or ""
+        items = items_from_record(details)
+        return (details.get("feedback") or prev.get("summary") or ""), items
+    return prev.get("summary") or "", []
 
 
 def _hints(ctx) -> list[dict]:
@@ -171,7 +164,9 @@ class _Builder:
         """Build the current sources; the same sources as the last call give the last result (no rebuild)."""
         key = self._key()
         if self.last is not None and key == self.last_key:
-            return self.last
+            import dataclasses
+
+            return dataclasses.replace(self.last, reused=True)
         self.last_key = key
         return self._build()
 
@@ -199,12 +194,18 @@ class _Builder:
         except (UserError, OSError, UnicodeDecodeError) as e:
             self.last = BuildCheck(False, f"FAILED: {e}")
             return self.last
+        from tileport.exec.settings import cpu_budget
+
+        # the cargo semaphore is held around `cargo build` only (the IR dump and tileiras of one conversion run
+        # beside another's cargo); the CPUs are split between the builds it lets run at once
+        slots = getattr(self.ctx.limits.cargo, "_initial_value", 1) or 1
         opts = BuildOptions(toolchain=self.ctx.toolchain,
                             bytecode_version=self.ctx.config.toolchain.bytecode_version,
-                            sandbox_required=self.ctx.config.sandbox.require)
+                            sandbox_required=self.ctx.config.sandbox.require,
+                            cargo_slot=self.ctx.limits.cargo, cargo_jobs=max(1, cpu_budget() // slots),
+                            log=lambda msg: self.ctx.log(f"#{self.ctx.conversion_id} {self.ctx.op} B: {msg}"))
         try:
-            with self.ctx.limits.cargo:
-                build = build_crate(layout, opts)
+            build = build_crate(layout, opts)
             self.commands.extend(build.commands)
         except EnvironmentBlocked as e:
             self.last = BuildCheck(False, f"BLOCKED: {e}", blocked=str(e))
@@ -223,6 +224,7 @@ class _Builder:
 
 def run(ctx) -> StageResult:
     """One B attempt: the writer writes (its own build loop inside), then the build and self-check judge."""
+    from tileport.agents.transcripts import keep_transcript
     from tileport.agents.writers import KernelTask
     from tileport.errors import UserError
     from tileport.validators.rust.reference import derive_spec, load_analysis
@@ -235,41 +237,56 @@ def run(ctx) -> StageResult:
         return StageResult(stage=STAGE, attempt=ctx.attempt, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL,
                            started_at=started, finished_at=utcnow(), summary=f"no reference analysis: {e}")
     p.port.mkdir(parents=True, exist_ok=True)
+    draft = _draft(ctx, analysis) if getattr(ctx.writer, "starts_from_draft", False) else None
     if not p.spec_json.is_file():
         spec = derive_spec(analysis, module=ctx.op)
         p.spec_json.write_text(spec.to_json(), encoding="utf-8")
     builder = _Builder(ctx, analysis)
+    feedback, items = _feedback(ctx)
     task = KernelTask(op=ctx.op, op_source=Path(ctx.op_path).read_text(encoding="utf-8"),
                       kernels=sorted({v.kernel for v in analysis.variants}),
                       analysis_summary=_analysis_summary(analysis), reference_ir=_reference_ir(analysis),
-                      kernel_path=p.kernel_rs, spec_path=p.spec_json, feedback=_feedback(ctx), build=builder,
-                      analysis=analysis, examples=worked_examples(ctx.op), hints=_hints(ctx))
+                      kernel_path=p.kernel_rs, spec_path=p.spec_json, feedback=feedback, build=builder,
+                      analysis=analysis, hints=_hints(ctx), draft=draft, feedback_items=items,
+                      attempt=ctx.attempt)
     out = ctx.writer.write_kernel(ctx, task)
     base = dict(out.details)
+    transcript = keep_transcript(p, f"B-{ctx.attempt}", out.transcript)
+    if draft is not None:
+        from tileport.agents.holes import find_holes
+
+        base["draft_holes"] = [h.id for h in find_holes(draft)]
     common = dict(stage=STAGE, attempt=ctx.attempt, started_at=started, tokens=out.tokens, model_id=out.model_id)
     if out.no_writer:
         return StageResult(**common, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL, finished_at=utcnow(),
                            details={**base, "no_writer": True}, summary=out.no_writer)
     if out.fault is not None and not out.fault.is_model_fault:
         return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV, finished_at=utcnow(),
-                           details={**base, "fault": out.fault.kind.value},
+                           details={**base, "fault": out.fault.kind.value}, artifacts=transcript,
                            summary=f"model endpoint: {out.fault.message}")
     if not p.kernel_rs.is_file():
         why = out.fault.message if out.fault is not None else "the writer wrote no kernel.rs"
         return StageResult(**common, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL, finished_at=utcnow(),
-                           details=base, summary=why)
+                           details=base, artifacts=transcript, summary=why)
     check = builder()  # the judge: the build and self-check of what the writer left, never its own verdict
     if check.blocked:
         return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV, finished_at=utcnow(),
-                           details=base, summary=check.blocked)
+                           details=base, artifacts=transcript, summary=check.blocked)
     if check.build is None:
         return StageResult(**common, verdict="FAIL_COMPILE", fail_class=FailClass.KERNEL, finished_at=utcnow(),
-                           details={**base, "feedback": check.text}, summary=check.text[:300])
+                           details={**base, "feedback": check.text,
+                                    "feedback_items": [it.model_dump(mode="json") for it in check.items()]},
+                           artifacts=transcript, summary=check.status() or check.text.strip()[:300])
     r = result_from_build(check.build, check.report, attempt=ctx.attempt, started_at=started)
     diag_file = p.runs / f"B-{ctx.attempt}.diagnostics.txt"
     diag_file.parent.mkdir(parents=True, exist_ok=True)
     diag_file.write_text(check.text + "\n", encoding="utf-8")
     details = {**base, **r.details, "feedback": check.text[-6000:]}
+    from tileport.validators.analysis.triton.pairing import ir_gaps
+
+    if gaps := ir_gaps(analysis):  # a Triton-referenced variant: an explicit gap, never a silent pass
+        details["ir_gaps"] = gaps
+        r = r.model_copy(update={"summary": f"{r.summary}; IR gate gap for {len(gaps)} variant(s): {gaps[0]}"})
     if out.fault is not None:
         details["fault"] = out.fault.kind.value
     arts = list(r.artifacts) + [ArtifactRecord.of("diagnostics", diag_file)]
@@ -277,5 +294,28 @@ def run(ctx) -> StageResult:
         if f.is_file():
             arts.append(ArtifactRecord.of(kind, f))
     details["builds"] = sum(1 for c in builder.commands if is_cargo_build(c))
+    details["feedback_items"] = [it.model_dump(mode="json") for it in check.items()] if not check.ok or (
+        check.report is not None and r.verdict != "COMPILED") else []
     return r.model_copy(update={"tokens": out.tokens, "model_id": out.model_id, "details": details,
-                                "artifacts": arts, "commands": list(builder.commands)})
+                                "artifacts": arts + transcript, "commands": list(builder.commands)})
+
+
+def _draft(ctx, analysis) -> str | None:
+    """The deterministic draft this attempt starts from: drafted now when the port has no kernel.rs yet, else
+    None (a later attempt keeps the kernel.rs the previous diagnostics point at). None without the translator."""
+    p = ctx.paths
+    if p.kernel_rs.is_file():
+        return None
+    try:
+        from tileport.agents.draft import draft_port
+    except ImportError:
+        return None
+    from tileport.errors import UserError
+
+    try:
+        d = draft_port(analysis, kernel=ctx.kernel)
+    except UserError as e:
+        ctx.log(f"no draft: {e}")
+        return None
+    d.write(p.port)
+    return d.kernel_rs

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from tileport.records import ArtifactRecord, CommandRecord, utcnow
+from tileport.validators.analysis.triton.model import ReferenceChoice, TritonInfo
 
 SCHEMA_VERSION = 1
 
@@ -139,6 +140,7 @@ class SourceInfo(BaseModel):
     path: str
     sha256: str
     bytes: int
+    kind: Literal["cutile", "triton"] = "cutile"  # which language the op is written in
 
 
 class ToolInfo(BaseModel):
@@ -194,6 +196,8 @@ class Analysis(BaseModel):
     notes: list[str] = Field(default_factory=list)
     unresolved: list[UnresolvedKernel] = Field(default_factory=list)
     capture: CaptureInfo | None = None
+    triton: TritonInfo | None = None  # a Triton op: autotune configs, heuristics, the Tile IR backend
+    reference: ReferenceChoice | None = None  # a cuTile Python op with a Triton twin: the per-variant reference
 
     # ---- views for later stages -------------------------------------------------------------
 

@@ -11,11 +11,15 @@ artifact hashes and the exact commands with exit codes.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
@@ -56,6 +60,18 @@ class BuildOptions:
     artifacts_dir: Path | None = None  # default: <crate>/artifacts
     bytecode_version: str | None = None  # CUTILE_BYTECODE_VERSION when the spec names none (config: 13.4)
     toolchain: toolchain_mod.Toolchain | None = None  # default: toolchain.resolve()
+    # Held around `cargo build` only (not the IR dump or tileiras), e.g. the runner's cargo semaphore; a wait on
+    # it is logged as a wait and timed (timings["cargo_lock_wait"]).
+    cargo_slot: Any = None
+    cargo_jobs: int | None = None  # cargo -j; None: the process's CPU budget (settings.cpu_budget())
+    log: Callable[[str], None] | None = None  # progress lines (the stage's ctx.log): waits, steps, k/n
+
+    def say(self, msg: str) -> None:
+        if self.log is not None:
+            try:
+                self.log(msg)
+            except Exception:  # a progress line never fails a build
+                pass
 
 
 class JobResult(BaseModel):
@@ -199,7 +215,7 @@ def run_profile(layout: CrateLayout, exe: str | Path, out_dir: Path, tc: toolcha
 
 
 def _toolchain_paths(tc: toolchain_mod.Toolchain) -> tuple[Path, ...]:
-    parts = [tc.cuda_toolkit, tc.libclang_dir, tc.tileiras.parent if tc.tileiras else None,
+    parts = [tc.cuda_toolkit, tc.libclang_dir, *tc.build_inputs(), tc.tileiras.parent if tc.tileiras else None,
              Path(tc.cargo).parent if tc.cargo else None]
     vendored = offline.cargo_config()
     if vendored is not None:  # the bundle's vendored crates and cargo config (may live under the hidden $HOME)
@@ -241,17 +257,36 @@ def run_cargo_build(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: Buil
             return {}
     if online and not fetch_dependencies(layout, tc, opts, result):
         return {}
-    t0 = time.monotonic()
-    cmd = _record(result, sandbox.run_sandboxed(argv, build_profile(layout, tc, opts), cwd=layout.root,
-                                                env=build_env(tc, opts), timeout=opts.cargo_timeout,
-                                                output_cap=opts.output_cap, require=opts.sandbox_required))
-    result.timings["cargo_build"] = round(time.monotonic() - t0, 3)
+    argv += ["-j", str(opts.cargo_jobs or settings.cpu_budget())]
+    stamp = deps_stamp(tc, opts)
+    with _held(opts.cargo_slot, opts, result):
+        if not stamp.is_file():
+            opts.say("compiling the cutile dependency tree (first build with these inputs: minutes; "
+                     "scripts/setup.sh does it ahead)")
+        opts.say(f"cargo build of the port crate ({opts.cargo_jobs or settings.cpu_budget()} jobs)")
+        t0 = time.monotonic()
+        cmd = _record(result, sandbox.run_sandboxed(argv, build_profile(layout, tc, opts), cwd=layout.root,
+                                                    env=build_env(tc, opts), timeout=opts.cargo_timeout,
+                                                    output_cap=opts.output_cap, require=opts.sandbox_required))
+        if (vendored is None and not cmd.ok and "--offline was specified" in (cmd.stderr or "")
+                and fetch_dependencies(layout, tc, opts, result)):
+            # the registry cache had the pinned roots but not every locked crate (a fetch of another lock or
+            # one in progress): fetch this lock's crates, then build once more (both builds stay recorded)
+            cmd = _record(result, sandbox.run_sandboxed(argv, build_profile(layout, tc, opts), cwd=layout.root,
+                                                        env=build_env(tc, opts), timeout=opts.cargo_timeout,
+                                                        output_cap=opts.output_cap, require=opts.sandbox_required))
+        result.timings["cargo_build"] = round(time.monotonic() - t0, 3)
+    if "Blocking waiting for file lock" in (cmd.stderr or ""):
+        opts.say("cargo waited for the shared target dir's lock (another process was building)")
+        result.timings["cargo_waited_for_target_lock"] = 1.0
     diags, artifacts = dg.parse_cargo_json(cmd.stdout, layout.root)
     result.diagnostics.extend(diags)
     if cmd.timed_out:
         result.diagnostics.append(_timeout_diag("cargo build", cmd, opts.cargo_timeout))
     elif cmd.returncode != 0 and not dg.has_errors(diags):
         result.diagnostics.append(dg.cargo_failure(cmd.stderr, cmd.returncode))
+    if cmd.ok:
+        _touch(stamp)
     bins = {}
     for art in artifacts:
         if art.get("fresh") is False:
@@ -264,10 +299,50 @@ def run_cargo_build(layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: Buil
     return bins
 
 
+@contextlib.contextmanager
+def _held(slot: Any, opts: BuildOptions, result: RustBuildResult):
+    """Hold `slot` (a semaphore or lock; None: nothing) for the block; a wait is logged and timed."""
+    if slot is None:
+        yield
+        return
+    t0 = time.monotonic()
+    if not slot.acquire(blocking=False):
+        opts.say("waiting for the cargo lock (another conversion is building)")
+        slot.acquire()
+        waited = time.monotonic() - t0
+        result.timings["cargo_lock_wait"] = round(waited, 3)
+        opts.say(f"got the cargo lock after {waited:.1f} s")
+    try:
+        yield
+    finally:
+        slot.release()
+
+
+def deps_key(tc: toolchain_mod.Toolchain) -> str:
+    """What the cutile dependency build depends on besides the lock: the cutile release, the header and
+    libclang inputs as cargo sees them (content-keyed paths) and the Rust toolchain."""
+    cuda, clang = tc.build_inputs()
+    parts = [CUTILE_VERSION, str(cuda), str(clang), str(tc.cargo), str(tc.rustc)]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def deps_stamp(tc: toolchain_mod.Toolchain, opts: BuildOptions) -> Path:
+    """A file in the target dir saying a build with these dependency inputs finished there."""
+    return opts.target_dir / f".tileport-deps-{deps_key(tc)}"
+
+
+def _touch(path: Path) -> None:
+    try:
+        path.touch()
+    except OSError:
+        pass
+
+
 def run_ir_dump(layout: CrateLayout, exe: str, out_dir: Path, tc: toolchain_mod.Toolchain, opts: BuildOptions,
                 result: RustBuildResult) -> list[JobResult]:
     version = layout.spec.bytecode_version or opts.bytecode_version
     extra = {"CUTILE_BYTECODE_VERSION": version} if version else {}
+    opts.say(f"IR dump ({len(layout.spec.jobs())} job(s))")
     t0 = time.monotonic()
     cmd = _record(result, sandbox.run_sandboxed([exe, str(out_dir)], run_profile(layout, exe, out_dir, tc),
                                                 cwd=layout.root, env=build_env(tc, opts, extra),
@@ -302,6 +377,21 @@ def run_ir_dump(layout: CrateLayout, exe: str, out_dir: Path, tc: toolchain_mod.
                     rendered=text[-3000:], entry=entry, variant=variant, target=target))
             jobs.append(JobResult(entry=entry, variant=variant, target=target, ok=False))
     return jobs
+
+
+_ACTIVE = [0]  # builds of this process in their tileiras step: they share the CPU budget
+_ACTIVE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _active_build():
+    with _ACTIVE_LOCK:
+        _ACTIVE[0] += 1
+    try:
+        yield
+    finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE[0] -= 1
 
 
 def _tool_outputs(job: JobResult, layout: CrateLayout, tc: toolchain_mod.Toolchain, opts: BuildOptions,
@@ -389,13 +479,18 @@ def build_crate(layout: CrateLayout, opts: BuildOptions | None = None) -> RustBu
     todo = [j for j in jobs if j.ok]
     totals = {"disasm": 0.0, "tileiras": 0.0}
     t0 = time.monotonic()
-    with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 2))) as pool:
-        for job, cmds, diags, times in pool.map(in_scope(lambda j: _tool_outputs(j, layout, tc, opts, env)), todo):
-            done.append(job)
-            result.commands.extend(c.record for c in cmds)
-            result.diagnostics.extend(diags)
-            for k, v in times.items():
-                totals[k] += v
+    with _active_build():
+        workers = max(1, min(len(todo), settings.cpu_budget() // max(1, _ACTIVE[0])))
+        if todo and opts.cubins:
+            opts.say(f"tileiras {len(todo)} job(s) on {workers} worker(s)")
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(in_scope(lambda j: _tool_outputs(j, layout, tc, opts, env)), todo))
+    for job, cmds, diags, times in results:
+        done.append(job)
+        result.commands.extend(c.record for c in cmds)
+        result.diagnostics.extend(diags)
+        for k, v in times.items():
+            totals[k] += v
     result.timings["tileirdisasm_and_tileiras_wall"] = round(time.monotonic() - t0, 3)
     result.timings.update({f"{k}_sum": round(v, 3) for k, v in totals.items()})
     order = {(e.name, v.name, t): i for i, (e, v, t) in enumerate(layout.spec.jobs())}
