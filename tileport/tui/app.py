@@ -281,6 +281,9 @@ class TileportApp(App):
         if choice in ("stop", "background"):
             ids = self.actions.running_here()
             self.actions.closing = True
+            if not ids:  # it finished while the dialog was open: nothing to stop or hand off
+                self.exit()
+                return
             self.push_screen(StoppingScreen(f"stopping {len(ids)} conversion{'s' * (len(ids) != 1)}: killing their "
                                             "tools, recording the attempts as interrupted ..."))
             self.run_worker(lambda: self._stop_and_exit(ids, choice == "background"), thread=True,
