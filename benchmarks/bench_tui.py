@@ -1,6 +1,13 @@
-"""Dashboard benchmark: open time on a big store, and keeping up with a fast writer.
+"""Dashboard benchmark: open time on a big store, and keeping up with a fast writer; key-to-frame latency.
 
   python benchmarks/bench_tui.py [--conversions 1000] [--rate 1000] [--seconds 60]
+  python benchmarks/bench_tui.py --latency [--running 4] [--presses 200]
+
+--latency: the dashboard drives `--running` conversions itself (the real runner, worktrees, store and process
+groups; the stage body is FAKE_busy_stage: a real child printing 100 cargo-like lines a second into the live
+view, for as long as the benchmark runs), and reports the time from a key press to the repainted frame (Textual's
+headless driver: the key is processed and the screen refreshed) for cursor moves on the list and tab switches on
+a running conversion (running row, elapsed time and live output updating), p50 / p95 / max.
 
 1. Opens the dashboard (headless, Textual's test driver) on a store with N conversions, each with an
    A and a B run, and reports the time until the table holds every row.
@@ -123,9 +130,77 @@ async def main(args) -> None:
               f"end {rss[-1] if rss else float('nan'):.1f} MB")
 
 
+def FAKE_busy_stage(ctx):
+    from tileport.exec.proc import run_command
+
+    ctx.log("compiling crate 1/9")
+    run_command(["sh", "-c", "i=0; while :; do i=$((i+1)); echo \"   Compiling crate-$i v0.1.0 (line $i)\"; "
+                             "sleep 0.01; done"], cwd=ctx.worktree.path)
+    raise RuntimeError("unreachable: the benchmark stops the stage")
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+async def latency(args) -> None:
+    from tileport.agents import stages
+    from tileport.agents.runner import Runner
+
+    stages.STAGES["A"] = FAKE_busy_stage
+    tmp = Path(tempfile.mkdtemp(prefix="bench-tui-latency-"))
+    repo = tmp / "repo"
+    repo.mkdir()
+    for a in (["init", "-q", "-b", "main"], ["config", "user.name", "B"], ["config", "user.email", "b@x.invalid"]):
+        subprocess.run(["git", *a], cwd=repo, check=True)
+    for i in range(args.running):
+        (repo / f"op{i}.py").write_text("# op\n")
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-qm", "base"], cwd=repo, check=True)
+    db = tmp / "tileport.db"
+    config = Config(store=str(db))
+    runner = Runner(config, model="none", out=lambda _l: None)
+    cids = [runner.start(repo / f"op{i}.py", repo=repo) for i in range(args.running)]
+    app = TileportApp(db, config, doctor=False, poll_interval=0.25, model="none")
+    app.actions._runner = runner
+    app.actions.jobs = args.running
+    async with app.run_test(size=(160, 45)) as pilot:
+        for cid in cids:
+            app._background("resume", cid)
+        while len(app.actions.running_here()) < args.running:
+            await pilot.pause(0.1)
+        await pilot.pause(2.0)
+        out = {}
+        for where, keys in (("list: down/up", ("down", "up")), ("running conversion: tabs 1/2", ("2", "1"))):
+            if where.startswith("running"):
+                await pilot.press("enter")
+                await pilot.pause(1.0)
+            times = []
+            for n in range(args.presses):
+                t0 = time.perf_counter()
+                await pilot.press(keys[n % 2])
+                await pilot.pause()
+                times.append((time.perf_counter() - t0) * 1000)
+            out[where] = times
+            print(f"{where:32s} {len(times)} presses: p50 {_pct(times, .5):6.1f} ms  p95 {_pct(times, .95):6.1f} ms  "
+                  f"max {max(times):6.1f} ms   ({args.running} conversions running, "
+                  f"{len(app.actions.running_here())} still running)")
+        live = sum(len(line.text) > 0 for line in app.screen.query_one("#live").lines)
+        print(f"live output lines on screen: {live}")
+        for cid in cids:
+            runner.stop(cid)
+        while app.actions.running_here():
+            await pilot.pause(0.1)
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--conversions", type=int, default=1000)
     p.add_argument("--rate", type=int, default=1000)
     p.add_argument("--seconds", type=float, default=60)
-    asyncio.run(main(p.parse_args()))
+    p.add_argument("--latency", action="store_true", help="key-to-frame latency with --running conversions")
+    p.add_argument("--running", type=int, default=4)
+    p.add_argument("--presses", type=int, default=200)
+    a = p.parse_args()
+    asyncio.run(latency(a) if a.latency else main(a))

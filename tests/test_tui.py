@@ -53,9 +53,9 @@ async def test_main_table_shows_conversions_with_stage_verdict_attempts(tmp_path
         table = app.screen.query_one("#conversions")
         assert table.row_count == 3
         first = [str(c) for c in table.get_row_at(0)]
-        assert first[1] == "op0" and first[3] == "B" and first[4] == "FAIL_COMPILE"
-        assert "A1/1" in first[5] and "B1/2" in first[5]
-        assert [str(c) for c in table.get_row_at(1)][4] == "PASS"
+        assert first[1] == "op0" and first[2] == "B" and first[3] == "FAIL_COMPILE"
+        assert "A1/1" in first[7] and "B1/2" in first[7]
+        assert [str(c) for c in table.get_row_at(1)][3] == "PASS"
 
 
 async def test_another_process_writing_the_store_shows_up_live(tmp_path):
@@ -79,7 +79,7 @@ async def test_another_process_writing_the_store_shows_up_live(tmp_path):
                 break
         table = app.screen.query_one("#conversions")
         assert table.row_count == 2
-        assert [str(c) for c in table.get_row_at(0)][4] == "COMPILED"
+        assert [str(c) for c in table.get_row_at(0)][3] == "COMPILED"
         assert [str(c) for c in table.get_row_at(1)][1] == "newop"
 
 
@@ -159,12 +159,43 @@ async def test_ir_diff_view_aligns_real_ir_and_jumps_between_findings(tmp_path):
             if "PASS" in summary or "FAIL" in summary:
                 break
         assert "softmax_kernel/f16/sm_90" in summary and ("PASS" in summary or "FAIL" in summary)
-        rows = app.screen.query_one("#ir-rows").render()
-        assert rows is not None
         view = app.screen.query_one("#ir-view")
-        view.focus()
+        rows = app.screen.query_one("#ir-rows")
+        report = view._report
+        assert rows.row_count > 10
+        assert app.screen.query_one("#ir-pair-list").row_count == 1  # pairs listed, not hidden in a dropdown
+        differing = [i for i, k in enumerate(view._row_keys) if k.isdigit()
+                     and report.rows[int(k)].status.value in ("changed", "ref_only", "port_only")]
+        assert differing, "the recorded pair has differing rows"
+        rows.move_cursor(row=0)
+        await pilot.press("n")  # no focus needed: the screen forwards n/N/d on the IR diff tab
+        await pilot.pause()
+        assert rows.cursor_row == differing[0]
         await pilot.press("n")
         await pilot.pause()
+        assert rows.cursor_row == (differing[1] if len(differing) > 1 else differing[0])
+        await pilot.press("N")
+        await pilot.pause()
+        assert rows.cursor_row == differing[0]
+        # a finding links to its row
+        findings = app.screen.query_one("#ir-findings")
+        linked = [i for i in range(len(view._findings)) if view.row_of_finding(i) is not None]
+        if linked:
+            findings.move_cursor(row=linked[-1])
+            await pilot.pause()
+            assert rows.cursor_row == view.row_of_finding(linked[-1])
+        # differences only: every shown row differs (or is downstream of a difference, or an entry header)
+        total = rows.row_count
+        await pilot.press("d")
+        await pilot.pause()
+        shown = [report.rows[int(k)].status.value for k in view._row_keys if k.isdigit()]
+        assert rows.row_count < total and set(shown) <= {"changed", "ref_only", "port_only", "downstream"}
+        # enter on a row: the whole text of both sides
+        rows.focus()
+        rows.move_cursor(row=view._finding_rows[0])
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "DetailScreen" and "reference line" in app.screen.text
 
 
 async def test_perf_view_shows_ratios_geomean_and_gate(tmp_path):
@@ -187,8 +218,8 @@ async def test_perf_view_shows_ratios_geomean_and_gate(tmp_path):
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         table = app.screen.query_one("#conversions")
-        assert "1.080" in str(table.get_row_at(0)[6])
-        assert str(table.get_row_at(0)[7]) == "1.20"  # the slowest configuration, beside the geomean
+        assert "1.080" in str(table.get_row_at(0)[5])
+        assert str(table.get_row_at(0)[6]) == "1.20"  # the slowest configuration, beside the geomean
         app.open_conversion(cid)
         await pilot.pause()
         await pilot.press("6")
@@ -261,3 +292,159 @@ async def test_approval_flow_merge_refused_until_gates_pass_and_approved(tmp_pat
         await pilot.pause(0.3)
         row = [str(c) for c in app.screen.query_one("#conversions").get_row_at(0)]
         assert row[8] == "approved"
+
+
+async def test_readonly_footer_offers_no_writes_and_a_write_key_still_says_why(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db)
+    app = app_for(db, readonly=True)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        shown = {b.binding.action for b in app.screen.active_bindings.values()}
+        assert "start" not in shown and "stop" not in shown and "quit" in shown
+        await pilot.press("enter")
+        await pilot.pause()
+        shown = {b.binding.action for b in app.screen.active_bindings.values()}
+        assert not shown & {"app.approve", "app.merge", "app.rerun", "app.edit"}
+        await pilot.press("x")
+        await pilot.pause()
+        assert "stop: read-only" in [n.message for n in app._notifications][-1]
+
+
+async def test_a_and_m_on_the_list_say_why_not_and_rerun_asks_for_a_stage_letter(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db)
+    app = app_for(db)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("approve: conversion 1 has no branch")
+        await pilot.press("m")
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("merge: conversion 1 has no branch")
+        await pilot.press("r")
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("rerun: conversion 1 has no worktree")
+
+
+async def test_perf_shapes_with_brackets_show_and_the_worst_ratio_is_rounded(tmp_path):
+    db = tmp_path / "t.db"
+    s = Store(db)
+    cid = s.add_conversion("/x/examples/mm.py", "mm")
+    rid = s.record_stage(cid, StageResult(stage=Stage.PERFORMANCE, verdict="INVESTIGATE", cap=2, details={
+        "geomean": 1.0712345, "worst": {"config": "[m=4096 n=4096] f16", "ratio": 1.1234567890123456}}))
+    s.db["perf_rows"].insert_all([{"stage_run_id": rid, "config": "[m=4096 n=4096] f16", "ref_ms": 0.01,
+                                   "port_ms": 0.0112, "ratio": 1.1234567890123456}])
+    s.close()
+    app = app_for(db)
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.open_conversion(cid)
+        await pilot.pause()
+        await pilot.press("6")
+        await pilot.pause()
+        assert str(app.screen.query_one("#perf-table").get_row_at(0)[0]) == "[m=4096 n=4096] f16"
+        summary = str(app.screen.query_one("#perf-summary").render())
+        assert "worst: [m=4096 n=4096] f16 (1.123)" in summary and "1.1234567" not in summary
+
+
+async def test_help_scrolls_in_a_small_terminal(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db, 1)
+    app = app_for(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        box = app.screen.query_one("#help-box")
+        assert box.max_scroll_y > 0
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert box.scroll_y > 0
+
+
+def seed_blocked(path):
+    s = Store(path)
+    for i, op in enumerate(("softmax", "matmul")):
+        cid = s.add_conversion(f"/x/examples/{op}.py", f"{op}_kernel", branch=f"tileport/{op}-{i + 1}")
+        s.record_stage(cid, StageResult(stage=Stage.ANALYZE, verdict="PASS", cap=1), routed_to="B")
+        s.record_stage(cid, StageResult(stage=Stage.HOST_CORRECTNESS, verdict="BLOCKED", fail_class=FailClass.ENV,
+                                        cap=2, summary="no NVIDIA GPU: torch.cuda.is_available() is False"))
+        s.update_conversion(cid, status="blocked")
+    s.close()
+
+
+async def test_all_blocked_env_names_the_missing_gpu_and_the_next_step_and_the_summary_says_what_needs_a_person(
+        tmp_path):
+    db = tmp_path / "t.db"
+    seed_blocked(db)
+    app = app_for(db)
+    app.gpu_detail = "nvidia-smi not found"
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        app.screen.show_next_step()
+        await pilot.pause()
+        text = str(app.screen.query_one("#next-step").render())
+        assert "all 2 conversions stopped BLOCKED(env) at D: no GPU here" in text
+        assert "H100/H200 (sm_90)" in text and "nvidia-smi not found" in text
+        assert "`tileport gate pack 1`" in text and "[gpu] command_prefix" in text
+        await pilot.press("u")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "SummaryScreen"
+        summary = app.summary_text
+        assert "by status:  blocked 2" in summary and "BLOCKED(env) 2" in summary
+        assert "#1 softmax: BLOCKED at D: no NVIDIA GPU" in summary and "gate pack 1" in summary
+
+
+async def test_convert_asks_for_a_path_and_refuses_a_missing_file_in_one_line(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db, 1)
+    app = app_for(db)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("c")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "ReasonScreen"
+        await pilot.press(*"nope.py", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1] == (
+            "convert: nope.py: no such file; give the path of a cuTile Python op (.py)")
+
+
+async def test_commands_per_stage_run_show_the_tools_own_argv_and_enter_opens_the_whole_text(tmp_path):
+    db = tmp_path / "t.db"
+    s = Store(db)
+    cid = s.add_conversion("/x/examples/softmax.py", "softmax_kernel")
+    wrapped = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', "/sys/fs/cgroup/x/cgroup.procs", "/usr/bin/prlimit",
+               "--cpu=600", "--", "/usr/bin/bwrap", "--die-with-parent", "--ro-bind", "/", "/", "--", "cargo", "build",
+               "--offline", "--release", "--manifest-path", "/wt/.tileport-build/crate/Cargo.toml"]
+    s.record_stage(cid, StageResult(stage=Stage.WRITE_KERNEL, verdict="COMPILED", cap=2,
+                                    commands=[CommandRecord(argv=wrapped, exit_code=0, seconds=81.5, cwd="/wt")],
+                                    summary="compiled; " + "long summary " * 30), routed_to="D")
+    s.record_stage(cid, StageResult(stage=Stage.HOST_CORRECTNESS, verdict="BLOCKED", fail_class=FailClass.ENV, cap=2,
+                                    commands=[CommandRecord(argv=["python", "-m", "gate"], exit_code=3, seconds=1)]))
+    s.close()
+    app = app_for(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        app.open_conversion(cid)
+        await pilot.pause()
+        t = app.screen.query_one("#timeline-table")
+        assert t.cursor_row == 1  # the newest run: D's commands
+        assert "python -m gate" in str(app.screen.query_one("#commands-table").get_row_at(0)[3])
+        t.move_cursor(row=0)  # pick B's run in the timeline: its build is still inspectable after D ran
+        await pilot.pause()
+        cell = str(app.screen.query_one("#commands-table").get_row_at(0)[3])
+        assert cell.startswith("cargo build --offline --release") and "prlimit" not in cell
+        assert "of B write kernel attempt 1 (COMPILED)" in str(app.screen.query_one("#commands-of").render())
+        await pilot.press("enter")  # the timeline row's whole summary
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "DetailScreen" and app.screen.text.count("long summary") == 30
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        assert app.focused is app.screen.query_one("#commands-table")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "DetailScreen"
+        assert app.screen.text.startswith("$ cargo build --offline --release --manifest-path")
+        assert "as run (sandbox wrapper included)" in app.screen.text and "prlimit" in app.screen.text

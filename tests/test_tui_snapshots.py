@@ -59,17 +59,30 @@ def test_conversion_timeline(snap_compare, app):
     assert snap_compare(app, press=["enter"], terminal_size=SIZE)
 
 
-def test_ir_diff_screen(snap_compare, app):
-    async def run_before(pilot):
-        await pilot.press("enter", "5")
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
-
-
 def test_performance_screen(snap_compare, app):
     assert snap_compare(app, press=["enter", "6"], terminal_size=SIZE)
 
 
 def test_help_screen(snap_compare, app):
     assert snap_compare(app, press=["question_mark"], terminal_size=SIZE)
+
+
+def test_main_screen_80x24(snap_compare, app):
+    assert snap_compare(app, terminal_size=(80, 24))
+
+
+def test_conversion_80x24(snap_compare, app):
+    assert snap_compare(app, press=["enter"], terminal_size=(80, 24))
+
+
+def test_quit_dialog(snap_compare, app):
+    from tileport.tui._modals import QuitScreen
+
+    async def run_before(pilot):
+        pilot.app.push_screen(QuitScreen(["#1 softmax: B write kernel attempt 2, 3m12s", "#2 matmul: between stages"]))
+        await pilot.pause()
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_end_of_run_summary(snap_compare, app):
+    assert snap_compare(app, press=["u"], terminal_size=SIZE)

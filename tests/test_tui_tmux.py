@@ -20,8 +20,15 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None and not os.environ.
                                 reason="tmux not installed (CI installs it)")
 
 
+SOCKET = f"tileport-test-{os.getpid()}"  # a private tmux server: a running one would lend the session its environment
+
+
+def tmux(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(["tmux", "-L", SOCKET, *args], **kw)
+
+
 def _pane(session: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+    return tmux("capture-pane", "-p", "-t", session, capture_output=True, text=True).stdout
 
 
 def _wait_for(session: str, text: str, timeout: float = 30) -> str:
@@ -42,8 +49,8 @@ def test_dashboard_in_a_real_terminal(tmp_path):
     s.close()
     session = f"tileport-test-{os.getpid()}"
     env = {**os.environ, "PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
-    cmd = f"{sys.executable} -m tileport tui --store {db} --no-doctor"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "150", "-y", "40", cmd], check=True, env=env,
+    cmd = f"env PYTHONPATH={REPO} {sys.executable} -m tileport tui --store {db} --no-doctor"
+    tmux("new-session", "-d", "-s", session, "-x", "150", "-y", "40", cmd, check=True, env=env,
                    cwd=tmp_path)
     try:
         pane = _wait_for(session, "vector_add")
@@ -55,16 +62,31 @@ def test_dashboard_in_a_real_terminal(tmp_path):
         s.close()
         pane = _wait_for(session, "COMPILED")
         assert "B1/2" in pane
-        subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
+        tmux("send-keys", "-t", session, "Enter", check=True)
         pane = _wait_for(session, "retries:")
         assert "B write kernel 1/2" in pane and "routed to" in pane
-        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        # a narrow terminal: the list keeps id / op / stage / verdict / status / geomean, the header two lines
+        tmux("resize-window", "-t", session, "-x", "80", "-y", "24", check=True)
+        tmux("send-keys", "-t", session, "Escape", check=True)
+        pane = _wait_for(session, "geomean")
+        header = next(line for line in pane.splitlines() if " op " in line and "verdict" in line)
+        for col in ("id", "op", "stage", "verdict", "status", "geomean"):
+            assert col in header, header
+        tmux("send-keys", "-t", session, "Enter", check=True)
+        pane = _wait_for(session, "retries:")
+        assert pane.splitlines()[0].startswith(" #1 vector_add") and pane.splitlines()[2].startswith(" retries:")
+        tmux("send-keys", "-t", session, "?", check=True)
+        _wait_for(session, "tileport dashboard")
+        tmux("send-keys", "-t", session, "Escape", check=True)
+        _wait_for(session, "retries:")
+        time.sleep(0.5)  # a key right after a lone Escape reads as alt+key in a terminal
+        tmux("send-keys", "-t", session, "q", check=True)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
-            if subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode != 0:
+            if tmux("has-session", "-t", session, capture_output=True).returncode != 0:
                 break
             time.sleep(0.2)
         else:
             raise AssertionError("q did not quit the dashboard")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        tmux("kill-server", capture_output=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import threading
 import time
 import traceback
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
-from tileport.agents import router
+from tileport.agents import control, router
 from tileport.agents.context import ConversionPaths, Limits, StageContext
 from tileport.agents.router import Action, Outcome, RunState
 from tileport.agents.stages import StageFn, default_stages
@@ -30,6 +31,7 @@ from tileport.agents.writers import make_writer
 from tileport.config import Config
 from tileport.errors import UserError
 from tileport.agents.stages.write_kernel import cargo_seconds
+from tileport.exec.proc import Interrupted, ToolScope, tool_scope
 from tileport.exec.toolchain import from_config
 from tileport.local_models.protocol import CancelToken
 from tileport.records import StageResult, details_of
@@ -51,6 +53,14 @@ Checkpoint = Callable[[str, str, int], None]  # (point, stage, attempt)
 
 def immediate(store: Store):
     return store._write()
+
+
+class StageInterrupted(Exception):
+    """A stop request killed the running attempt; nothing of it is kept (it runs again, same number, on resume)."""
+
+    def __init__(self, stage: str, attempt: int, seconds: float, why: str) -> None:
+        super().__init__(f"stage {stage} attempt {attempt} interrupted after {seconds:.1f} s ({why})")
+        self.stage, self.attempt, self.seconds, self.why = stage, attempt, seconds, why
 
 
 @dataclass
@@ -78,6 +88,7 @@ class Runner:
     checkpoint: Checkpoint | None = None  # called at each of POINTS of every attempt (tests: kill -9 there)
     examples_dir: Path | None = None  # worked ports for the kernel writer (the service says where they are)
     _cancels: dict[int, CancelToken] = field(default_factory=dict)
+    _scopes: dict[int, ToolScope] = field(default_factory=dict)
     _print_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # ---------------------------------------------------------------------------------------- helpers
@@ -136,10 +147,15 @@ class Runner:
 
     # ---------------------------------------------------------------------------------------- drive
     def stop(self, conversion_id: int) -> None:
-        """Ask a running conversion to stop after its current model call / stage (status `stopped`)."""
+        """Stop a conversion this runner drives: the model call is aborted and the running tool's process group
+        killed at once; the attempt is recorded as interrupted (event `stage.interrupted`), status `stopped`.
+        Other processes ask through `control.request_stop` (what `tileport stop ID` does)."""
         tok = self._cancels.get(conversion_id)
         if tok is not None:
             tok.cancel()
+        scope = self._scopes.get(conversion_id)
+        if scope is not None:
+            scope.cancel()
 
     def resume(self, conversion_id: int) -> Finished:
         return self.drive(conversion_id)
@@ -164,13 +180,16 @@ class Runner:
 
     @contextmanager
     def _exclusive(self, wt: ConversionWorktree) -> Iterator[None]:
-        lock = wt.path.parent / f"{wt.path.name}.lock"
+        lock = control.run_files(wt.path).lock
         with open(lock, "a") as f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise UserError(f"conversion {wt.conversion_id} is being run by another tileport process; "
-                                "wait for it or stop it first") from None
+                                f"wait for it or stop it first (tileport stop {wt.conversion_id})") from None
+            f.truncate(0)
+            f.write(f"{os.getpid()}\n")
+            f.flush()
             try:
                 yield
             finally:
@@ -181,7 +200,8 @@ class Runner:
         try:
             conv = store.conversion(conversion_id)
             wt = open_conversion_worktree(conv)
-            with self._exclusive(wt):
+            with self._exclusive(wt), control.StopWatch(control.run_files(wt.path),
+                                                        lambda: self.stop(conversion_id)):
                 return self._drive(store, conv, wt, force)
         finally:
             store.close()
@@ -211,7 +231,8 @@ class Runner:
         writer = make_writer(model, self.config, skip_requests=skip)
         if model != conv.get("model"):
             self._set(store, cid, model=model)
-        cancel = self._cancels.setdefault(cid, CancelToken())
+        cancel = self._cancels[cid] = CancelToken()  # a new token per drive: a stopped conversion resumes
+        scope = self._scopes[cid] = ToolScope(output=control.run_files(wt.path).live)
         toolchain = from_config(self.config)
         parent = wgit.open_repo(wt.repo_root)
         self._set(store, cid, status="running")
@@ -226,13 +247,22 @@ class Runner:
                 state = state.start(stage, action.repair)
                 ctx = StageContext(cid, paths.op, op_path, conv["kernel"], wt, paths, self.config, toolchain,
                                    writer, self.limits, attempt=attempt, cap=state.caps[stage],
-                                   repair=action.repair, history=runs, cancel=cancel, log=self.say,
+                                   repair=action.repair, history=runs, cancel=cancel,
+                                   log=lambda m, scope=scope: (self.say(m), scope.note(m)),
                                    examples_dir=self.examples_dir)
-                result, action, sha = self._attempt(store, stage, ctx, state, parent)
+                result, action, sha = self._attempt(store, stage, ctx, state, parent, scope)
                 runs = self._runs(store, cid)
             status = STOP_STATUS[action.stop]
             self._set(store, cid, status=status)
             return Finished(cid, status, action.reason)
+        except StageInterrupted as e:
+            discard_uncommitted(wt, paths.committed)
+            with immediate(store):
+                store.log_event("stage.interrupted", cid, stage=e.stage, attempt=e.attempt,
+                                seconds=round(e.seconds, 1), why=e.why)
+                store.update_conversion(cid, status="stopped")
+            self.say(f"#{cid} {paths.op}: {e}; `tileport run --resume {cid}` runs it again")
+            return Finished(cid, "stopped", str(e))
         except WorktreeEscape as e:
             self._set(store, cid, status="failed", error=str(e))
             self.say(f"#{cid} {paths.op}: stopped: {e}")
@@ -248,7 +278,7 @@ class Runner:
             return Finished(cid, "error", str(e))
 
     def _attempt(self, store: Store, stage: str, ctx: StageContext, state: RunState,
-                 parent) -> tuple[StageResult, Action, str]:
+                 parent, scope: ToolScope | None = None) -> tuple[StageResult, Action, str]:
         cid, wt, paths = ctx.conversion_id, ctx.worktree, ctx.paths
         t0 = time.perf_counter()
         before = wgit.snapshot(parent)
@@ -256,7 +286,16 @@ class Runner:
             store.log_event("stage.started", cid, stage=stage, attempt=ctx.attempt, cap=ctx.cap, repair=ctx.repair)
         self._at("started", stage, ctx.attempt)
         t1 = time.perf_counter()
-        result = self._stages()[stage](ctx)
+        scope = scope or ToolScope()
+        control.new_live(control.run_files(wt.path), f"stage {stage} attempt {ctx.attempt}/{ctx.cap} started")
+        scope.close()  # its next line opens the new live file
+        try:
+            with tool_scope(scope):
+                result = self._stages()[stage](ctx)
+        except Interrupted as e:
+            raise StageInterrupted(stage, ctx.attempt, time.perf_counter() - t1, str(e)) from None
+        if ctx.cancel.cancelled or scope.cancelled:  # stopped while a stage caught the kill: its result is not kept
+            raise StageInterrupted(stage, ctx.attempt, time.perf_counter() - t1, "stop requested")
         t2 = time.perf_counter()
         self._at("ran", stage, ctx.attempt)
         result = result.model_copy(update={"attempt": ctx.attempt, "cap": ctx.cap,

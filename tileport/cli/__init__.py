@@ -16,7 +16,7 @@ from tileport.errors import UserError
 
 # Subcommand modules, in the order `tileport --help` lists them. Each defines register(subparsers).
 COMMANDS = ("run", "analyze", "draft", "build_rust", "ir_diff", "gate", "model", "status", "approve", "reject", "merge",
-            "worktrees", "doctor", "offline", "tui")
+            "worktrees", "doctor", "offline", "tui", "stop")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -22,6 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="DB", help="store to open (default: the config's store)")
     p.add_argument("--readonly", action="store_true", help="watch only: every action that writes is refused")
     p.add_argument("--no-doctor", action="store_true", help="skip the toolchain check in the header")
+    p.add_argument("--model", metavar="URL|scripted:TRANSCRIPT|none",
+                   help="who writes kernels for conversions started here (c): as `tileport run --model`")
     p.set_defaults(func=run)
 
 
@@ -40,8 +42,36 @@ def run(args: argparse.Namespace) -> int:
     from tileport.tui import TileportApp
 
     app = TileportApp(store_path(args, config), config, repo=args.repo, readonly=args.readonly,
-                      doctor=not args.no_doctor)
+                      doctor=not args.no_doctor, model=args.model)
     app.run()
+    return after_exit(app)
+
+
+def after_exit(app) -> int:
+    """Once the screen is gone nothing may keep converting unseen: whatever quitting could not stop in time is
+    waited for here, and ctrl+c stops it at once (no traceback)."""
+    import time
+
+    left = app.actions.running_here()
+    if left:
+        print(f"tileport: waiting for {' '.join(f'#{c}' for c in left)} to record the interrupted step "
+              "(ctrl+c: stop now)", flush=True)
+        app.actions.closing = True
+        try:
+            while app.actions.running_here():
+                time.sleep(0.1)
+        except KeyboardInterrupt:
+            runner = app.actions._runner
+            for cid in app.actions.running_here():
+                if runner is not None:
+                    runner.stop(cid)
+            deadline = time.monotonic() + 10
+            while app.actions.running_here() and time.monotonic() < deadline:
+                try:
+                    time.sleep(0.1)
+                except KeyboardInterrupt:
+                    break
+            print("tileport: stopped", flush=True)
     return int(app.return_code or 0)
 
 
@@ -75,4 +105,4 @@ def run_default(argv_config: str | None = None) -> int:
 
     app = TileportApp(store, config, repo=root, autostart=[str(op) for op in ops], model="none")
     app.run()
-    return int(app.return_code or 0)
+    return after_exit(app)

@@ -9,7 +9,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -53,6 +56,126 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+class Interrupted(Exception):
+    """The tool was stopped on request (`tileport stop`, the dashboard's stop): its process group is dead."""
+
+
+class ToolScope:
+    """The tools one stage attempt runs: `cancel()` (any thread) kills their process groups at once, and
+    `output` (when set) receives every line they print as it comes, for the dashboard's live view."""
+
+    def __init__(self, output: Path | None = None) -> None:
+        self.output = output
+        self._lock = threading.Lock()
+        self._pids: set[int] = set()
+        self.cancelled = False
+        self._file = None
+        self._file_path: Path | None = None
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            pids = list(self._pids)
+        for pid in pids:
+            kill_group(pid)
+
+    def _add(self, pid: int) -> bool:
+        with self._lock:
+            if not self.cancelled:
+                self._pids.add(pid)
+            return not self.cancelled
+
+    def _drop(self, pid: int) -> None:
+        with self._lock:
+            self._pids.discard(pid)
+
+    def write(self, data: bytes | str) -> None:
+        if self.output is None:
+            return
+        if isinstance(data, str):
+            data = data.encode("utf-8", "replace")
+        with self._lock:
+            try:
+                if self._file is None or self._file_path != self.output:
+                    if self._file is not None:
+                        self._file.close()
+                    self._file, self._file_path = open(self.output, "ab", buffering=0), self.output
+                self._file.write(data if data.endswith(b"\n") else data + b"\n")
+            except OSError:
+                pass  # the live view is best effort; the record keeps the output
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def note(self, text: str) -> None:
+        """A progress line of tileport's own ("compiling crate 3/9"); the dashboard shows the newest as `now`."""
+        self.write(f"{NOTE}{text}")
+
+
+NOTE = "[tileport] "  # prefix of tileport's own lines in a live output file
+_SCOPE: ContextVar[ToolScope | None] = ContextVar("tileport_tool_scope", default=None)
+
+
+@contextmanager
+def tool_scope(scope: ToolScope):
+    """Run tools under `scope` in this context (threads started with `contextvars.copy_context()` inherit it)."""
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+
+
+def in_scope(fn):
+    """`fn` bound to the calling context's tool scope, for work handed to a thread pool."""
+    scope = _SCOPE.get()
+    if scope is None:
+        return fn
+
+    def bound(*args, **kw):
+        with tool_scope(scope):
+            return fn(*args, **kw)
+    return bound
+
+
+def _pump(stream, buf: bytearray, scope: ToolScope) -> None:
+    for line in iter(stream.readline, b""):
+        buf.extend(line)
+        scope.write(line)
+    stream.close()
+
+
+def _wait_streaming(proc: subprocess.Popen, input: bytes | None, timeout: float | None,
+                    scope: ToolScope) -> tuple[bytes, bytes, bool]:
+    """communicate(), but each line also goes to the scope's live output as it is printed; kills the
+    process group on timeout. Returns (stdout, stderr, timed out)."""
+    out, err = bytearray(), bytearray()
+    pumps = [threading.Thread(target=_pump, args=(s, b, scope), daemon=True)
+             for s, b in ((proc.stdout, out), (proc.stderr, err))]
+    for t in pumps:
+        t.start()
+    if proc.stdin is not None:
+        try:
+            if input:
+                proc.stdin.write(input)
+            proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill_group(proc.pid)
+        proc.wait()
+    for t in pumps:
+        t.join()
+    return bytes(out), bytes(err), timed_out
 
 
 @dataclass
@@ -103,6 +226,9 @@ def run_command(
 ) -> CommandResult:
     """Run argv (no shell), kill its whole process group on timeout, cap each output stream."""
     args = [str(a) for a in argv]
+    scope = _SCOPE.get()
+    if scope is not None and scope.cancelled:
+        raise Interrupted(f"stopped before `{args[0]}` started")
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -119,8 +245,18 @@ def run_command(
         return CommandResult(args, 127, "", f"{args[0]}: not found", time.monotonic() - start,
                              cwd=str(cwd) if cwd else None)
     timed_out = False
+    if scope is not None and not scope._add(proc.pid):
+        kill_group(proc.pid)
+    if scope is not None and scope.output is not None:
+        from tileport.exec.sandbox import tool_argv
+
+        own = tool_argv(args)
+        scope.note("$ " + " ".join([Path(own[0]).name, *own[1:]] if own else args)[:400])
     try:
-        out, err = proc.communicate(input=input, timeout=timeout)
+        if scope is not None and scope.output is not None:
+            out, err, timed_out = _wait_streaming(proc, input, timeout, scope)
+        else:
+            out, err = proc.communicate(input=input, timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
         kill_group(proc.pid)
@@ -131,6 +267,10 @@ def run_command(
         raise
     finally:
         kill_group(proc.pid)  # grandchildren left in the group after a normal exit
+        if scope is not None:
+            scope._drop(proc.pid)
+    if scope is not None and scope.cancelled:
+        raise Interrupted(f"`{' '.join(args)[:120]}` killed by a stop request after {time.monotonic() - start:.1f} s")
     seconds = time.monotonic() - start
     out_s, t1 = _cap(out or b"", output_cap)
     err_s, t2 = _cap(err or b"", output_cap)

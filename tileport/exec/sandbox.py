@@ -225,6 +225,18 @@ def run_sandboxed(argv: Sequence[str | os.PathLike], profile: Profile, *, cwd: s
     return result
 
 
+def tool_argv(argv: Sequence[str]) -> list[str]:
+    """The tool's own argv inside a `run_sandboxed` wrapper (the pids-cgroup `sh -c`, prlimit, bwrap), for display;
+    any other argv is returned as it is."""
+    args = [str(a) for a in argv]
+    if len(args) > 3 and Path(args[0]).name == "sh" and args[1] == "-c" and 'exec "$@"' in args[2]:
+        args = args[4:]
+    for wrapper in ("prlimit", "bwrap"):
+        if args and Path(args[0]).name == wrapper and "--" in args:
+            args = args[args.index("--") + 1:]
+    return args
+
+
 def toolchain_readable(*paths: str | os.PathLike | None) -> tuple[Path, ...]:
     """CARGO_HOME, RUSTUP_HOME and the given paths (those that exist), for `Profile.readable`."""
     home = Path.home()

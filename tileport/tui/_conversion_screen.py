@@ -10,16 +10,22 @@ from tileport.validators.analysis.triton.record import reference_summary
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, RichLog, Select, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, RichLog, Static, TabbedContent, TabPane
 
+from tileport.exec.sandbox import tool_argv
+from tileport.tui._code_view import MODES, CodeView
 from tileport.tui._ir_diff_view import IRDiffView
 from tileport.tui._perf_view import PerfPanel
-from tileport.tui.view import (STAGE_NAMES, STAGE_ORDER, AttemptRow, conversion_rows, ir_pairs, perf_view, timeline,
-                               verdict_style)
+from tileport.tui.view import (STAGE_NAMES, STAGE_ORDER, AttemptRow, LiveTail, conversion_rows, elapsed_text,
+                               ir_pairs, perf_view, running_stages, timeline, verdict_style)
 
 LOG_LINES = 2000  # bounded scrollback; `l` opens the whole log in $PAGER
+LIVE_LINES = 500  # the running stage's tool output kept on screen
+
+
+TIMELINE_KEYS = ("n", "stage", "attempt", "verdict", "class", "secs", "tokens", "next", "why", "commit", "summary")
 
 
 def event_line(ev: dict) -> Text:
@@ -57,6 +63,13 @@ class ConversionScreen(Screen):
         Binding("4", "tab('log')", "log", show=False),
         Binding("5", "tab('irdiff')", "IR diff"),
         Binding("6", "tab('perf')", "perf"),
+        Binding("7", "tab('code')", "code"),
+        Binding("v", "code_mode", "code view", show=False),
+        Binding("left", "scroll_x(-1)", "scroll left", show=False, priority=True),
+        Binding("right", "scroll_x(1)", "scroll right", show=False, priority=True),
+        Binding("n", "ir('next')", "next diff", show=False),
+        Binding("N", "ir('prev')", "prev diff", show=False),
+        Binding("d", "ir('differences')", "differences only", show=False),
         Binding("r", "app.rerun", "rerun stage"),
         Binding("a", "app.approve", "approve"),
         Binding("j", "app.reject", "reject"),
@@ -71,33 +84,47 @@ class ConversionScreen(Screen):
         self.conversion_id = conversion_id
         self._attempts: list[AttemptRow] = []
         self._pairs = []
+        self._live: LiveTail | None = None
+        self._code_mode = 0
+        self._commands: list[dict] = []
+        self._artifacts: list[dict] = []
+        self._selected_run: int | None = None
+        self._running_row = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="conv-head")
         yield Static("", id="conv-counters")
         with TabbedContent(initial="timeline"):
             with TabPane("Timeline", id="timeline"):
-                yield DataTable(id="timeline-table", cursor_type="row", zebra_stripes=True)
+                with Vertical():
+                    yield DataTable(id="timeline-table", cursor_type="row", zebra_stripes=True)
+                    yield Static("", id="now")
+                    yield RichLog(id="live", max_lines=LIVE_LINES, wrap=False)
             with TabPane("Commands", id="commands"):
-                yield DataTable(id="commands-table", cursor_type="row", zebra_stripes=True)
+                with Vertical():
+                    yield Static("", id="commands-of", classes="run-of")
+                    yield DataTable(id="commands-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Artifacts", id="artifacts"):
-                yield DataTable(id="artifacts-table", cursor_type="row", zebra_stripes=True)
+                with Vertical():
+                    yield Static("", id="artifacts-of", classes="run-of")
+                    yield DataTable(id="artifacts-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Log", id="log"):
                 yield RichLog(id="conv-log", max_lines=LOG_LINES, wrap=False)
             with TabPane("IR diff", id="irdiff"):
-                with Vertical():
-                    yield Select([], id="ir-pair", prompt="IR self-check pair")
+                with Horizontal(id="ir-layout"):
+                    yield DataTable(id="ir-pair-list", cursor_type="row")
                     yield IRDiffView(id="ir-view")
             with TabPane("Performance", id="perf"):
                 yield PerfPanel(id="perf-panel")
+            with TabPane("Code", id="code"):
+                yield CodeView(id="code-view")
         yield Static("", id="why-not")
-        yield Footer()
+        yield Static("", id="keys")
 
     def on_mount(self) -> None:
         t = self.query_one("#timeline-table", DataTable)
-        for key, label in (("n", "#"), ("stage", "stage"), ("attempt", "attempt/cap"), ("verdict", "verdict"),
-                           ("class", "class"), ("secs", "seconds"), ("tokens", "tokens"), ("next", "routed to"),
-                           ("why", "why"), ("commit", "commit"), ("summary", "summary")):
+        for key, label in zip(TIMELINE_KEYS, ("#", "stage", "attempt/cap", "verdict", "class", "seconds", "tokens",
+                                              "routed to", "why", "commit", "summary")):
             t.add_column(label, key=key)
         c = self.query_one("#commands-table", DataTable)
         for key, label in (("seq", "#"), ("exit", "exit"), ("secs", "seconds"), ("argv", "command"), ("cwd", "cwd")):
@@ -106,6 +133,10 @@ class ConversionScreen(Screen):
         for key, label in (("kind", "kind"), ("bytes", "bytes"), ("sha", "sha256"), ("path", "path")):
             a.add_column(label, key=key)
         self.refresh_all()
+        self.query_one("#timeline-table", DataTable).focus()
+        self._show_keys()
+        self._tick_running()
+        self.set_interval(0.5, self._tick_running)
         log = self.query_one("#conv-log", RichLog)
         for ev in self.app.store.events(self.conversion_id)[-LOG_LINES:]:
             log.write(event_line(ev))
@@ -118,19 +149,20 @@ class ConversionScreen(Screen):
             self.query_one("#conv-head", Static).update(f"conversion {self.conversion_id} is not in the store")
             return
         row = rows[0]
-        head = Text()
+        head = Text(no_wrap=True, overflow="ellipsis")  # two lines at any width; enter on a row has the rest
         head.append(f"#{row.id} {row.op} {row.kernel}  ", style="bold")
         head.append(row.status, style=verdict_style(row.verdict) if row.status != "running" else "yellow")
-        head.append(f"  branch {row.branch or '-'}  head {(row.head_commit or '-')[:12]}  worktree {row.worktree or '-'}")
-        head.append(f"  approval {row.approval}")
+        head.append(f"  approval {row.approval}  head {(row.head_commit or '-')[:10]}")
+        head.append(f"\nbranch {row.branch or '-'}  worktree {row.worktree or '-'}", style="dim")
         ref = reference_summary(app.store.stage_runs(self.conversion_id))
         if ref:
             head.append(f"\n{ref}", style="yellow" if "IR gate" in ref else "")
         self.query_one("#conv-head", Static).update(head)
-        counters = Text("retries: ")
+        counters = Text("retries: ", no_wrap=True, overflow="ellipsis")
         for s in STAGE_ORDER:
             n, cap = row.attempts[s]
-            counters.append(f"{s} {STAGE_NAMES[s]} {n}/{cap}  ", style="red" if cap and n >= cap else "")
+            label = f"{s} {n}/{cap}  " if self.size.width and self.size.width < 120 else f"{s} {STAGE_NAMES[s]} {n}/{cap}  "
+            counters.append(label, style="red" if cap and n >= cap else "")
         self.query_one("#conv-counters", Static).update(counters)
         self._refresh_timeline()
         self.query_one("#perf-panel", PerfPanel).show(perf_view(app.store, self.conversion_id, app.gate))
@@ -142,15 +174,57 @@ class ConversionScreen(Screen):
         self.query_one("#why-not", Static).update(
             Text(f"merge: {'ready (every gate passed on HEAD, approved)' if reason is None else reason}", style="dim"))
 
+    # --- the running attempt: a timeline row with elapsed time and what it does now, and its tools' output -----
+    def _tick_running(self) -> None:
+        rows = conversion_rows(self.app.store, self.app.caps, [self.conversion_id])
+        row = rows[0] if rows else None
+        run = row.running if row else None
+        t = self.query_one("#timeline-table", DataTable)
+        if self._live is None and row is not None and row.worktree:
+            from tileport.agents.control import run_files
+
+            self._live = LiveTail(run_files(row.worktree).live)
+        live = self.query_one("#live", RichLog)
+        if self._live is not None and run is not None:
+            fresh, lines = self._live.read_new()
+            if fresh:
+                live.clear()
+            if lines:  # one write per tick, not per line: a chatty build must not flood the UI
+                chunk = Text()
+                for i, line in enumerate(lines[-LIVE_LINES:]):
+                    chunk.append(("\n" if i else "") + line, style="dim" if line.startswith(LiveTail.NOTE) else "")
+                live.write(chunk)
+        now = self._live.now if (self._live is not None and run is not None) else ""
+        self.query_one("#now", Static).update(
+            Text(f"now: {now}", style="yellow") if run else
+            Text("no stage running" + (f" (status {row.status})" if row else ""), style="dim"))
+        if run is None:
+            if self._running_row:
+                t.remove_row("running")
+                self._running_row = False
+            return
+        cells = (str(len(self._attempts) + 1), f"{run.stage} {STAGE_NAMES.get(run.stage, '')}",
+                 f"{run.attempt}/{run.cap if run.cap is not None else '-'}", Text("RUNNING", style="yellow"), "",
+                 elapsed_text(run.elapsed()), "", "", "", "", Text(f"now: {now}" if now else "started", style="yellow"))
+        if not self._running_row:
+            t.add_row(*cells, key="running")
+            self._running_row = True
+        else:
+            for key, value in zip(TIMELINE_KEYS, cells):
+                t.update_cell("running", key, value)
+
     def _refresh_timeline(self) -> None:
         t = self.query_one("#timeline-table", DataTable)
         attempts = timeline(self.app.store, self.conversion_id)
+        if self._running_row and len(attempts) > len(self._attempts):
+            t.remove_row("running")  # the finished attempt takes its place; the next running row follows it
+            self._running_row = False
         for i, r in enumerate(attempts[len(self._attempts):], start=len(self._attempts)):
             t.add_row(str(i + 1), f"{r.stage} {STAGE_NAMES.get(r.stage, '')}",
                       f"{r.attempt}/{r.cap if r.cap is not None else '-'}",
                       Text(r.verdict, style=verdict_style(r.verdict)), r.fail_class or "",
                       "-" if r.seconds is None else f"{r.seconds:.1f}", str(r.tokens or ""),
-                      r.routed_to or "", r.route_reason or "", (r.commit or "")[:10], r.summary[:120],
+                      r.routed_to or "", Text(r.route_reason or ""), (r.commit or "")[:10], Text(r.summary[:120]),
                       key=str(r.run_id))
         if len(attempts) > len(self._attempts) and attempts:
             t.move_cursor(row=len(attempts) - 1)
@@ -159,39 +233,99 @@ class ConversionScreen(Screen):
 
     def _show_run(self, run_id: int) -> None:
         store = self.app.store
+        run = next((a for a in self._attempts if a.run_id == run_id), None)
+        what = (f"{run.stage} {STAGE_NAMES.get(run.stage, '')} attempt {run.attempt} ({run.verdict})" if run
+                else f"run {run_id}")
+        self._commands = store.stage_commands(run_id)
+        self._artifacts = store.stage_artifacts(run_id)
+        for box, n, kind in (("#commands-of", len(self._commands), "commands"),
+                             ("#artifacts-of", len(self._artifacts), "artifacts")):
+            self.query_one(box, Static).update(Text(f"{n} {kind} of {what}; pick another run in the timeline (1); "
+                                                    "enter: full text", style="dim"))
         c = self.query_one("#commands-table", DataTable)
         c.clear()
-        for cmd in store.stage_commands(run_id):
+        for cmd in self._commands:
             c.add_row(str(cmd["seq"]), Text(str(cmd["exit_code"]), style="green" if cmd["exit_code"] == 0 else "red"),
-                      f"{cmd['seconds'] or 0:.2f}", " ".join(cmd["argv"])[:200], cmd.get("cwd") or "")
+                      f"{cmd['seconds'] or 0:.2f}", Text(" ".join(tool_argv(cmd["argv"]))), Text(cmd.get("cwd") or ""))
         a = self.query_one("#artifacts-table", DataTable)
         a.clear()
-        for art in store.stage_artifacts(run_id):
-            a.add_row(art["kind"], str(art["bytes"]), (art["sha256"] or "")[:16], art["path"])
+        for art in self._artifacts:
+            a.add_row(art["kind"], str(art["bytes"]), (art["sha256"] or "")[:16], Text(art["path"]))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "timeline-table" and event.row_key.value:
-            self._show_run(int(event.row_key.value))
+        if event.data_table.id == "ir-pair-list" and event.row_key.value is not None:
+            self._open_pair(int(event.row_key.value))
+        if event.data_table.id == "timeline-table" and event.row_key.value and event.row_key.value.isdigit():
+            self._selected_run = int(event.row_key.value)
+            self._show_run(self._selected_run)
 
     def _refresh_pairs(self) -> None:
         pairs = ir_pairs(self.app.store, self.conversion_id)
         if [(p.label, p.reference, p.port) for p in pairs] == [(p.label, p.reference, p.port) for p in self._pairs]:
             return
         self._pairs = pairs
-        sel = self.query_one("#ir-pair", Select)
-        sel.set_options([(f"{p.label} ({p.verdict or '?'})", i) for i, p in enumerate(pairs)])
-        view = self.query_one("#ir-view", IRDiffView)
-        if pairs:
-            sel.value = 0
-        else:
-            view.show_message("no IR self-check yet: stage B writes the kernel, then compares its Tile IR "
-                              "with the reference's")
+        lst = self.query_one("#ir-pair-list", DataTable)
+        if not lst.columns:
+            lst.add_column("IR pair", key="label")
+            lst.add_column("verdict", key="verdict")
+        lst.clear()
+        for i, p in enumerate(pairs):
+            lst.add_row(Text(p.label), Text(p.verdict or "?", style=verdict_style(p.verdict)), key=str(i))
+        if not pairs:
+            self.query_one("#ir-view", IRDiffView).show_message(
+                "no IR self-check yet: stage B writes the kernel, then compares its Tile IR with the reference's")
 
-    def on_select_changed(self, event: Select.Changed) -> None:
-        if event.select.id == "ir-pair" and isinstance(event.value, int):
-            pair = self._pairs[event.value]
+    def _open_pair(self, i: int) -> None:
+        if 0 <= i < len(self._pairs) and getattr(self, "_pair_shown", None) != i:
+            self._pair_shown = i
+            pair = self._pairs[i]
             self.query_one("#ir-view", IRDiffView).show_message(f"diffing {pair.label} ...")
             self._diff(pair)
+
+    def action_ir(self, what: str) -> None:
+        if self.query_one(TabbedContent).active != "irdiff":
+            return
+        view = self.query_one("#ir-view", IRDiffView)
+        if what == "differences":
+            view.toggle_differences()
+        else:
+            view.jump(1 if what == "next" else -1)
+
+    # --- the whole text of a row (enter) --------------------------------------------------------------------
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        from tileport.tui._modals import DetailScreen
+
+        key = event.row_key.value
+        tid = event.data_table.id
+        text = None
+        if tid == "timeline-table" and key and key.isdigit():
+            run = next((a for a in self._attempts if a.run_id == int(key)), None)
+            if run is not None:
+                text = (f"{run.stage} {STAGE_NAMES.get(run.stage, '')} attempt {run.attempt}/{run.cap}: {run.verdict}"
+                        f"{f' ({run.fail_class})' if run.fail_class else ''}\ncommit {run.commit or '-'}\n"
+                        f"seconds {run.seconds}  tokens {run.tokens}\nrouted to {run.routed_to or '-'}: "
+                        f"{run.route_reason or ''}\n\n{run.summary}\n\ndetails:\n"
+                        + json.dumps(run.details, indent=1, default=str)[:20000])
+        elif tid == "timeline-table" and key == "running":
+            text = "running now: " + (self._live.now if self._live else "") + "\n\n" + "\n".join(
+                str(line.text) for line in self.query_one("#live", RichLog).lines[-200:])
+        elif tid == "commands-table" and 0 <= event.cursor_row < len(self._commands):
+            cmd = self._commands[event.cursor_row]
+            own = tool_argv(cmd["argv"])
+            text = (f"$ {' '.join(own)}\n\nexit {cmd['exit_code']}  {cmd['seconds']} s\ncwd {cmd.get('cwd') or '-'}"
+                    + (f"\n\nas run (sandbox wrapper included):\n{' '.join(cmd['argv'])}" if own != cmd["argv"] else ""))
+        elif tid == "artifacts-table" and 0 <= event.cursor_row < len(self._artifacts):
+            art = self._artifacts[event.cursor_row]
+            text = f"{art['kind']}  {art['bytes']} bytes\nsha256 {art['sha256']}\n{art['path']}"
+        elif tid == "ir-pair-list" and key is not None:
+            self._open_pair(int(key))
+            return
+        elif tid == "ir-findings" and key is not None:
+            text = self.query_one("#ir-view", IRDiffView).finding_text(int(key))
+        elif tid == "ir-rows" and key is not None:
+            text = self.query_one("#ir-view", IRDiffView).row_text(key)
+        if text:
+            self.app.push_screen(DetailScreen(text))
 
     @work(thread=True, exclusive=True, group="ir-diff")
     def _diff(self, pair) -> None:
@@ -216,12 +350,87 @@ class ConversionScreen(Screen):
                 log.write(event_line(ev))
         self.refresh_all()
 
+    FOCUS = {"timeline": "#timeline-table", "commands": "#commands-table", "artifacts": "#artifacts-table",
+             "log": "#conv-log", "irdiff": "#ir-rows", "perf": "#perf-table", "code": "#code-left"}
+
+    def _show_keys(self) -> None:
+        """The key hints, drawn once: Textual's Footer recomposes on every focus change, which made a tab
+        switch cost a second on a loaded machine (benchmarks/bench_tui.py --latency). Writes are left out of a
+        read-only dashboard, as check_action refuses them."""
+        hints = Text(no_wrap=True, overflow="ellipsis")
+        for b in [*self.BINDINGS, *self.app.BINDINGS]:
+            if not b.show:
+                continue
+            action = b.action.removeprefix("app.").split("(")[0]
+            if self.app.check_action(action, ()) is False:
+                continue
+            key = {"escape": "esc", "question_mark": "?"}.get(b.key, b.key)
+            hints.append(f" {key} ", style="bold reverse")
+            hints.append(f" {b.description}  ")
+        self.query_one("#keys", Static).update(hints)
+
+    def on_resize(self, event) -> None:
+        self.set_class(event.size.width < 120, "narrow")  # IR diff and code view stack instead of side by side
+        if self.is_mounted:
+            self.refresh_all()
+
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+        # the tab's content takes the focus (enter opens its rows; no Footer to recompose on focus changes)
+        self.call_after_refresh(lambda: self.query_one(self.FOCUS[tab]).focus())
+        if tab == "code":
+            self._load_code()
+
+    def action_scroll_x(self, step: int) -> None:
+        """left/right scroll the active tab's table or text sideways (they never switch tabs)."""
+        target = self.query_one(self.FOCUS[self.query_one(TabbedContent).active])
+        target.scroll_relative(x=8 * step, animate=False)
+        if tab == "code":
+            self._load_code()
+
+    def action_code_mode(self) -> None:
+        self._code_mode = (self._code_mode + 1) % len(MODES)
+        self.action_tab("code")
+
+    @work(thread=True, exclusive=True, group="code")
+    def _load_code(self) -> None:
+        from tileport.tui import code
+
+        view = self.query_one("#code-view", CodeView)
+        store = self.app.store
+        conv = store.conversion(self.conversion_id)
+        wt = Path(conv["worktree"]) if conv.get("worktree") else None
+        call = self.app.call_from_thread
+        if wt is None or not wt.is_dir():
+            call(view.show_message, "no worktree on disk for this conversion: nothing to show")
+            return
+        head = conv.get("head_commit") or "HEAD"
+        op = Path(conv["op_path"]).stem
+        if self._code_mode == 0:
+            call(view.show_sides, code.sides(wt, head, conv["op_path"]), op)
+        elif self._code_mode == 1:
+            base = conv.get("base_commit") or "HEAD"
+            call(view.show_diff, 1, f"{conv.get('branch') or 'branch'} {head[:10]} against its base {base[:10]}",
+                 code.branch_diff(wt, base, head, conv["op_path"]))
+        else:
+            runs = [a for a in self._attempts if a.commit]
+            chosen = next((a for a in runs if a.run_id == self._selected_run), runs[-1] if runs else None)
+            older = next((a for a in reversed(runs[: runs.index(chosen)]) if a.stage == chosen.stage), None) \
+                if chosen else None
+            if chosen is None or older is None:
+                call(view.show_diff, 2, "highlight an attempt in the timeline (1) that has an earlier attempt of its "
+                                        "stage", "")
+                return
+            call(view.show_diff, 2, f"{chosen.stage}{chosen.attempt} ({chosen.commit[:10]}) against "
+                                    f"{older.stage}{older.attempt} ({older.commit[:10]})",
+                 code.attempt_diff(wt, older.commit, chosen.commit, conv["op_path"]))
 
     def kernel_path(self) -> Path | None:
-        rows = conversion_rows(self.app.store, self.app.caps, [self.conversion_id])
-        if not rows or not rows[0].worktree:
+        """The port's kernel.rs in the worktree (ports/<op>/kernel.rs, what stage B commits), not the build copy."""
+        conv = self.app.store.conversion(self.conversion_id)
+        if not conv.get("worktree"):
             return None
-        hits = sorted(Path(rows[0].worktree).glob("**/kernel.rs"))
-        return hits[0] if hits else None
+        from tileport.tui.code import port_dir
+
+        path = Path(conv["worktree"]) / port_dir(conv["op_path"]) / "kernel.rs"
+        return path if path.is_file() else None

@@ -5,12 +5,13 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from tileport.tui.view import ConversionRow, verdict_style
+from tileport.tui.view import ConversionRow, elapsed_text, verdict_style
 
-# (key, label, width): fixed widths, so a thousand rows need no per-cell measuring (open < 1 s)
-COLUMNS = (("id", "id", 5), ("op", "op", 20), ("kernel", "kernel", 24), ("stage", "stage", 5),
-           ("verdict", "verdict", 15), ("attempts", "attempts / caps", 22), ("geomean", "geomean", 7),
-           ("worst", "worst", 6), ("approval", "approval", 16), ("status", "status", 10))
+# (key, label, width): fixed widths, so a thousand rows need no per-cell measuring (open < 1 s). In priority
+# order: at 80 columns id, op, stage, verdict, status and geomean stay visible; the rest scroll (right/left).
+COLUMNS = (("id", "id", 4), ("op", "op", 18), ("stage", "stage", 5), ("verdict", "verdict", 15),
+           ("status", "status", 8), ("geomean", "geomean", 7), ("worst", "worst", 6),
+           ("attempts", "attempts / caps", 22), ("approval", "approval", 16), ("kernel", "kernel", 24))
 
 
 def _clip(text: str, width: int) -> str:
@@ -22,16 +23,18 @@ def cells(row: ConversionRow, gate: float, config_max: float = 1.10) -> dict[str
         f"{row.geomean:.3f}", style="green" if row.geomean <= gate else "red")
     worst = Text("-", style="dim") if row.worst is None else Text(
         f"{row.worst:.2f}", style="green" if row.worst <= config_max else "red")
+    run = row.running
     return {
-        "id": str(row.id), "op": _clip(row.op, 20), "kernel": _clip(row.kernel, 24),
-        "stage": row.stage or "-",
-        "verdict": Text(row.verdict or "-", style=verdict_style(row.verdict)),
+        "id": str(row.id), "op": Text(_clip(row.op, 18)), "kernel": Text(_clip(row.kernel, 24)),
+        "stage": f"{run.stage}▶" if run else row.stage or "-",
+        "verdict": Text(f"RUNNING {elapsed_text(run.elapsed())}", style="yellow") if run else
+        Text(row.verdict or "-", style=verdict_style(row.verdict)),
         "attempts": row.attempts_text() or "-",
         "geomean": geo,
         "worst": worst,
         "approval": Text(row.approval, style="green" if row.approval == "approved" else
                          "yellow" if row.approval.startswith("stale") else "red" if row.approval == "rejected" else "dim"),
-        "status": row.status,
+        "status": Text(row.status),
     }
 
 
@@ -60,6 +63,9 @@ class ConversionsTable(DataTable):
                     if old[key] != plain[key]:
                         self.update_cell(str(row.id), key, values[key])
             self._shown[row.id] = plain
+
+    def running_ids(self) -> list[int]:
+        return [cid for cid, cells_ in self._shown.items() if cells_["verdict"].startswith("RUNNING")]
 
     def selected_id(self) -> int | None:
         if not self.row_count:

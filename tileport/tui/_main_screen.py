@@ -8,24 +8,39 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from tileport.tui._conversions_table import ConversionsTable
-from tileport.tui.view import conversion_rows
+from rich.text import Text
+
+from tileport.tui.view import conversion_rows, next_step
 
 
 class MainScreen(Screen):
     BINDINGS = [
         Binding("enter", "open", "open", show=True),
+        Binding("r", "app.rerun", "rerun", show=False),
+        Binding("a", "app.approve", "approve", show=False),
+        Binding("j", "app.reject", "reject", show=False),
+        Binding("m", "app.merge", "merge", show=False),
     ]
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield Static(self.app.toolchain_text, id="toolchain")
         yield ConversionsTable(self.app.gate, self.app.config.perf.config_max, id="conversions")
+        yield Static("", id="next-step")
         yield Static("", id="main-status")
         yield Footer()
 
     def on_mount(self) -> None:
         self.reload()
         self.query_one(ConversionsTable).focus()
+        self.set_interval(1.0, self._tick_running)
+
+    def _tick_running(self) -> None:
+        """Running rows show their stage's elapsed time: re-read only those, once a second."""
+        table = self.query_one(ConversionsTable)
+        ids = table.running_ids()
+        if ids:
+            table.upsert(conversion_rows(self.app.store, self.app.caps, ids))
 
     def show_toolchain(self, text: str) -> None:
         self.query_one("#toolchain", Static).update(text)
@@ -38,6 +53,7 @@ class MainScreen(Screen):
         rows = conversion_rows(self.app.store, self.app.caps)
         table.upsert(rows[: self.FIRST_PAGE])
         self._status(len(rows))
+        self.show_next_step(rows)
         self._pending = rows[self.FIRST_PAGE:]
         if self._pending:
             self.call_after_refresh(self._load_more)
@@ -61,9 +77,19 @@ class MainScreen(Screen):
         table = self.query_one(ConversionsTable)
         table.upsert(conversion_rows(self.app.store, self.app.caps, ids))
         self._status(table.row_count)
+        self.show_next_step()
 
     def selected_id(self) -> int | None:
         return self.query_one(ConversionsTable).selected_id()
+
+    def show_next_step(self, rows=None) -> None:
+        app = self.app
+        if rows is None:
+            rows = conversion_rows(app.store, app.caps) if self.query_one(ConversionsTable).row_count <= 2000 else []
+        text = next_step(rows, list(app.config.targets), app.gpu_detail, app.config.gpu.command_prefix)
+        box = self.query_one("#next-step", Static)
+        box.update(Text(text, style="bold magenta") if text else "")
+        box.display = bool(text)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:

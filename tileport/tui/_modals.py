@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Input, Markdown, Static
+from textual.widgets import Button, Input, Markdown, Static
 
 HELP = """\
 # tileport dashboard
@@ -18,29 +18,37 @@ shows up live. Keys:
 |---|---|---|
 | enter | conversions | open the conversion |
 | s | anywhere | start / resume the selected conversion |
-| x | anywhere | stop it (its state stays in the store; resume later) |
+| x | anywhere | stop it now: its running tool is killed, the attempt recorded as interrupted (resume with s) |
+| c | anywhere | convert another op: the path of your own cuTile Python file |
+| u | anywhere | the end-of-run summary (counts, time, what needs a person) |
 | r | conversion | rerun a stage (asks which) |
 | a / j | conversion | approve / reject the current commit (reject asks for a reason) |
 | m | conversion | merge (only after every gate passed on this commit and it is approved) |
-| e | conversion | open kernel.rs in `$EDITOR` |
+| e | conversion | open the port's kernel.rs in `$EDITOR` (not while a stage runs); then commit it as a human attempt |
+| 7, v | conversion | code: kernel.rs beside the Python op; v: branch diff, diff between attempts |
 | o | conversion | open the worktree in `$SHELL` |
 | l | conversion | open the full log in `$PAGER` |
 | 1-6 | conversion | timeline, commands, artifacts, log, IR diff, performance |
 | n / N | IR diff | next / previous differing row |
 | ctrl+p | anywhere | command palette |
 | escape | conversion | back to the list |
-| q | anywhere | quit (running work keeps its state in the store) |
+| q, ctrl+c | anywhere | quit; with work running it asks: stop it, leave it running in the background, or cancel |
 
 An action that is not possible says why at the bottom of the screen instead of doing nothing.
 """
 
 
 class HelpScreen(ModalScreen[None]):
+    """Scrolls (up/down, page keys, the mouse) when the terminal is shorter than the help."""
+
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="help-box"):
+        with VerticalScroll(id="help-box"):
             yield Markdown(HELP)
+
+    def on_mount(self) -> None:
+        self.query_one("#help-box").focus()
 
 
 class ReasonScreen(ModalScreen[str | None]):
@@ -48,21 +56,102 @@ class ReasonScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "cancel")]
 
-    def __init__(self, prompt: str) -> None:
+    def __init__(self, prompt: str, placeholder: str = "reason (required)", required: str = "a reason is required",
+                 ) -> None:
         super().__init__()
         self.prompt = prompt
+        self.placeholder = placeholder
+        self.required = required
 
     def compose(self) -> ComposeResult:
         with Vertical(id="reason-box"):
             yield Static(self.prompt)
-            yield Input(placeholder="reason (required)", id="reason")
+            yield Input(placeholder=self.placeholder, id="reason")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         value = event.value.strip()
         if not value:
-            self.notify("a reason is required", severity="warning")
+            self.notify(self.required, severity="warning")
             return
         self.dismiss(value)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class QuitScreen(ModalScreen[str | None]):
+    """`q` (or ctrl+c) while this dashboard drives conversions: stop them, leave them running, or cancel."""
+
+    BINDINGS = [Binding("escape,c", "choose('cancel')", "cancel"), Binding("s", "choose('stop')", "stop them"),
+                Binding("b", "choose('background')", "leave running"),
+                Binding("ctrl+c", "choose('stop')", "stop them", priority=True, show=False)]
+
+    def __init__(self, running: list[str]) -> None:
+        super().__init__()
+        self.running = running
+
+    def compose(self) -> ComposeResult:
+        n = len(self.running)
+        with Vertical(id="quit-box"):
+            yield Static(f"{n} conversion{'s' * (n != 1)} running here:", id="quit-title")
+            yield Static("\n".join(f"  {r}" for r in self.running[:8])
+                         + (f"\n  ... and {n - 8} more" if n > 8 else ""), id="quit-list")
+            yield Static("s  stop them: their tools are killed now, each attempt recorded as interrupted "
+                         "(resume later with s or `tileport run --resume ID`)\n"
+                         "b  leave them running in the background: a detached `tileport` process resumes them "
+                         "(the running attempt starts again); `tileport stop ID` stops one\n"
+                         "esc  cancel: back to the dashboard", id="quit-help")
+            with Horizontal(id="quit-buttons"):
+                yield Button("Stop them (s)", id="stop", variant="error")
+                yield Button("Leave running (b)", id="background", variant="primary")
+                yield Button("Cancel (esc)", id="cancel")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id)
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(choice)
+
+
+class StoppingScreen(ModalScreen[None]):
+    """Shown while quitting waits for stopped conversions to record their interrupted attempts."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="quit-box"):
+            yield Static(self.text, id="stopping-text")
+
+
+class SummaryScreen(ModalScreen[None]):
+    """The end of a run: counts by status and verdict, how long, and what needs a person."""
+
+    BINDINGS = [Binding("escape,enter,q,u", "dismiss", "close")]
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="summary-box"):
+            yield Static(self.text, id="summary-text", markup=False)
+            yield Static("escape: close   u: show again", id="summary-keys")
+
+
+class DetailScreen(ModalScreen[None]):
+    """The whole text of a table row that the table cuts (enter on it); scrolls; escape closes."""
+
+    BINDINGS = [Binding("escape,enter,q", "dismiss", "close")]
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="detail-box"):
+            yield Static(self.text, id="detail-text", markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#detail-box").focus()

@@ -58,7 +58,7 @@ class PerfPanel(Vertical):
         self._rows = list(pv.rows)
         for r in pv.rows:
             ratio = Text(_fmt(r.ratio, 3), style="green" if r.ratio is not None and r.ratio <= pv.gate else "red")
-            t.add_row(r.config, _fmt(r.ref_ms), _fmt(r.port_ms), ratio, r.flags)
+            t.add_row(Text(r.config), _fmt(r.ref_ms), _fmt(r.port_ms), ratio, Text(r.flags))
         plot = self.query_one("#perf-plot", PlotextPlot)
         plt = plot.plt
         plt.clear_data()
@@ -78,4 +78,5 @@ class PerfPanel(Vertical):
             plt.xlim(0.5, len(ratios) + 0.5)
             plt.title(f"device time ratio per configuration (parity 1.0, gate {pv.gate:g})")
             plt.xlabel("configuration # (table order)")
+            plt.ylabel("port / reference")
         plot.refresh()

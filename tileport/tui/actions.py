@@ -37,6 +37,8 @@ class Actions:
         self._running: set[int] = set()
         self._lock = threading.Lock()
         self._runner = None
+        self.closing = False  # set when the dashboard quits: nothing new starts (a queued conversion neither)
+        self.forced: dict[int, str] = {}  # conversion -> the stage a running rerun asked for (a hand-off keeps it)
 
     # --- plumbing ----------------------------------------------------------------------------
     @property
@@ -67,6 +69,16 @@ class Actions:
         with self._lock:
             return conversion_id in self._running
 
+    def running_here(self) -> list[int]:
+        """Conversions this dashboard drives now (what quitting would stop or hand off)."""
+        with self._lock:
+            return sorted(self._running)
+
+    def _held_elsewhere(self, conv: dict) -> int | None:
+        from tileport.agents.control import holder, run_files
+
+        return holder(run_files(conv["worktree"])) if conv.get("worktree") else None
+
     # --- "why not?" -------------------------------------------------------------------------------
     def why_not(self, action: str, conversion_id: int | None = None, **kw: Any) -> str | None:
         """One line saying why `action` is not possible now, or None when it is."""
@@ -85,16 +97,26 @@ class Actions:
             store.close()
         status = conv.get("status")
         if action in ("resume", "rerun"):
+            if self.closing:
+                return "the dashboard is quitting"
             if self.running(conversion_id):
                 return f"conversion {conversion_id} is running; stop it first (x)"
             if not conv.get("worktree"):
                 return f"conversion {conversion_id} has no worktree (it was recorded by `tileport analyze`)"
+            pid = self._held_elsewhere(conv)
+            if pid is not None:
+                return f"conversion {conversion_id} is run by another tileport process ({pid}); stop it first (x)"
             if action == "resume" and status in ("done", "merged", "rejected"):
                 return f"conversion {conversion_id} is {status}; rerun a stage (r) to change it"
+            if action == "resume" and status in ("blocked", "failed"):
+                why = f": {conv['error']}" if conv.get("error") else ""
+                return (f"conversion {conversion_id} stopped {status.upper()}{why}; resuming would stop at the same "
+                        "verdict: fix the cause and rerun a stage (r)")
             return None
         if action == "stop":
-            return None if self.running(conversion_id) else (
-                f"conversion {conversion_id} is not running in this dashboard")
+            if self.running(conversion_id) or self._held_elsewhere(conv) is not None:
+                return None
+            return f"conversion {conversion_id} is not running (status {status or '?'})"
         if action in ("approve", "reject", "merge"):
             if not conv.get("branch") or not conv.get("repo"):
                 return f"conversion {conversion_id} has no branch to {action}"
@@ -131,17 +153,32 @@ class Actions:
             with self._lock:
                 self._running.discard(conversion_id)
 
-    def start(self, op_paths: list[str]) -> list[int]:
+    def start(self, op_paths: list[str], background_note=None) -> list[int]:
         """Start a conversion per op (or pick up the existing, unfinished one), then drive them from a pool."""
         if self.readonly:
             raise UserError(READONLY)
         from tileport import service
 
+        for op in op_paths:  # a bad path is refused before anything starts, in one line
+            if not Path(op).is_file():
+                raise UserError(f"{op}: no such file; give the path of a cuTile Python op (.py)")
         cids = service.start_or_reuse(self.runner, op_paths, repo=self.repo)
+        if background_note is not None:
+            for cid, op in zip(cids, op_paths):
+                background_note(f"#{cid} {Path(op).name}: converting in {self.repo} (enter opens it)")
         todo = [c for c in cids if not self.why_not("resume", c)]
         with ThreadPoolExecutor(max_workers=max(1, self.jobs), thread_name_prefix="dashboard") as pool:
-            list(pool.map(self.resume, todo))
+            list(pool.map(self._resume_unless_closing, todo))
         return cids
+
+    def _resume_unless_closing(self, conversion_id: int):
+        if self.closing:
+            return None
+        try:
+            return self.resume(conversion_id)
+        except UserError as e:  # one conversion's refusal must not end the others
+            self._log(f"#{conversion_id} not started: {e}")
+            return None
 
     def resume(self, conversion_id: int):
         reason = self.why_not("resume", conversion_id)
@@ -153,13 +190,26 @@ class Actions:
         reason = self.why_not("rerun", conversion_id)
         if reason:
             raise UserError(reason)
-        return self._drive(conversion_id, lambda: self.runner.rerun_stage(conversion_id, stage))
+        self.forced[conversion_id] = stage
+        try:
+            return self._drive(conversion_id, lambda: self.runner.rerun_stage(conversion_id, stage))
+        finally:
+            self.forced.pop(conversion_id, None)
 
-    def stop(self, conversion_id: int) -> None:
-        reason = self.why_not("stop", conversion_id)
-        if reason:
-            raise UserError(reason)
-        self.runner.stop(conversion_id)
+    def stop(self, conversion_id: int, wait_s: float = 15.0):
+        """Kill the running tool of `conversion_id` (this dashboard's or another process's) and wait for the
+        attempt to be recorded as interrupted; returns what really happened (control.StopOutcome)."""
+        from tileport.agents.control import stop_conversion
+
+        if self.readonly:
+            raise UserError(READONLY)
+        if self._runner is not None and self.running(conversion_id):
+            self._runner.stop(conversion_id)  # in-process: at once, without waiting for the stop file poll
+        store = Store(self.store_path)
+        try:
+            return stop_conversion(store, conversion_id, wait_s)
+        finally:
+            store.close()
 
     def approve(self, conversion_id: int, comment: str | None = None):
         from tileport.worktrees.approval import ApprovalRefused, approve
@@ -190,5 +240,101 @@ class Actions:
             raise UserError("; ".join(outcome.refusals) or "merge refused")
         return outcome
 
+    # --- a person's own edit of the port ---------------------------------------------------------
+    def why_not_edit(self, conversion_id: int) -> str | None:
+        if self.readonly:
+            return READONLY
+        store = Store(self.store_path)
+        try:
+            conv = store.conversion(conversion_id)
+        finally:
+            store.close()
+        if self.running(conversion_id) or conv.get("status") == "running" or self._held_elsewhere(conv) is not None:
+            return (f"conversion {conversion_id} is running a stage that may rewrite kernel.rs; stop it first (x), "
+                    "then edit")
+        return None
+
+    def edited(self, conversion_id: int) -> bool:
+        """Whether the port directory has uncommitted changes (a person's edit)."""
+        from tileport.exec.proc import run_command
+        from tileport.tui.code import port_dir
+
+        conv = self._conv(conversion_id)
+        r = run_command(["git", "status", "--porcelain", "--", port_dir(conv["op_path"])], cwd=conv["worktree"],
+                        timeout=30)
+        return r.ok and bool(r.stdout.strip())
+
+    def _conv(self, conversion_id: int) -> dict:
+        store = Store(self.store_path)
+        try:
+            return store.conversion(conversion_id)
+        finally:
+            store.close()
+
+    def commit_human_edit(self, conversion_id: int) -> str:
+        """Commit the person's edit of the port as a human attempt (no stage trailers: the router's replay and
+        the caps are unchanged; the gates recorded on the old HEAD no longer cover it, so merge needs them again)."""
+        from tileport.exec.proc import run_command
+        from tileport.tui.code import port_dir
+
+        if self.readonly:
+            raise UserError(READONLY)
+        conv = self._conv(conversion_id)
+        wt, d = conv["worktree"], port_dir(conv["op_path"])
+        for argv in (["git", "add", "--", d],
+                     ["git", "commit", "-q", "-m", f"human edit of {d}\n\nTileport-Human: edit\n"
+                                                  f"Tileport-Conversion: {conversion_id}"]):
+            r = run_command(argv, cwd=wt, timeout=60)
+            if not r.ok:
+                raise UserError(f"`{' '.join(argv[:3])}` failed in {wt}: {(r.stderr or r.stdout).strip()[:200]}")
+        sha = run_command(["git", "rev-parse", "HEAD"], cwd=wt, timeout=30).stdout.strip()
+        store = Store(self.store_path)
+        try:
+            store.update_conversion(conversion_id, head_commit=sha)
+            store.log_event("human.edit", conversion_id, commit=sha, path=d)
+        finally:
+            store.close()
+        return sha
+
+    def gate_human_edit(self, conversion_id: int) -> tuple[int, str]:
+        """Stage B's gates on the committed port (cargo build against the real cutile crates, Tile IR dump,
+        tileiras, the IR self-check against the reference), run by `tileport build-rust`; (exit code, tail)."""
+        import sys
+        import tempfile
+
+        from tileport.exec.proc import run_command
+        from tileport.tui.code import port_dir
+
+        conv = self._conv(conversion_id)
+        port = Path(conv["worktree"]) / port_dir(conv["op_path"])
+        argv = [sys.executable, "-m", "tileport", "build-rust", str(port)]
+        ref = port / ".tileport" / "reference"
+        if ref.exists():
+            argv += ["--reference", str(ref)]
+        with tempfile.TemporaryDirectory(prefix="tileport-human-gates-") as tmp:  # its own scratch store
+            r = run_command(argv, cwd=tmp, timeout=1800)
+        tail = "\n".join((r.stdout + "\n" + r.stderr).strip().splitlines()[-30:])
+        for line in tail.splitlines():
+            self._log(f"#{conversion_id} gates: {line}")
+        return r.returncode, tail
+
     def do(self, action: str, *args: Any) -> Any:
         return getattr(self, action)(*args)
+
+
+def describe(action: str, conversion_id: int, result: Any) -> str:
+    """One line saying what an action really did, from what it returned."""
+    from tileport.agents.control import StopOutcome
+    from tileport.agents.runner import Finished
+
+    if isinstance(result, StopOutcome):
+        return result.text
+    if isinstance(result, Finished):
+        return (f"{action} #{conversion_id}: {result.status.upper()}" + (f" ({result.reason})" if result.reason else ""))
+    if action in ("approve", "reject") and result is not None:
+        commit = getattr(result, "commit", "") or ""
+        return f"#{conversion_id} {action}d at {commit[:10]}"
+    if action == "merge" and result is not None:
+        target = getattr(result, "target", None) or "the base branch"
+        return f"#{conversion_id} merged into {target}"
+    return f"{action} #{conversion_id}: done"

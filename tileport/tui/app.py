@@ -23,12 +23,25 @@ from tileport.errors import UserError
 from tileport.store import Store
 from tileport.tui._conversion_screen import ConversionScreen, event_line
 from tileport.tui._main_screen import MainScreen
-from tileport.tui._modals import HelpScreen, ReasonScreen
+from tileport.tui._modals import HelpScreen, QuitScreen, ReasonScreen, StoppingScreen
 from tileport.tui._palette import TileportCommands
-from tileport.tui.actions import Actions
-from tileport.tui.view import changed_conversions, conversion_rows, newest_event_id
+from tileport.tui.actions import Actions, describe
+from tileport.tui.view import (STAGE_NAMES, changed_conversions, conversion_rows, elapsed_text, newest_event_id,
+                               next_step, running_stages)
 
 EVENTS_PER_TICK = 20_000  # events read per poll; more than that waits for the next tick
+READONLY_KEYS = {"s": "start", "x": "stop", "r": "rerun", "a": "approve", "j": "reject", "m": "merge", "e": "edit",
+                 "c": "convert"}
+WRITE_ACTIONS = {"start", "stop", "rerun", "approve", "reject", "merge", "edit", "convert"}
+
+
+def _clip_words(text: str, width: int) -> str:
+    """`text` cut at a word boundary (never inside a word like `ConnectError`), with … when cut."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text.rfind(" ", 0, width)
+    return text[: cut if cut > width // 2 else width].rstrip(",;:") + " …"
 
 
 class TileportApp(App):
@@ -38,9 +51,12 @@ class TileportApp(App):
     COMMANDS = App.COMMANDS | {TileportCommands}
     BINDINGS = [
         Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
         Binding("question_mark", "help", "help"),
         Binding("s", "start", "start/resume"),
         Binding("x", "stop", "stop"),
+        Binding("c", "convert", "convert…"),
+        Binding("u", "summary", "summary", show=False),
         Binding("ctrl+p", "command_palette", "commands", show=False),
     ]
 
@@ -62,6 +78,21 @@ class TileportApp(App):
         self._last_event = newest_event_id(self.store)
         self.toolchain_text = "toolchain: checking ..."
         self.events_seen = 0  # for the benchmark and tests: events rendered so far
+        self.exit_text: str | None = None  # printed by the CLI after the screen is gone (what quitting did)
+        self.gpu_detail: str | None = None  # the doctor's word on the GPU, for the next-step line
+        self._work_since: float | None = None  # when this dashboard's current batch of work started
+        self.summary_text: str | None = None
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """A read-only dashboard does not offer writes in the footer (pressing one still says why, on_key)."""
+        if self.readonly and action in WRITE_ACTIONS:
+            return False
+        return True
+
+    def on_key(self, event) -> None:
+        if self.readonly and event.key in READONLY_KEYS:
+            self.notify(f"{READONLY_KEYS[event.key]}: read-only dashboard (started with --readonly): use the CLI "
+                        "or a writable dashboard", severity="warning")
 
     # --- lifecycle ---------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -75,6 +106,66 @@ class TileportApp(App):
             self._set_toolchain("toolchain: not checked")
         if self.autostart and not self.readonly:
             self.run_worker(self._autostart, thread=True, group="start", exit_on_error=False)
+        self.set_interval(0.5, self._watch_work)
+
+    def _watch_work(self) -> None:
+        """When the work this dashboard started has all ended, show the end-of-run summary once."""
+        import time
+
+        busy = bool(self.actions.running_here()) or any(
+            w.group == "start" and w.is_running for w in self.workers)
+        if busy and self._work_since is None:
+            self._work_since = time.monotonic()
+        elif not busy and self._work_since is not None and not self.actions.closing:
+            seconds, self._work_since = time.monotonic() - self._work_since, None
+            self.show_summary(seconds)
+
+    def show_summary(self, seconds: float | None = None) -> None:
+        from tileport.tui._modals import SummaryScreen
+        from tileport.tui.view import run_summary
+
+        rows = conversion_rows(self.store, self.caps)
+        summary = run_summary(rows, seconds or 0.0)
+        text = summary.text()
+        if seconds is None:
+            text = text.replace(f" in {elapsed_text(0)}", "", 1)
+        step = next_step(rows, list(self.config.targets), self.gpu_detail, self.config.gpu.command_prefix)
+        if step:
+            text += "\n\n" + step
+        self.summary_text = text
+        if not isinstance(self.screen, SummaryScreen):
+            self.push_screen(SummaryScreen(text))
+
+    def action_summary(self) -> None:
+        self.show_summary()
+
+    def action_convert(self) -> None:
+        if self.readonly:
+            self.notify("convert: read-only dashboard (started with --readonly)", severity="warning")
+            return
+
+        def chosen(path: str | None) -> None:
+            if not path:
+                return
+            op = Path(path).expanduser()
+
+            def job():
+                try:
+                    cids = self.actions.start([str(op)], background_note=self.notify_from_thread)
+                except UserError as e:
+                    self.call_from_thread(self.notify, f"convert: {e}", severity="error", timeout=10)
+                else:
+                    self.call_from_thread(self.notify, f"convert {op.name}: conversion "
+                                          f"{', '.join(f'#{c}' for c in cids)} ran; see the list", timeout=8)
+            self.run_worker(job, thread=True, group="start", exit_on_error=False)
+        repo = self.actions.repo
+        self.push_screen(ReasonScreen(f"Convert which op? The path of a cuTile Python file (its conversion branches "
+                                      f"from the repository {repo}; another repository: `tileport tui --repo DIR`)",
+                                      placeholder="path/to/op.py", required="type the path of a .py file, or escape"),
+                         chosen)
+
+    def notify_from_thread(self, text: str) -> None:
+        self.call_from_thread(self.notify, text, timeout=8)
 
     def _autostart(self) -> None:
         try:
@@ -96,12 +187,16 @@ class TileportApp(App):
         from tileport.exec.doctor import run_checks
 
         checks = {c.name: c for c in run_checks(self.config)}
+        gpu = checks.get("gpu")
+        if gpu is not None and gpu.status != "ok":
+            self.gpu_detail = _clip_words(gpu.detail, 90)
         keys = ("model-endpoint", "gpu", "cargo", "tileiras", "cutile-crates")
         parts = []
         for k in keys:
             c = checks.get(k)
             if c is not None:
-                parts.append(f"{k} {c.status}" + (f" ({c.detail[:48]})" if k in ("model-endpoint", "gpu") else ""))
+                parts.append(f"{k} {c.status}" + (f" ({_clip_words(c.detail, 90)})" if k in ("model-endpoint", "gpu")
+                                                  else ""))
         self.call_from_thread(self._set_toolchain, "toolchain: " + "  ".join(parts))
 
     # --- live updates ------------------------------------------------------------------------
@@ -151,12 +246,74 @@ class TileportApp(App):
     def _background(self, action: str, cid: int, *args) -> None:
         def job():
             try:
-                self.actions.do(action, cid, *args)
+                result = self.actions.do(action, cid, *args)
             except UserError as e:
                 self.call_from_thread(self.notify, f"{action}: {e}", severity="error", timeout=8)
             else:
-                self.call_from_thread(self.notify, f"{action} #{cid}: done")
-        self.run_worker(job, thread=True, group=f"conv-{cid}", exclusive=action != "stop", exit_on_error=False)
+                if not self.actions.closing:
+                    self.call_from_thread(self.notify, describe(action, cid, result), timeout=8)
+        group = f"stop-{cid}" if action == "stop" else f"conv-{cid}"
+        self.run_worker(job, thread=True, group=group, exclusive=action != "stop", exit_on_error=False)
+
+    # --- quitting: never leave work running unseen --------------------------------------------
+    def _running_lines(self, ids: list[int]) -> list[str]:
+        rows = {r.id: r for r in conversion_rows(self.store, self.caps, ids)}
+        now = running_stages(self.store, ids)
+        out = []
+        for cid in ids:
+            r, st = rows.get(cid), now.get(cid)
+            where = (f"{st.stage} {STAGE_NAMES.get(st.stage, '')} attempt {st.attempt}, {elapsed_text(st.elapsed())}"
+                     if st else "between stages")
+            out.append(f"#{cid} {r.op if r else '?'}: {where}")
+        return out
+
+    def action_quit(self) -> None:
+        running = self.actions.running_here()
+        if not running:
+            self.actions.closing = True
+            self.exit()
+            return
+        if isinstance(self.screen, (QuitScreen, StoppingScreen)):
+            return
+        self.push_screen(QuitScreen(self._running_lines(running)), self._quit_chosen)
+
+    def _quit_chosen(self, choice: str | None) -> None:
+        if choice in ("stop", "background"):
+            ids = self.actions.running_here()
+            self.actions.closing = True
+            if not ids:  # it finished while the dialog was open: nothing to stop or hand off
+                self.exit()
+                return
+            self.push_screen(StoppingScreen(f"stopping {len(ids)} conversion{'s' * (len(ids) != 1)}: killing their "
+                                            "tools, recording the attempts as interrupted ..."))
+            self.run_worker(lambda: self._stop_and_exit(ids, choice == "background"), thread=True,
+                            group="quit", exit_on_error=False)
+
+    def _stop_and_exit(self, ids: list[int], background: bool, wait_s: float = 20.0) -> None:
+        import time
+
+        runner = self.actions._runner
+        forced = dict(self.actions.forced)  # a rerun stopped here is a rerun in the background too
+        for cid in ids:
+            if runner is not None:
+                runner.stop(cid)
+        deadline = time.monotonic() + wait_s
+        while self.actions.running_here() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = self.actions.running_here()
+        stopped = [c for c in ids if c not in left]
+        text = (f"tileport: stopped {' '.join(f'#{c}' for c in stopped)} (attempts recorded as interrupted; "
+                "resume: `tileport run --resume ID` or s in the dashboard)") if stopped else ""
+        if left:
+            text += f"\ntileport: {' '.join(f'#{c}' for c in left)} still finishing a step after {wait_s:g} s"
+        if background and stopped:
+            from tileport.tui._background import spawn
+
+            handoff = spawn(self.actions.config, self.actions.model, stopped, self.store_path.parent / "background",
+                            forced=forced)
+            text = handoff.text()
+        self.exit_text = text or None
+        self.call_from_thread(self.exit, None, 0, text or None)
 
     def action_start(self) -> None:
         cid = self.current_id()
@@ -171,8 +328,8 @@ class TileportApp(App):
     def action_stop(self) -> None:
         cid = self.current_id()
         if not self._refuse("stop", cid):
-            self.actions.stop(cid)
-            self.notify(f"stop requested for #{cid}; it stops after the running step and keeps its state")
+            self.notify(f"stopping #{cid}: killing its running tool ...")
+            self._background("stop", cid)
 
     def action_rerun(self) -> None:
         cid = self.current_id()
@@ -188,7 +345,8 @@ class TileportApp(App):
                 self.notify(f"rerun {stage}: {reason}", severity="warning")
             else:
                 self._background("rerun", cid, stage)
-        self.push_screen(ReasonScreen("Rerun which stage? (A, B, C, D, E or F)"), chosen)
+        self.push_screen(ReasonScreen("Rerun which stage? (A, B, C, D, E or F)", placeholder="stage letter: A-F",
+                                      required="type a stage letter (A-F), or escape"), chosen)
 
     def action_approve(self) -> None:
         cid = self.current_id()
@@ -220,14 +378,50 @@ class TileportApp(App):
 
     def action_edit(self) -> None:
         screen = self.screen
+        cid = self.current_id()
         path = screen.kernel_path() if isinstance(screen, ConversionScreen) else None
-        if path is None:
-            self.notify("edit: this conversion has no kernel.rs yet (stage B writes it)", severity="warning")
+        if path is None or cid is None:
+            self.notify("edit: this conversion has no kernel.rs in its worktree yet (stage B writes it)",
+                        severity="warning")
             return
         if self.readonly:
             self.notify(f"read-only: kernel.rs is at {path}", severity="warning")
             return
+        reason = self.actions.why_not_edit(cid)
+        if reason:
+            self.notify(f"edit: {reason}", severity="warning", timeout=8)
+            return
         self._external([*shlex.split(os.environ.get("EDITOR", "vi")), str(path)])
+        if not self.actions.edited(cid):
+            self.notify(f"edit #{cid}: kernel.rs unchanged; nothing to commit")
+            return
+
+        def chosen(answer: str | None) -> None:
+            answer = (answer or "").strip().lower()
+            if answer not in ("y", "c"):
+                self.notify(f"#{cid}: your edit stays uncommitted in {path.parent} (a resume or rerun discards "
+                            "uncommitted changes; press e again to commit it)", severity="warning", timeout=10)
+                return
+
+            def job():
+                try:
+                    sha = self.actions.commit_human_edit(cid)
+                    self.call_from_thread(self.notify, f"#{cid}: committed your edit as a human attempt {sha[:10]}"
+                                          + ("; running B's gates (build, Tile IR, self-check) ..." if answer == "y"
+                                             else ""), timeout=8)
+                    if answer == "y":
+                        code, tail = self.actions.gate_human_edit(cid)
+                        last = tail.splitlines()[-1] if tail else ""
+                        self.call_from_thread(self.notify, f"#{cid} B's gates on {sha[:10]}: "
+                                              + ("PASS" if code == 0 else f"FAIL (exit {code})") + f": {last[:160]}"
+                                              " (the Log tab has the output)",
+                                              severity="information" if code == 0 else "error", timeout=15)
+                except UserError as e:
+                    self.call_from_thread(self.notify, f"edit #{cid}: {e}", severity="error", timeout=10)
+            self.run_worker(job, thread=True, group=f"conv-{cid}", exclusive=True, exit_on_error=False)
+        self.push_screen(ReasonScreen(f"kernel.rs of #{cid} changed. y: commit it as a human attempt and re-run "
+                                      "B's gates on it; c: commit only; n: leave it uncommitted",
+                                      placeholder="y / c / n", required="type y, c or n (escape: n)"), chosen)
 
     def action_shell(self) -> None:
         cid = self.current_id()

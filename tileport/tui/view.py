@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,9 @@ class ConversionRow:
     head_commit: str | None
     updated_at: str
     worst: float | None = None  # the newest E run's slowest timed configuration (port / reference)
+    running: "RunningStage | None" = None  # the attempt running now, when the status is running
+    fail_class: str | None = None  # of the newest stage run
+    summary: str = ""  # of the newest stage run
 
     def attempts_text(self) -> str:
         return " ".join(f"{s}{n}/{c}" for s, (n, c) in self.attempts.items() if n)
@@ -102,10 +106,13 @@ def conversion_rows(store: Store, caps: dict[str, int], ids: list[int] | None = 
             "group by conversion_id, stage"):
         counts.setdefault(cid, {})[stage] = n
     latest: dict[int, tuple[str, str]] = {}
-    for cid, stage, verdict in db.execute(
-            f"select s.conversion_id, s.stage, s.verdict from stage_runs s join (select conversion_id, max(id) m "
-            f"from stage_runs where conversion_id in ({idset}) group by conversion_id) t on s.id = t.m"):
+    latest_why: dict[int, tuple[str | None, str]] = {}
+    for cid, stage, verdict, fail_class, summary in db.execute(
+            f"select s.conversion_id, s.stage, s.verdict, s.fail_class, s.summary from stage_runs s join (select "
+            f"conversion_id, max(id) m from stage_runs where conversion_id in ({idset}) group by conversion_id) t "
+            f"on s.id = t.m"):
         latest[cid] = (stage, verdict)
+        latest_why[cid] = (fail_class, summary or "")
     geo: dict[int, float] = {}
     worst: dict[int, float] = {}
     for cid, details in db.execute(
@@ -122,6 +129,7 @@ def conversion_rows(store: Store, caps: dict[str, int], ids: list[int] | None = 
             f"select a.conversion_id, a.decision, a.\"commit\" from approvals a join (select conversion_id, "
             f"max(id) m from approvals where conversion_id in ({idset}) group by conversion_id) t on a.id = t.m"):
         appr[cid] = (decision, commit)
+    now = running_stages(store, [r["id"] for r in rows if r.get("status") == "running"])
     out = []
     for r in rows:
         cid = r["id"]
@@ -134,7 +142,8 @@ def conversion_rows(store: Store, caps: dict[str, int], ids: list[int] | None = 
             attempts={s: (used.get(s, 0), int(caps.get(s, 0))) for s in STAGE_ORDER},
             geomean=geo.get(cid), approval=_approval_text(decision, commit, r.get("head_commit")),
             branch=r.get("branch"), worktree=r.get("worktree"), head_commit=r.get("head_commit"),
-            updated_at=r.get("updated_at") or "", worst=worst.get(cid)))
+            updated_at=r.get("updated_at") or "", worst=worst.get(cid), running=now.get(cid),
+            fail_class=latest_why.get(cid, (None, ""))[0], summary=latest_why.get(cid, (None, ""))[1]))
     return out
 
 
@@ -213,7 +222,8 @@ def perf_view(store: Store, conversion_id: int, gate: float) -> PerfView:
                                     r.get("flags") or "", launch if isinstance(launch, dict) else {}))
     worst = details.get("worst")
     if isinstance(worst, dict):
-        worst = f"{worst.get('config')} ({worst.get('ratio')})"
+        r = worst.get("ratio")
+        worst = f"{worst.get('config')} ({r:.3f})" if isinstance(r, (int, float)) else f"{worst.get('config')} ({r})"
     elif worst and details.get("worst_ratio") is not None:
         worst = f"{worst} ({details['worst_ratio']:.3f})"
     return PerfView(rows, details.get("geomean"), worst, gate, details.get("hw") or details.get("hardware") or {},
@@ -255,3 +265,145 @@ def changed_conversions(store: Store, after_id: int, limit: int = 50_000) -> tup
     touched = {r[2] for r in rows}
     events = [{"id": r[0], "ts": r[1], "conversion_id": r[2], "kind": r[3], "payload": r[4]} for r in rows]
     return rows[-1][0], touched, events
+
+
+@dataclass
+class RunningStage:
+    """The attempt a conversion is in now (its newest lifecycle event is `stage.started`)."""
+
+    stage: str
+    attempt: int
+    cap: int | None
+    started: datetime
+
+    def elapsed(self, now: datetime | None = None) -> float:
+        return max(0.0, ((now or datetime.now(timezone.utc)) - self.started).total_seconds())
+
+
+def _ts(text: str) -> datetime:
+    t = datetime.fromisoformat(text)
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def running_stages(store: Store, ids: list[int]) -> dict[int, RunningStage]:
+    """For each of `ids` whose status is running, the stage attempt it runs now (from the event log)."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = store.db.execute(
+        f"select e.conversion_id, e.kind, e.ts, e.payload from events e join (select conversion_id, max(id) m from "
+        f"events where kind in ('stage.started', 'stage.finished', 'stage.interrupted') and conversion_id in "
+        f"({marks}) group by conversion_id) t on e.id = t.m join conversions c on c.id = e.conversion_id "
+        f"where c.status = 'running'", list(ids)).fetchall()
+    out = {}
+    for cid, kind, ts, payload in rows:
+        if kind != "stage.started":
+            continue
+        p = _details(payload)
+        out[cid] = RunningStage(str(p.get("stage", "?")), int(p.get("attempt") or 0), p.get("cap"), _ts(ts))
+    return out
+
+
+def elapsed_text(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class LiveTail:
+    """The newest lines of a running stage's live output (`<worktree>.live`, see agents/control.py), read
+    incrementally; `now` is tileport's newest own line there (a progress line or the tool it started)."""
+
+    NOTE = "[tileport] "
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._offset = 0
+        self._inode: tuple[int, int] | None = None
+        self.now = ""
+
+    def read_new(self, limit: int = 64_000) -> tuple[bool, list[str]]:
+        """(started afresh?, new complete lines). A file that shrank or was replaced is a new attempt."""
+        if self.path is None:
+            return False, []
+        try:
+            st = self.path.stat()
+        except OSError:
+            return False, []
+        fresh = False
+        if self._inode != (st.st_dev, st.st_ino) or st.st_size < self._offset:
+            self._offset, fresh, self._inode = 0, True, (st.st_dev, st.st_ino)
+            if st.st_size > limit:
+                self._offset = st.st_size - limit
+        if st.st_size == self._offset:
+            return fresh, []
+        with open(self.path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read(st.st_size - self._offset)
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            return fresh, []
+        self._offset += cut + 1
+        lines = data[: cut + 1].decode("utf-8", "replace").splitlines()
+        for line in lines:
+            if line.startswith(self.NOTE):
+                self.now = line[len(self.NOTE):]
+        return fresh, lines
+
+
+GPU_FOR = {"sm_90": "H100/H200 (sm_90)", "sm_100": "B200 (sm_100)", "sm_80": "A100 (sm_80)", "sm_89": "L40/4090 (sm_89)",
+           "sm_120": "RTX 50xx (sm_120)"}
+
+
+def next_step(rows: list[ConversionRow], targets: list[str], gpu_detail: str | None,
+              command_prefix: str = "") -> str | None:
+    """What to do when no conversion can go further here: every finished one stopped BLOCKED(env)."""
+    if not rows or any(r.status in ("running", "pending") for r in rows):
+        return None
+    blocked = [r for r in rows if r.verdict == "BLOCKED" and (r.fail_class or "env") == "env"]
+    if not blocked or len(blocked) != len([r for r in rows if r.verdict]):
+        return None
+    gpus = " or ".join(GPU_FOR.get(t, t) for t in targets) or "an NVIDIA GPU"
+    first = blocked[0].id
+    where = f"the GPU host reached by [gpu] command_prefix = {command_prefix!r} did not answer" if command_prefix \
+        else "no GPU here"
+    seen = f" (doctor: {gpu_detail})" if gpu_detail else ""
+    return (f"next step: all {len(blocked)} conversions stopped BLOCKED(env) at {blocked[0].stage or 'D'}: {where}; "
+            f"they need {gpus}{seen}. On a GPU host: `tileport gate pack {first}`, copy the gate directory there, "
+            f"`tileport gate run DIR`, then `tileport gate ingest DIR/results.json` here; or set "
+            f"[gpu] command_prefix in tileport.toml (e.g. \"ssh gpu-host\") and resume (s).")
+
+
+@dataclass
+class RunSummary:
+    by_status: dict[str, int]
+    by_verdict: dict[str, int]
+    seconds: float
+    needs_human: list[str]
+
+    def text(self) -> str:
+        lines = [f"end of run: {sum(self.by_status.values())} conversions in {elapsed_text(self.seconds)}",
+                 "  by status:  " + ", ".join(f"{k} {v}" for k, v in sorted(self.by_status.items())),
+                 "  by verdict: " + ", ".join(f"{k} {v}" for k, v in sorted(self.by_verdict.items()))]
+        lines.append("needs a person:" if self.needs_human else "needs a person: nothing")
+        lines += [f"  {n}" for n in self.needs_human]
+        return "\n".join(lines)
+
+
+def run_summary(rows: list[ConversionRow], seconds: float) -> RunSummary:
+    by_status: dict[str, int] = {}
+    by_verdict: dict[str, int] = {}
+    needs = []
+    for r in rows:
+        by_status[r.status] = by_status.get(r.status, 0) + 1
+        v = f"{r.verdict}({r.fail_class})" if r.verdict and r.fail_class else (r.verdict or "-")
+        by_verdict[v] = by_verdict.get(v, 0) + 1
+        if r.status == "done" and r.approval in ("-", "stale (approve)"):
+            needs.append(f"#{r.id} {r.op}: every gate passed: review and approve (a), then merge (m)")
+        elif r.status == "blocked":
+            needs.append(f"#{r.id} {r.op}: BLOCKED at {r.stage}: {r.summary[:100] or 'the environment'}")
+        elif r.status in ("failed", "error"):
+            needs.append(f"#{r.id} {r.op}: {r.status} at {r.stage} {r.verdict or ''}: {r.summary[:100]} "
+                         "(look at the code view, edit with e, or rerun with r)")
+        elif r.status == "stopped":
+            needs.append(f"#{r.id} {r.op}: stopped; resume with s")
+    return RunSummary(by_status, by_verdict, seconds, needs)

@@ -28,7 +28,7 @@ from tileport.exec import offline, sandbox
 from tileport.exec import toolchain as toolchain_mod
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec.cutile import dependencies_cached
-from tileport.exec.proc import CommandResult, run_command
+from tileport.exec.proc import CommandResult, in_scope, run_command
 from tileport.records import ArtifactRecord, CommandRecord
 from tileport.validators.rust import diagnostics as dg
 from tileport.validators.rust.crate import (CUTILE_VERSION, HOST_FILE, KERNEL_FILE, CrateLayout, default_crate_dir, open_crate,
@@ -492,7 +492,7 @@ def build_crate(layout: CrateLayout, opts: BuildOptions | None = None) -> RustBu
         if todo and opts.cubins:
             opts.say(f"tileiras {len(todo)} job(s) on {workers} worker(s)")
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(lambda j: _tool_outputs(j, layout, tc, opts, env), todo))
+            results = list(pool.map(in_scope(lambda j: _tool_outputs(j, layout, tc, opts, env)), todo))
     for job, cmds, diags, times in results:
         done.append(job)
         result.commands.extend(c.record for c in cmds)

@@ -1,0 +1,67 @@
+"""Conversions handed off when the dashboard quits with "leave them running in the background".
+
+The dashboard stops its own drives (each running attempt is recorded as interrupted), then starts this module
+as a detached process (its own session, output to a log file) that resumes them with the same config and
+model, so the terminal is free and `tileport stop ID`, `tileport status` and a new `tileport tui` see them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import tileport
+from tileport.config import Config
+
+
+@dataclass(frozen=True)
+class Handoff:
+    pid: int
+    log: Path
+    ids: list[int]
+
+    def text(self) -> str:
+        ids = " ".join(f"#{i}" for i in self.ids)
+        return (f"tileport: {ids} continue in the background (process {self.pid}, log {self.log}); "
+                f"`tileport stop ID` stops one, `tileport tui` watches them")
+
+
+def spawn(config: Config, model: str | None, ids: list[int], log_dir: Path, jobs: int = 2,
+          forced: dict[int, str] | None = None) -> Handoff:
+    """`forced`: conversion -> stage, for a rerun that was running (the hand-off reruns that stage)."""
+    forced = forced or {}
+    log_dir.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    cfg = log_dir / f"background-{stamp}.config.json"
+    cfg.write_text(config.model_dump_json(), encoding="utf-8")
+    log = log_dir / f"background-{stamp}.log"
+    root = str(Path(tileport.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "tileport.tui._background", str(cfg), model or "", str(jobs),
+                                 *(f"{i}:{forced[i]}" if i in forced else str(i) for i in ids)], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                env=env, start_new_session=True)
+    return Handoff(proc.pid, log, list(ids))
+
+
+def main(argv: list[str]) -> int:
+    from tileport.agents.runner import Runner
+
+    cfg, model, jobs, *ids = argv
+    config = Config.model_validate_json(Path(cfg).read_text(encoding="utf-8"))
+    runner = Runner(config, model=model or None, out=lambda line: print(line, flush=True))
+    todo = [(int(i.split(":")[0]), i.split(":")[1] if ":" in i else None) for i in ids]
+    with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
+        finished = list(pool.map(lambda t: runner.drive(t[0], force=t[1]), todo))
+    for f in finished:
+        print(f"#{f.conversion_id}: {f.status.upper()}" + (f" ({f.reason})" if f.reason else ""), flush=True)
+    return max((f.exit_code for f in finished), default=0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
