@@ -385,8 +385,6 @@ class ConversionScreen(Screen):
         """left/right scroll the active tab's table or text sideways (they never switch tabs)."""
         target = self.query_one(self.FOCUS[self.query_one(TabbedContent).active])
         target.scroll_relative(x=8 * step, animate=False)
-        if tab == "code":
-            self._load_code()
 
     def action_code_mode(self) -> None:
         self._code_mode = (self._code_mode + 1) % len(MODES)
