@@ -34,7 +34,7 @@ APPROVER = "Ada Reviewer"
 CARRY = "gpu-bundle/merge-demo/gpu"  # where the lead's device call finds WORKDIR/gpu (WORKDIR = gpu-bundle/merge-demo)
 # the wheels the H200 host lacks for tileport's CLI (as scripts/gpu-gate-ports.sh pack), cp312 manylinux
 WHEELS = ("pydantic-core==2.50.5", "pydantic==2.14.4", "annotated-types==0.8.0", "typing-inspection==0.4.5",
-          "sqlite-utils==4.2.1", "sqlite-fts4==1.0.3", "platformdirs==4.14.9", "tree-sitter==0.26.1",
+          "sqlite-utils==4.2.1", "sqlite-fts4==1.0.3", "platformdirs==4.14.9", "tenacity==9.1.2", "tree-sitter==0.26.1",
           "tree-sitter-rust==0.24.2")
 
 

@@ -28,7 +28,7 @@ pack)
   "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$dest/whl" \
     pydantic-core==2.50.5 pydantic==2.14.4 annotated-types==0.8.0 typing-inspection==0.4.5 \
-    sqlite-utils==4.2.1 sqlite-fts4==1.0.3 platformdirs==4.14.9 tree-sitter==0.26.1 tree-sitter-rust==0.24.2
+    sqlite-utils==4.2.1 sqlite-fts4==1.0.3 platformdirs==4.14.9 tenacity==9.1.2 tree-sitter==0.26.1 tree-sitter-rust==0.24.2
   du -sh "$dest"
   ;;
 run)
