@@ -29,13 +29,7 @@ TIMELINE_KEYS = ("n", "stage", "attempt", "verdict", "class", "secs", "tokens", 
 
 
 def event_line(ev: dict) -> Text:
-    payload = ev.get("payload")
-    if isinstance(payload, str):
-        try:
-            payload = json.loads(payload)
-        except ValueError:
-            payload = {"text": payload}
-    payload = payload or {}
+    payload = ev.get("payload") or {}  # decoded by the store (store.events, queries.events_after)
     line = Text(f"{(ev.get('ts') or '')[11:19]} ", style="dim")
     kind = ev.get("kind", "")
     if kind == "log":
