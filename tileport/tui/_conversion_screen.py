@@ -19,7 +19,7 @@ from tileport.tui._code_view import MODES, CodeView
 from tileport.tui._ir_diff_view import IRDiffView
 from tileport.tui._perf_view import PerfPanel
 from tileport.tui.view import (STAGE_NAMES, STAGE_ORDER, AttemptRow, LiveTail, conversion_rows, elapsed_text,
-                               ir_pairs, perf_view, running_stages, timeline, verdict_style)
+                               ir_pairs, perf_view, timeline, verdict_style)
 
 LOG_LINES = 2000  # bounded scrollback; `l` opens the whole log in $PAGER
 LIVE_LINES = 500  # the running stage's tool output kept on screen
