@@ -226,28 +226,72 @@ def test_status_judges_a_perf_run_by_the_config_max_recorded_with_it(old_store, 
     assert (perf["config_max"], perf["worst_ratio"], perf["slow"]) == (1.25, 1.15, False)
 
 
-def test_the_typed_queries_cover_what_the_dashboard_reads_with_sql(old_store):
-    """store.queries answers every read tui/view.py makes with its own SQL, with the same figures (so the dashboard
-    can switch to them): conversion rows, timeline, perf view, IR pairs, events."""
-    from tileport.store import queries
+def _read_with_sql(path: Path) -> dict:
+    """The figures the dashboard showed when it read the store with its own SQL (tui/view.py before it went through
+    store.queries), read here independently of tileport, straight from the file."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    try:
+        out = {}
+        for cid, op_path, head in db.execute("select id, op_path, head_commit from conversions order by id"):
+            runs = db.execute("select id, stage, verdict, fail_class, summary, details from stage_runs "
+                              "where conversion_id = ? order by id", [cid]).fetchall()
+            e = [json.loads(r[5] or "{}") for r in runs if r[1] == "E"]
+            appr = db.execute("select decision, \"commit\" from approvals where conversion_id = ? order by id desc "
+                              "limit 1", [cid]).fetchone()
+            b = [json.loads(r[5] or "{}") for r in runs if r[1] == "B"]
+            out[cid] = {
+                "op": Path(op_path).stem, "head": head, "stage": runs[-1][1] if runs else None,
+                "verdict": runs[-1][2] if runs else None, "fail_class": runs[-1][3] if runs else None,
+                "summary": (runs[-1][4] or "") if runs else "",
+                "attempts": {s: sum(1 for r in runs if r[1] == s) for s in {r[1] for r in runs}},
+                "geomean": e[-1].get("geomean") if e else None, "worst": e[-1].get("worst_ratio") if e else None,
+                "approval": appr, "run_ids": [r[0] for r in runs],
+                "ir_labels": next(([p["label"] for p in d.get("ir_pairs", [])] for d in reversed(b)
+                                   if d.get("ir_pairs")), []),
+                "perf_rows": [(c, json.loads(launch or "{}")) for c, launch in db.execute(
+                    "select config, launch from perf_rows where stage_run_id = ? order by id",
+                    [[r[0] for r in runs if r[1] == "E"][-1]])] if e else [],
+                "hw": e[-1].get("hw") if e else None,
+            }
+        out["events"] = db.execute("select id, conversion_id, kind from events order by id").fetchall()
+        return out
+    finally:
+        db.close()
+
+
+def test_the_dashboard_rows_show_the_figures_of_an_old_store(old_store):
+    """The dashboard (tui/view.py, now a mapping of store.queries' typed rows) shows an old store's figures as they
+    are in the file: conversion rows, timeline, perf view, IR pairs, events. Fails if the two ever diverge."""
     from tileport.tui import view
 
+    want = _read_with_sql(old_store)
     s = Store(old_store)
     try:
         caps = {"A": 1, "B": 2, "C": 1, "D": 2, "E": 2, "F": 1}
-        for old, new in zip(view.conversion_rows(s, caps), queries.conversion_summaries(s), strict=True):
-            assert (old.id, old.op, old.stage, old.verdict, old.geomean, old.worst, old.head_commit) == \
-                   (new.id, new.op, new.stage, new.verdict, new.geomean, new.worst_ratio, new.head_commit)
-            assert {k: n for k, (n, _) in old.attempts.items() if n} == new.attempts
-            assert old.approval == view._approval_text(new.approval, new.approval_commit, new.head_commit)
-            assert [a.run_id for a in view.timeline(s, old.id)] == [r.id for r in queries.stage_runs(s, new.id)]
-            assert [p.label for p in view.ir_pairs(s, old.id)] == [p.label for p in queries.ir_pairs(s, new.id)]
-        pv, perf = view.perf_view(s, 1, 1.05), queries.newest_perf(s, 1)
-        assert [r.config for r in pv.rows] == [r.config for r in perf.rows] and pv.geomean == perf.details.geomean
-        assert [r.launch for r in pv.rows] == [r.launch for r in perf.rows] and pv.hardware == perf.details.hw
-        assert pv.worst == perf.details.worst_text()
+        rows = view.conversion_rows(s, caps)
+        assert [r.id for r in rows] == [k for k in want if k != "events"]
+        for row in rows:
+            w = want[row.id]
+            assert (row.op, row.head_commit, row.stage, row.verdict, row.fail_class, row.summary, row.geomean,
+                    row.worst) == (w["op"], w["head"], w["stage"], w["verdict"], w["fail_class"], w["summary"],
+                                   w["geomean"], w["worst"])
+            assert {k: n for k, (n, _) in row.attempts.items() if n} == w["attempts"]
+            assert all(cap == caps[k] for k, (_, cap) in row.attempts.items())
+            decision, commit = w["approval"] or (None, None)
+            assert row.approval == view._approval_text(decision, commit, w["head"])
+            assert [a.run_id for a in view.timeline(s, row.id)] == w["run_ids"]
+            assert [p.label for p in view.ir_pairs(s, row.id)] == w["ir_labels"]
+        va = rows[0]
+        assert (va.op, va.geomean is not None, va.worst, va.approval) == ("vector_add", True, 1.15, "stale (approve)")
+        pv = view.perf_view(s, 1, 1.05)
+        assert [(r.config, r.launch) for r in pv.rows] == want[1]["perf_rows"] and pv.hardware == want[1]["hw"]
+        assert (pv.geomean, pv.worst, pv.verdict) == (want[1]["geomean"], "n=1024 f32 (1.150)", "DONE")
         newest, touched, events = view.changed_conversions(s, 0)
-        assert (newest, touched) == queries.events_after(s, 0)[:2] == (queries.newest_event_id(s), touched)
-        assert [e["kind"] for e in events] == [e.kind for e in queries.events_after(s, 0)[2]]
+        assert [(e["id"], e["conversion_id"], e["kind"]) for e in events] == [tuple(e) for e in want["events"]]
+        assert newest == view.newest_event_id(s) == want["events"][-1][0]
+        assert touched == {e[1] for e in want["events"]}
+        assert all(isinstance(e["payload"], dict) for e in events)  # decoded by the store, not by the screens
     finally:
         s.close()

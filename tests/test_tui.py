@@ -348,6 +348,31 @@ async def test_perf_shapes_with_brackets_show_and_the_worst_ratio_is_rounded(tmp
         assert "worst: [m=4096 n=4096] f16 (1.123)" in summary and "1.1234567" not in summary
 
 
+async def test_the_worst_cell_is_judged_by_the_config_max_recorded_with_the_e_run(tmp_path):
+    """The bug: the table coloured an E run's slowest configuration with today's [perf] config_max. A run recorded
+    with config_max 1.20 and worst 1.15 did not break its bound: not red under a config_max of 1.10 today. A run
+    recorded before the bound was kept is judged by today's."""
+    db = tmp_path / "t.db"
+    s = Store(db)
+    kept = s.add_conversion("/x/examples/kept.py", "k")
+    s.record_stage(kept, StageResult(stage=Stage.PERFORMANCE, verdict="DONE", cap=2, details={
+        "geomean": 1.02, "worst": "n=1", "worst_ratio": 1.15, "config_max": 1.20}))
+    old = s.add_conversion("/x/examples/old.py", "k")
+    s.record_stage(old, StageResult(stage=Stage.PERFORMANCE, verdict="DONE", cap=2, details={
+        "geomean": 1.02, "worst": {"config": "n=1", "ratio": 1.15}}))
+    s.close()
+    config = Config()
+    config.perf.config_max = 1.10
+    app = TileportApp(db, config, doctor=False, poll_interval=0.05)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#conversions")
+        worst = {str(table.get_row_at(i)[1]): table.get_row_at(i)[6] for i in range(table.row_count)}
+        assert (str(worst["kept"]), str(worst["old"])) == ("1.15", "1.15")
+        assert worst["kept"].style == "green"  # 1.15 <= 1.20, the bound recorded with the run
+        assert worst["old"].style == "red"  # no bound recorded: today's 1.10
+
+
 async def test_help_scrolls_in_a_small_terminal(tmp_path):
     db = tmp_path / "t.db"
     seed(db, 1)

@@ -50,7 +50,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.fixture
 def slow_runner(tmp_path, monkeypatch):
-    from tileport.agents import stages
+    from tileport.agents.stages import default_stages
 
     pids: list[int] = []
     started = threading.Event()
@@ -66,12 +66,12 @@ def slow_runner(tmp_path, monkeypatch):
     def FAKE_fast_stage(ctx):
         return StageResult(stage=Stage.ANALYZE, verdict="FAIL_FIXABLE", summary="fake: stop here")
 
-    monkeypatch.setitem(stages.STAGES, "A", FAKE_slow_stage)
+    table = {**default_stages(), "A": FAKE_slow_stage}  # injected into the runner; swapped below for resume
     repo = _repo(tmp_path)
     db = tmp_path / "store.db"
-    runner = Runner(Config(store=str(db)), model="none", out=lambda _l: None)
+    runner = Runner(Config(store=str(db)), model="none", out=lambda _l: None, stages=table)
     cid = runner.start(repo / "slow_op.py", repo=repo)
-    return runner, cid, db, tmp_path, started, lambda: monkeypatch.setitem(stages.STAGES, "A", FAKE_fast_stage), pids
+    return runner, cid, db, tmp_path, started, lambda: table.__setitem__("A", FAKE_fast_stage), pids
 
 
 def test_tileport_stop_kills_the_running_tool_and_resume_reruns_the_attempt(slow_runner):

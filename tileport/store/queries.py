@@ -92,6 +92,8 @@ class ConversionSummary(_Row):
     stage: str | None = None  # the newest run's stage and verdict, and where the router sent the work
     verdict: str | None = None
     next: str | None = None
+    fail_class: str | None = None  # the newest run's fail class and summary
+    summary: str = ""
     stages: dict[str, str] = Field(default_factory=dict)  # stage -> its newest verdict
     attempts: dict[str, int] = Field(default_factory=dict)  # stage -> attempts used
     perf: PerfDetails | None = None  # the newest E run's details: geomean, worst, config_max as recorded
@@ -144,6 +146,16 @@ class EventRow(_Row):
     conversion_id: int | None = None
     kind: str
     payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunningStageRow(_Row):
+    """The attempt a running conversion is in now: its newest lifecycle event is `stage.started`."""
+
+    conversion_id: int
+    stage: str
+    attempt: int = 0
+    cap: int | None = None
+    started: str  # the event's timestamp (ISO 8601)
 
 
 class ConversionDetail(_Row):
@@ -257,11 +269,12 @@ def conversion_summaries(store: "Store", ids: list[int] | None = None) -> list[C
             f"select s.conversion_id, s.stage, s.verdict from stage_runs s join (select max(id) m from stage_runs "
             f"where conversion_id in ({idset}) group by conversion_id, stage) t on s.id = t.m"):
         stages.setdefault(cid, {})[stage] = verdict
-    last: dict[int, tuple[str, str, str | None]] = {}
-    for cid, stage, verdict, routed in store.db.execute(
-            f"select s.conversion_id, s.stage, s.verdict, s.routed_to from stage_runs s join (select max(id) m "
-            f"from stage_runs where conversion_id in ({idset}) group by conversion_id) t on s.id = t.m"):
-        last[cid] = (stage, verdict, routed)
+    last: dict[int, tuple[str, str, str | None, str | None, str]] = {}
+    for cid, stage, verdict, routed, fail_class, summary in store.db.execute(
+            f"select s.conversion_id, s.stage, s.verdict, s.routed_to, s.fail_class, s.summary from stage_runs s "
+            f"join (select max(id) m from stage_runs where conversion_id in ({idset}) group by conversion_id) t "
+            f"on s.id = t.m"):
+        last[cid] = (stage, verdict, routed, fail_class, summary or "")
     perf: dict[int, PerfDetails] = {}
     for cid, raw in store.db.execute(
             f"select s.conversion_id, s.details from stage_runs s join (select max(id) m from stage_runs where "
@@ -275,13 +288,14 @@ def conversion_summaries(store: "Store", ids: list[int] | None = None) -> list[C
     out = []
     for c in convs:
         cid = c["id"]
-        stage, verdict, routed = last.get(cid, (None, None, None))
+        stage, verdict, routed, fail_class, summary = last.get(cid, (None, None, None, None, ""))
         decision, commit = appr.get(cid, (None, None))
         fields = {k: c.get(k) for k in ("kernel", "branch", "worktree", "repo", "base_branch", "base_commit",
                                          "head_commit", "model", "error")}
         out.append(ConversionSummary(
             id=cid, op_path=c.get("op_path") or "", status=c.get("status") or "?",
             updated_at=c.get("updated_at") or "", stage=stage, verdict=verdict, next=routed,
+            fail_class=fail_class, summary=summary,
             stages={s: stages[cid][s] for s in STAGE_ORDER if s in stages.get(cid, {})},
             attempts=counts.get(cid, {}), perf=perf.get(cid), approval=decision, approval_commit=commit, **fields))
     return out
@@ -313,6 +327,33 @@ def events_after(store: "Store", after_id: int, limit: int = 50_000) -> tuple[in
     events = [EventRow(**{**r, "payload": json_column(r["payload"], store.path, "events.payload") or {}})
               for r in rows]
     return rows[-1]["id"], {e.conversion_id for e in events}, events
+
+
+LIFECYCLE = ("stage.started", "stage.finished", "stage.interrupted")
+
+
+def running_stages(store: "Store", ids: list[int]) -> dict[int, RunningStageRow]:
+    """For each of `ids` whose status is running, the stage attempt it runs now (its newest lifecycle event is
+    `stage.started`; one that finished or was interrupted last is between stages)."""
+    if not ids:
+        return {}
+    marks, kinds = ",".join("?" * len(ids)), ",".join("?" * len(LIFECYCLE))
+    rows = _dicts(store,
+                  f"select e.conversion_id, e.kind, e.ts, e.payload from events e join (select max(id) m from events "
+                  f"where kind in ({kinds}) and conversion_id in ({marks}) group by conversion_id) t on e.id = t.m "
+                  f"join conversions c on c.id = e.conversion_id where c.status = 'running'",
+                  [*LIFECYCLE, *ids])
+    out = {}
+    for r in rows:
+        if r["kind"] != "stage.started":
+            continue
+        p = json_column(r["payload"], store.path, "events.payload")
+        p = p if isinstance(p, dict) else {}
+        cap = p.get("cap")
+        out[r["conversion_id"]] = RunningStageRow(
+            conversion_id=r["conversion_id"], stage=str(p.get("stage", "?")), attempt=int(p.get("attempt") or 0),
+            cap=cap if isinstance(cap, int) else None, started=r["ts"])
+    return out
 
 
 def next_conversion_id(path: str | Path) -> int:

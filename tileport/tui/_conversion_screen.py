@@ -19,7 +19,7 @@ from tileport.tui._code_view import MODES, CodeView
 from tileport.tui._ir_diff_view import IRDiffView
 from tileport.tui._perf_view import PerfPanel
 from tileport.tui.view import (STAGE_NAMES, STAGE_ORDER, AttemptRow, LiveTail, conversion_rows, elapsed_text,
-                               ir_pairs, perf_view, running_stages, timeline, verdict_style)
+                               ir_pairs, perf_view, timeline, verdict_style)
 
 LOG_LINES = 2000  # bounded scrollback; `l` opens the whole log in $PAGER
 LIVE_LINES = 500  # the running stage's tool output kept on screen
@@ -29,13 +29,7 @@ TIMELINE_KEYS = ("n", "stage", "attempt", "verdict", "class", "secs", "tokens", 
 
 
 def event_line(ev: dict) -> Text:
-    payload = ev.get("payload")
-    if isinstance(payload, str):
-        try:
-            payload = json.loads(payload)
-        except ValueError:
-            payload = {"text": payload}
-    payload = payload or {}
+    payload = ev.get("payload") or {}  # decoded by the store (store.events, queries.events_after)
     line = Text(f"{(ev.get('ts') or '')[11:19]} ", style="dim")
     kind = ev.get("kind", "")
     if kind == "log":

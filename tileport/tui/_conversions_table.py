@@ -21,8 +21,9 @@ def _clip(text: str, width: int) -> str:
 def cells(row: ConversionRow, gate: float, config_max: float = 1.10) -> dict[str, object]:
     geo = Text("-", style="dim") if row.geomean is None else Text(
         f"{row.geomean:.3f}", style="green" if row.geomean <= gate else "red")
+    # judged by the config_max recorded with the E run; `config_max` (today's) only for a run from before it was kept
     worst = Text("-", style="dim") if row.worst is None else Text(
-        f"{row.worst:.2f}", style="green" if row.worst <= config_max else "red")
+        f"{row.worst:.2f}", style="red" if row.slow(config_max) else "green")
     run = row.running
     return {
         "id": str(row.id), "op": Text(_clip(row.op, 18)), "kernel": Text(_clip(row.kernel, 24)),

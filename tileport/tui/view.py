@@ -1,38 +1,40 @@
-"""Read models: what the dashboard shows, read straight from the store in a few SQL queries.
+"""Read models: what the dashboard shows, mapped from the store's typed read model (`tileport.store.queries`).
 
-Nothing here decides anything about a conversion: it turns store rows into the rows and cells
-the screens render (op, stage, verdict, attempts against caps, geomean, approval state).
+Nothing here decides anything about a conversion, reads SQL or decodes JSON: it turns the typed query rows into the
+rows and cells the screens render (op, stage, verdict, attempts against caps, geomean, approval state).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tileport.records import Stage
-from tileport.store import Store
+from tileport.records import PASSING, Decision, PerfDetails, Stage
+from tileport.records.verdicts import BLOCKED
+from tileport.store import Store, queries
 from tileport.validators.gpu.reports import launch_summary
 
 STAGE_NAMES = {
-    "A": "analyze", "B": "write kernel", "C": "diagnose", "D": "host+correctness", "E": "performance",
-    "F": "perf diagnosis",
+    Stage.ANALYZE.value: "analyze", Stage.WRITE_KERNEL.value: "write kernel",
+    Stage.DIAGNOSE_TRANSLATION.value: "diagnose", Stage.HOST_CORRECTNESS.value: "host+correctness",
+    Stage.PERFORMANCE.value: "performance", Stage.DIAGNOSE_PERFORMANCE.value: "perf diagnosis",
 }
-STAGE_ORDER = ("A", "B", "C", "D", "E", "F")
-PASSING = {"PASS", "PASS_WITH_NOTES", "COMPILED", "ALL_PASS", "DONE"}
+STAGE_ORDER = queries.STAGE_ORDER
+# Not verdicts: what the dashboard shows for an attempt under way or not started.
+IN_PROGRESS = ("RUNNING", "PENDING")
 
 
 def verdict_style(verdict: str | None) -> str:
-    """The colour a verdict word gets everywhere on screen."""
+    """The colour a verdict word gets everywhere on screen (green: the records' PASSING list)."""
     if not verdict:
         return "dim"
     if verdict in PASSING:
         return "green"
-    if verdict == "BLOCKED":
+    if verdict == BLOCKED:
         return "magenta"
-    if verdict in ("RUNNING", "PENDING"):
+    if verdict in IN_PROGRESS:
         return "yellow"
     return "red"
 
@@ -56,95 +58,42 @@ class ConversionRow:
     running: "RunningStage | None" = None  # the attempt running now, when the status is running
     fail_class: str | None = None  # of the newest stage run
     summary: str = ""  # of the newest stage run
+    perf: PerfDetails | None = None  # the newest E run's details, with the bounds recorded with it
 
     def attempts_text(self) -> str:
         return " ".join(f"{s}{n}/{c}" for s, (n, c) in self.attempts.items() if n)
 
-
-def _op_name(op_path: str) -> str:
-    return Path(op_path).stem if op_path else "?"
-
-
-def _details(raw: str | None) -> dict[str, Any]:
-    if not raw:
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    def slow(self, current_config_max: float | None = None) -> bool | None:
+        """Whether the newest E run's slowest configuration broke the bound recorded with that run (today's
+        `[perf] config_max` only for a run recorded before the bound was kept); None when nothing was timed."""
+        return self.perf.over_config_max(current_config_max) if self.perf else None
 
 
 def _approval_text(decision: str | None, commit: str | None, head: str | None) -> str:
     if not decision:
         return "-"
-    if decision == "reject":
+    if decision == Decision.REJECT.value:
         return "rejected"
     if head and commit != head:
         return f"stale ({decision})"
-    return "approved" if decision == "approve" else "overridden"
+    return "approved" if decision == Decision.APPROVE.value else "overridden"
+
+
+def conversion_row(c: queries.ConversionSummary, caps: dict[str, int],
+                   running: "RunningStage | None" = None) -> ConversionRow:
+    return ConversionRow(
+        id=c.id, op=c.op, kernel=c.kernel or "*", status=c.status, stage=c.stage, verdict=c.verdict,
+        attempts={s: (c.attempts.get(s, 0), int(caps.get(s, 0))) for s in STAGE_ORDER}, geomean=c.geomean,
+        approval=_approval_text(c.approval, c.approval_commit, c.head_commit), branch=c.branch, worktree=c.worktree,
+        head_commit=c.head_commit, updated_at=c.updated_at, worst=c.worst_ratio, running=running,
+        fail_class=c.fail_class, summary=c.summary, perf=c.perf)
 
 
 def conversion_rows(store: Store, caps: dict[str, int], ids: list[int] | None = None) -> list[ConversionRow]:
     """Every conversion (or just `ids`) with its newest stage, attempts per stage, geomean and approval."""
-    db = store.db
-    where, args = "", []
-    if ids is not None:
-        if not ids:
-            return []
-        where = f" where c.id in ({','.join('?' * len(ids))})"
-        args = list(ids)
-    convs = db.execute(f"select c.* from conversions c{where} order by c.id", args).fetchall()
-    cols = [d[0] for d in db.execute("select * from conversions limit 0").description]
-    rows = [dict(zip(cols, r)) for r in convs]
-    if not rows:
-        return []
-    idset = ",".join(str(r["id"]) for r in rows)
-    counts: dict[int, dict[str, int]] = {}
-    for cid, stage, n in db.execute(
-            f"select conversion_id, stage, count(*) from stage_runs where conversion_id in ({idset}) "
-            "group by conversion_id, stage"):
-        counts.setdefault(cid, {})[stage] = n
-    latest: dict[int, tuple[str, str]] = {}
-    latest_why: dict[int, tuple[str | None, str]] = {}
-    for cid, stage, verdict, fail_class, summary in db.execute(
-            f"select s.conversion_id, s.stage, s.verdict, s.fail_class, s.summary from stage_runs s join (select "
-            f"conversion_id, max(id) m from stage_runs where conversion_id in ({idset}) group by conversion_id) t "
-            f"on s.id = t.m"):
-        latest[cid] = (stage, verdict)
-        latest_why[cid] = (fail_class, summary or "")
-    geo: dict[int, float] = {}
-    worst: dict[int, float] = {}
-    for cid, details in db.execute(
-            f"select s.conversion_id, s.details from stage_runs s join (select conversion_id, max(id) m from "
-            f"stage_runs where stage = 'E' and conversion_id in ({idset}) group by conversion_id) t on s.id = t.m"):
-        g = _details(details).get("geomean")
-        if isinstance(g, (int, float)):
-            geo[cid] = float(g)
-        w = _details(details).get("worst_ratio")
-        if isinstance(w, (int, float)):
-            worst[cid] = float(w)
-    appr: dict[int, tuple[str, str]] = {}
-    for cid, decision, commit in db.execute(
-            f"select a.conversion_id, a.decision, a.\"commit\" from approvals a join (select conversion_id, "
-            f"max(id) m from approvals where conversion_id in ({idset}) group by conversion_id) t on a.id = t.m"):
-        appr[cid] = (decision, commit)
-    now = running_stages(store, [r["id"] for r in rows if r.get("status") == "running"])
-    out = []
-    for r in rows:
-        cid = r["id"]
-        stage, verdict = latest.get(cid, (None, None))
-        used = counts.get(cid, {})
-        decision, commit = appr.get(cid, (None, None))
-        out.append(ConversionRow(
-            id=cid, op=_op_name(r["op_path"]), kernel=r.get("kernel") or "*", status=r.get("status") or "?",
-            stage=stage, verdict=verdict,
-            attempts={s: (used.get(s, 0), int(caps.get(s, 0))) for s in STAGE_ORDER},
-            geomean=geo.get(cid), approval=_approval_text(decision, commit, r.get("head_commit")),
-            branch=r.get("branch"), worktree=r.get("worktree"), head_commit=r.get("head_commit"),
-            updated_at=r.get("updated_at") or "", worst=worst.get(cid), running=now.get(cid),
-            fail_class=latest_why.get(cid, (None, ""))[0], summary=latest_why.get(cid, (None, ""))[1]))
-    return out
+    summaries = queries.conversion_summaries(store, ids)
+    now = running_stages(store, [c.id for c in summaries if c.status == "running"])
+    return [conversion_row(c, caps, now.get(c.id)) for c in summaries]
 
 
 @dataclass
@@ -166,15 +115,10 @@ class AttemptRow:
 
 def timeline(store: Store, conversion_id: int) -> list[AttemptRow]:
     """Every stage attempt of one conversion, oldest first."""
-    out = []
-    for r in store.stage_runs(conversion_id):
-        out.append(AttemptRow(
-            run_id=r["id"], stage=r["stage"], attempt=r["attempt"], cap=r.get("cap"), verdict=r["verdict"],
-            fail_class=r.get("fail_class"), seconds=r.get("seconds"),
-            tokens=(r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0),
-            routed_to=r.get("routed_to"), route_reason=r.get("route_reason"), commit=r.get("commit"),
-            summary=r.get("summary") or "", details=_details(r.get("details"))))
-    return out
+    return [AttemptRow(run_id=r.id, stage=r.stage, attempt=r.attempt, cap=r.cap, verdict=r.verdict,
+                       fail_class=r.fail_class, seconds=r.seconds, tokens=r.tokens, routed_to=r.routed_to,
+                       route_reason=r.route_reason, commit=r.commit, summary=r.summary, details=dict(r.raw_details))
+            for r in queries.stage_runs(store, conversion_id)]
 
 
 @dataclass
@@ -205,29 +149,14 @@ class PerfView:
 
 
 def perf_view(store: Store, conversion_id: int, gate: float) -> PerfView:
-    """The newest E run's per-configuration ratios (table `perf_rows`), geomean and hardware figures."""
-    runs = [r for r in store.stage_runs(conversion_id) if r["stage"] == Stage.PERFORMANCE.value]
-    if not runs:
+    """The newest E run's per-configuration ratios, geomean, slowest configuration and hardware figures."""
+    perf = queries.newest_perf(store, conversion_id)
+    if perf is None:
         return PerfView([], None, None, gate, {}, None)
-    run = runs[-1]
-    details = _details(run.get("details"))
-    rows = []
-    if "perf_rows" in store.db.table_names():
-        for r in store.db["perf_rows"].rows_where("stage_run_id = ?", [run["id"]], order_by="id"):
-            try:
-                launch = json.loads(r.get("launch") or "{}")
-            except (TypeError, ValueError):
-                launch = {}
-            rows.append(PerfRowView(r["config"], r.get("ref_ms"), r.get("port_ms"), r.get("ratio"),
-                                    r.get("flags") or "", launch if isinstance(launch, dict) else {}))
-    worst = details.get("worst")
-    if isinstance(worst, dict):
-        r = worst.get("ratio")
-        worst = f"{worst.get('config')} ({r:.3f})" if isinstance(r, (int, float)) else f"{worst.get('config')} ({r})"
-    elif worst and details.get("worst_ratio") is not None:
-        worst = f"{worst} ({details['worst_ratio']:.3f})"
-    return PerfView(rows, details.get("geomean"), worst, gate, details.get("hw") or details.get("hardware") or {},
-                    run["verdict"])
+    rows = [PerfRowView(r.config, r.ref_ms, r.port_ms, r.ratio, ", ".join(r.flags), dict(r.launch))
+            for r in perf.rows]
+    return PerfView(rows, perf.details.geomean, perf.details.worst_text(), gate, dict(perf.details.hw),
+                    perf.run.verdict)
 
 
 @dataclass
@@ -239,32 +168,18 @@ class IRPair:
 
 
 def ir_pairs(store: Store, conversion_id: int) -> list[IRPair]:
-    """Reference/port Tile IR text pairs of the newest B run's IR self-check (from its details)."""
-    runs = [r for r in store.stage_runs(conversion_id) if r["stage"] == Stage.WRITE_KERNEL.value]
-    for run in reversed(runs):
-        details = _details(run.get("details"))
-        pairs = details.get("ir_pairs") or details.get("self_check_pairs") or []
-        out = [IRPair(str(p.get("label", "?")), str(p.get("reference", "")), str(p.get("port", "")),
-                      p.get("verdict")) for p in pairs if isinstance(p, dict)]
-        if out:
-            return out
-    return []
+    """Reference/port Tile IR text pairs of the newest B run's IR self-check."""
+    return [IRPair(p.label, p.reference, p.port, p.verdict) for p in queries.ir_pairs(store, conversion_id)]
 
 
 def newest_event_id(store: Store) -> int:
-    return store.db.execute("select coalesce(max(id), 0) from events").fetchone()[0]
+    return queries.newest_event_id(store)
 
 
 def changed_conversions(store: Store, after_id: int, limit: int = 50_000) -> tuple[int, set[int | None], list[dict]]:
-    """Events after `after_id`: (newest id, conversion ids they touch, the log lines to show)."""
-    rows = store.db.execute(
-        "select id, ts, conversion_id, kind, payload from events where id > ? order by id limit ?",
-        [after_id, limit]).fetchall()
-    if not rows:
-        return after_id, set(), []
-    touched = {r[2] for r in rows}
-    events = [{"id": r[0], "ts": r[1], "conversion_id": r[2], "kind": r[3], "payload": r[4]} for r in rows]
-    return rows[-1][0], touched, events
+    """Events after `after_id`: (newest id, conversion ids they touch, the log lines to show, payloads decoded)."""
+    newest, touched, events = queries.events_after(store, after_id, limit)
+    return newest, touched, [e.model_dump() for e in events]
 
 
 @dataclass
@@ -287,21 +202,8 @@ def _ts(text: str) -> datetime:
 
 def running_stages(store: Store, ids: list[int]) -> dict[int, RunningStage]:
     """For each of `ids` whose status is running, the stage attempt it runs now (from the event log)."""
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    rows = store.db.execute(
-        f"select e.conversion_id, e.kind, e.ts, e.payload from events e join (select conversion_id, max(id) m from "
-        f"events where kind in ('stage.started', 'stage.finished', 'stage.interrupted') and conversion_id in "
-        f"({marks}) group by conversion_id) t on e.id = t.m join conversions c on c.id = e.conversion_id "
-        f"where c.status = 'running'", list(ids)).fetchall()
-    out = {}
-    for cid, kind, ts, payload in rows:
-        if kind != "stage.started":
-            continue
-        p = _details(payload)
-        out[cid] = RunningStage(str(p.get("stage", "?")), int(p.get("attempt") or 0), p.get("cap"), _ts(ts))
-    return out
+    return {cid: RunningStage(r.stage, r.attempt, r.cap, _ts(r.started))
+            for cid, r in queries.running_stages(store, ids).items()}
 
 
 def elapsed_text(seconds: float) -> str:
