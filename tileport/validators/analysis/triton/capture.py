@@ -137,7 +137,6 @@ class TritonCapture:
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
-        import torch
         from triton.runtime.jit import KernelInterface
 
         cap = self
@@ -147,19 +146,10 @@ class TritonCapture:
 
         with contextlib.ExitStack() as stack:
             stack.enter_context(ct_capture._patched(KernelInterface, "__getitem__", getitem))
-            if not self.real_gpu:
-                fake = ct_capture._FakeStream
-                for name, value in (("current_stream", lambda device=None: fake()),
-                                    ("default_stream", lambda device=None: fake()),
-                                    ("Stream", lambda *a, **k: fake()),
-                                    ("is_available", lambda: True), ("device_count", lambda: 1),
-                                    ("current_device", lambda: 0), ("synchronize", lambda device=None: None),
-                                    ("get_device_capability", lambda device=None: (9, 0)),
-                                    ("set_device", lambda device: None)):
-                    stack.enter_context(ct_capture._patched(torch.cuda, name, value))
-                from torch._subclasses.fake_tensor import FakeTensorMode
+            if not self.real_gpu:  # the same complete CUDA stub as cuTile capture (fake tensors, device, streams)
+                from tileport.validators.analysis.fakecuda import fake_cuda
 
-                stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
+                stack.enter_context(fake_cuda())
             yield
 
 
