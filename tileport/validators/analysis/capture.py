@@ -34,6 +34,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
+from tileport.validators.analysis.fakecuda import _patched  # one patcher for both captures
+
 SKIP_ENTRIES = {"reference", "make_inputs", "check_variants", "tileport_inputs", "main"}
 ONE_D_NAMES = {"weight", "bias", "w", "b", "gamma", "beta", "g"}
 INDEX_HINTS = ("idx", "index", "indices", "ids", "offsets", "positions")
@@ -81,18 +83,12 @@ def describe_arg(a: Any) -> dict[str, Any]:
     return {"kind": "other", "type": type(a).__name__}
 
 
-@contextlib.contextmanager
-def _patched(obj: Any, name: str, value: Any) -> Iterator[None]:
-    had = hasattr(obj, name)
-    old = getattr(obj, name, None)
-    setattr(obj, name, value)
-    try:
-        yield
-    finally:
-        if had:
-            setattr(obj, name, old)
-        else:
-            delattr(obj, name)
+def caller_outside(file: str, depth: int = 3) -> str:
+    """`file:line in function` of the first frame above `depth` that is not in `file` (where a launch came from)."""
+    f = sys._getframe(depth)
+    while f is not None and Path(f.f_code.co_filename).name == Path(file).name:
+        f = f.f_back
+    return f"{Path(f.f_code.co_filename).name}:{f.f_lineno} in {f.f_code.co_name}" if f else "?"
 
 
 class Capture:
@@ -126,10 +122,7 @@ class Capture:
 
     # -- interception -------------------------------------------------------------------------
     def _where(self) -> str:
-        f = sys._getframe(2)
-        while f is not None and Path(f.f_code.co_filename).name == Path(__file__).name:
-            f = f.f_back
-        return f"{Path(f.f_code.co_filename).name}:{f.f_lineno} in {f.f_code.co_name}" if f else "?"
+        return caller_outside(__file__)
 
     def launch(self, stream: Any, grid: Any, kernel: Any, kernel_args: Any, *a: Any, **kw: Any) -> None:
         ln = Launch(kernel, grid, tuple(kernel_args), self._where(), self.entry, "ct.launch", self.source)

@@ -18,9 +18,7 @@ torch fake tensors on a `cuda` device, `torch.cuda` stubbed; nothing is launched
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterator
 
@@ -87,10 +85,7 @@ class TritonCapture:
         return None
 
     def _where(self) -> str:
-        f = sys._getframe(2)
-        while f is not None and Path(f.f_code.co_filename).name == Path(__file__).name:
-            f = f.f_back
-        return f"{Path(f.f_code.co_filename).name}:{f.f_lineno} in {f.f_code.co_name}" if f else "?"
+        return ct_capture.caller_outside(__file__)
 
     def record(self, outer: Any, grid: Any, args: tuple, kwargs: dict) -> None:
         from triton.runtime.autotuner import Autotuner, Heuristics
