@@ -164,6 +164,20 @@ class AgentLoop:
         self.scale = max(self.scale * 1.05, self.scale * counted / max(1, est) * 1.05)
         return True
 
+    def _tool_turn(self, out: LoopResult, messages: list[dict], tools: list, openai_tools: list[dict] | None
+                   ) -> tuple[int, ModelResult] | None:
+        """One tool-call request with max_tokens from the room left: (estimated prompt tokens, result), or None
+        (and `out.stop` says why) when the context has no room for a reply."""
+        est, room = self._room(messages, openai_tools)
+        if room < bd.MIN_REPLY:
+            out.stop = f"context full: {est} of {self.max_model_len} tokens used"
+            return None
+        r = self._call(self.client.call_tool, messages, tools, tool_choice="required", max_tokens=room,
+                       salvage_text_tool_calls=True, cancel=self.cancel)
+        self._account(out, r)
+        self._log(out, "tool_call", len(messages), est, room, r)
+        return est, r
+
     def _calibrate(self, est: int, r: ModelResult) -> None:
         """Learn from the server's count: a tokenizer that packs fewer chars a token than estimated raises scale."""
         if est and r.usage.prompt_tokens and len(r.calls) == 1 and r.usage.prompt_tokens > est:
@@ -191,23 +205,13 @@ class AgentLoop:
                                                                context=self.context))
         finished = False
         for _ in range(self.max_turns if tools else 0):
-            est, room = self._room(messages, openai_tools)
-            if room < bd.MIN_REPLY:
-                out.stop = f"context full: {est} of {self.max_model_len} tokens used"
+            turn = self._tool_turn(out, messages, tools, openai_tools)
+            if turn is not None and self._overflowed(*turn):
+                # our estimate was short of the server's count: once more, within it
+                turn = self._tool_turn(out, messages, tools, openai_tools)
+            if turn is None:
                 break
-            r = self._call(self.client.call_tool, messages, tools, tool_choice="required", max_tokens=room,
-                           salvage_text_tool_calls=True, cancel=self.cancel)
-            self._account(out, r)
-            self._log(out, "tool_call", len(messages), est, room, r)
-            if self._overflowed(est, r):  # our estimate was short of the server's count: once more, within it
-                est, room = self._room(messages, openai_tools)
-                if room < bd.MIN_REPLY:
-                    out.stop = f"context full: {est} of {self.max_model_len} tokens used"
-                    break
-                r = self._call(self.client.call_tool, messages, tools, tool_choice="required", max_tokens=room,
-                               salvage_text_tool_calls=True, cancel=self.cancel)
-                self._account(out, r)
-                self._log(out, "tool_call", len(messages), est, room, r)
+            est, r = turn
             self._calibrate(est, r)
             if not r.ok:
                 out.fault = r.fault

@@ -94,18 +94,10 @@ def draft_triton_cli(op: Path, args: argparse.Namespace, config) -> int:
         print(f"{len(e.holes)} hole(s) the lifted kernel cannot compile without (see {e.lifted}); no draft written: "
               "a writer maps them first")
         return 1
-    paths = draft.write(out)
-    print(f"{a.op} (Triton, lifted to {lifted}): {len(draft.spec.entries)} entr"
-          f"{'ies' if len(draft.spec.entries) != 1 else 'y'}: {', '.join(e.name for e in draft.spec.entries)}")
-    for p in paths:
-        print(f"wrote {p}")
-    for n in notes:
-        print(f"note: {n}")
-    for hole in draft.holes:
-        print(str(hole))
-    if draft.holes:
-        print(f"{len(draft.holes)} hole(s): the draft needs a writer for them before it builds")
-        return 1
-    print(f"complete (no Tile IR for the Triton reference: the IR self-check compares with the lifted kernel only); "
-          f"check it with `tileport build-rust {out}`")
-    return 0
+    from tileport.cli.draft import entries_text, report_draft
+
+    return report_draft(
+        draft, out, f"{a.op} (Triton, lifted to {lifted}): {entries_text(draft)}: "
+                    f"{', '.join(e.name for e in draft.spec.entries)}",
+        f"complete (no Tile IR for the Triton reference: the IR self-check compares with the lifted kernel only); "
+        f"check it with `tileport build-rust {out}`", notes)

@@ -66,16 +66,30 @@ def run(args: argparse.Namespace) -> int:
                                   config=config, run_tileiras=True, workers=None)
     draft = draft_port(analysis, kernel=args.kernel)
     out = Path(args.out) if args.out else Path(analysis.out_dir) / "draft"
-    paths = draft.write(out)
     entries = ", ".join(f"{e.name} ({len(e.variants)} variant{'s' * (len(e.variants) != 1)})"
                         for e in draft.spec.entries)
-    print(f"{analysis.op}: {len(draft.spec.entries)} entr{'ies' if len(draft.spec.entries) != 1 else 'y'}: {entries}")
+    return report_draft(draft, out, f"{analysis.op}: {entries_text(draft)}: {entries}",
+                        f"complete: check it with `tileport build-rust {out} --reference {analysis.out_dir}`")
+
+
+def entries_text(draft) -> str:
+    n = len(draft.spec.entries)
+    return f"{n} entr{'ies' if n != 1 else 'y'}"
+
+
+def report_draft(draft, out: Path, header: str, complete: str, notes: list[str] = ()) -> int:
+    """Write the draft to `out` and print what a user reads: the header, the files, notes, every hole; exit 1 when
+    there are holes, else 0 after `complete` (how to check it)."""
+    paths = draft.write(out)
+    print(header)
     for p in paths:
         print(f"wrote {p}")
+    for n in notes:
+        print(f"note: {n}")
     for hole in draft.holes:
         print(str(hole))
     if draft.holes:
         print(f"{len(draft.holes)} hole(s): the draft needs a writer for them before it builds")
         return 1
-    print(f"complete: check it with `tileport build-rust {out} --reference {analysis.out_dir}`")
+    print(complete)
     return 0
