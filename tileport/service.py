@@ -6,6 +6,9 @@ rerun, and the one exit-code rule. Entry points parse and render; the decisions 
 - The exit-code rule: 2 bad input (raised as UserError before anything runs), else 1 if any conversion failed or
   hit a cap, else 3 if any stopped at BLOCKED (the environment), else 0. A failure outranks an environment stop:
   fixing the environment would not make a failed conversion pass.
+- Gates on a GPU elsewhere (`tileport gate pack|ingest`, the dashboard's `g` / `i`): `pack_gate` and
+  `ingest_results` open the store by the same rule and call `tileport.agents.gate_service`, which returns typed
+  results (PackedGate, IngestedResults) for the caller to print or render.
 - Resume takes the model asked for now (`--resume ID --model X` runs X and records it on the conversion); without
   one it keeps the model the conversion was started with.
 """
@@ -17,6 +20,8 @@ from typing import TYPE_CHECKING, Iterable
 
 from tileport.config import Config
 from tileport.store import Store, queries
+
+from tileport.agents import gate_service
 
 if TYPE_CHECKING:
     from tileport.agents.runner import Finished, Runner
@@ -113,3 +118,41 @@ def worked_examples() -> Path | None:
         if cand.is_dir():
             return cand
     return None
+
+
+# --- gates on a GPU elsewhere ------------------------------------------------------------------------------------
+BuildFailed, PackedGate = gate_service.BuildFailed, gate_service.PackedGate
+IngestedResults = gate_service.IngestedResults
+
+
+def pack_gate(config: Config, target: str, *, repo: str | Path | None = None, store: str | Path | None = None,
+              op_path: str | None = None, out: str | Path | None = None, commit: str | None = None,
+              root: str | Path | None = None, log=None) -> PackedGate:
+    """`tileport gate pack TARGET`: a conversion ID (read from the repository's store) or a port / crate dir."""
+    s = open_store(config, repo, store) if target.isdigit() else None
+    try:
+        return gate_service.pack(config, target, store=s, op_path=op_path, out=out, commit=commit, root=root, log=log)
+    finally:
+        if s is not None:
+            s.close()
+
+
+def ingest_results(config: Config, path: str | Path, *, repo: str | Path | None = None,
+                   store: str | Path | None = None, conversion_id: int | None = None) -> IngestedResults:
+    """`tileport gate ingest results.json`: record D (and E) for the conversion the gate names, only for its
+    current head commit (else a one-line UserError and nothing recorded)."""
+    s = open_store(config, repo, store)
+    try:
+        return gate_service.ingest(s, config, path, conversion_id=conversion_id)
+    finally:
+        s.close()
+
+
+def gate_busy(store: Store, conversion_id: int) -> str | None:
+    """Why no gate can be packed or ingested for the conversion now (a stage runs), or None."""
+    return gate_service.busy(store, conversion_id)
+
+
+def likely_results(store: Store, conversion_id: int, roots=()) -> Path:
+    """The results.json to offer for ingesting (the newest pack's gate dir, else gates/<op>/ under `roots`)."""
+    return gate_service.likely_results(store, conversion_id, roots)
