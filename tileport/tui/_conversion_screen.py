@@ -71,6 +71,8 @@ class ConversionScreen(Screen):
         Binding("e", "app.edit", "edit kernel.rs"),
         Binding("o", "app.shell", "worktree shell", show=False),
         Binding("l", "app.pager", "full log"),
+        Binding("i", "app.ingest", "ingest results…", show=False),  # the perf tab's gate line names them
+        Binding("g", "app.pack_gate", "pack gate", show=False),
     ]
 
     def __init__(self, conversion_id: int) -> None:

@@ -22,6 +22,7 @@ from tileport.config import Config
 from tileport.errors import UserError
 from tileport.store import Store
 from tileport.tui._conversion_screen import ConversionScreen, event_line
+from tileport.tui._gate_actions import GateCommands
 from tileport.tui._main_screen import MainScreen
 from tileport.tui._modals import HelpScreen, QuitScreen, ReasonScreen, StoppingScreen
 from tileport.tui._palette import TileportCommands
@@ -31,8 +32,8 @@ from tileport.tui.view import (STAGE_NAMES, changed_conversions, conversion_rows
 
 EVENTS_PER_TICK = 20_000  # events read per poll; more than that waits for the next tick
 READONLY_KEYS = {"s": "start", "x": "stop", "r": "rerun", "a": "approve", "j": "reject", "m": "merge", "e": "edit",
-                 "c": "convert"}
-WRITE_ACTIONS = {"start", "stop", "rerun", "approve", "reject", "merge", "edit", "convert"}
+                 "c": "convert", "i": "ingest results", "g": "pack gate"}
+WRITE_ACTIONS = {"start", "stop", "rerun", "approve", "reject", "merge", "edit", "convert", "ingest", "pack_gate"}
 
 
 def _clip_words(text: str, width: int) -> str:
@@ -44,7 +45,7 @@ def _clip_words(text: str, width: int) -> str:
     return text[: cut if cut > width // 2 else width].rstrip(",;:") + " …"
 
 
-class TileportApp(App):
+class TileportApp(GateCommands, App):
     TITLE = "tileport"
     SUB_TITLE = "cuTile Python -> cuTile Rust"
     CSS_PATH = "tileport.tcss"
