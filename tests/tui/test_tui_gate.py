@@ -90,7 +90,7 @@ async def test_ingest_of_an_h200_results_file_shows_the_perf_rows_and_the_e_verd
         await open_perf(app, pilot, conv.cid)
         screen = app.screen
         assert "no performance run yet" in str(screen.query_one("#perf-summary").render())
-        assert "g: pack a gate" in str(screen.query_one("#perf-gate").render())
+        assert "g: pack a gate for a GPU host" in str(screen.query_one("#perf-gate").render())
         await pilot.press("i")
         await pilot.pause()
         box = app.screen.query_one("#path")

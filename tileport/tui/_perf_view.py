@@ -37,8 +37,7 @@ class PerfPanel(Vertical):
         self.query_one("#perf-launch", Static).update(
             Text(f"launch of {row.config}:\n{launch_text(row.launch)}", style="dim") if row else "")
 
-    GATE_HINT = ("no GPU here? g: pack a gate of this conversion for a GPU host   i: ingest the results.json it "
-                 "wrote there")
+    GATE_HINT = "g: pack a gate for a GPU host   i: ingest the results.json it wrote"
 
     def show_gate(self, text: Text | None) -> None:
         """The newest gate line (a pack's progress or result, an ingest), else the keys that make one."""
