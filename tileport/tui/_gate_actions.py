@@ -60,8 +60,8 @@ class GateCommands:
             pass
 
     # --- why not -------------------------------------------------------------------------------------------
-    def gate_refusal(self, verb: str, conversion_id: int | None) -> str | None:
-        """One line saying why `verb` (ingest | pack) is not possible for this conversion now, or None."""
+    def gate_refusal(self, conversion_id: int | None) -> str | None:
+        """One line saying why no gate can be packed or ingested for this conversion now, or None."""
         if conversion_id is None:
             return "select a conversion first"
         if self.readonly:
@@ -76,12 +76,19 @@ class GateCommands:
         except UserError as e:
             return str(e)
 
+    def _gate_target(self, label: str) -> int | None:
+        """The current conversion, or None after saying in one line why `label` cannot act on it."""
+        cid = self.current_id()
+        reason = self.gate_refusal(cid)
+        if reason:
+            self.notify(f"{label}: {reason}", severity="warning", timeout=8)
+            return None
+        return cid
+
     # --- i: ingest results… --------------------------------------------------------------------------------
     def action_ingest(self) -> None:
-        cid = self.current_id()
-        reason = self.gate_refusal("ingest", cid)
-        if reason:
-            self.notify(f"ingest: {reason}", severity="warning", timeout=8)
+        cid = self._gate_target("ingest")
+        if cid is None:
             return
         from tileport.tui._gate_modals import PathScreen
 
@@ -116,10 +123,8 @@ class GateCommands:
 
     # --- g: pack gate --------------------------------------------------------------------------------------
     def action_pack_gate(self) -> None:
-        cid = self.current_id()
-        reason = self.gate_refusal("pack", cid)
-        if reason:
-            self.notify(f"pack gate: {reason}", severity="warning", timeout=8)
+        cid = self._gate_target("pack gate")
+        if cid is None:
             return
         self.packing[cid] = time.monotonic()
         last = ["building the port's cdylib (cargo: minutes on a cold cache)"]
