@@ -8,22 +8,18 @@ import json
 
 import pytest
 
-from gitconv import Conv
+from gitconv import conversion_at
 from tests.conftest import run_cli
 from tileport import service
 from tileport.config import Config
 from tileport.errors import UserError
-from tileport.store import Store
 
 
 @pytest.fixture
 def conv(tmp_path):
-    store = Store(tmp_path / "db" / "tileport.db")
-    c = Conv(tmp_path, store)
-    for s in "AB":
-        c.run(s)
+    c = conversion_at(tmp_path)
     yield c
-    store.close()
+    c.store.close()
 
 
 def results_file(path, cid, commit, status="PASS"):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gitconv import Conv
+from gitconv import Conv, conversion_at
 from tileport.config import Config
 from tileport.store import Store
 from tileport.tui import TileportApp
@@ -38,13 +38,10 @@ def h200_results(cid: int, commit: str) -> dict:
 
 @pytest.fixture
 def conv(tmp_path):
-    store = Store(tmp_path / "db" / "tileport.db")
-    c = Conv(tmp_path, store)
-    for s in "AB":
-        c.run(s)
-    store.update_conversion(c.cid, status="blocked")
+    c = conversion_at(tmp_path)
+    c.store.update_conversion(c.cid, status="blocked")
     yield c
-    store.close()
+    c.store.close()
 
 
 def app_for(conv: Conv, **kw) -> TileportApp:
