@@ -6,6 +6,7 @@ a background worker, refused in read-only mode, while a stage runs, or (one line
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import html
 import json
@@ -194,6 +195,44 @@ async def test_pack_is_refused_while_a_stage_runs_and_says_why_without_a_port(co
         want = f"pack gate #{conv.cid}: conversion {conv.cid}: no port at {conv.wt / 'ports' / 'op'}"
         assert await until(pilot, lambda: any(n.startswith(want) for n in notes(app))), notes(app)
         assert not app.packing and want in str(app.screen.query_one("#perf-gate").render())
+
+
+async def test_quitting_kills_a_pack_under_way(conv, monkeypatch):
+    """NAMED FAKE: pack_gate replaced by a 'cargo build' that is `sleep 60` (a cold build is minutes; a warm one
+    is too quick to quit in the middle of), run through exec.proc like the real build."""
+    import threading
+
+    from tileport.exec.proc import Interrupted, run_command
+
+    seen: dict = {}
+
+    def slow_cargo_fake(config, target, **kw):
+        kw["log"]("compiling (fake)")
+        try:
+            run_command(["sleep", "60"], timeout=120)
+        except Interrupted as e:
+            seen["interrupted"] = str(e)
+            raise
+        finally:
+            seen["ended"] = threading.Event()
+            seen["ended"].set()
+
+    monkeypatch.setattr("tileport.service.pack_gate", slow_cargo_fake)
+    app = app_for(conv)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await open_perf(app, pilot, conv.cid)
+        await pilot.press("g")
+        assert await until(pilot, lambda: conv.cid in app.packing and app.packing[conv.cid].scope._pids)
+        [pid] = app.packing[conv.cid].scope._pids
+        assert "compiling (fake)" in str(app.screen.query_one("#perf-gate").render())
+        await pilot.press("q")  # nothing of the runner's runs here: q quits at once
+        await pilot.pause()
+    for _ in range(100):
+        if "ended" in seen and not Path(f"/proc/{pid}").exists():
+            break
+        await asyncio.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists(), "the pack's tool outlived the dashboard"
+    assert "killed by a stop request" in seen.get("interrupted", ""), seen
 
 
 @pytest.mark.slow

@@ -9,18 +9,33 @@ its result (the gate dir and the commands to run with it).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.text import Text
 
 from tileport import service
 from tileport.errors import UserError
+from tileport.exec.proc import ToolScope, tool_scope
 from tileport.tui.actions import READONLY
 
 
 def _one_line(text: str, width: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@dataclass
+class Pack:
+    """A pack under way in this dashboard: when it started, its newest step, and the scope of its tools (cargo),
+    killed when the dashboard quits (a pack never keeps the process alive after the screen is gone)."""
+
+    started: float = field(default_factory=time.monotonic)
+    step: str = "building the port's cdylib (cargo: minutes on a cold cache)"
+    scope: ToolScope = field(default_factory=ToolScope)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
 
 
 class GateCommands:
@@ -34,8 +49,8 @@ class GateCommands:
         return self.__dict__["_gate_lines_"]
 
     @property
-    def packing(self) -> dict[int, float]:
-        """conversion -> when its pack started (time.monotonic), for the packs under way in this dashboard."""
+    def packing(self) -> dict[int, Pack]:
+        """conversion -> its pack under way in this dashboard."""
         if "_packing_" not in self.__dict__:
             self.__dict__["_packing_"] = {}
         return self.__dict__["_packing_"]
@@ -70,7 +85,7 @@ class GateCommands:
             return f"conversion {conversion_id} is running here; stop it (x) or wait for it to end"
         if conversion_id in self.packing:
             return (f"a gate pack of #{conversion_id} is under way "
-                    f"({time.monotonic() - self.packing[conversion_id]:.0f} s); wait for its result line")
+                    f"({self.packing[conversion_id].elapsed():.0f} s); wait for its result line")
         try:
             return service.gate_busy(self.store, conversion_id)
         except UserError as e:
@@ -126,16 +141,15 @@ class GateCommands:
         cid = self._gate_target("pack gate")
         if cid is None:
             return
-        self.packing[cid] = time.monotonic()
-        last = ["building the port's cdylib (cargo: minutes on a cold cache)"]
+        pack = self.packing[cid] = Pack()
 
         def show() -> None:
-            if cid in self.packing:
-                self._set_gate_status(cid, Text(f"packing a gate of #{cid} ({time.monotonic() - self.packing[cid]:.0f}"
-                                                f" s): {_one_line(last[0], 160)}", style="yellow"))
+            if self.packing.get(cid) is pack:
+                self._set_gate_status(cid, Text(f"packing a gate of #{cid} ({pack.elapsed():.0f} s): "
+                                                f"{_one_line(pack.step, 160)}", style="yellow"))
 
         def progress(line: str) -> None:
-            last[0] = line
+            pack.step = line
             self._from_thread(show)
 
         timer = self.set_interval(1.0, show)
@@ -145,7 +159,8 @@ class GateCommands:
 
         def job() -> None:
             try:
-                packed = service.pack_gate(self.actions.config, str(cid), root=self.actions.repo, log=progress)
+                with tool_scope(pack.scope):
+                    packed = service.pack_gate(self.actions.config, str(cid), root=self.actions.repo, log=progress)
             except service.BuildFailed as e:
                 first = f": {_one_line(e.errors[0], 160)}" if e.errors else ""
                 self._pack_ended(cid, timer, f"pack gate #{cid}: {e}{first}", ok=False)
@@ -157,6 +172,11 @@ class GateCommands:
             else:
                 self._pack_ended(cid, timer, f"{packed.text()}. Next, {packed.next_steps()} (or i here)", ok=True)
         self.run_worker(job, thread=True, group=f"gate-{cid}", exit_on_error=False)
+
+    def on_unmount(self) -> None:
+        """Quitting kills the tools of every pack under way (their workers then end at once)."""
+        for pack in list(self.packing.values()):
+            pack.scope.cancel()
 
     def _pack_ended(self, cid: int, timer, line: str, ok: bool) -> None:
         def ended() -> None:
