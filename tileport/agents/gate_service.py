@@ -219,7 +219,7 @@ def likely_results(store: Store, conversion_id: int, roots: Iterable[str | Path]
     from tileport.validators.gpu.gate import RESULTS_FILE
 
     conv = store.conversion(conversion_id)
-    packed = [ev["payload"].get("dir") for ev in store.events(conversion_id) if ev["kind"] == PACKED_EVENT]
+    packed = [(ev["payload"] or {}).get("dir") for ev in store.events(conversion_id) if ev["kind"] == PACKED_EVENT]
     op = Path(conv["op_path"]).stem
     cands = [Path(d) / RESULTS_FILE for d in reversed(packed) if d]
     cands += [Path(r) / "gates" / op / RESULTS_FILE for r in [*roots, conv.get("repo")] if r]
