@@ -9,7 +9,7 @@ import json
 import pytest
 
 from gitconv import conversion_at
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tileport import service
 from tileport.config import Config
 from tileport.errors import UserError
@@ -102,3 +102,21 @@ def test_busy_names_the_process_that_holds_the_conversion(conv):
         assert service.gate_busy(conv.store, conv.cid) == (
             f"conversion {conv.cid} is running a stage (process {os.getpid()}); stop it (x) or wait for it to end")
     assert service.gate_busy(conv.store, conv.cid) is None
+
+
+def test_a_port_that_does_not_build_is_one_line_with_the_errors_kept_for_the_cli(tmp_path):
+    """The policy refuses the kernel before cargo runs (seconds), as the build would refuse a compile error."""
+    import shutil
+
+    port = tmp_path / "vector_add"
+    shutil.copytree(REPO / "ports" / "vector_add", port)
+    with open(port / "kernel.rs", "a") as f:
+        f.write("\nmacro_rules! sneaky { () => {} }\n")
+    with pytest.raises(service.BuildFailed) as e:
+        service.pack_gate(Config(), str(port), op_path=str(REPO / "examples" / "vector_add.py"), out=tmp_path / "g")
+    assert str(e.value) == "the port's cdylib did not build (1 error(s)); fix kernel.rs and pack again"
+    assert "TP-FORBIDDEN-MACRO" in e.value.errors[0]
+    r = run_cli("gate", "pack", str(port), "--op", "examples/vector_add.py", "--out", str(tmp_path / "g"))
+    assert r.returncode == 2 and "TP-FORBIDDEN-MACRO" in r.stdout  # the errors, then the one line
+    assert r.stderr.strip() == f"tileport: error: {e.value}"
+    assert not (tmp_path / "g").exists()

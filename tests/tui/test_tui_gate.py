@@ -56,6 +56,16 @@ def write_results(conv: Conv, commit: str) -> Path:
     return path
 
 
+def vector_add_at(worktree: Path, root: Path) -> tuple[TileportApp, int]:
+    """A dashboard on a new store (root/tp.db) whose one conversion is examples/vector_add.py with its port in
+    `worktree` at commit c0ffee (no branch: the store's head is the commit), the repository `root`."""
+    store = Store(root / "tp.db")
+    cid = store.add_conversion("examples/vector_add.py")
+    store.update_conversion(cid, head_commit="c0ffee", worktree=str(worktree))
+    store.close()
+    return TileportApp(root / "tp.db", Config(), repo=root, doctor=False, poll_interval=0.05), cid
+
+
 def screen_text(app) -> str:
     """What the terminal shows, as plain text (the SVG screenshot's text, unescaped)."""
     return html.unescape(re.sub(r"<[^>]+>", "", app.export_screenshot())).replace("\xa0", " ")
@@ -197,6 +207,28 @@ async def test_pack_is_refused_while_a_stage_runs_and_says_why_without_a_port(co
         assert not app.packing and want in str(app.screen.query_one("#perf-gate").render())
 
 
+async def test_a_port_that_does_not_build_ends_the_pack_with_one_line(tmp_path):
+    """The kernel is refused by the policy before cargo runs, as a compile error would end the build."""
+    import shutil
+
+    wt = tmp_path / "wt"
+    shutil.copytree(REPO / "ports" / "vector_add", wt / "ports" / "vector_add")
+    shutil.copytree(REPO / "examples", wt / "examples", ignore=shutil.ignore_patterns("triton", "__pycache__"))
+    with open(wt / "ports" / "vector_add" / "kernel.rs", "a") as f:
+        f.write("\nmacro_rules! sneaky { () => {} }\n")
+    app, cid = vector_add_at(wt, tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await open_perf(app, pilot, cid)
+        await pilot.press("g")
+        want = (f"pack gate #{cid}: the port's cdylib did not build (1 error(s)); fix kernel.rs and pack again: "
+                "src/kernel.rs:")
+        assert await until(pilot, lambda: any(n.startswith(want) for n in notes(app)), 60), notes(app)
+        line = next(n for n in notes(app) if n.startswith(want))
+        assert "TP-FORBIDDEN-MACRO" in line and "\n" not in line
+        assert str(app.screen.query_one("#perf-gate").render()) == line
+    assert not (tmp_path / "gates").exists()
+
+
 async def test_quitting_kills_a_pack_under_way(conv, monkeypatch):
     """NAMED FAKE: pack_gate replaced by a 'cargo build' that is `sleep 60` (a cold build is minutes; a warm one
     is too quick to quit in the middle of), run through exec.proc like the real build."""
@@ -238,11 +270,7 @@ async def test_quitting_kills_a_pack_under_way(conv, monkeypatch):
 @pytest.mark.slow
 async def test_pack_from_the_dashboard_builds_the_gate_and_names_the_commands(tmp_path):
     """A real cargo build of ports/vector_add (seconds from the shared target cache, minutes cold)."""
-    store = Store(tmp_path / "tp.db")
-    cid = store.add_conversion("examples/vector_add.py")
-    store.update_conversion(cid, head_commit="c0ffee", worktree=str(REPO))
-    store.close()
-    app = TileportApp(tmp_path / "tp.db", Config(), repo=tmp_path, doctor=False, poll_interval=0.05)
+    app, cid = vector_add_at(REPO, tmp_path)
     async with app.run_test(size=(200, 50)) as pilot:
         await open_perf(app, pilot, cid)
         await pilot.press("g")
