@@ -174,11 +174,16 @@ async def test_readonly_refuses_pack_and_ingest_from_keys_and_palette(conv):
         await pilot.press("g")
         await pilot.pause()
         assert any(n.startswith("pack gate: read-only dashboard") for n in notes(app)), notes(app)
-        app.action_pack_gate()  # what the palette entry calls
-        app.action_ingest()
-        await pilot.pause()
-        assert any(n.startswith("pack gate: read-only dashboard (started with --readonly)") for n in notes(app))
-        assert any(n.startswith("ingest: read-only dashboard (started with --readonly)") for n in notes(app))
+        for words, label in (("pack gate", "pack gate"), ("ingest results", "ingest")):  # the palette's entries
+            app.clear_notifications()
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            await pilot.press(*words)  # typed into the palette: no key of the dashboard's
+            await pilot.pause(0.5)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert notes(app) == [f"{label}: read-only dashboard (started with --readonly): use the CLI or a "
+                                  "writable dashboard"]
         assert app.screen.__class__.__name__ == "ConversionScreen" and not app.packing
     assert not (conv.repo / "gates").exists()
 
