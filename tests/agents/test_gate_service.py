@@ -75,6 +75,19 @@ def test_pack_refuses_a_conversion_without_a_port_in_one_line(conv):
         service.pack_gate(config(conv), "99")
 
 
+def test_pack_refuses_a_port_edited_since_the_commit_it_would_be_labelled_with(conv):
+    """A gate names a commit; built from an uncommitted edit its results would be recorded for code no commit has."""
+    conv.stage_commit("B", path="ports/op/kernel.rs")
+    conv.store.update_conversion(conv.cid, head_commit=conv.head())
+    with pytest.raises(UserError) as clean:  # committed: it goes on, to the op file (this one declares nothing)
+        service.pack_gate(config(conv), str(conv.cid))
+    assert "changed since" not in str(clean.value)
+    (conv.wt / "ports" / "op" / "kernel.rs").write_text("// a person's edit, not committed\n")
+    with pytest.raises(UserError, match=rf"conversion {conv.cid}: ports/op/kernel.rs changed since {conv.head()[:10]}; "
+                                        "commit the edit first"):
+        service.pack_gate(config(conv), str(conv.cid))
+
+
 def test_the_results_offered_for_ingest_are_the_newest_packs_then_the_repositorys(conv, tmp_path):
     s = conv.store
     under_repo = conv.repo / "gates" / "op" / "results.json"

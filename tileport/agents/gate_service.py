@@ -125,6 +125,13 @@ def pack(config: Config, target: str, *, store: Store | None = None, op_path: st
         port_dir = worktree / "ports" / Path(conv["op_path"]).stem
         if not port_dir.is_dir():
             raise UserError(f"conversion {conversion_id}: no port at {port_dir}; pass the port dir instead of the ID")
+        if conv.get("branch") and conv.get("worktree"):  # the gate is for a commit: build nothing no commit holds
+            from tileport.worktrees.git import uncommitted
+
+            changed = uncommitted(worktree, port_dir.relative_to(worktree))
+            if changed:
+                raise UserError(f"conversion {conversion_id}: {', '.join(changed[:3])} changed since {str(commit)[:10]}"
+                                "; commit the edit first (the dashboard's e offers to) so the gate is for a commit")
         target = str(port_dir)
     op_path = op_path or str(base / "examples" / f"{Path(target).resolve().name}.py")
     op = gate.op_info(op_path=op_path)
