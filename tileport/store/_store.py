@@ -8,19 +8,20 @@ Stage runs are written by `store.runs.record_run` only; reads for status and the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
 import stat
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import sqlite_utils
 
 from tileport import limits
 from tileport.errors import UserError
-from tileport.records import ArtifactRecord, StageResult, sha256_file, utcnow
+from tileport.records import ApprovalRecord, ArtifactRecord, StageResult, sha256_file, utcnow
 from tileport.store._db import Database, guarded, json_column, retrying, to_json
 from tileport.store._schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -240,6 +241,24 @@ class Store:
             }).last_pk
             self.log_event("approval." + decision, conversion_id, commit=commit, approver=approver, reason=reason)
         return aid
+
+    @contextlib.contextmanager
+    def deciding(self, conversion_id: int, commit: str, approver: str, decision: str, reason: str | None = None, *,
+                 comment: str | None = None, gate_snapshot: dict | None = None,
+                 status: str | None = None) -> Iterator[ApprovalRecord]:
+        """One transaction for a human decision: its approval row and (given `status`) the conversion's new status.
+        Yields the decision as recorded, so the caller writes what must exist before the row commits (the git
+        note) inside the block; an exception there rolls both back: neither is kept without the other."""
+        from tileport.store.queries import approval
+
+        with self._write():
+            aid = self.record_approval(conversion_id, commit, approver, decision, reason, comment=comment,
+                                       gate_snapshot=gate_snapshot)
+            rec = approval(self, aid)
+            assert rec is not None
+            yield rec
+            if status is not None:
+                self.update_conversion(conversion_id, status=status)
 
     def approvals(self, conversion_id: int) -> list[dict]:
         return list(self.db["approvals"].rows_where("conversion_id = ?", [conversion_id], order_by="id"))

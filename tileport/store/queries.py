@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tileport.records import IRPair, PerfDetails, Stage, StageDetails, details_of
+from tileport.records import (ApprovalRecord, Decision, GateRecord, IRPair, PerfDetails, Stage, StageDetails,
+                              details_of)
 from tileport.store._db import json_column
 
 if TYPE_CHECKING:
@@ -312,6 +313,37 @@ def conversion_detail(store: "Store", conversion_id: int) -> ConversionDetail:
     runs = [(r, commands(store, r.id), artifacts(store, r.id)) for r in stage_runs(store, conversion_id)]
     return ConversionDetail(summary=summary, conversion=store.conversion(conversion_id), runs=runs,
                             approvals=store.approvals(conversion_id))
+
+
+def _approval(store: "Store", r: dict[str, Any]) -> ApprovalRecord:
+    """A decision row with the gate snapshot the person saw; lenient for old rows (a snapshot stored as a bare list
+    of gates, a gate that no longer validates: dropped, not fatal)."""
+    snap = json_column(r.get("gate_snapshot"), store.path, "approvals.gate_snapshot")
+    if isinstance(snap, list):
+        snap = {"gates": snap}
+    snap = snap if isinstance(snap, dict) else {}
+    gates = []
+    for g in snap.get("gates") or []:
+        try:
+            gates.append(GateRecord.model_validate(g))
+        except ValueError:
+            continue
+    overrides = snap.get("overrides")
+    return ApprovalRecord(id=r["id"], conversion_id=r["conversion_id"], commit=r["commit"], approver=r["approver"],
+                          decision=Decision(r["decision"]), ts=r["ts"], comment=r.get("comment"),
+                          reason=r.get("reason"), gates=gates,
+                          overrides=[str(o) for o in overrides] if isinstance(overrides, list) else [])
+
+
+def approvals(store: "Store", conversion_id: int) -> list[ApprovalRecord]:
+    """Every decision on one conversion, oldest first, typed."""
+    return [_approval(store, r) for r in
+            _dicts(store, "select * from approvals where conversion_id = ? order by id", [conversion_id])]
+
+
+def approval(store: "Store", approval_id: int) -> ApprovalRecord | None:
+    rows = _dicts(store, "select * from approvals where id = ?", [approval_id])
+    return _approval(store, rows[0]) if rows else None
 
 
 def newest_event_id(store: "Store") -> int:
