@@ -212,13 +212,6 @@ class Store:
     def stage_runs(self, conversion_id: int) -> list[dict]:
         return list(self.db["stage_runs"].rows_where("conversion_id = ?", [conversion_id], order_by="id"))
 
-    def stage_commands(self, stage_run_id: int) -> list[dict]:
-        rows = self.db["commands"].rows_where("stage_run_id = ?", [stage_run_id], order_by="seq")
-        return [{**r, "argv": json_column(r["argv"], self.path, "commands.argv")} for r in rows]
-
-    def stage_artifacts(self, stage_run_id: int) -> list[dict]:
-        return list(self.db["artifacts"].rows_where("stage_run_id = ?", [stage_run_id], order_by="id"))
-
     def attempts(self, conversion_id: int, stage: str) -> int:
         return self.db.execute(
             "select count(*) from stage_runs where conversion_id = ? and stage = ?", [conversion_id, stage]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tileport.records import (ApprovalRecord, Decision, GateRecord, IRPair, PerfDetails, Stage, StageDetails,
-                              details_of)
+                              StageResult, details_of)
 from tileport.store._db import json_column
 
 if TYPE_CHECKING:
@@ -46,15 +46,21 @@ class StageRunRow(_Row):
     routed_to: str | None = None
     route_reason: str | None = None
     details: StageDetails
-    raw_details: dict[str, Any] = Field(default_factory=dict)  # as stored (stages that still read keys)
+    raw_details: dict[str, Any] = Field(default_factory=dict)  # as stored (the gates' evidence digest, `status`)
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def as_history(self) -> dict[str, Any]:
-        """The dict form a StageContext's history carries (details as the stored dict)."""
-        return {**self.model_dump(exclude={"details", "raw_details"}), "details": dict(self.raw_details)}
+    @classmethod
+    def of(cls, result: StageResult, *, id: int = 0, conversion_id: int = 0, **fields: Any) -> "StageRunRow":
+        """The row `record_run` would store for `result` (fakes and tests that hand a stage its history)."""
+        return cls(id=id, conversion_id=conversion_id, stage=result.stage.value, attempt=result.attempt,
+                   cap=result.cap, verdict=result.verdict,
+                   fail_class=result.fail_class.value if result.fail_class else None, model_id=result.model_id,
+                   summary=result.summary, prompt_tokens=result.tokens.prompt_tokens,
+                   completion_tokens=result.tokens.completion_tokens, details=result.typed,
+                   raw_details=dict(result.details), **fields)
 
 
 class CommandRow(_Row):
