@@ -231,6 +231,7 @@ class Runner:
         writer = make_writer(model, self.config, skip_requests=skip)
         if model != conv.get("model"):
             self._set(store, cid, model=model)
+            self.say(f"#{cid} {paths.op}: model {model} from now on (started with {conv.get('model') or 'none'})")
         cancel = self._cancels[cid] = CancelToken()  # a new token per drive: a stopped conversion resumes
         scope = self._scopes[cid] = ToolScope(output=control.run_files(wt.path).live)
         toolchain = from_config(self.config)
