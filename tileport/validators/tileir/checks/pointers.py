@@ -14,20 +14,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 from tileport.validators.tileir.canon import CanonEntry, Val, render
+from tileport.validators.tileir.intforms import int_literal
 
 _VALUE_KEEPING = frozenset({"exti", "reshape", "broadcast", "assume"})
 _PTR_KEEPING = frozenset({"reshape", "broadcast", "assume", "ptr_to_ptr"})
 
 Term = tuple[str, tuple[str, ...]]  # (index key, sorted parameter factors)
-
-
-def _lit(v: Val) -> int | None:
-    if v.splat is None:
-        return None
-    try:
-        return int(v.splat[1])
-    except ValueError:
-        return None
 
 
 class Linear:
@@ -52,7 +44,7 @@ class Linear:
 
     def of(self, v: Val, depth: int = 0) -> dict[Term, int]:
         v = self.strip(v)
-        k = _lit(v)
+        k = int_literal(v)
         if k is not None:
             return {("1", ()): k} if k else {}
         n = v.node
