@@ -22,18 +22,24 @@ _PTR_KEEPING = frozenset({"reshape", "broadcast", "assume", "ptr_to_ptr"})
 Term = tuple[str, tuple[str, ...]]  # (index key, sorted parameter factors)
 
 
+def strip_kept(v: Val, keeping: frozenset[str] = _VALUE_KEEPING, limit: int = 32) -> Val:
+    """The value under ops that keep it (`exti`, `reshape`, `broadcast`, `assume`: its assumed operand; or another
+    `keeping` set, e.g. the ops that keep a pointer)."""
+    for _ in range(limit):
+        n = v.node
+        if n is None or n.op.name not in keeping or not n.operands:
+            return v
+        v = n.operands[-1] if n.op.name == "assume" else n.operands[0]
+    return v
+
+
 class Linear:
     def __init__(self, ce: CanonEntry):
         self.ce = ce
         self.shown: dict[str, Val] = {}  # index key -> a value to render it by
 
     def strip(self, v: Val) -> Val:
-        for _ in range(32):
-            n = v.node
-            if n is None or n.op.name not in _VALUE_KEEPING or not n.operands:
-                return v
-            v = n.operands[-1] if n.op.name == "assume" else n.operands[0]
-        return v
+        return strip_kept(v)
 
     def difference(self, a: Val, b: Val) -> dict[Term, int]:
         """The linear form of a - b."""
@@ -74,11 +80,7 @@ class Linear:
 
     def pointer(self, v: Val, depth: int = 0) -> tuple[int | None, dict[Term, int]]:
         """(array ordinal, linear offset) of a pointer tile; ordinal None when it does not start at an argument."""
-        for _ in range(32):
-            n = v.node
-            if n is None or n.op.name not in _PTR_KEEPING or not n.operands:
-                break
-            v = n.operands[-1] if n.op.name == "assume" else n.operands[0]
+        v = strip_kept(v, _PTR_KEEPING)
         n = v.node
         if n is None:
             return (self.ce.ptr_ordinal.get(v.arg_index) if v.arg_index is not None else None), {}
