@@ -11,7 +11,7 @@ import pytest
 from tileport.records import Decision, GateStatus
 from tileport.store import Store, queries
 
-OLD_STORE = Path(__file__).resolve().parents[1] / "stores" / "v3-main.db"
+OLD_STORE = Path(__file__).resolve().parents[1] / "data" / "stores" / "v3-main.db"
 GATE = {"name": "A", "status": "satisfied", "required": ["PASS"], "verdict": "PASS", "head": "c" * 40}
 
 

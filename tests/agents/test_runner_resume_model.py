@@ -1,5 +1,5 @@
-"""`--resume ID --model X` is never silently ignored: X runs, it is recorded on the conversion (with an event), and
-the run says so in one line; resuming with the model it already has says nothing."""
+"""The runner on `--resume ID --model X`: never silently ignored. X runs, it is recorded on the conversion (with an
+event), and the run says so in one line; resuming with the model it already has says nothing."""
 
 from __future__ import annotations
 
