@@ -62,3 +62,30 @@ def test_stage_f_hints_reach_the_writer_typed(store):
                                         details={"owner": "kernel", "next_edit": "occupancy 4", "hints": [hint]}))
     assert _hints(_ctx(store, cid)) == [hint]
     assert _feedback(_ctx(store, cid))[0] == "[diagnoser] stage F: occupancy 4"
+
+
+def _c_after(store: Store, cid: int, tmp_path: Path, **b_details) -> StageResult:
+    from tileport.agents.context import ConversionPaths
+    from tileport.agents.stages import diagnose
+    from tileport.agents.writers import DraftWriter
+
+    store.record_stage(cid, StageResult(stage=Stage.WRITE_KERNEL, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL,
+                                        details=b_details, summary="IR self-check FAIL_FIXABLE"))
+    ctx = _ctx(store, cid)
+    ctx.paths, ctx.writer = ConversionPaths(tmp_path, "op"), DraftWriter()
+    return diagnose.run(ctx)
+
+
+def test_stage_c_reads_the_failed_b_run_typed(store, tmp_path):
+    """C names the owner the failed run's class says and the first finding of B's feedback as the next edit."""
+    cid = store.add_conversion("/r/op.py")
+    c = _c_after(store, cid, tmp_path, feedback="note: fine\nERROR memory.padding: port pads with 0, reference NaN",
+                 categories=["memory"])
+    assert (c.verdict, c.typed.owner) == ("FAIL_FIXABLE", "kernel")
+    assert c.typed.next_edit.endswith("ERROR memory.padding: port pads with 0, reference NaN")
+
+
+def test_stage_c_after_a_b_with_no_writer_is_blocked_with_its_reason(store, tmp_path):
+    cid = store.add_conversion("/r/op.py")
+    c = _c_after(store, cid, tmp_path, no_writer=True)
+    assert (c.verdict, c.fail_class, c.summary) == ("BLOCKED", FailClass.ENV, "IR self-check FAIL_FIXABLE")
