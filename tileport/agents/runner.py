@@ -34,7 +34,7 @@ from tileport.agents.stages.write_kernel import cargo_seconds
 from tileport.exec.proc import Interrupted, ToolScope, tool_scope
 from tileport.exec.toolchain import from_config
 from tileport.local_models.protocol import CancelToken
-from tileport.records import StageResult, details_of
+from tileport.records import StageResult
 from tileport.store import Store, queries, record_run
 from tileport.worktrees import git as wgit
 from tileport.worktrees.conversion import (ConversionWorktree, WorktreeEscape, branch_name, check_commands_inside,
@@ -227,10 +227,11 @@ class Runner:
         # the model asked for now wins over the stored one (`--resume ID --model X` runs X, and says so); a
         # scripted transcript skips the requests the same model already answered in the recorded runs
         model = self.model or conv.get("model")
-        skip = sum(r["details"].get("model_requests", 0) or 0 for r in runs) if model == conv.get("model") else 0
+        skip = sum(r.details.model_requests for r in runs) if model == conv.get("model") else 0
         writer = make_writer(model, self.config, skip_requests=skip)
         if model != conv.get("model"):
             self._set(store, cid, model=model)
+            self.say(f"#{cid} {paths.op}: model {model} from now on (started with {conv.get('model') or 'none'})")
         cancel = self._cancels[cid] = CancelToken()  # a new token per drive: a stopped conversion resumes
         scope = self._scopes[cid] = ToolScope(output=control.run_files(wt.path).live)
         toolchain = from_config(self.config)
@@ -350,19 +351,18 @@ class Runner:
 
     # ---------------------------------------------------------------------------------------- replay
     @staticmethod
-    def _runs(store: Store, cid: int) -> list[dict]:
-        """The recorded runs as a stage context's history (dicts, details as stored)."""
-        return [r.as_history() for r in queries.stage_runs(store, cid)]
+    def _runs(store: Store, cid: int) -> list[queries.StageRunRow]:
+        """The recorded runs as a stage context's history (typed rows)."""
+        return queries.stage_runs(store, cid)
 
-    def _replay(self, runs: list[dict]) -> tuple[RunState, Action]:
+    def _replay(self, runs: list[queries.StageRunRow]) -> tuple[RunState, Action]:
         """The router's state after the recorded runs, and the next action (the same pure function decides)."""
         state = RunState(router.caps_of(self.config))
         action = router.first_action()
         for r in runs:
-            d = details_of(r["stage"], r["details"])
-            state = state.start(r["stage"], d.repair)
-            action = router.next_action(state, Outcome(r["stage"], r["verdict"], r["fail_class"],
-                                                       getattr(d, "owner", None)))
+            state = state.start(r.stage, r.details.repair)
+            action = router.next_action(state, Outcome(r.stage, r.verdict, r.fail_class,
+                                                       getattr(r.details, "owner", None)))
         return state, action
 
     def _recover(self, store: Store, cid: int, wt: ConversionWorktree, paths: ConversionPaths) -> None:

@@ -15,7 +15,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileport.records import GATE_PASSES, SELF_CHECK_PASSES, GateEvidence, GateRecord, GateStatus, Stage, sha256_file
+from tileport.records import (DETAILS, GATE_PASSES, SELF_CHECK_PASSES, GateEvidence, GateRecord, GateStatus, Stage,
+                              StageDetails, sha256_file)
 from tileport.store import Store, queries
 from tileport.worktrees import _gitcli as g
 
@@ -26,14 +27,24 @@ class GateSpec:
 
     stage: Stage
     passes: tuple[str, ...]
-    # details key -> values that pass (a value may be a string or a dict with a "verdict" key)
+    # a field of the stage's typed details (records.details) -> the values that pass
     detail_passes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # later stage commits (by their Tileport-Stage trailer) that do not change what this gate judged
     survives: frozenset[str] = frozenset()
 
+    def __post_init__(self) -> None:
+        fields = DETAILS[self.stage].model_fields
+        for key, _ in self.detail_passes:
+            if key not in fields:
+                raise TypeError(f"gate {self.name}: {DETAILS[self.stage].__name__} has no field {key!r}")
+
     @property
     def name(self) -> str:
         return self.stage.value
+
+    def detail_verdict(self, details: StageDetails, key: str) -> str | None:
+        value = getattr(details, key, None) if isinstance(details, DETAILS[self.stage]) else None
+        return value if isinstance(value, str) else None
 
 
 # The one place that says what a merge needs. A (analysis of the Python op) is not changed by anything the writers
@@ -57,12 +68,6 @@ def _stage_letter(value: str) -> str:
         return Stage[value.upper()].value
     except KeyError:
         return value
-
-
-def _detail_verdict(value: object) -> str | None:
-    if isinstance(value, dict):
-        value = value.get("verdict")
-    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True)
@@ -152,14 +157,13 @@ class BranchHistory:
 
 
 def _evidence(store: Store, run_id: int) -> list[GateEvidence]:
-    return [GateEvidence(kind=a["kind"] or "", path=a["path"], sha256=a["sha256"])
-            for a in store.stage_artifacts(run_id)]
+    return [GateEvidence(kind=a.kind or "", path=a.path, sha256=a.sha256) for a in queries.artifacts(store, run_id)]
 
 
-def _evidence_digest(run: dict, evidence: list[GateEvidence]) -> str:
-    body = {"stage_run_id": run["id"], "stage": run["stage"], "verdict": run["verdict"], "commit": run["commit"],
-            "details": run.get("details") or {},
-            "evidence": sorted((e.path, e.sha256) for e in evidence)}
+def _evidence_digest(run: queries.StageRunRow, evidence: list[GateEvidence]) -> str:
+    """Over the details as stored (not as read back typed), so a digest recorded earlier stays comparable."""
+    body = {"stage_run_id": run.id, "stage": run.stage, "verdict": run.verdict, "commit": run.commit,
+            "details": run.raw_details, "evidence": sorted((e.path, e.sha256) for e in evidence)}
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -179,44 +183,43 @@ def evaluate_gates(store: Store, repo: str | Path, conversion_id: int, head: str
                    evidence_roots: list[Path] | None = None, base: str | None = None) -> list[GateRecord]:
     """Every required gate's status for `head`, in REQUIRED_GATES order (`base`: where the branch started, so its
     history is read once)."""
-    runs = [r.as_history() for r in queries.stage_runs(store, conversion_id)]  # details decoded by the store
+    runs = queries.stage_runs(store, conversion_id)
     roots = evidence_roots or [Path(repo)]
     records = []
     history = BranchHistory(repo, base, head) if base else None
     for spec in REQUIRED_GATES:
-        mine = [r for r in runs if r["stage"] == spec.name]
+        mine = [r for r in runs if r.stage == spec.name]
         base = dict(name=spec.name, required=list(spec.passes), head=head)
         if not mine:
             records.append(GateRecord(status=GateStatus.MISSING, reason=f"no {spec.name} run", **base))
             continue
-        run = max(mine, key=lambda r: r["id"])
-        evidence = _evidence(store, run["id"])
-        details = run["details"]
+        run = max(mine, key=lambda r: r.id)
+        evidence = _evidence(store, run.id)
         rec = dict(
-            verdict=run["verdict"], stage_run_id=run["id"], commit=run["commit"], attempt=run["attempt"],
-            cap=run.get("cap"), started_at=run["started_at"], finished_at=run["finished_at"],
-            model_id=run["model_id"], evidence=evidence, evidence_sha256=_evidence_digest(run, evidence),
-            exit_codes=[c["exit_code"] for c in store.stage_commands(run["id"])], **base,
+            verdict=run.verdict, stage_run_id=run.id, commit=run.commit, attempt=run.attempt,
+            cap=run.cap, started_at=run.started_at, finished_at=run.finished_at,
+            model_id=run.model_id, evidence=evidence, evidence_sha256=_evidence_digest(run, evidence),
+            exit_codes=[c.exit_code for c in queries.commands(store, run.id)], **base,
         )
         status, reason = GateStatus.SATISFIED, ""
-        if run["verdict"] not in spec.passes:
-            status, reason = GateStatus.UNSATISFIED, f"newest {spec.name} run #{run['id']} is {run['verdict']}"
+        if run.verdict not in spec.passes:
+            status, reason = GateStatus.UNSATISFIED, f"newest {spec.name} run #{run.id} is {run.verdict}"
         for key, ok in spec.detail_passes:
-            if status is GateStatus.SATISFIED and _detail_verdict(details.get(key)) not in ok:
-                got = _detail_verdict(details.get(key)) or "not recorded"
-                status, reason = GateStatus.UNSATISFIED, f"{spec.name} run #{run['id']} {key} is {got}"
+            got = spec.detail_verdict(run.details, key)
+            if status is GateStatus.SATISFIED and got not in ok:
+                status, reason = GateStatus.UNSATISFIED, f"{spec.name} run #{run.id} {key} is {got or 'not recorded'}"
         if status is GateStatus.SATISFIED:
-            if not run["commit"]:
-                status, reason = GateStatus.STALE, f"{spec.name} run #{run['id']} recorded no commit"
+            if not run.commit:
+                status, reason = GateStatus.STALE, f"{spec.name} run #{run.id} recorded no commit"
             else:
-                fresh, why = (history.stands_for(conversion_id, spec, run["commit"], run["attempt"]) if history
-                              else stands_for(repo, conversion_id, spec, run["commit"], head, run["attempt"]))
+                fresh, why = (history.stands_for(conversion_id, spec, run.commit, run.attempt) if history
+                              else stands_for(repo, conversion_id, spec, run.commit, head, run.attempt))
                 if not fresh:
                     status, reason = GateStatus.STALE, why
         if status is GateStatus.SATISFIED:
             changed = _changed_evidence(evidence, roots)
             if changed:
-                status, reason = GateStatus.ERROR, f"evidence {changed} changed since run #{run['id']}"
+                status, reason = GateStatus.ERROR, f"evidence {changed} changed since run #{run.id}"
         records.append(GateRecord(status=status, reason=reason, **rec))
     return records
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from tileport.records import ArtifactRecord, FailClass, Stage, StageResult, utcnow
+from tileport.records import (ArtifactRecord, DiagnosisDetails, FailClass, FeedbackItem, Stage, StageResult,
+                              WriteKernelDetails, utcnow)
 from tileport.validators.rust.build import RustBuildResult
 from tileport.validators.rust.selfcheck import SelfCheckReport
 from tileport.validators.tileir.diff import Severity, Verdict
@@ -114,33 +115,31 @@ def _analysis_summary(analysis) -> str:
     return "\n".join(lines)
 
 
-def _feedback(ctx) -> tuple[str, list]:
+def _feedback(ctx) -> tuple[str, list[FeedbackItem]]:
     """What the writer must fix: the diagnoser's next edit, else the previous B attempt's diagnostics and IR
     findings (typed items). Nothing on a first attempt: stage A's summary is not a thing to fix."""
-    from tileport.agents.feedback import FeedbackItem, items_from_record
+    from tileport.agents.feedback import items_from_record
 
     prev = ctx.latest()
-    if prev is None or prev["stage"] not in ("B", "C", "F"):
+    if prev is None or prev.stage not in ("B", "C", "F"):
         return "", []
-    details = prev.get("details") or {}
-    if prev["stage"] in ("C", "F") and details.get("next_edit"):
-        item = FeedbackItem(kind="diagnoser", where=f"stage {prev['stage']}", message=details["next_edit"],
-                            source=details.get("evidence", ""))
+    d = prev.details
+    if isinstance(d, DiagnosisDetails) and d.next_edit:
+        item = FeedbackItem(kind="diagnoser", where=f"stage {prev.stage}", message=d.next_edit,
+                            source=d.evidence or "")
         before = ctx.last("B")
-        return item.render(), [item] + (items_from_record(before.get("details") or {}) if before else [])
-    if prev["stage"] == "B":
-        items = items_from_record(details)
-        return (details.get("feedback") or prev.get("summary") or ""), items
-    return prev.get("summary") or "", []
+        return item.render(), [item] + (items_from_record(before.details) if before else [])
+    if isinstance(d, WriteKernelDetails):
+        return (d.feedback or prev.summary or ""), items_from_record(d)
+    return prev.summary or "", []
 
 
 def _hints(ctx) -> list[dict]:
     """Stage F's structured hints, when F is what sent the conversion back here."""
     prev = ctx.latest()
-    if prev is None or prev["stage"] != "F":
+    if prev is None or prev.stage != "F" or not isinstance(prev.details, DiagnosisDetails):
         return []
-    hints = (prev.get("details") or {}).get("hints")
-    return [h for h in hints if isinstance(h, dict)] if isinstance(hints, list) else []
+    return list(prev.details.hints)
 
 
 class _Builder:
