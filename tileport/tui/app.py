@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from textual import work
-from textual.app import App
+from textual.app import App, SuspendNotSupported
 from textual.binding import Binding
 
 from tileport.config import Config
@@ -370,11 +370,16 @@ class TileportApp(App):
 
     # --- hand-offs to the user's tools ---------------------------------------------------------
     def _external(self, argv: list[str], cwd: Path | None = None) -> None:
-        with self.suspend():
+        def hand_off() -> None:
             try:
                 subprocess.run(argv, cwd=cwd)
             except OSError as e:
                 self.notify(f"cannot run {argv[0]}: {e}", severity="error")
+        try:
+            with self.suspend():
+                hand_off()
+        except SuspendNotSupported:  # no terminal to hand over (headless, the web): the program runs without one
+            hand_off()
 
     def action_edit(self) -> None:
         screen = self.screen
@@ -410,12 +415,10 @@ class TileportApp(App):
                                           + ("; running B's gates (build, Tile IR, self-check) ..." if answer == "y"
                                              else ""), timeout=8)
                     if answer == "y":
-                        code, tail = self.actions.gate_human_edit(cid)
-                        last = tail.splitlines()[-1] if tail else ""
-                        self.call_from_thread(self.notify, f"#{cid} B's gates on {sha[:10]}: "
-                                              + ("PASS" if code == 0 else f"FAIL (exit {code})") + f": {last[:160]}"
-                                              " (the Log tab has the output)",
-                                              severity="information" if code == 0 else "error", timeout=15)
+                        judged = self.actions.gate_human_edit(cid)  # a B run on `sha`, shown in the timeline
+                        self.call_from_thread(self.notify, judged.text,
+                                              severity="information" if judged.exit_code == 0 else "error",
+                                              timeout=15)
                 except UserError as e:
                     self.call_from_thread(self.notify, f"edit #{cid}: {e}", severity="error", timeout=10)
             self.run_worker(job, thread=True, group=f"conv-{cid}", exclusive=True, exit_on_error=False)
