@@ -128,7 +128,12 @@ def commit_human_edit(store: Store, conversion_id: int) -> str:
     new HEAD."""
     from tileport.worktrees.conversion import commit_human
 
+    from tileport.agents.control import holder, run_files
+
     wt, port = _port_paths(store, conversion_id)
+    if (pid := holder(run_files(wt.path))) is not None:
+        raise UserError(f"conversion {conversion_id} is run by process {pid}, which may rewrite {port[0]}; stop it "
+                        f"first (tileport stop {conversion_id}), then commit the edit")
     if not edited_files(store, conversion_id):
         raise UserError(f"conversion {conversion_id}: {port[0]} has no uncommitted change to commit")
     sha, _ = commit_human(wt, port, f"human edit of {port[0]}")
@@ -137,10 +142,26 @@ def commit_human_edit(store: Store, conversion_id: int) -> str:
     return sha
 
 
-def gate_human_edit(run: "Runner", conversion_id: int) -> "EditJudged":
+def ungated_head(store: Store, conversion_id: int) -> str | None:
+    """The conversion's HEAD when no B run was recorded on it though one was before (a person's edit committed
+    without its gates, or its gates stopped), else None."""
+    conv = store.conversion(conversion_id)
+    runs = queries.stage_runs(store, conversion_id, "B")
+    head = conv.get("head_commit")
+    return head if runs and head and all(r.commit != head for r in runs) else None
+
+
+def gate_human_edit(run: "Runner", conversion_id: int, *, commit: bool = False) -> "EditJudged":
     """Stage B's gates on the conversion's committed HEAD (a person's edit), recorded as a B run of it on that
-    commit, with the live output and stop of any running stage (`Runner.judge_edit`). The dashboard's `e` and
-    `tileport build-rust --conversion ID` both call this."""
+    commit, with the live output and stop of any running stage (`Runner.judge_edit`); `commit`: first commit the
+    port's uncommitted edit (`commit_human_edit`). The dashboard's `e` and `tileport build-rust --conversion ID`
+    both call this."""
+    if commit:
+        store = run.store()
+        try:
+            commit_human_edit(store, conversion_id)
+        finally:
+            store.close()
     return run.judge_edit(conversion_id)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import humanconv
 import pytest
+from gitconv import git
 
 from tileport import service
 from tileport.exec.sandbox import tool_argv
@@ -31,8 +32,9 @@ def conv(tmp_path):
 
 def test_a_broken_edit_is_recorded_as_a_failed_b_run_on_its_commit_with_its_cargo_command(conv, cli, tmp_path):
     humanconv.edit(conv, humanconv.BROKEN)
-    sha = service.commit_human_edit(conv.store, conv.cid)
-    r = cli("build-rust", "--conversion", str(conv.cid), "--store", str(tmp_path / "t.db"))
+    r = cli("build-rust", "--conversion", str(conv.cid), "--commit", "--store", str(tmp_path / "t.db"))
+    sha = conv.head()
+    assert "Tileport-Human: edit" in git(conv.wt, "log", "-1", "--format=%B")
     if "BLOCKED" in r.stdout:
         pytest.skip(r.stdout.strip().splitlines()[-1])
     assert r.returncode == 1, r.stdout + r.stderr

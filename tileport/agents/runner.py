@@ -397,8 +397,8 @@ class Runner:
         cid, stage = conv["id"], write_kernel.STAGE.value
         paths = ConversionPaths(wt.path, Path(conv["op_path"]).stem)
         if changed := uncommitted(wt, person_paths(paths.committed[0])):
-            raise UserError(f"conversion {cid}: {', '.join(changed[:3])} not committed; commit the edit first (the "
-                            "dashboard's e offers it), then run its gates")
+            raise UserError(f"conversion {cid}: {', '.join(changed[:3])} not committed; commit the edit first "
+                            f"(tileport build-rust --conversion {cid} --commit, or the dashboard's e)")
         head, runs = wt.head(), self._runs(store, cid)
         state = RunState(router.caps_of(self.config)).start(stage)  # a new round (as `_replay` counts it)
         cancel = self._cancels[cid] = CancelToken()
@@ -426,7 +426,9 @@ class Runner:
                 store.log_event("stage.interrupted", cid, stage=stage, attempt=attempt,
                                 seconds=round(time.perf_counter() - t0, 1), why=str(e), source=source)
                 store.update_conversion(cid, status="stopped")
-            raise UserError(f"#{cid}: the gates on {head[:10]} were stopped ({e}); nothing was recorded") from None
+            raise UserError(f"#{cid}: the gates on {head[:10]} were stopped after {time.perf_counter() - t0:.1f} s; "
+                            f"nothing was recorded (run them again: e, or tileport build-rust --conversion {cid})"
+                            ) from None
         check_commands_inside(wt, result.commands)
         result = result.model_copy(update={"attempt": attempt, "cap": ctx.cap,
                                            "summary": f"{source} {head[:10]}: {result.summary}"})

@@ -12,8 +12,9 @@ any pair is FAIL_FIXABLE or unmatched.
 
 --conversion ID runs the same gates on a `tileport run` conversion's committed HEAD (a person's edit of its
 kernel.rs) and records them as a stage B run of that conversion on that commit, exactly as the dashboard's `e`
-does: exit 0 COMPILED (build and IR self-check passed), 1 a gate failed, 3 BLOCKED (the environment), 2 bad input
-(no such conversion, an uncommitted edit, a stage running).
+does (--commit first commits the port's uncommitted edit as a human attempt, as `e` does): exit 0 COMPILED (build
+and IR self-check passed), 1 a gate failed, 3 BLOCKED (the environment), 2 bad input (no such conversion, an
+uncommitted edit without --commit, a stage running).
 
 --init-spec out/<op> derives spec variants from the analysis instead of building: with no spec in DIR it writes
 DIR/spec.json (one variant per Constant set x dtype, the reference's array assumptions, the `reference` key);
@@ -50,6 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repo", metavar="DIR", help="with --conversion: the repository whose store to use (default: "
                                                  "the current directory; the store path rule of `run` and `tui`)")
     p.add_argument("--store", metavar="DB", help="with --conversion: the store to use (default: the config's store)")
+    p.add_argument("--commit", action="store_true", help="with --conversion: first commit the port's uncommitted edit "
+                                                         "as a human attempt (what the dashboard's e does)")
     p.add_argument("--spec", metavar="FILE", help="spec (JSON or TOML) when DIR is a kernel.rs or has no spec.json")
     p.add_argument("--out", metavar="DIR", help="where to generate the crate (default ~/.cache/tileport/crates/...)")
     p.add_argument("--artifacts", metavar="DIR", help="where .tileirbc/.tileir/.cubin go (default <crate>/artifacts)")
@@ -135,7 +138,8 @@ def gate_conversion(args: argparse.Namespace) -> int:
     as `tileport run` prints a stage's."""
     from tileport import service
 
-    return service.gate_human_edit(service.runner(config_from(args), repo=args.repo, store=args.store), args.conversion).exit_code
+    run = service.runner(config_from(args), repo=args.repo, store=args.store)
+    return service.gate_human_edit(run, args.conversion, commit=args.commit).exit_code
 
 
 def init_spec(args: argparse.Namespace) -> int:

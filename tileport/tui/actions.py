@@ -39,6 +39,7 @@ class Actions:
         self._runner = None
         self.closing = False  # set when the dashboard quits: nothing new starts (a queued conversion neither)
         self.forced: dict[int, str] = {}  # conversion -> the stage a running rerun asked for (a hand-off keeps it)
+        self.gating: set[int] = set()  # conversions whose running work is B's gates on a person's edit
 
     # --- plumbing ----------------------------------------------------------------------------
     @property
@@ -275,7 +276,19 @@ class Actions:
 
         if self.readonly:
             raise UserError(READONLY)
-        return self._drive(conversion_id, lambda: service.gate_human_edit(self.runner, conversion_id))
+        def gates():
+            self.gating.add(conversion_id)
+            try:
+                return service.gate_human_edit(self.runner, conversion_id)
+            finally:
+                self.gating.discard(conversion_id)
+        return self._drive(conversion_id, gates)
+
+    def ungated_head(self, conversion_id: int) -> str | None:
+        """The HEAD commit when no B run judged it (an edit committed without its gates, or gates stopped)."""
+        from tileport import service
+
+        return self._with_store(lambda store, _config: service.ungated_head(store, conversion_id))
 
     def do(self, action: str, *args: Any) -> Any:
         return getattr(self, action)(*args)
