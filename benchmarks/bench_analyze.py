@@ -21,7 +21,7 @@ static-path time and the launch-capture time, how many configurations came from 
 / scripts and whether tolerances did, then the totals; `--tests PATH` gives a source to every op and `--no-discover`
 turns off finding tests/**/test_<op>.py:
 
-    .venv/bin/python benchmarks/bench_analyze.py --corpus tests/heldout_ops --python ~/.cache/tileport/torch-venv/bin/python
+    .venv/bin/python benchmarks/bench_analyze.py --corpus tests/data/heldout_ops --python ~/.cache/tileport/torch-venv/bin/python
 """
 
 from __future__ import annotations

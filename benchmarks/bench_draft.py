@@ -4,7 +4,7 @@
     python benchmarks/bench_draft.py --corpus [--repeat N]
 
 Needs the analyses (`tileport analyze` writes out/<op>/analysis.json), or with --corpus analyses the real-world-style
-corpus (tests/draft_corpus) first (not timed); prints one line per op: entries, spec variants, holes, median and
+corpus (tests/data/draft_corpus) first (not timed); prints one line per op: entries, spec variants, holes, median and
 max seconds, and a verdict against the 1 s target.
 """
 
@@ -27,7 +27,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--out-root", default=str(REPO / "out"))
-    ap.add_argument("--corpus", action="store_true", help="analyse and time tests/draft_corpus instead")
+    ap.add_argument("--corpus", action="store_true", help="analyse and time tests/data/draft_corpus instead")
     args = ap.parse_args()
     if args.corpus:
         import tempfile

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.test_store_concurrency import WRITER  # noqa: E402
+from tests.store.test_store_concurrency import WRITER  # noqa: E402
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ cutile 0.5.0, and IR-self-checked against its real reference export (sm_90, no c
 One row per op: kernels, Rust entries, pairs checked, holes, build result, IR self-check verdicts
 (PASS / PASS_WITH_NOTES / FAIL_FIXABLE / NOT_COMPILED counts) and drafting time. Slow (one cargo build per op).
 
-`--corpus` measures the real-world-style corpus (tests/draft_corpus, issue #21) per kernel instead: each kernel is
+`--corpus` measures the real-world-style corpus (tests/data/draft_corpus, issue #21) per kernel instead: each kernel is
 drafted alone; "clean" = its draft has no holes other than named cutile-rs gaps; "pass" = complete, built by
 cargo and every IR self-check pair PASS / PASS_WITH_NOTES; "traceback" = drafting raised anything but a UserError.
 Figures are printed for the whole corpus and for each part (tuning / untouched).
@@ -37,7 +37,7 @@ EXAMPLES = ["vector_add", "matmul", "softmax", "rms_norm", "silu_and_mul", "atte
 HELDOUT = ["layer_norm", "masked_axpby", "transpose", "column_sum", "linear_relu", "embedding"]
 
 
-CORPUS = REPO / "tests" / "draft_corpus"
+CORPUS = REPO / "tests" / "data" / "draft_corpus"
 PARTS = ("tuning", "untouched", "fresh")
 
 
@@ -143,7 +143,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for op in ops:
             held = op in HELDOUT
-            src = REPO / ("tests/draft_heldout" if held else "examples") / f"{op}.py"
+            src = REPO / ("tests/data/draft_heldout" if held else "examples") / f"{op}.py"
             analysis = analyze_op(src, targets=["sm_90"], out_dir=Path(tmp) / op, run_tileiras=False, warm=True)
             t0 = time.perf_counter()
             draft = draft_port(analysis)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stages D and E for the draft translator's ports (`tileport draft`, no model) of every op in examples/ and of the
-# held-out ops in tests/draft_heldout/ (never used to tune the translator; skip them with HELDOUT=0).
+# held-out ops in tests/data/draft_heldout/ (never used to tune the translator; skip them with HELDOUT=0).
 #
 #   here (CPU):  scripts/gpu-gate-drafts.sh pack DEST      # per example: draft -> build-rust with the IR self-check
 #                                                           # -> gate pack (cdylib + gate dir); plus tileport's source
@@ -21,7 +21,7 @@ mkdir -p "$dest/gates" "$dest/drafts" "$dest/build-rust" "$dest/src" "$dest/whl"
 : > "$dest/PACKED.txt"
 rc=0
 ops=("$here"/examples/*.py)
-[ "${HELDOUT:-1}" = 0 ] || ops+=("$here"/tests/draft_heldout/*.py)
+[ "${HELDOUT:-1}" = 0 ] || ops+=("$here"/tests/data/draft_heldout/*.py)
 for src in "${ops[@]}"; do
   op=$(basename "$src" .py)
   rel=${src#"$here"/}

@@ -1,4 +1,4 @@
-"""The one-way layout (docs: ARCHITECTURE.md): cli -> tui -> service -> agents -> validators / local_models /
+"""The one-way layout (README "Layout"): cli -> tui -> service -> agents -> validators / local_models /
 worktrees -> exec -> the contract (records/, store/, config, errors, limits). A lower floor never imports a higher one; read from the source's import statements."""
 
 from __future__ import annotations

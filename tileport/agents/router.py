@@ -8,7 +8,7 @@ Targets in the table:
 - `OWNER`: the stage that owns the fix a diagnosis named (`details["owner"]`: kernel -> B, host -> D);
 - `DONE`, `BLOCKED`, `FAILED`: stop. BLOCKED (the environment) always stops, whatever the stage.
 
-The happy path is A -> B -> D -> E; E DONE is terminal (DOMAIN.md).
+The happy path is A -> B -> D -> E; E DONE is terminal.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The store's schema as migrations: migration i takes `PRAGMA user_version` from i to i+1. Append, never edit
-(a store written by an older tileport is migrated forward on open; tests/stores/ holds one made by old code)."""
+(a store written by an older tileport is migrated forward on open; tests/data/stores/ holds one made by old code)."""
 
 from __future__ import annotations
 

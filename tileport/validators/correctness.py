@@ -54,7 +54,7 @@ _ALIASES = {"half": "float16", "float": "float32", "double": "float64", "bf16": 
             "fp16": "float16", "fp32": "float32", "f16": "float16", "f32": "float32"}
 
 # A copy of tileport.config._default_tolerances() as (atol, rtol), used only where pydantic (and so
-# tileport.config) is absent, e.g. the GPU machine. tests/test_correctness.py keeps the two equal.
+# tileport.config) is absent, e.g. the GPU machine. tests/validators/test_correctness.py keeps the two equal.
 FALLBACK_TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (1e-2, 1e-2),
     "bfloat16": (2e-2, 2e-2),

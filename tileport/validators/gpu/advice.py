@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-MILD = 1.10  # DOMAIN.md's bands: above the gate up to 1.10 is mild; a writer's automatic edit waits for more
+MILD = 1.10  # reports.BANDS: above the gate up to 1.10 is mild; a writer's automatic edit waits for more
 REGISTER_FILE = 65536  # 32-bit registers per SM (sm_80, sm_86, sm_89, sm_90, sm_100)
 MAX_BLOCKS = 32  # resident blocks per SM
 

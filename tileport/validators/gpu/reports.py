@@ -11,7 +11,7 @@ from typing import Any
 
 from tileport.records import ArtifactRecord, CommandRecord
 
-# DOMAIN.md's bands for the geomean of port/reference device time.
+# The bands for the geomean of port/reference device time (ok up to the 1.05 gate, mild to 1.10, moderate to 1.50, severe beyond).
 BANDS = ((1.05, "ok"), (1.10, "mild"), (1.50, "moderate"))
 
 

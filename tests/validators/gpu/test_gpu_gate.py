@@ -1,0 +1,504 @@
+"""Stages D and E, the parts a CPU machine can check: entry signatures, generated launchers and their launch mapping,
+the cdylib build and its ctypes loading (without launching), i32 refusal, pack, run -> BLOCKED(env), ingest with
+the commit check, prefix mode through a loopback prefix, and the report arithmetic. The GPU run itself is in
+tests/validators/gpu/test_gpu_gate_device.py (skips without a GPU) and docs/gpu-runs.md.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import shutil
+import sqlite3
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+from tileport.validators.gpu.ffi import render_ffi
+from tileport.validators.gpu.reports import PerfReport, PerfRow, band
+from tileport.validators.gpu.runner import PortError, PortLauncher, classify_message
+from tileport.validators.gpu.signature import SignatureError, parse_entries
+from tileport.validators.rust.spec import DumpSpec, load_spec
+
+PORTS = REPO / "ports"
+DTYPES = ["float16", "bfloat16", "float32"]
+
+
+def bindings(op: str) -> dict:
+    return render_ffi((PORTS / op / "kernel.rs").read_text(), load_spec(PORTS / op / "spec.json"), DTYPES).bindings
+
+
+def entry(b: dict, name: str) -> dict:
+    return next(e for e in b["entries"] if e["entry"] == name)
+
+
+# ------------------------------------------------------------------------------------------- signatures, ffi
+
+
+def test_every_port_entry_is_read_with_its_parameter_kinds():
+    sigs = {e.name: e for op in ("matmul", "rms_norm", "silu_and_mul", "softmax", "vector_add")
+            for e in parse_entries((PORTS / op / "kernel.rs").read_text())}
+    assert set(sigs) == {"matmul", "rms_norm_single", "rms_norm_chunked", "silu_and_mul", "silu_and_mul_f32",
+                         "softmax_row", "softmax_row_scaled", "softmax_chunked", "softmax_chunked_scaled", "add"}
+    # an entry written for one element type has no type generic
+    assert [g.kind for g in sigs["silu_and_mul_f32"].generics] == ["const", "const"]
+    mm = sigs["matmul"]
+    assert [(p.name, p.kind, p.dims) for p in mm.params] == [
+        ("a", "in", ["-1", "-1"]), ("b", "in", ["-1", "-1"]), ("c", "out", ["TILE_M", "TILE_N"])]
+    assert [(g.name, g.kind) for g in mm.generics] == [("E", "type"), ("TILE_M", "const"), ("TILE_N", "const"),
+                                                       ("TILE_K", "const")]
+    assert [(p.name, p.kind, p.elem) for p in sigs["rms_norm_single"].params][-1] == ("eps", "scalar", "f32")
+    # the chunked entries' output is the block's whole row: a static [1, N] slab
+    for name in ("rms_norm_chunked", "softmax_chunked", "softmax_chunked_scaled"):
+        out = next(p for p in sigs[name].params if p.kind == "out")
+        assert out.dims == ["1", "N"] and ("N", "const") in [(g.name, g.kind) for g in sigs[name].generics]
+
+
+def test_a_pointer_parameter_is_named_as_undecidable_not_guessed():
+    src = """#[cutile::module]
+pub mod m { use cutile::core::*;
+  #[cutile::entry()] unsafe fn k<T: ElementType>(z: *mut T, n: i32) {} }"""
+    with pytest.raises(SignatureError, match=r"parameter z: \*mut T .* cannot launch it"):
+        parse_entries(src)
+
+
+def test_generics_bind_to_reference_constants_by_name_or_by_value():
+    va = entry(bindings("vector_add"), "add")
+    assert va["generics"] == [{"name": "E", "kind": "type", "from": "dtype"},
+                              {"name": "B", "kind": "const", "from": "constant", "constant": "TILE"}]
+    assert va["param_map"] == {"z": "out"}
+    assert va["symbols"] == {"float16": "tp_add__f16", "bfloat16": "tp_add__bf16", "float32": "tp_add__f32"}
+    mm = entry(bindings("matmul"), "matmul")
+    assert [g.get("constant") for g in mm["generics"][1:]] == ["TILE_M", "TILE_N", "TILE_K"]
+    assert set(mm["symbols"]) == set(DTYPES)
+
+
+def test_constants_no_generic_takes_are_structural_selectors():
+    sm = bindings("softmax")
+    assert entry(sm, "softmax_row")["structural"] == {"FUSE_SCALE": [0]}
+    assert entry(sm, "softmax_row_scaled")["structural"] == {"FUSE_SCALE": [1]}
+    rn = bindings("rms_norm")
+    assert entry(rn, "rms_norm_single")["structural"] == {"CHUNKS": [1]}
+    assert entry(rn, "rms_norm_chunked")["structural"] == {}  # CHUNKS is its generic
+
+
+def test_ambiguous_constant_is_undecided_and_a_launch_of_it_is_a_host_fault():
+    spec = load_spec(PORTS / "vector_add" / "spec.json").model_dump()
+    for v in spec["entries"][0]["variants"]:
+        v["reference"]["constants"] = {"TILE": 1024, "OTHER": 1024}
+    b = render_ffi((PORTS / "vector_add" / "kernel.rs").read_text(), DumpSpec.model_validate(spec), DTYPES).bindings
+    assert "TILE" in entry(b, "add")["undecided"][0] and "OTHER" in entry(b, "add")["undecided"][0]
+    launcher = PortLauncher(SimpleNamespace(bindings=b))
+    with pytest.raises(PortError, match="no port entry .*OTHER") as e:
+        launcher.select("vector_add_kernel", {"TILE": 1024, "OTHER": 1024}, "float32")
+    assert e.value.fail_class == "host"  # the template could not decide
+
+
+def test_launches_select_the_entry_their_constants_and_dtype_declare():
+    rn = PortLauncher(SimpleNamespace(bindings=bindings("rms_norm")))
+    assert rn.select("rms_norm_kernel", {"TILE_N": 4096, "CHUNKS": 1}, "float16")["entry"] == "rms_norm_single"
+    chunked = rn.select("rms_norm_kernel", {"TILE_N": 2048, "CHUNKS": 4}, "bfloat16")
+    assert chunked["entry"] == "rms_norm_chunked" and not chunked["kernel_faults"]
+    sm = PortLauncher(SimpleNamespace(bindings=bindings("softmax")))
+    assert sm.select("softmax_row_kernel", {"TILE_N": 4096, "FUSE_SCALE": True}, "float32")["entry"] == "softmax_row_scaled"
+    assert sm.select("softmax_chunked_kernel", {"TILE_N": 2048, "FUSE_SCALE": False}, "float16")["entry"] == "softmax_chunked"
+    assert sm.select("softmax_chunked_kernel", {"TILE_N": 2048, "FUSE_SCALE": True}, "bfloat16")["entry"] == \
+        "softmax_chunked_scaled"
+    va = PortLauncher(SimpleNamespace(bindings=bindings("vector_add")))
+    assert va.select("vector_add_kernel", {"TILE": 1024}, "float16")["symbols"]["float16"] == "tp_add__f16"
+
+
+def test_dynamic_output_tile_dims_are_a_kernel_fault_named_before_launch():
+    src = (PORTS / "rms_norm" / "kernel.rs").read_text().replace("out: &mut Tensor<E, { [1, N] }>",
+                                                                   "out: &mut Tensor<E, { [-1, -1] }>")
+    b = render_ffi(src, load_spec(PORTS / "rms_norm" / "spec.json"), DTYPES).bindings
+    with pytest.raises(PortError, match=r"rms_norm_chunked: output out: &mut Tensor with dynamic tile dims") as e:
+        PortLauncher(SimpleNamespace(bindings=b)).select("rms_norm_kernel", {"TILE_N": 2048, "CHUNKS": 4}, "float16")
+    assert e.value.fail_class == "kernel"  # unlaunchable on cutile 0.5
+
+
+def test_a_slab_dim_only_the_port_fixes_is_checked_against_the_extent_in_the_generated_launcher():
+    f = render_ffi((PORTS / "rms_norm" / "kernel.rs").read_text(), load_spec(PORTS / "rms_norm" / "spec.json"), DTYPES)
+    chunked = entry(f.bindings, "rms_norm_chunked")
+    # N (the row length the variant was built for) is fixed by the spec; TILE_N and CHUNKS come from the launch
+    assert [(g["name"], g["from"]) for g in chunked["generics"]] == [
+        ("E", "dtype"), ("TILE_N", "constant"), ("CHUNKS", "constant"), ("N", "fixed")]
+    assert entry(f.bindings, "rms_norm_chunked")["generics"][3]["value"] == "8192"
+    assert chunked["slab_checks"] == [{"param": "out", "tensor": 2, "dim": 1, "name": "N", "generic": 3}]
+    # the check runs before the context is taken, in every dtype's launcher
+    for dt in ("f16", "bf16", "f32"):
+        body = f.rust.split(f"fn tp_rms_norm_chunked__{dt}(")[1].split("#[no_mangle]")[0]
+        assert body.index("this entry was built for slabs of N") < body.index("context(device)")
+    # slab dims the reference's own constants give (TILE_N, vector_add's B = TILE) keep their ragged last tile
+    assert entry(f.bindings, "rms_norm_single")["slab_checks"] == []
+    assert entry(bindings("vector_add"), "add")["slab_checks"] == []
+    # a literal slab dim no reference constant has is checked the same way
+    src = (PORTS / "softmax" / "kernel.rs").read_text().replace(
+        "fn softmax_chunked<E: ElementType, const TILE_N: i32, const N: i32>(\n        x: &Tensor<E, { [-1, -1] }>,\n"
+        "        out: &mut Tensor<E, { [1, N] }>,",
+        "fn softmax_chunked<E: ElementType, const TILE_N: i32, const N: i32>(\n        x: &Tensor<E, { [-1, -1] }>,\n"
+        "        out: &mut Tensor<E, { [1, 32768] }>,")
+    b = render_ffi(src, load_spec(PORTS / "softmax" / "spec.json"), DTYPES).bindings
+    assert entry(b, "softmax_chunked")["slab_checks"] == [
+        {"param": "out", "tensor": 1, "dim": 1, "name": "32768", "value": 32768}]
+
+
+def test_driver_and_tileiras_faults_are_env_the_rest_keeps_its_class():
+    assert classify_message("primary context of device 0: CUDA driver library unavailable: libcuda.so.1", "host") == "env"
+    assert classify_message("tileiras exited 5: failed to compile Tile IR program", "kernel") == "env"
+    assert classify_message("partition shape [1, 4096] does not match", "host") == "host"
+
+
+# ------------------------------------------------------------------------------------------- launch attributes
+
+# A recorded sample of what torch.profiler's export_chrome_trace writes (kineto's chrome-trace logger, the
+# kernel event's "args" as in libkineto's GpuActivity<CUpti_ActivityKernel>::metadataJson): two timed calls of a
+# port kernel between L2-flush kernels, plus a CPU op and a runtime call. Values as an H200 reports them.
+RECORDED_TRACE = {
+    "schemaVersion": 1,
+    "traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::bitwise_not_", "pid": 4242, "tid": 4242, "ts": 100.0,
+         "dur": 12.5, "args": {"External id": 3, "Record function id": 0, "Ev Idx": 2}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cuLaunchKernel", "pid": 4242, "tid": 4242, "ts": 130.1,
+         "dur": 4.2, "args": {"External id": 5, "cbid": 307, "correlation": 5133}},
+        {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, bitwise_not>",
+         "pid": 0, "tid": 7, "ts": 140.0, "dur": 180.3,
+         "args": {"queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 5120,
+                  "registers per thread": 28, "shared memory": 0, "blocks per SM": 1985.939453,
+                  "warps per SM": 15887.515625, "grid": [262144, 1, 1], "block": [256, 1, 1],
+                  "est. achieved occupancy %": 100}},
+        {"ph": "X", "cat": "kernel", "name": "softmax_row", "pid": 0, "tid": 7, "ts": 330.0, "dur": 22.4,
+         "args": {"queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 5133,
+                  "registers per thread": 64, "shared memory": 1024, "blocks per SM": 7.757576,
+                  "warps per SM": 31.030304, "grid": [1024, 1, 1], "block": [128, 1, 1],
+                  "est. achieved occupancy %": 50}},
+        {"ph": "X", "cat": "kernel", "name": "softmax_row", "pid": 0, "tid": 7, "ts": 560.0, "dur": 22.5,
+         "args": {"queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 5151,
+                  "registers per thread": 64, "shared memory": 1024, "blocks per SM": 7.757576,
+                  "warps per SM": 31.030304, "grid": [1024, 1, 1], "block": [128, 1, 1],
+                  "est. achieved occupancy %": 50}},
+        {"ph": "f", "id": 5133, "pid": 0, "tid": 7, "ts": 330.0, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+    ],
+}
+
+
+def test_launch_attributes_are_read_per_kernel_from_a_recorded_chrome_trace():
+    from tileport.validators.gpu.reports import launch_summary
+    from tileport.validators.gpu.runner import launch_attributes
+
+    got = launch_attributes(RECORDED_TRACE, ["softmax_row"])
+    assert got == [{"kernel": "softmax_row", "calls": 2, "grid": [1024, 1, 1], "block": [128, 1, 1],
+                    "registers_per_thread": 64, "shared_memory_bytes": 1024, "blocks_per_sm": 7.757576,
+                    "warps_per_sm": 31.030304, "occupancy_pct": 50}]  # the flush kernel is not one of ours
+    assert launch_summary(got) == "grid 1024x1x1, block 128x1x1, 64 regs, smem 1024 B, occ 50%"
+    # a value that changes between the timed calls is kept, not hidden behind the first one
+    varied = json.loads(json.dumps(RECORDED_TRACE))
+    varied["traceEvents"][4]["args"]["registers per thread"] = 72
+    a = launch_attributes(varied, ["softmax_row"])[0]
+    assert a["varies"] == {"registers_per_thread": [64, 72]} and "varies: registers_per_thread" in launch_summary([a])
+    assert launch_attributes({"traceEvents": []}, ["softmax_row"]) == [] and launch_summary([]) == "-"
+
+
+def test_the_table_explains_slow_rows_by_their_launch_and_all_rows_with_launch_flag(tmp_path):
+    from tileport.validators.gpu.runner import launch_attributes
+
+    port = launch_attributes(RECORDED_TRACE, ["softmax_row"])
+    ref = [{**port[0], "kernel": "softmax_row_kernel", "registers_per_thread": 40, "occupancy_pct": 75}]
+    rows = [{"config": "float16 [m=1024,n=1000]", "ref_ms": 0.0181, "port_ms": 0.0224, "ratio": 1.2376,
+             "flags": [], "launch": {"ref": ref, "port": port}},
+            {"config": "float16 [m=4096,n=4096]", "ref_ms": 0.137, "port_ms": 0.1374, "ratio": 1.003, "flags": [],
+             "launch": {"ref": ref, "port": port}}]
+    res = tmp_path / "softmax.json"
+    res.write_text(json.dumps({"gate": {"op": "softmax"}, "cases": [], "perf": {"rows": rows}}))
+    table = REPO / "benchmarks" / "gpu_gate_table.py"
+    import subprocess
+    out = subprocess.run([sys.executable, str(table), str(res)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = [l for l in out.stdout.splitlines() if l.startswith("| softmax |") and "block" in l]
+    assert len(lines) == 2  # the 1.238 row, both sides; the 1.003 row is not explained unasked
+    assert "| ref | grid 1024x1x1, block 128x1x1, 40 regs, smem 1024 B, occ 75% |" in lines[0]
+    assert "| port | grid 1024x1x1, block 128x1x1, 64 regs, smem 1024 B, occ 50% |" in lines[1]
+    out = subprocess.run([sys.executable, str(table), str(res), "--launch"], capture_output=True, text=True, timeout=60)
+    assert len([l for l in out.stdout.splitlines() if l.startswith("| softmax |") and "block" in l]) == 4
+
+
+def test_perf_rows_keep_their_launch_attributes_in_the_store(tmp_path):
+    from tileport.records import Stage, StageResult
+    from tileport.store import Store
+    from tileport.validators.gpu.reports import perf_from_results
+
+    port = [{"kernel": "softmax_row", "calls": 50, "grid": [1024, 1, 1], "registers_per_thread": 64}]
+    perf = perf_from_results({"perf": {"rows": [{"config": "c", "ref_ms": 1.0, "port_ms": 1.2, "ratio": 1.2,
+                                                 "launch": {"port": port}}]}})
+    store = Store(tmp_path / "t.db")
+    cid = store.add_conversion("examples/softmax.py")
+    run = store.record_stage(cid, StageResult(stage=Stage.PERFORMANCE, verdict="DONE"))
+    store.add_perf_rows(run, perf.rows)
+    assert store.perf_rows(run)[0]["launch"] == {"port": port}
+
+
+# ------------------------------------------------------------------------------------------- reports
+
+
+def test_geomean_band_and_worst_leave_out_tiny_and_never_soft_pass_a_missing_row():
+    rows = [PerfRow("a", 1.0, 1.02, 1.02), PerfRow("b", 1.0, 1.08, 1.08), PerfRow("t", 0.002, 0.004, 2.0, tiny=True)]
+    rep = PerfReport(rows=rows, hw={"flush": {"verified": True}})
+    assert rep.geomean == pytest.approx((1.02 * 1.08) ** 0.5)
+    assert rep.band == "ok" and rep.worst.config == "b" and rep.complete
+    rep.rows.append(PerfRow("m", None, None, None, failed=True))
+    assert not rep.complete  # a missing measurement fails the gate
+    assert [band(x) for x in (1.0, 1.07, 1.3, 1.6)] == ["ok", "mild", "moderate", "large"]
+    assert not PerfReport(rows=rows, hw={"flush": {"verified": False}}).complete
+
+
+# ------------------------------------------------------------------------------------------- real builds
+
+
+@pytest.fixture(scope="module")
+def va_gate(tmp_path_factory):
+    """The vector_add port packed for a conversion at a known commit (cargo: cached after the first build)."""
+    root = tmp_path_factory.mktemp("gate")
+    out = root / "gate-va"
+    r = run_cli("gate", "pack", "ports/vector_add", "--op", "examples/vector_add.py", "--out", str(out),
+                "--commit", "c0ffee", timeout=1500)
+    assert r.returncode == 0, r.stderr + r.stdout
+    return root, out
+
+
+@pytest.mark.slow
+def test_pack_writes_a_self_contained_gate_whose_library_loads_without_a_gpu(va_gate, tmp_path):
+    _, gate = va_gate
+    manifest = json.loads((gate / "gate.json").read_text())
+    assert manifest["op"] == "vector_add" and manifest["commit"] == "c0ffee"
+    assert {"runner.py", "tp_correctness.py", "gate.json"} <= {p.name for p in gate.iterdir()}
+    assert (gate / "op" / "vector_add.py").read_text() == (REPO / "examples" / "vector_add.py").read_text()
+    runner_src = (gate / "runner.py").read_text()
+    assert "pydantic" not in runner_src.replace("No pydantic", "") and "import tileport" not in runner_src
+    so = tmp_path / "libport.so"
+    with lzma.open(gate / "lib" / "libport.so.xz") as f:
+        so.write_bytes(f.read())
+    from tileport.validators.gpu.runner import PortLibrary
+    lib = PortLibrary(so)  # ctypes load: nothing launches
+    assert lib.abi == manifest["abi"] and lib.bindings == manifest["bindings"]
+    t = {"ptr": 4096, "shape": [1 << 31], "strides": [1], "part": [1024]}
+    rc, msg = lib.call("tp_add__f32", stream=0, device=0, grid=(1, 1, 1), generics=["f32", "1024"], tensors=[t, t, t],
+                       scalars=[])
+    assert rc == 2 and "2147483648 does not fit in i32" in msg and "not truncated" in msg
+    t["shape"] = [4096]
+    rc, msg = lib.call("tp_add__f32", stream=0, device=0, grid=(4, 1, 1), generics=["f32", "1024"], tensors=[t, t, t],
+                       scalars=[])
+    if rc != 0:  # no driver here: the launch stops at the context, as an environment fault
+        assert rc == 1 and classify_message(msg, "host") == "env", msg
+
+
+@pytest.mark.slow
+def test_the_built_launcher_refuses_a_row_its_slab_was_not_built_for_without_a_gpu(tmp_path):
+    gate = tmp_path / "gate-rn"
+    r = run_cli("gate", "pack", "ports/rms_norm", "--op", "examples/rms_norm.py", "--out", str(gate), timeout=1500)
+    assert r.returncode == 0, r.stderr + r.stdout
+    so = tmp_path / "libport.so"
+    with lzma.open(gate / "lib" / "libport.so.xz") as f:
+        so.write_bytes(f.read())
+    from tileport.validators.gpu.runner import PortLibrary
+    lib = PortLibrary(so)
+
+    def call(n: int):
+        x = {"ptr": 4096, "shape": [16, n], "strides": [n, 1]}
+        w = {"ptr": 4096, "shape": [n], "strides": [1]}
+        out = {**x, "part": [1, 8192]}
+        return lib.call("tp_rms_norm_chunked__bf16", stream=0, device=0, grid=(16, 1, 1),
+                        generics=["bf16", "2048", str(-(-n // 2048)), "8192"], tensors=[x, w, out], scalars=[1e-6])
+
+    for n in (10000, 6000):  # more columns than the slab, and fewer: one line, nothing launched
+        rc, msg = call(n)
+        assert rc == 1 and msg.startswith(f"rms_norm_chunked: output out has extent {n} in dim 1, but this entry "
+                                          "was built for slabs of N = 8192"), msg
+        assert "add a spec variant" in msg and "\n" not in msg
+    rc, msg = call(8192)  # the row the variant was built for passes the check and reaches the device
+    if rc != 0:
+        assert "built for slabs" not in msg and classify_message(msg, "host") == "env", msg
+
+
+def _have_gpu() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_have_gpu(), reason="checks the BLOCKED(env) path of a machine without a GPU")
+def test_gate_run_without_a_gpu_is_blocked_env_naming_the_part(va_gate, tmp_path):
+    _, gate = va_gate
+    work = tmp_path / "g"
+    shutil.copytree(gate, work)
+    r = run_cli("gate", "run", str(work), "--timeout", "120")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert r.stdout.startswith("BLOCKED(env): ") and ("torch" in r.stdout or "GPU" in r.stdout)
+    results = json.loads((work / "results.json").read_text())
+    assert results["env_missing"] and results["cases"] == []
+
+
+@pytest.mark.slow
+def test_ingest_records_d_only_for_the_conversions_current_commit(tmp_path):
+    from tileport.store import Store
+    db = tmp_path / "tp.db"
+    store = Store(db)
+    cid = store.add_conversion("examples/vector_add.py")
+    store.update_conversion(cid, head_commit="c0ffee", worktree=str(REPO))
+    store.close()
+    (tmp_path / "tileport.toml").write_text(f'store = "{db}"\n')
+    work = tmp_path / "g"
+    r = run_cli("gate", "pack", str(cid), "--out", str(work), cwd=tmp_path, timeout=1500)  # by conversion ID
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads((work / "gate.json").read_text())
+    assert (manifest["conversion_id"], manifest["commit"], manifest["op"]) == (cid, "c0ffee", "vector_add")
+    run_cli("gate", "run", str(work), "--timeout", "120", cwd=tmp_path)
+    r = run_cli("gate", "ingest", str(work / "results.json"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = sqlite3.connect(db).execute('select stage, verdict, fail_class, "commit" from stage_runs').fetchall()
+    # on a GPU: the f32-only port fails its float16 cases (kernel), so no E; here: BLOCKED(env)
+    expected = ("D", "FAIL", "kernel", "c0ffee") if _have_gpu() else ("D", "BLOCKED", "env", "c0ffee")
+    assert rows == [expected]
+    store = Store(db)
+    store.update_conversion(cid, head_commit="beef01")  # the branch moved on
+    store.close()
+    r = run_cli("gate", "ingest", str(work / "results.json"), cwd=tmp_path)
+    assert r.returncode == 2 and "results are for commit c0ffee" in r.stderr and "beef01" in r.stderr
+    assert r.stderr.count("\n") == 1  # one line, no traceback
+    assert len(sqlite3.connect(db).execute("select * from stage_runs").fetchall()) == 1
+
+
+@pytest.mark.slow
+def test_prefix_mode_copies_runs_and_fetches_back_through_a_loopback_prefix(va_gate, tmp_path):
+    from tileport.validators.gpu import gate as gate_mod
+    _, gate = va_gate
+    work = tmp_path / "local" / "gate-va"
+    shutil.copytree(gate, work)
+    remote = tmp_path / "remote"
+    results, cmds = gate_mod.run_remote(work, "bash -c", remote_dir=str(remote), timeout=120, python=sys.executable)
+    assert [c.returncode for c in cmds][0] == 0
+    assert (remote / "gate-va" / "runner.py").is_file()  # it was copied "there"
+    assert (remote / "gate-va" / "results.json").is_file() and (work / "results.json").is_file()  # and fetched back
+    if not _have_gpu():
+        assert results["env_missing"]
+
+
+def test_bad_gate_dir_and_missing_results_are_one_line_errors(tmp_path):
+    r = run_cli("gate", "run", str(tmp_path))
+    assert r.returncode == 2 and "not a gate directory" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("gate", "ingest", str(tmp_path / "results.json"))
+    assert r.returncode == 2 and "no results file" in r.stderr
+
+
+def test_store_keeps_every_case_and_every_sample(tmp_path):
+    from tileport.records import Stage, StageResult
+    from tileport.store import Store
+    from tileport.validators.gpu.reports import Case
+    store = Store(tmp_path / "s.db")
+    cid = store.add_conversion("examples/softmax.py")
+    rid = store.record_stage(cid, StageResult(stage=Stage.PERFORMANCE, verdict="DONE"))
+    store.add_cases(rid, [Case("softmax float16 [m=64,n=8]", "float16", {"m": 64, "n": 8}, "FAIL", 0.5, "kernel",
+                               "3 of 512 values outside")])
+    store.add_perf_rows(rid, [PerfRow("float16 [m=64]", 0.01, 0.011, 1.1, [0.01] * 20, [0.011] * 20, ["x"])])
+    assert store.cases(rid)[0]["shape"] == {"m": 64, "n": 8} and store.cases(rid)[0]["fail_class"] == "kernel"
+    assert store.perf_rows(rid)[0]["port_samples"] == [0.011] * 20
+
+
+@pytest.mark.slow
+def test_a_runner_that_dies_or_hangs_fails_that_conversion_only(va_gate, tmp_path):
+    """Named fakes: runner.py replaced by one that segfaults, and by one that hangs (no GPU here to fault)."""
+    from tileport.validators.gpu import gate as gate_mod
+    _, gate = va_gate
+    for name, body, timeout in (("crash", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)\n", 60),
+                                ("hang", "import time; time.sleep(600)\n", 3)):
+        work = tmp_path / name
+        shutil.copytree(gate, work)
+        (work / "runner.py").write_text(f"# FAKE runner ({name}) for the isolation test\n" + body)
+        results, cmd = gate_mod.run_local(work, timeout=timeout)
+        assert results["crashed"] and results["cases"][-1]["status"] == "FAIL", results
+        assert results["cases"][-1]["fail_class"] == "kernel"
+        assert ("killed after" in results["crashed"]) == (name == "hang")
+        assert json.loads((work / "results.json").read_text())["crashed"] == results["crashed"]
+
+
+# ------------------------------------------------------------------------------------------- cubin resources
+
+CUBINS = REPO / "tests" / "data" / "cubins"
+
+
+def test_cubin_resources_show_what_a_kernel_asks_of_an_sm():
+    # recorded samples: tileiras 13.4 -O3 sm_90 cubins (f16, 16x256) of ports/silu_and_mul as it was (checked
+    # `Partition::load`s of its in-kernel views), as it is (plain view loads, like the reference), and of its cuTile
+    # Python reference (tileport analyze examples/silu_and_mul.py), all assembled on the CPU machine
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cubin_resources", REPO / "benchmarks" / "cubin_resources.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    [checked] = mod.resources(CUBINS / "silu_and_mul_port_checked_loads_f16.sm_90.cubin")
+    [port] = mod.resources(CUBINS / "silu_and_mul_port_f16.sm_90.cubin")
+    [ref] = mod.resources(CUBINS / "silu_and_mul_ref_f16.sm_90.cubin")
+    assert port["kernel"] == "silu_and_mul_entry" and ref["kernel"].startswith("silu_and_mul_kernel_")
+    # the bounds assertions the compiler could not discharge cost a 64-byte stack frame and 3 registers
+    assert (checked["registers"], checked["frame_bytes"], ref["registers"], ref["frame_bytes"]) == (57, 64, 54, 0)
+    assert checked["code_bytes"] > ref["code_bytes"]
+    # without them the port asks for what the reference asks for
+    assert {k: port[k] for k in port if k != "kernel"} == {k: ref[k] for k in ref if k != "kernel"}
+    assert port["threads"] == [128, 1, 1] and port["static_smem_bytes"] == 9216
+
+
+def test_cubin_resources_cli_prints_a_table_and_refuses_a_non_cubin_in_one_line(tmp_path):
+    import subprocess
+    script = REPO / "benchmarks" / "cubin_resources.py"
+    out = subprocess.run([sys.executable, str(script), *sorted(map(str, CUBINS.glob("*.cubin")))],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "| silu_and_mul_port_checked_loads_f16.sm_90.cubin | silu_and_mul_entry | 57 | 64 | 9216 | 128x1x1 |" \
+        in out.stdout
+    bad = tmp_path / "x.cubin"
+    bad.write_text("not an ELF file")
+    out = subprocess.run([sys.executable, str(script), str(bad)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "not a readable cubin" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_idle_gap_is_the_wait_between_the_harness_work_and_the_first_timed_kernel():
+    """A port whose launch path keeps the GPU idle shows it: the gap is measured from the end of the last device
+    work before the call (flush, poisoning fill) to its first kernel, once per flushed call."""
+    from tileport.validators.gpu.runner import _harness, idle_gaps
+
+    events = [(0.0, 100.0, "void at::native::bitwise_not_kernel"), (110.0, 5.0, "fill_kernel"),
+              (130.0, 20.0, "softmax_row_entry"), (151.0, 3.0, "softmax_row_entry"),
+              (200.0, 100.0, "void at::native::bitwise_not_kernel"), (305.0, 5.0, "fill_kernel"),
+              (400.0, 20.0, "softmax_row_entry")]
+    assert idle_gaps(events, ["softmax_row_entry"]) == [15.0, 90.0]
+    assert idle_gaps(events, ["other"]) == []
+    assert _harness("vectorized_elementwise_kernel<fill>") and not _harness("softmax_row_entry")
+
+
+def test_a_generic_the_spec_names_as_an_extent_is_read_from_the_tensor_at_launch():
+    # a tile generic equal in value to a reference constant binds to it (B <- TILE) unless the spec's entry says
+    # it is a tensor's extent (an output slab spanning that axis): then the launcher reads it from that tensor
+    spec = load_spec(PORTS / "vector_add" / "spec.json").model_dump()
+    spec["entries"][0]["extents"] = {"B": {"param": "z", "axis": 0}}
+    b = render_ffi((PORTS / "vector_add" / "kernel.rs").read_text(), DumpSpec.model_validate(spec), DTYPES).bindings
+    assert entry(b, "add")["generics"][1:] == [{"name": "B", "kind": "const", "from": "extent", "param": "z",
+                                                "axis": 0}]
+    assert entry(b, "add")["slab_checks"] == []  # B is the extent itself: nothing left to refuse
+    spec["entries"][0]["extents"] = {"B": {"param": "z", "axis": 9}}
+    with pytest.raises(ValueError, match="less than or equal to 7"):
+        DumpSpec.model_validate(spec)
+
+
+def test_an_entry_written_for_the_launch_dtype_serves_it_before_the_generic_one():
+    # ports/silu_and_mul: the generic entry (tuned with an occupancy hint) serves f16/bf16; the concrete f32 entry,
+    # kept at the reference's defaults, must serve f32 even though the generic one could too
+    si = PortLauncher(SimpleNamespace(bindings=bindings("silu_and_mul")))
+    consts = {"TILE_M": 16, "TILE_N": 256}
+    assert si.select("silu_and_mul_kernel", consts, "float32")["entry"] == "silu_and_mul_f32"
+    assert si.select("silu_and_mul_kernel", consts, "float16")["entry"] == "silu_and_mul"
+    assert si.select("silu_and_mul_kernel", consts, "bfloat16")["entry"] == "silu_and_mul"
