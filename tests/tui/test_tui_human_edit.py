@@ -29,20 +29,30 @@ def _rows(table) -> list[list[str]]:
     return [[str(c) for c in table.get_row(k)] for k in table.rows]
 
 
-async def test_e_y_commits_the_edit_runs_b_live_and_records_it_on_the_new_head(tmp_path, monkeypatch):
+@pytest.fixture
+def edit(tmp_path, monkeypatch):
+    """(conversion, store path, dashboard) with $EDITOR a sed that makes the good edit."""
     db = tmp_path / "t.db"
     c = humanconv.make(tmp_path, db)
     old, new = humanconv.GOOD
     monkeypatch.setenv("EDITOR", f"sed -i 's|{old}|{new}|'")
-    app = TileportApp(db, Config(), doctor=False, poll_interval=0.05)
+    yield c, db, TileportApp(db, Config(), doctor=False, poll_interval=0.05)
+    c.store.close()
+
+
+async def _press_e(app, pilot, c) -> None:
+    app.open_conversion(c.cid)
+    await pilot.pause()
+    assert len(app.screen.query_one("#timeline-table").rows) == 4  # A B D E
+    await pilot.press("e")
+    await pilot.pause()
+    assert humanconv.GOOD[1] in humanconv.kernel_rs(c).read_text()  # the editor ran on the port's real kernel.rs
+
+
+async def test_e_y_commits_the_edit_runs_b_live_and_records_it_on_the_new_head(edit):
+    c, db, app = edit
     async with app.run_test(size=(160, 45)) as pilot:
-        app.open_conversion(c.cid)
-        await pilot.pause()
-        timeline = app.screen.query_one("#timeline-table")
-        assert len(timeline.rows) == 4  # A B D E
-        await pilot.press("e")
-        await pilot.pause()
-        assert new in humanconv.kernel_rs(c).read_text()  # the editor ran on the port's real kernel.rs
+        await _press_e(app, pilot, c)
         assert app.screen.__class__.__name__ == "ReasonScreen"
         await pilot.press("y", "enter")
         seen_running, live_lines, deadline = None, [], time.monotonic() + 300
@@ -81,17 +91,10 @@ async def test_e_y_commits_the_edit_runs_b_live_and_records_it_on_the_new_head(t
     assert "gate A" not in why_not and "gate B" not in why_not
 
 
-async def test_commit_only_then_e_unchanged_offers_the_gates_missing_on_head(tmp_path, monkeypatch):
-    db = tmp_path / "t.db"
-    c = humanconv.make(tmp_path, db)
-    old, new = humanconv.GOOD
-    monkeypatch.setenv("EDITOR", f"sed -i 's|{old}|{new}|'")
-    app = TileportApp(db, Config(), doctor=False, poll_interval=0.05)
+async def test_commit_only_then_e_unchanged_offers_the_gates_missing_on_head(edit, monkeypatch):
+    c, db, app = edit
     async with app.run_test(size=(160, 45)) as pilot:
-        app.open_conversion(c.cid)
-        await pilot.pause()
-        await pilot.press("e")
-        await pilot.pause()
+        await _press_e(app, pilot, c)
         await pilot.press("c", "enter")  # commit only: no gates
         for _ in range(100):
             await asyncio.sleep(0.05)

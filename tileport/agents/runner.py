@@ -222,13 +222,17 @@ class Runner:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
     def drive(self, conversion_id: int, force: str | None = None) -> Finished:
+        return self._held(conversion_id, lambda store, conv, wt: self._drive(store, conv, wt, force))
+
+    def _held(self, conversion_id: int, body):
+        """body(store, conv, worktree) while this process holds the conversion (its lock, a stop file watched)."""
         store = self.store()
         try:
             conv = store.conversion(conversion_id)
             wt = open_conversion_worktree(conv)
             with self._exclusive(wt), control.StopWatch(control.run_files(wt.path),
                                                         lambda: self.stop(conversion_id)):
-                return self._drive(store, conv, wt, force)
+                return body(store, conv, wt)
         finally:
             store.close()
 
@@ -380,15 +384,7 @@ class Runner:
         HEAD, recorded as a B run of this conversion on that commit and routed like any B attempt (a resume
         follows it). It runs as an attempt runs: under the conversion's lock, status running after `stage.started`,
         its tools' output in the live file, and a stop kills it (recorded as interrupted, nothing kept)."""
-        store = self.store()
-        try:
-            conv = store.conversion(conversion_id)
-            wt = open_conversion_worktree(conv)
-            with self._exclusive(wt), control.StopWatch(control.run_files(wt.path),
-                                                        lambda: self.stop(conversion_id)):
-                return self._judge_edit(store, conv, wt, source)
-        finally:
-            store.close()
+        return self._held(conversion_id, lambda store, conv, wt: self._judge_edit(store, conv, wt, source))
 
     def _judge_edit(self, store: Store, conv: dict, wt: ConversionWorktree, source: str) -> EditJudged:
         from tileport.agents.stages import write_kernel
