@@ -94,6 +94,10 @@ class EditJudged:
         return EXIT_OK if self.verdict == "COMPILED" else EXIT_BLOCKED if self.verdict == "BLOCKED" else EXIT_FAILED
 
     @property
+    def reason(self) -> str:
+        return f"B {self.verdict} on {self.commit[:10]} (human edit) -> {self.next}"
+
+    @property
     def text(self) -> str:
         fc = f" ({self.fail_class})" if self.fail_class else ""
         return (f"#{self.conversion_id} B attempt {self.attempt} on {self.commit[:10]} (human edit): {self.verdict}{fc}"

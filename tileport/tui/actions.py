@@ -39,7 +39,6 @@ class Actions:
         self._runner = None
         self.closing = False  # set when the dashboard quits: nothing new starts (a queued conversion neither)
         self.forced: dict[int, str] = {}  # conversion -> the stage a running rerun asked for (a hand-off keeps it)
-        self.gating: set[int] = set()  # conversions whose running work is B's gates on a person's edit
 
     # --- plumbing ----------------------------------------------------------------------------
     @property
@@ -277,12 +276,21 @@ class Actions:
         if self.readonly:
             raise UserError(READONLY)
         def gates():
-            self.gating.add(conversion_id)
+            from tileport.tui._background import GATES
+
+            self.forced[conversion_id] = GATES  # quitting with "leave it running" hands the gates off
             try:
                 return service.gate_human_edit(self.runner, conversion_id)
             finally:
-                self.gating.discard(conversion_id)
+                self.forced.pop(conversion_id, None)
         return self._drive(conversion_id, gates)
+
+    @property
+    def gating(self) -> set[int]:
+        """Conversions whose running work here is B's gates on a person's edit."""
+        from tileport.tui._background import GATES
+
+        return {cid for cid, stage in self.forced.items() if stage == GATES}
 
     def ungated_head(self, conversion_id: int) -> str | None:
         """The HEAD commit when no B run judged it (an edit committed without its gates, or gates stopped)."""
