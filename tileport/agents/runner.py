@@ -392,7 +392,7 @@ class Runner:
 
     def _judge_edit(self, store: Store, conv: dict, wt: ConversionWorktree, source: str) -> EditJudged:
         from tileport.agents.stages import write_kernel
-        from tileport.worktrees.conversion import BUILD_DIR, person_paths, uncommitted
+        from tileport.worktrees.conversion import person_paths, uncommitted
 
         cid, stage = conv["id"], write_kernel.STAGE.value
         paths = ConversionPaths(wt.path, Path(conv["op_path"]).stem)
@@ -412,6 +412,23 @@ class Runner:
             store.log_event("stage.started", cid, stage=stage, attempt=attempt, cap=ctx.cap, source=source,
                             commit=head)
             store.update_conversion(cid, status="running")
+        try:
+            return self._gates(store, ctx, head, state, source)
+        except UserError:
+            raise
+        except Exception as e:  # a bug in tileport: the conversion does not stay "running", and says why
+            with immediate(store):
+                store.log_event("stage.interrupted", cid, stage=stage, attempt=attempt, why=f"{type(e).__name__}: {e}",
+                                source=source, traceback=traceback.format_exc()[-4000:])
+                store.update_conversion(cid, status=conv["status"])
+            raise UserError(f"#{cid}: internal error in the gates on {head[:10]}: {type(e).__name__}: {e}") from None
+
+    def _gates(self, store: Store, ctx: StageContext, head: str, state: RunState, source: str) -> EditJudged:
+        from tileport.agents.stages import write_kernel
+        from tileport.worktrees.conversion import BUILD_DIR
+
+        cid, stage, attempt, wt = ctx.conversion_id, write_kernel.STAGE.value, ctx.attempt, ctx.worktree
+        cancel, scope = ctx.cancel, self._scopes[cid]
         control.new_live(control.run_files(wt.path), f"stage {stage} attempt {attempt}/{ctx.cap} started: the gates "
                                                      f"on a {source} ({head[:10]})")
         scope.close()
