@@ -3,8 +3,10 @@
 A gate is the newest stored run of its stage. It is satisfied only when that run passed and was evaluated on the
 branch HEAD itself, or on an ancestor of HEAD from which every later commit is a tileport stage commit of this
 conversion by a stage that cannot change what the gate judged (its `survives` set), and none of those commits
-touches a file the gate's own commit wrote. Any other commit (a human edit, a rebase, another conversion's commit,
-a writer re-writing the kernel) makes the gate stale. Recorded evidence files that still exist must keep their
+touches a file the gate's own commit wrote. A person's edit of the port (`Tileport-Human` of this conversion,
+files of one `ports/<op>/` outside its evidence) counts as a kernel writer's commit (B): it leaves A standing and
+makes B, D and E stale until they run on it. Any other commit (a rebase, another conversion's commit, a hand commit
+without the trailer, a writer re-writing the kernel) makes the gate stale. Recorded evidence files that still exist must keep their
 sha256; a changed file is an error, not a pass.
 """
 
@@ -74,15 +76,25 @@ def _stage_letter(value: str) -> str:
 class _Commit:
     sha: str
     parents: tuple[str, ...]
-    stage: str | None  # Tileport-Stage letter; None when the commit is not a tileport stage commit
+    stage: str | None  # Tileport-Stage letter (B for a person's edit of the port); None for any other commit
     conversion: str | None
     attempt: str | None
     files: frozenset[str]  # paths it changed
+    human: bool = False  # a person's edit of the port, judged as stage B's commit
 
 
 _LOG_FORMAT = ("%x1e%H%x1f%P%x1f%(trailers:key=Tileport-Stage,valueonly,separator=%x2C)%x1f"
                "%(trailers:key=Tileport-Conversion,valueonly,separator=%x2C)%x1f"
-               "%(trailers:key=Tileport-Attempt,valueonly,separator=%x2C)%x1f")
+               "%(trailers:key=Tileport-Attempt,valueonly,separator=%x2C)%x1f"
+               "%(trailers:key=Tileport-Human,valueonly,separator=%x2C)%x1f")
+HUMAN_AS = "B"  # the stage a person's edit of the port stands in for: it rewrote the kernel
+
+
+def _port_edit(files: frozenset[str]) -> bool:
+    """Files of one port directory (`ports/<op>/...`), none of them its recorded evidence (`.tileport/`)."""
+    dirs = {tuple(f.split("/")[:2]) for f in files}
+    return len(dirs) == 1 and next(iter(dirs))[0] == "ports" and all(
+        len(f.split("/")) > 2 and ".tileport" not in f.split("/") for f in files)
 
 
 def _log(repo: str | Path, *revs: str, limit: int = 5000) -> list[_Commit] | None:
@@ -95,11 +107,12 @@ def _log(repo: str | Path, *revs: str, limit: int = 5000) -> list[_Commit] | Non
     for rec in res.stdout.split("\x1e"):
         if not rec.strip():
             continue
-        sha, parents, stage, conv, attempt, files = (rec.split("\x1f") + [""] * 5)[:6]
-        commits.append(_Commit(sha.strip(), tuple(parents.split()),
-                               _stage_letter(stage) if stage.strip() and "," not in stage else None,
-                               conv.strip() or None, attempt.strip() or None,
-                               frozenset(f for f in files.split("\n") if f)))
+        sha, parents, stage, conv, attempt, human, files = (rec.split("\x1f") + [""] * 6)[:7]
+        changed = frozenset(f for f in files.split("\n") if f)
+        letter = _stage_letter(stage) if stage.strip() and "," not in stage else None
+        person = letter is None and bool(human.strip()) and _port_edit(changed)
+        commits.append(_Commit(sha.strip(), tuple(parents.split()), HUMAN_AS if person else letter,
+                               conv.strip() or None, attempt.strip() or None, changed, person))
     return commits
 
 
@@ -113,7 +126,8 @@ def _judge(conversion_id: int, spec: GateSpec, commit: str, attempt: int | None,
         if c.stage == spec.name and attempt is not None and c.attempt == str(attempt):
             continue  # the run's own record (its evidence commit), not a change
         if c.stage not in spec.survives:
-            return False, f"passed on {commit[:10]}; stage {c.stage} committed {c.sha[:10]} since"
+            who = "a human edit of the port" if c.human else f"stage {c.stage}"
+            return False, f"passed on {commit[:10]}; {who} committed {c.sha[:10]} since"
         touched |= c.files
     if own is not None and own.stage == spec.name and touched & own.files:
         return False, f"passed on {commit[:10]}; later commits changed its files ({', '.join(sorted(touched & own.files)[:3])})"
