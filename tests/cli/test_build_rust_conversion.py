@@ -48,11 +48,11 @@ def test_a_broken_edit_is_recorded_as_a_failed_b_run_on_its_commit_with_its_carg
     d = details_of("B", run.raw_details)
     assert d.source == "human edit" and "E0425" in d.error_codes
     assert run.routed_to == "B"  # the writer may take it from here (a fresh round of caps after a person's edit)
-    cargo = [c for c in s.stage_commands(run.id) if Path(tool_argv(c["argv"])[0]).name == "cargo"]
-    assert [tool_argv(c["argv"])[1] for c in cargo] == ["build"] and cargo[0]["exit_code"] != 0
-    arts = {a["kind"]: a for a in s.stage_artifacts(run.id)}
-    assert "no_such_tile" in open(arts["kernel"]["path"]).read()
-    assert "cannot find value `no_such_tile`" in open(arts["diagnostics"]["path"]).read()
+    cargo = [c for c in queries.commands(s, run.id) if Path(tool_argv(c.argv)[0]).name == "cargo"]
+    assert [tool_argv(c.argv)[1] for c in cargo] == ["build"] and cargo[0].exit_code != 0
+    arts = {a.kind: a for a in queries.artifacts(s, run.id)}
+    assert "no_such_tile" in open(arts["kernel"].path).read()
+    assert "cannot find value `no_such_tile`" in open(arts["diagnostics"].path).read()
     conversion = s.conversion(conv.cid)
     assert (conversion["head_commit"], conversion["status"]) == (sha, "pending")
     assert [e["kind"] for e in s.events(conv.cid) if e["kind"].startswith("stage.")][-2:] == \
