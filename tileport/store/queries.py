@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tileport.records import (ApprovalRecord, Decision, GateRecord, IRPair, PerfDetails, Stage, StageDetails,
                               StageResult, details_of)
+from tileport.records.rounds import round_start
 from tileport.store._db import json_column
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ class ConversionSummary(_Row):
     fail_class: str | None = None  # the newest run's fail class and summary
     summary: str = ""
     stages: dict[str, str] = Field(default_factory=dict)  # stage -> its newest verdict
-    attempts: dict[str, int] = Field(default_factory=dict)  # stage -> attempts used
+    attempts: dict[str, int] = Field(default_factory=dict)  # stage -> attempts the caps count now (this round)
     perf: PerfDetails | None = None  # the newest E run's details: geomean, worst, config_max as recorded
     approval: str | None = None  # the newest decision (approve / reject / override) and the commit it was for
     approval_commit: str | None = None
@@ -266,11 +267,7 @@ def conversion_summaries(store: "Store", ids: list[int] | None = None) -> list[C
     if not convs:
         return []
     idset = ",".join(str(int(c["id"])) for c in convs)
-    counts: dict[int, dict[str, int]] = {}
-    for cid, stage, n in store.db.execute(
-            f"select conversion_id, stage, count(*) from stage_runs where conversion_id in ({idset}) "
-            "group by conversion_id, stage"):
-        counts.setdefault(cid, {})[stage] = n
+    counts = _round_counts(store, idset)
     stages: dict[int, dict[str, str]] = {}
     for cid, stage, verdict in store.db.execute(
             f"select s.conversion_id, s.stage, s.verdict from stage_runs s join (select max(id) m from stage_runs "
@@ -306,6 +303,23 @@ def conversion_summaries(store: "Store", ids: list[int] | None = None) -> list[C
             stages={s: stages[cid][s] for s in STAGE_ORDER if s in stages.get(cid, {})},
             attempts=counts.get(cid, {}), perf=perf.get(cid), approval=decision, approval_commit=commit, **fields))
     return out
+
+
+def _round_counts(store: "Store", idset: str) -> dict[int, dict[str, int]]:
+    """conversion id -> stage -> attempts the caps count now: the runs of the router's current round (from the
+    newest run that judged a person's edit, `records.rounds.round_start`), not every run ever recorded."""
+    runs: dict[int, list[tuple[str, str | None]]] = {}
+    for cid, stage, raw in store.db.execute(  # only details that name a source are read (and decoded typed)
+            "select conversion_id, stage, case when details like '%\"source\"%' then details end "
+            f"from stage_runs where conversion_id in ({idset}) order by id"):
+        details = details_of(stage, json_column(raw, store.path, "stage_runs.details")) if raw else None
+        runs.setdefault(cid, []).append((stage, details.source if details is not None else None))
+    counts: dict[int, dict[str, int]] = {}
+    for cid, seq in runs.items():
+        n = counts.setdefault(cid, {})
+        for stage, _ in seq[round_start([src for _, src in seq]):]:
+            n[stage] = n.get(stage, 0) + 1
+    return counts
 
 
 def conversion_summary(store: "Store", conversion_id: int) -> ConversionSummary:
