@@ -19,7 +19,8 @@ def seeded(path) -> int:
         s.record_stage(cid, StageResult(stage=Stage.WRITE_KERNEL, verdict="FAIL_COMPILE", fail_class=FailClass.KERNEL,
                                         cap=2, details={"writer": "scripted"}), routed_to="B")
     s.record_stage(cid, StageResult(stage=Stage.WRITE_KERNEL, verdict="COMPILED", cap=2,
-                                    details={"source": "human edit", "self_check": "PASS"}), routed_to="D")
+                                    details={"source": "human edit", "self_check": "PASS"}), routed_to="D",
+                   commit="e" * 40)
     s.close()
     return cid
 
@@ -30,7 +31,7 @@ def test_counters_start_a_new_round_at_the_human_edit_as_the_router_does(tmp_pat
     summary = queries.conversion_summary(s, cid)
     state, action = Runner(Config(store=str(tmp_path / "t.db")))._replay(queries.stage_runs(s, cid))
     assert summary.attempts == dict(state.attempts) == {"B": 1}
-    assert action.stage == "D"
+    assert action.stage == "D" and summary.round_commit == "e" * 40  # the header: "retries since edit eeee…"
     assert summary.attempts_text(Config().caps.model_dump()) == {"B": "1/2"}  # `tileport status`
     assert conversion_rows(s, Config().caps.model_dump(), [cid])[0].attempts_text() == "B1/2"
     s.close()
@@ -42,5 +43,6 @@ def test_without_a_human_edit_every_run_counts(tmp_path):
     for _ in range(2):
         s.record_stage(cid, StageResult(stage=Stage.WRITE_KERNEL, verdict="FAIL_COMPILE", cap=2,
                                         details={"source": "gate ingest"}), routed_to="B")
-    assert queries.conversion_summary(s, cid).attempts == {"B": 2}
+    summary = queries.conversion_summary(s, cid)
+    assert summary.attempts == {"B": 2} and summary.round_commit is None
     s.close()

@@ -51,6 +51,7 @@ async def test_s_after_commit_only_gates_the_edit_and_says_so(tmp_path):
         await pilot.pause()
         screen = next(sc for sc in app.screen_stack if sc.__class__.__name__ == "ConversionScreen")  # under the
         counters = screen.query_one("#conv-counters").render()  # end-of-run summary, when it opened on top
+        assert str(counters).startswith(f"retries since edit {sha[:10]}: ")
         assert "B write kernel 1/2" in str(counters) and "D host+correctness 1/2" in str(counters)
         assert not [sp for sp in counters.spans if "red" in str(sp.style) and "B" in str(counters)[sp.start:sp.end]]
     assert service.ungated_head(s, cid) is None
