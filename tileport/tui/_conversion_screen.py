@@ -84,6 +84,7 @@ class ConversionScreen(Screen):
         self._artifacts: list[dict] = []
         self._selected_run: int | None = None
         self._running_row = False
+        self._ready = False  # on_mount has made the tables' columns
 
     def compose(self) -> ComposeResult:
         yield Static("", id="conv-head")
@@ -126,6 +127,7 @@ class ConversionScreen(Screen):
         a = self.query_one("#artifacts-table", DataTable)
         for key, label in (("kind", "kind"), ("bytes", "bytes"), ("sha", "sha256"), ("path", "path")):
             a.add_column(label, key=key)
+        self._ready = True
         self.refresh_all()
         self.query_one("#timeline-table", DataTable).focus()
         self._show_keys()
@@ -336,8 +338,8 @@ class ConversionScreen(Screen):
 
     # --- live updates ------------------------------------------------------------------------
     def store_changed(self, touched: set, events: list[dict]) -> None:
-        if self.conversion_id not in touched:
-            return
+        if self.conversion_id not in touched or not self._ready:
+            return  # not yet mounted (just pushed): on_mount reads the store afresh
         log = self.query_one("#conv-log", RichLog)
         for ev in events:
             if ev["conversion_id"] == self.conversion_id:
