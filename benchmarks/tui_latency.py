@@ -14,7 +14,8 @@ compositor update rendered; headless only skips writing the frame to a terminal)
 the conversion), the tabs 1..7 on a running conversion, escape (back to the list).
 
 --compare REV: the same benchmark, the same way, on the tileport of git revision REV (extracted into a temporary
-directory) and then on this tree, printed side by side.
+directory) and then on this tree, printed side by side. The last row, "bare tab", is the floor on this machine at
+that moment: a tab switch in a bare Textual app (8 tabs of one table each) timed the same way.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
 TABS = [str(i) for i in range(1, 8)]
-KINDS = ["down", "up", "enter", *(f"tab {t}" for t in TABS), "escape"]
+KINDS = ["down", "up", "enter", *(f"tab {t}" for t in TABS), "escape", "bare tab"]
 
 
 def seed(db: Path, tmp: Path, n: int) -> list[int]:
@@ -183,6 +184,43 @@ async def measure(args) -> dict[str, list[float]]:
     return times
 
 
+async def bare_tabs(args) -> list[float]:
+    """The floor on this machine now: a tab switch in a bare Textual app (a TabbedContent of 8 tables of 30 rows,
+    nothing else), timed the same way; what the dashboard's tab switch costs beyond Textual's own."""
+    from textual.app import App
+    from textual.binding import Binding
+    from textual.widgets import DataTable, TabbedContent, TabPane
+
+    class Bare(App):
+        BINDINGS = [Binding(t, f"tab('t{t}')") for t in TABS]
+
+        def compose(self):
+            with TabbedContent():
+                for t in TABS:
+                    with TabPane(f"Tab {t}", id=f"t{t}"):
+                        yield DataTable(id=f"d{t}", cursor_type="row")
+
+        def on_mount(self):
+            for t in TABS:
+                table = self.query_one(f"#d{t}", DataTable)
+                table.add_columns(*"abcdef")
+                for r in range(30):
+                    table.add_row(*(f"cell {r} {c} " * 3 for c in "abcdef"))
+
+        def action_tab(self, tab: str) -> None:
+            self.query_one(TabbedContent).active = tab
+            self.query_one(f"#d{tab[1:]}").focus()
+
+    app, out = Bare(), []
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.5)
+        for _ in range(max(1, args.presses // 4)):
+            for t in [*TABS[1:], TABS[0]]:
+                out.append(await key_to_frame(app, pilot, t))
+                await asyncio.sleep(args.gap)
+    return out
+
+
 def report(columns: list[tuple[str, dict[str, list[float]]]], running: int) -> None:
     head = f"{'key':10s}" + "".join(f" | {name[:24]:>24s}" for name, _ in columns)
     print(f"key-to-frame latency, ms (p50 / p95, n presses), {running} conversions running, 160x45")
@@ -230,6 +268,7 @@ def main() -> None:
         return
     sys.path.insert(0, str(args.tree))
     times = asyncio.run(measure(args))
+    times["bare tab"] = asyncio.run(bare_tabs(args))
     if args.json:
         print(json.dumps(times))
     else:
