@@ -71,9 +71,24 @@ def app_for(db):
     return TileportApp(db, Config(), doctor=False, poll_interval=0.05)
 
 
-async def _detail(app, pilot, *keys) -> str:
+async def _keys(pilot, *keys) -> None:
     await pilot.press(*keys)
     await pilot.pause()
+
+
+async def _open(app, pilot, cid, row: int | None = None):
+    """The conversion's screen, with the timeline's `row` picked; its timeline table."""
+    app.open_conversion(cid)
+    await pilot.pause()
+    t = app.screen.query_one("#timeline-table")
+    if row is not None:
+        t.move_cursor(row=row)
+        await pilot.pause()
+    return t
+
+
+async def _detail(app, pilot, *keys) -> str:
+    await _keys(pilot, *keys)
     assert app.screen.__class__.__name__ == "DetailScreen", app.screen
     text = app.screen.text
     await pilot.press("escape")
@@ -93,8 +108,7 @@ async def test_space_and_i_on_the_list_show_the_whole_row_and_enter_still_opens_
             assert f"/x/examples/{LONG_OP}.py" in text and f"tileport/{LONG_OP}-1" in text
             assert "B 2/2" in text and "no GPU" in text  # attempts and the newest run's summary
         assert "details" in [k.description for k in app.screen.query("FooterKey")]  # the footer offers it
-        await pilot.press("enter")
-        await pilot.pause()
+        await _keys(pilot, "enter")
         assert app.screen.__class__.__name__ == "ConversionScreen"
 
 
@@ -110,17 +124,11 @@ async def test_enter_on_commands_artifacts_and_perf_rows_shows_their_whole_text(
     s.close()
     app = app_for(db)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.open_conversion(cid)
-        await pilot.pause()
-        t = app.screen.query_one("#timeline-table")
-        t.move_cursor(row=2)  # B attempt 2, after D and E ran
-        await pilot.pause()
-        await pilot.press("2")
-        await pilot.pause()
+        await _open(app, pilot, cid, row=2)  # B attempt 2, after D and E ran
+        await _keys(pilot, "2")
         text = await _detail(app, pilot, "enter")
         assert text.startswith("$ cargo build --offline --attempt-2") and "prlimit" in text  # the tool's own argv
-        await pilot.press("3")
-        await pilot.pause()
+        await _keys(pilot, "3")
         arts = app.screen.query_one("#artifacts-table")
         assert [str(arts.get_row_at(i)[0]) for i in range(arts.row_count)] == ["transcript", "tileir_text"]
         arts.move_cursor(row=1)
@@ -128,8 +136,7 @@ async def test_enter_on_commands_artifacts_and_perf_rows_shows_their_whole_text(
         assert path.endswith("softmax_port_attempt_2.tileir.txt") and len(path) > arts.size.width  # cut on screen
         text = await _detail(app, pilot, "enter")
         assert text.splitlines()[-1] == path  # the whole path
-        await pilot.press("6")
-        await pilot.pause()
+        await _keys(pilot, "6")
         text = await _detail(app, pilot, "enter")
         assert shape in text  # the configuration's whole text, brackets and all
         assert "ref samples (ms, 3): 0.0101, 0.0099, 0.0102" in text and "port samples (ms, 2)" in text
@@ -140,16 +147,10 @@ async def test_right_and_left_scroll_the_table_and_stay_on_the_tab(tmp_path):
     db, cid = seed(tmp_path)
     app = app_for(db)
     async with app.run_test(size=(60, 30)) as pilot:
-        app.open_conversion(cid)
-        await pilot.pause()
-        await pilot.press("1")
-        await pilot.pause()
-        table = app.screen.query_one("#timeline-table")
-        await pilot.press("right", "right")
-        await pilot.pause()
+        table = await _open(app, pilot, cid)
+        await _keys(pilot, "right", "right")
         assert table.scroll_x > 0 and app.screen.query_one("TabbedContent").active == "timeline"
-        await pilot.press("left", "left")
-        await pilot.pause()
+        await _keys(pilot, "left", "left")
         assert table.scroll_x == 0
 
 
@@ -157,13 +158,8 @@ async def test_the_transcript_tab_shows_the_picked_runs_model_conversation(tmp_p
     db, cid = seed(tmp_path)
     app = app_for(db)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.open_conversion(cid)
-        await pilot.pause()
-        t = app.screen.query_one("#timeline-table")
-        t.move_cursor(row=1)  # B attempt 1
-        await pilot.pause()
-        await pilot.press("8")
-        await pilot.pause()
+        t = await _open(app, pilot, cid, row=1)  # B attempt 1
+        await _keys(pilot, "8")
         head = str(app.screen.query_one("#transcript-of").render())
         assert "model transcript of B write kernel attempt 1 (FAIL_COMPILE): 4 messages, 1 model calls" in head
         log = app.screen.query_one("#transcript-log")
@@ -173,17 +169,13 @@ async def test_the_transcript_tab_shows_the_picked_runs_model_conversation(tmp_p
         assert "\nfn softmax_entry() {\n    let x = 1;\n}" in text  # the tool call's arguments, decoded
         assert "900 in + 40 out tokens" in text
         assert log.max_scroll_y > 0 or log.virtual_size.height <= log.size.height
-        await pilot.press("1")
-        await pilot.pause()
+        await _keys(pilot, "1")
         t.move_cursor(row=2)  # B attempt 2: its own transcript
-        await pilot.press("8")
-        await pilot.pause()
+        await _keys(pilot, "8")
         assert "(attempt 2)" in "\n".join(line.text for line in log.lines)
-        await pilot.press("1")
-        await pilot.pause()
+        await _keys(pilot, "1")
         t.move_cursor(row=0)  # A asks no model
-        await pilot.press("8")
-        await pilot.pause()
+        await _keys(pilot, "8")
         assert "asked no model" in "\n".join(line.text for line in log.lines)
 
 
@@ -191,13 +183,10 @@ async def test_a_tab_off_screen_shows_what_the_store_says_when_switched_to(tmp_p
     db, cid = seed(tmp_path)
     app = app_for(db)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.open_conversion(cid)
-        await pilot.pause()
-        await pilot.press("2")
-        await pilot.pause()
+        await _open(app, pilot, cid)
+        await _keys(pilot, "2")
         assert "python -m gate" in str(app.screen.query_one("#commands-table").get_row_at(0)[3])
-        await pilot.press("1")
-        await pilot.pause()
+        await _keys(pilot, "1")
         s = Store(db)  # another process records a new run while the timeline is on screen
         s.record_stage(cid, StageResult(stage=Stage.WRITE_KERNEL, attempt=3, verdict="COMPILED", cap=3,
                                         commands=[CommandRecord(argv=["cargo", "build", "--third"], exit_code=0,
@@ -207,8 +196,7 @@ async def test_a_tab_off_screen_shows_what_the_store_says_when_switched_to(tmp_p
             await pilot.pause(0.05)
             if app.screen.query_one("#timeline-table").row_count == 5:
                 break
-        await pilot.press("2")
-        await pilot.pause()
+        await _keys(pilot, "2")
         assert "cargo build --third" in str(app.screen.query_one("#commands-table").get_row_at(0)[3])
         assert "of B write kernel attempt 3 (COMPILED)" in str(app.screen.query_one("#commands-of").render())
 
@@ -234,8 +222,7 @@ async def test_a_table_with_nothing_more_to_say_shows_every_column_whole():
 
     app = _App()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("enter")
-        await pilot.pause()
+        await _keys(pilot, "enter")
         assert app.screen.__class__.__name__ == "DetailScreen"
         assert app.screen.text == " name  first\nvalue  " + "x" * 200
 
@@ -244,10 +231,8 @@ async def test_help_scrolls_to_its_last_line_at_45_rows(tmp_path):
     db, _ = seed(tmp_path)
     app = app_for(db)
     async with app.run_test(size=(160, 45)) as pilot:
-        await pilot.press("question_mark")
-        await pilot.pause()
+        await _keys(pilot, "question_mark")
         box = app.screen.query_one("#help-box")
         assert box.max_scroll_y > 0 and box.region.bottom <= 45  # taller than the screen: it scrolls
-        await pilot.press("end")
-        await pilot.pause()
+        await _keys(pilot, "end")
         assert box.scroll_y == box.max_scroll_y
