@@ -236,3 +236,25 @@ async def test_help_scrolls_to_its_last_line_at_45_rows(tmp_path):
         assert box.max_scroll_y > 0 and box.region.bottom <= 45  # taller than the screen: it scrolls
         await _keys(pilot, "end")
         assert box.scroll_y == box.max_scroll_y
+
+
+async def test_the_log_tab_reads_the_events_when_shown_and_appends_each_new_one_once(tmp_path):
+    db, cid = seed(tmp_path)
+    app = app_for(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(app, pilot, cid)
+        s = Store(db)
+        s.log_event("log", cid, text="before the log tab was shown")
+        await pilot.pause(0.3)
+        await _keys(pilot, "4")
+        log = app.screen.query_one("#conv-log")
+        s.log_event("log", cid, text="after the log tab was shown")
+        s.close()
+        for _ in range(40):
+            await pilot.pause(0.05)
+            lines = [line.text for line in log.lines]
+            if any("after the log tab" in x for x in lines):
+                break
+        assert sum("stage.finished" in x for x in lines) == 4  # A, B1, B2 and D, each once
+        assert sum("before the log tab was shown" in x for x in lines) == 1
+        assert sum("after the log tab was shown" in x for x in lines) == 1

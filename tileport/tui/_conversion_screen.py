@@ -99,6 +99,7 @@ class ConversionScreen(RowDetails, Screen):
         self._rev = 0  # bumped by every store change to this conversion other than a log line
         self._drawn: dict[str, object] = {}  # tab -> the key it was last drawn for (see _draw_tab)
         self._shown: dict[str, object] = {}  # widget id -> the text it shows (an unchanged text is not re-laid out)
+        self._log_upto: int | None = None  # the newest event in the log tab; None until it is first shown
 
     def compose(self) -> ComposeResult:
         yield Static("", id="conv-head")
@@ -149,9 +150,6 @@ class ConversionScreen(RowDetails, Screen):
         self._show_keys()
         self._tick_running()
         self.set_interval(0.5, self._tick_running)
-        log = self.query_one("#conv-log", RichLog)
-        for ev in self.app.store.events(self.conversion_id)[-LOG_LINES:]:
-            log.write(event_line(ev))
 
     # --- data ------------------------------------------------------------------------------
     def _update(self, selector: str, text) -> None:
@@ -198,6 +196,8 @@ class ConversionScreen(RowDetails, Screen):
             return self._selected_run
         if tab == "code":
             return (self._rev, self._code_mode, self._selected_run)
+        if tab == "log":
+            return "loaded"  # read once, on first show; then each new event appends (store_changed)
         return self._rev  # irdiff, perf: whatever the newest runs say
 
     def _draw_tab(self, tab: str) -> None:
@@ -205,10 +205,17 @@ class ConversionScreen(RowDetails, Screen):
         if self._drawn.get(tab, ()) == key:
             return
         self._drawn[tab] = key
-        draw = {"commands": self._draw_commands, "artifacts": self._draw_artifacts, "irdiff": self._refresh_pairs,
+        draw = {"log": self._draw_log, "commands": self._draw_commands, "artifacts": self._draw_artifacts, "irdiff": self._refresh_pairs,
                 "perf": self._draw_perf, "code": self._load_code, "transcript": self._draw_transcript}.get(tab)
         if draw is not None:
             draw()
+
+    def _draw_log(self) -> None:
+        """The conversion's events so far, in one write (a line per event would lay out 2,000 times)."""
+        events = self.app.store.events(self.conversion_id)[-LOG_LINES:]
+        if events:
+            self.query_one("#conv-log", RichLog).write(Text("\n").join(event_line(ev) for ev in events))
+        self._log_upto = events[-1]["id"] if events else 0
 
     def _draw_perf(self) -> None:
         pv = perf_view(self.app.store, self.conversion_id, self.app.gate)
@@ -424,7 +431,9 @@ class ConversionScreen(RowDetails, Screen):
         changed = False
         for ev in events:
             if ev["conversion_id"] == self.conversion_id:
-                log.write(event_line(ev))
+                if self._log_upto is not None and ev["id"] > self._log_upto:
+                    log.write(event_line(ev))
+                    self._log_upto = ev["id"]
                 changed |= ev["kind"] != "log"  # a log line changes nothing but the log
         if changed:
             self.refresh_all()
