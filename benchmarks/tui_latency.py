@@ -15,7 +15,9 @@ the conversion), the tabs 1..7 on a running conversion, escape (back to the list
 
 --compare REV: the same benchmark, the same way, on the tileport of git revision REV (extracted into a temporary
 directory) and then on this tree, printed side by side. The last row, "bare tab", is the floor on this machine at
-that moment: a tab switch in a bare Textual app (8 tabs of one table each) timed the same way.
+that moment: a tab switch in a bare Textual app (8 tabs of one table each) timed the same way. "idle cpu 1/6":
+the dashboard's own CPU (all its threads) on a running conversion's timeline / performance tab while nobody
+presses a key and the store changes under it.
 """
 
 from __future__ import annotations
@@ -178,6 +180,13 @@ async def measure(args) -> dict[str, list[float]]:
                         await timed(f"tab {t}", t)
                 await timed("escape", "escape")
                 await pilot.pause(0.1)
+            await pilot.press("enter")
+            for tab in ("1", "6"):  # what the dashboard spends with nobody pressing keys, the store changing
+                await pilot.press(tab)
+                await pilot.pause(0.5)
+                c0, t0 = time.process_time(), time.monotonic()
+                await asyncio.sleep(args.idle)
+                times[f"idle cpu {tab}"] = [100 * (time.process_time() - c0) / (time.monotonic() - t0)]
     finally:
         writer.kill()
         writer.wait()
@@ -226,17 +235,20 @@ def report(columns: list[tuple[str, dict[str, list[float]]]], running: int) -> N
     print(f"key-to-frame latency, ms (p50 / p95, n presses), {running} conversions running, 160x45")
     print(head)
     print("-" * len(head))
-    for kind in KINDS:
+    for kind in [*KINDS, "idle cpu 1", "idle cpu 6"]:
         cells = []
         for _, t in columns:
             xs = t.get(kind, [])
+            if kind.startswith("idle") and xs:
+                cells.append(f"{xs[0]:.0f}% of a core")
+                continue
             cells.append(f"{_pct(xs, .5):7.1f} / {_pct(xs, .95):7.1f} (n={len(xs):3d})" if xs else f"{'-':>24s}")
         print(f"{kind:10s}" + "".join(f" | {c:>24s}" for c in cells))
 
 
 def _run_child(tree: Path, args) -> dict[str, list[float]]:
     out = subprocess.run([sys.executable, __file__, "--tree", str(tree), "--json", "--running", str(args.running),
-                          "--presses", str(args.presses), "--gap", str(args.gap), "--log-every", str(args.log_every), "--stage-every",
+                          "--presses", str(args.presses), "--gap", str(args.gap), "--idle", str(args.idle), "--log-every", str(args.log_every), "--stage-every",
                           str(args.stage_every)], capture_output=True, text=True, env={**os.environ,
                                                                                         "PYTHONPATH": str(tree)})
     if out.returncode != 0:
@@ -250,6 +262,7 @@ def main() -> None:
     p.add_argument("--presses", type=int, default=40, help="presses of down/up; enter/escape get a quarter")
     p.add_argument("--log-every", type=float, default=0.5, help="seconds between a conversion's log events")
     p.add_argument("--stage-every", type=float, default=5.0, help="seconds between a conversion's finished runs")
+    p.add_argument("--idle", type=float, default=8.0, help="seconds the idle CPU is measured per tab")
     p.add_argument("--gap", type=float, default=0.1, help="seconds between presses (not timed)")
     p.add_argument("--compare", metavar="REV", help="also run on git revision REV's tileport; print side by side")
     p.add_argument("--tree", type=Path, default=HERE, help=argparse.SUPPRESS)
