@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, RichLog, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, RichLog, Static, TabbedContent, TabPane, Tabs
 
 from tileport.exec.sandbox import tool_argv
 from tileport.tui._code_view import MODES, CodeView
@@ -32,6 +32,17 @@ from tileport.tui.view import (STAGE_NAMES, STAGE_ORDER, AttemptRow, LiveTail, c
 
 LOG_LINES = 2000  # bounded scrollback; `l` opens the whole log in $PAGER
 LIVE_LINES = 500  # the running stage's tool output kept on screen
+
+
+LAZY_TABS = (("irdiff", "IR diff"), ("perf", "Performance"), ("code", "Code"), ("transcript", "Transcript"))
+
+
+def lazy_content(tab: str):
+    """A lazy tab's widgets, mounted the first time it is shown: opening a conversion composes only the rest."""
+    if tab == "irdiff":
+        return Horizontal(DataTable(id="ir-pair-list", cursor_type="row"), IRDiffView(id="ir-view"), id="ir-layout")
+    return {"perf": lambda: PerfPanel(id="perf-panel"), "code": lambda: CodeView(id="code-view"),
+            "transcript": lambda: TranscriptView(id="transcript-view")}[tab]()
 
 
 TIMELINE_KEYS = ("n", "stage", "attempt", "verdict", "class", "secs", "tokens", "next", "why", "commit", "summary")
@@ -100,6 +111,7 @@ class ConversionScreen(RowDetails, Screen):
         self._drawn: dict[str, object] = {}  # tab -> the key it was last drawn for (see _draw_tab)
         self._shown: dict[str, object] = {}  # widget id -> the text it shows (an unchanged text is not re-laid out)
         self._log_upto: int | None = None  # the newest event in the log tab; None until it is first shown
+        self._mounted: dict[str, bool] = {}  # lazy tab -> mounted yet (False while it mounts)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="conv-head")
@@ -120,16 +132,8 @@ class ConversionScreen(RowDetails, Screen):
                     yield DataTable(id="artifacts-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Log", id="log"):
                 yield RichLog(id="conv-log", max_lines=LOG_LINES, wrap=False)
-            with TabPane("IR diff", id="irdiff"):
-                with Horizontal(id="ir-layout"):
-                    yield DataTable(id="ir-pair-list", cursor_type="row")
-                    yield IRDiffView(id="ir-view")
-            with TabPane("Performance", id="perf"):
-                yield PerfPanel(id="perf-panel")
-            with TabPane("Code", id="code"):
-                yield CodeView(id="code-view")
-            with TabPane("Transcript", id="transcript"):
-                yield TranscriptView(id="transcript-view")
+            for tab, label in LAZY_TABS:  # their content is mounted when first shown (_mount_tab)
+                yield TabPane(label, id=tab)
         yield Static("", id="why-not")
         yield Static("", id="keys")
 
@@ -201,6 +205,11 @@ class ConversionScreen(RowDetails, Screen):
         return self._rev  # irdiff, perf: whatever the newest runs say
 
     def _draw_tab(self, tab: str) -> None:
+        if tab in dict(LAZY_TABS) and tab not in self._mounted:
+            self._mounted[tab] = False
+            self.run_worker(self._mount_tab(tab), group=f"mount-{tab}")
+        if self._mounted.get(tab) is False:
+            return  # drawn once mounted
         key = self._tab_key(tab)
         if self._drawn.get(tab, ()) == key:
             return
@@ -209,6 +218,17 @@ class ConversionScreen(RowDetails, Screen):
                 "perf": self._draw_perf, "code": self._load_code, "transcript": self._draw_transcript}.get(tab)
         if draw is not None:
             draw()
+
+    async def _mount_tab(self, tab: str) -> None:
+        await self.query_one(f"#{tab}", TabPane).mount(lazy_content(tab))
+        self._mounted[tab] = True
+        if self.query_one(TabbedContent).active == tab:
+            self._draw_tab(tab)
+            self._focus_tab(tab)
+
+    def _focus_tab(self, tab: str) -> None:
+        for widget in self.query(self.FOCUS[tab]):  # none yet while a lazy tab mounts: it focuses itself then
+            widget.focus()
 
     def _draw_log(self) -> None:
         """The conversion's events so far, in one write (a line per event would lay out 2,000 times)."""
@@ -366,7 +386,7 @@ class ConversionScreen(RowDetails, Screen):
             self._diff(pair)
 
     def action_ir(self, what: str) -> None:
-        if self.query_one(TabbedContent).active != "irdiff":
+        if self.query_one(TabbedContent).active != "irdiff" or not self._mounted.get("irdiff"):
             return
         view = self.query_one("#ir-view", IRDiffView)
         if what == "differences":
@@ -464,10 +484,15 @@ class ConversionScreen(RowDetails, Screen):
             self.refresh_all()
 
     def action_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        tabs = self.query_one(TabbedContent)
+        tabs.active = tab
+        if not self.query(self.FOCUS[tab]):
+            # a lazy tab still mounting: the tab bar holds the focus meanwhile (the hidden tab's widget keeping it
+            # would make Textual move it to a widget of another pane, whose pane then becomes the active one)
+            tabs.query_one(Tabs).focus()
         self._draw_tab(tab)
         # the tab's content takes the focus (enter opens its rows; no Footer to recompose on focus changes)
-        self.call_after_refresh(lambda: self.query_one(self.FOCUS[tab]).focus())
+        self.call_after_refresh(self._focus_tab, tab)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if self._ready and event.pane.id:
@@ -475,8 +500,8 @@ class ConversionScreen(RowDetails, Screen):
 
     def action_scroll_x(self, step: int) -> None:
         """left/right scroll the active tab's table or text sideways (they never switch tabs)."""
-        target = self.query_one(self.FOCUS[self.query_one(TabbedContent).active])
-        target.scroll_relative(x=8 * step, animate=False)
+        for target in self.query(self.FOCUS[self.query_one(TabbedContent).active]):
+            target.scroll_relative(x=8 * step, animate=False)
 
     def action_code_mode(self) -> None:
         self._code_mode = (self._code_mode + 1) % len(MODES)
