@@ -19,6 +19,9 @@ import tileport
 from tileport.config import Config
 
 
+GATES = "gates"  # in `forced`: B's gates on a person's edit were running (the hand-off runs them again)
+
+
 @dataclass(frozen=True)
 class Handoff:
     pid: int
@@ -33,7 +36,8 @@ class Handoff:
 
 def spawn(config: Config, model: str | None, ids: list[int], log_dir: Path, jobs: int = 2,
           forced: dict[int, str] | None = None) -> Handoff:
-    """`forced`: conversion -> stage, for a rerun that was running (the hand-off reruns that stage)."""
+    """`forced`: conversion -> stage, for a rerun that was running (the hand-off reruns that stage), or GATES for
+    B's gates on a person's edit (the hand-off runs them)."""
     forced = forced or {}
     log_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -57,7 +61,8 @@ def main(argv: list[str]) -> int:
     runner = Runner(config, model=model or None, out=lambda line: print(line, flush=True))
     todo = [(int(i.split(":")[0]), i.split(":")[1] if ":" in i else None) for i in ids]
     with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
-        finished = list(pool.map(lambda t: runner.drive(t[0], force=t[1]), todo))
+        finished = list(pool.map(lambda t: runner.judge_edit(t[0]) if t[1] == GATES else runner.drive(t[0], force=t[1]),
+                                 todo))
     for f in finished:
         print(f"#{f.conversion_id}: {f.status.upper()}" + (f" ({f.reason})" if f.reason else ""), flush=True)
     return max((f.exit_code for f in finished), default=0)

@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, RichLog, Static, TabbedContent, TabPane, Tabs
 
 from tileport.exec.sandbox import tool_argv
+from tileport.store import queries
 from tileport.tui._code_view import MODES, CodeView
 from tileport.tui._detail import RowDetails
 from tileport.tui._ir_diff_view import IRDiffView
@@ -92,6 +93,8 @@ class ConversionScreen(RowDetails, Screen):
         Binding("e", "app.edit", "edit kernel.rs"),
         Binding("o", "app.shell", "worktree shell", show=False),
         Binding("l", "app.pager", "full log"),
+        Binding("i", "app.ingest", "ingest results…", show=False),  # the perf tab's gate line names them
+        Binding("g", "app.pack_gate", "pack gate", show=False),
     ]
 
     def __init__(self, conversion_id: int) -> None:
@@ -101,8 +104,8 @@ class ConversionScreen(RowDetails, Screen):
         self._pairs = []
         self._live: LiveTail | None = None
         self._code_mode = 0
-        self._commands: list[dict] = []
-        self._artifacts: list[dict] = []
+        self._commands: list[queries.CommandRow] = []
+        self._artifacts: list[queries.ArtifactRow] = []
         self._selected_run: int | None = None
         self._running_row = False
         self._running_cells: dict[str, object] = {}
@@ -175,7 +178,7 @@ class ConversionScreen(RowDetails, Screen):
         head.append(row.status, style=verdict_style(row.verdict) if row.status != "running" else "yellow")
         head.append(f"  approval {row.approval}  head {(row.head_commit or '-')[:10]}")
         head.append(f"\nbranch {row.branch or '-'}  worktree {row.worktree or '-'}", style="dim")
-        ref = reference_summary(app.store.stage_runs(self.conversion_id))
+        ref = reference_summary(queries.stage_runs(app.store, self.conversion_id, "A"))
         if ref:
             head.append(f"\n{ref}", style="yellow" if "IR gate" in ref else "")
         self._update("#conv-head", head)
@@ -257,18 +260,18 @@ class ConversionScreen(RowDetails, Screen):
             view.show("pick a stage run in the timeline (1)", message="no stage run yet")
             return
         what = self._run_label(run_id)
-        kept = [a for a in self.app.store.stage_artifacts(run_id) if a["kind"] == "transcript"]
+        kept = [a for a in queries.artifacts(self.app.store, run_id) if a.kind == "transcript"]
         if not kept:
             view.show(f"model transcript of {what}; pick another run in the timeline (1)",
                       message=f"{what} asked no model (or kept no transcript): A, D, E and F run tools only, and a "
                               "B that a draft completed or `--model none` wrote asks none")
             return
-        transcript = load_transcript(kept[-1]["path"])
+        transcript = load_transcript(kept[-1].path)
         if transcript is None:
-            view.show(f"model transcript of {what}", message=f"cannot read {kept[-1]['path']}")
+            view.show(f"model transcript of {what}", message=f"cannot read {kept[-1].path}")
             return
         view.show(f"model transcript of {what}: {len(transcript.messages)} messages, {len(transcript.calls)} model "
-                  f"calls ({kept[-1]['path']}); pick another run in the timeline (1)", transcript)
+                  f"calls ({kept[-1].path}); pick another run in the timeline (1)", transcript)
 
     # --- the running attempt: a timeline row with elapsed time and what it does now, and its tools' output -----
     def _tick_running(self) -> None:
@@ -340,21 +343,21 @@ class ConversionScreen(RowDetails, Screen):
                     "enter: full text", style="dim")
 
     def _draw_commands(self) -> None:
-        self._commands = self.app.store.stage_commands(self._selected_run) if self._selected_run else []
+        self._commands = queries.commands(self.app.store, self._selected_run) if self._selected_run else []
         self._update("#commands-of", self._of(len(self._commands), "commands"))
         c = self.query_one("#commands-table", DataTable)
         c.clear()
         for cmd in self._commands:
-            c.add_row(str(cmd["seq"]), Text(str(cmd["exit_code"]), style="green" if cmd["exit_code"] == 0 else "red"),
-                      f"{cmd['seconds'] or 0:.2f}", Text(" ".join(tool_argv(cmd["argv"]))), Text(cmd.get("cwd") or ""))
+            c.add_row(str(cmd.seq), Text(str(cmd.exit_code), style="green" if cmd.exit_code == 0 else "red"),
+                      f"{cmd.seconds or 0:.2f}", Text(" ".join(tool_argv(cmd.argv))), Text(cmd.cwd or ""))
 
     def _draw_artifacts(self) -> None:
-        self._artifacts = self.app.store.stage_artifacts(self._selected_run) if self._selected_run else []
+        self._artifacts = queries.artifacts(self.app.store, self._selected_run) if self._selected_run else []
         self._update("#artifacts-of", self._of(len(self._artifacts), "artifacts"))
         a = self.query_one("#artifacts-table", DataTable)
         a.clear()
         for art in self._artifacts:
-            a.add_row(art["kind"], str(art["bytes"]), (art["sha256"] or "")[:16], Text(art["path"]))
+            a.add_row(art.kind, str(art.bytes), (art.sha256 or "")[:16], Text(art.path))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "ir-pair-list" and event.row_key.value is not None:
@@ -416,12 +419,12 @@ class ConversionScreen(RowDetails, Screen):
                 str(line.text) for line in self.query_one("#live", RichLog).lines[-200:])
         if tid == "commands-table" and 0 <= index < len(self._commands):
             cmd = self._commands[index]
-            own = tool_argv(cmd["argv"])
-            return (f"$ {' '.join(own)}\n\nexit {cmd['exit_code']}  {cmd['seconds']} s\ncwd {cmd.get('cwd') or '-'}"
-                    + (f"\n\nas run (sandbox wrapper included):\n{' '.join(cmd['argv'])}" if own != cmd["argv"] else ""))
+            own = tool_argv(cmd.argv)
+            return (f"$ {' '.join(own)}\n\nexit {cmd.exit_code}  {cmd.seconds} s\ncwd {cmd.cwd or '-'}"
+                    + (f"\n\nas run (sandbox wrapper included):\n{' '.join(cmd.argv)}" if own != cmd.argv else ""))
         if tid == "artifacts-table" and 0 <= index < len(self._artifacts):
             art = self._artifacts[index]
-            return f"{art['kind']}  {art['bytes']} bytes\nsha256 {art['sha256']}\n{art['path']}"
+            return f"{art.kind}  {art.bytes} bytes\nsha256 {art.sha256}\n{art.path}"
         if tid == "ir-findings" and key is not None:
             return self.query_one("#ir-view", IRDiffView).finding_text(int(key))
         if tid == "ir-rows" and key is not None:

@@ -40,7 +40,7 @@ def cells(row: ConversionRow, gate: float, config_max: float = 1.10) -> dict[str
 
 
 def detail_text(row: ConversionRow) -> str:
-    """A conversion's whole row (space / i on the list): what the columns cut, and where it lives."""
+    """A conversion's whole row (space on the list): what the columns cut, and where it lives."""
     run = row.running
     attempts = "  ".join(f"{s} {n}/{c}" for s, (n, c) in row.attempts.items())
     lines = [f"#{row.id} {row.op}  kernel {row.kernel}", f"op       {row.op_path or '-'}",

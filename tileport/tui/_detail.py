@@ -28,7 +28,7 @@ def row_text(table: DataTable, index: int) -> str:
 class DetailScreen(ModalScreen[None]):
     """A row's whole text, wrapped and scrollable (up/down, page keys, the mouse); escape closes."""
 
-    BINDINGS = [Binding("escape,enter,q,space,i", "dismiss", "close")]
+    BINDINGS = [Binding("escape,enter,q,space", "dismiss", "close")]
 
     def __init__(self, text: str, title: str = "") -> None:
         super().__init__()

@@ -17,7 +17,7 @@ from tileport.tui.view import conversion_rows, next_step
 class MainScreen(RowDetails, Screen):
     BINDINGS = [
         Binding("enter", "open", "open", show=True),
-        Binding("space,i", "detail", "details", show=True, key_display="space"),
+        Binding("space", "detail", "details", show=True),
         Binding("r", "app.rerun", "rerun", show=False),
         Binding("a", "app.approve", "approve", show=False),
         Binding("j", "app.reject", "reject", show=False),
@@ -93,7 +93,7 @@ class MainScreen(RowDetails, Screen):
         box.update(Text(text, style="bold magenta") if text else "")
         box.display = bool(text)
 
-    # enter opens the conversion; space / i open the row's whole text (tileport.tui._detail)
+    # enter opens the conversion; space opens the row's whole text (tileport.tui._detail)
     def on_row_selected(self, table: DataTable, key: str | None, index: int) -> bool:
         if table.id == "conversions" and key is not None:
             self.app.open_conversion(int(key))

@@ -17,7 +17,7 @@ shows up live. Keys:
 | key | where | what |
 |---|---|---|
 | enter | conversions | open the conversion |
-| space, i | conversions | the row's whole text: op path, branch, worktree, newest summary |
+| space | conversions | the row's whole text: op path, branch, worktree, newest summary |
 | enter | a conversion's tables | the row's whole text: summary and details, the tool's own argv, the artifact path, a configuration's samples and launch |
 | left / right | tables | scroll sideways |
 | s | anywhere | start / resume the selected conversion |
@@ -29,6 +29,8 @@ shows up live. Keys:
 | m | conversion | merge (only after every gate passed on this commit and it is approved) |
 | e | conversion | open the port's kernel.rs in `$EDITOR` (not while a stage runs); then commit it as a human attempt |
 | 7, v | conversion | code: kernel.rs beside the Python op; v: branch diff, diff between attempts |
+| g | conversion | pack a gate for a GPU host (a cargo build); the Performance tab shows what to run there |
+| i | conversion | ingest the results.json a GPU host wrote: stages D and E, for the current commit only |
 | o | conversion | open the worktree in `$SHELL` |
 | l | conversion | open the full log in `$PAGER` |
 | 1-6 | conversion | timeline, commands, artifacts, log, IR diff, performance |
