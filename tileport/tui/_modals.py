@@ -17,6 +17,9 @@ shows up live. Keys:
 | key | where | what |
 |---|---|---|
 | enter | conversions | open the conversion |
+| space | conversions | the row's whole text: op path, branch, worktree, newest summary |
+| enter | a conversion's tables | the row's whole text: summary and details, the tool's own argv, the artifact path, a configuration's samples and launch |
+| left / right | tables | scroll sideways |
 | s | anywhere | start / resume the selected conversion (an edit committed without B's gates is gated first) |
 | x | anywhere | stop it now: its running tool is killed, the attempt recorded as interrupted (resume with s) |
 | c | anywhere | convert another op: the path of your own cuTile Python file |
@@ -31,6 +34,7 @@ shows up live. Keys:
 | o | conversion | open the worktree in `$SHELL` |
 | l | conversion | open the full log in `$PAGER` |
 | 1-6 | conversion | timeline, commands, artifacts, log, IR diff, performance |
+| 8 | conversion | the model transcript of the stage run picked in the timeline |
 | n / N | IR diff | next / previous differing row |
 | ctrl+p | anywhere | command palette |
 | escape | conversion | back to the list |
@@ -141,19 +145,3 @@ class SummaryScreen(ModalScreen[None]):
             yield Static(self.text, id="summary-text", markup=False)
             yield Static("escape: close   u: show again", id="summary-keys")
 
-
-class DetailScreen(ModalScreen[None]):
-    """The whole text of a table row that the table cuts (enter on it); scrolls; escape closes."""
-
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "close")]
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="detail-box"):
-            yield Static(self.text, id="detail-text", markup=False)
-
-    def on_mount(self) -> None:
-        self.query_one("#detail-box").focus()

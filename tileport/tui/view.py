@@ -60,6 +60,8 @@ class ConversionRow:
     summary: str = ""  # of the newest stage run
     perf: PerfDetails | None = None  # the newest E run's details, with the bounds recorded with it
     round_commit: str | None = None  # the person's edit the attempt counters count from (the router's round)
+    op_path: str = ""
+    error: str | None = None  # why the conversion stopped, when it says
 
     def attempts_text(self) -> str:
         return " ".join(f"{s}{n}/{c}" for s, (n, c) in self.attempts.items() if n)
@@ -87,7 +89,8 @@ def conversion_row(c: queries.ConversionSummary, caps: dict[str, int],
         attempts={s: (c.attempts.get(s, 0), int(caps.get(s, 0))) for s in STAGE_ORDER}, geomean=c.geomean,
         approval=_approval_text(c.approval, c.approval_commit, c.head_commit), branch=c.branch, worktree=c.worktree,
         head_commit=c.head_commit, updated_at=c.updated_at, worst=c.worst_ratio, running=running,
-        fail_class=c.fail_class, summary=c.summary, perf=c.perf, round_commit=c.round_commit)
+        fail_class=c.fail_class, summary=c.summary, perf=c.perf, op_path=c.op_path, error=c.error,
+        round_commit=c.round_commit)
 
 
 def conversion_rows(store: Store, caps: dict[str, int], ids: list[int] | None = None) -> list[ConversionRow]:
@@ -130,6 +133,8 @@ class PerfRowView:
     ratio: float | None
     flags: str
     launch: dict = field(default_factory=dict)  # side -> CUPTI launch attributes per kernel, as stage E stored them
+    ref_samples: list[float] = field(default_factory=list)  # every timed sample, ms
+    port_samples: list[float] = field(default_factory=list)
 
 
 def launch_text(launch: dict) -> str:
@@ -154,8 +159,8 @@ def perf_view(store: Store, conversion_id: int, gate: float) -> PerfView:
     perf = queries.newest_perf(store, conversion_id)
     if perf is None:
         return PerfView([], None, None, gate, {}, None)
-    rows = [PerfRowView(r.config, r.ref_ms, r.port_ms, r.ratio, ", ".join(r.flags), dict(r.launch))
-            for r in perf.rows]
+    rows = [PerfRowView(r.config, r.ref_ms, r.port_ms, r.ratio, ", ".join(r.flags), dict(r.launch),
+                        list(r.ref_samples), list(r.port_samples)) for r in perf.rows]
     return PerfView(rows, perf.details.geomean, perf.details.worst_text(), gate, dict(perf.details.hw),
                     perf.run.verdict)
 
