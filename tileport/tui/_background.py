@@ -50,17 +50,27 @@ def spawn(config: Config, model: str | None, ids: list[int], log_dir: Path, jobs
 
 
 def main(argv: list[str]) -> int:
-    from tileport.agents.runner import Runner
+    from tileport import service
+    from tileport.errors import UserError
 
     cfg, model, jobs, *ids = argv
     config = Config.model_validate_json(Path(cfg).read_text(encoding="utf-8"))
-    runner = Runner(config, model=model or None, out=lambda line: print(line, flush=True))
+    # the runner the dashboard and `tileport run` get (worked examples for the writer included)
+    runner = service.runner(config, model=model or None, out=lambda line: print(line, flush=True))
     todo = [(int(i.split(":")[0]), i.split(":")[1] if ":" in i else None) for i in ids]
+
+    def drive(cid: int, force: str | None):
+        try:
+            return runner.drive(cid, force=force)
+        except UserError as e:  # one conversion's refusal (run elsewhere meanwhile) must not end the others
+            print(f"#{cid}: not run: {e}", flush=True)
+            return None
+
     with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
-        finished = list(pool.map(lambda t: runner.drive(t[0], force=t[1]), todo))
+        finished = [f for f in pool.map(lambda t: drive(*t), todo) if f is not None]
     for f in finished:
         print(f"#{f.conversion_id}: {f.status.upper()}" + (f" ({f.reason})" if f.reason else ""), flush=True)
-    return max((f.exit_code for f in finished), default=0)
+    return service.exit_code(finished)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ class TileportApp(App):
     COMMANDS = App.COMMANDS | {TileportCommands}
     BINDINGS = [
         Binding("q", "quit", "quit"),
-        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("ctrl+c", "interrupt", "quit", show=False, priority=True),
         Binding("question_mark", "help", "help"),
         Binding("s", "start", "start/resume"),
         Binding("x", "stop", "stop"),
@@ -130,8 +130,9 @@ class TileportApp(App):
         if seconds is None:
             text = text.replace(f" in {elapsed_text(0)}", "", 1)
         step = next_step(rows, list(self.config.targets), self.gpu_detail, self.config.gpu.command_prefix)
-        if step:
-            text += "\n\n" + step
+        if step:  # above the per-conversion list: the one thing to do first, visible without scrolling at 80x24
+            counts, _, needs = text.partition("\nneeds a person")
+            text = f"{counts}\n\n{step}\n\nneeds a person{needs}"
         self.summary_text = text
         if not isinstance(self.screen, SummaryScreen):
             self.push_screen(SummaryScreen(text))
@@ -268,28 +269,46 @@ class TileportApp(App):
         return out
 
     def action_quit(self) -> None:
-        running = self.actions.running_here()
-        if not running:
+        running, queued = self.actions.running_here(), self.actions.queued_here()
+        if not running and not queued:
             self.actions.closing = True
             self.exit()
             return
         if isinstance(self.screen, (QuitScreen, StoppingScreen)):
             return
-        self.push_screen(QuitScreen(self._running_lines(running)), self._quit_chosen)
+        self.push_screen(QuitScreen(self._running_lines(running), queued=len(queued)), self._quit_chosen)
+
+    def action_interrupt(self) -> None:
+        """ctrl+c: the quit question; a second ctrl+c while it is open answers it: stop them (never a traceback)."""
+        if isinstance(self.screen, QuitScreen):
+            self.screen.dismiss("stop")
+        else:
+            self.action_quit()
 
     def _quit_chosen(self, choice: str | None) -> None:
         if choice in ("stop", "background"):
-            ids = self.actions.running_here()
-            self.actions.closing = True
-            if not ids:  # it finished while the dialog was open: nothing to stop or hand off
-                self.exit()
+            self.actions.closing = True  # first: a queued conversion must not start while we stop the others
+            ids, queued = self.actions.running_here(), self.actions.queued_here()
+            if not ids and not (queued and choice == "background"):
+                self.exit_text = self._not_started(queued)  # it finished while the dialog was open
+                self.exit(None, 0, self.exit_text)
                 return
             self.push_screen(StoppingScreen(f"stopping {len(ids)} conversion{'s' * (len(ids) != 1)}: killing their "
                                             "tools, recording the attempts as interrupted ..."))
-            self.run_worker(lambda: self._stop_and_exit(ids, choice == "background"), thread=True,
+            self.run_worker(lambda: self._stop_and_exit(ids, choice == "background", queued), thread=True,
                             group="quit", exit_on_error=False)
 
-    def _stop_and_exit(self, ids: list[int], background: bool, wait_s: float = 20.0) -> None:
+    @staticmethod
+    def _not_started(queued: list[int]) -> str | None:
+        if not queued:
+            return None
+        return (f"tileport: {' '.join(f'#{c}' for c in queued)} not started (pending; "
+                "`tileport run --resume ID` or s in the dashboard starts one)")
+
+    def _stop_and_exit(self, ids: list[int], background: bool, queued: list[int] = (), wait_s: float = 20.0,
+                       ) -> None:
+        """Stop this dashboard's drives; with `background`, hand them and the queued ones (never started here) to a
+        detached process, so "leave them running" finishes the whole run, not only the conversions running now."""
         import time
 
         runner = self.actions._runner
@@ -302,18 +321,22 @@ class TileportApp(App):
             time.sleep(0.05)
         left = self.actions.running_here()
         stopped = [c for c in ids if c not in left]
-        text = (f"tileport: stopped {' '.join(f'#{c}' for c in stopped)} (attempts recorded as interrupted; "
-                "resume: `tileport run --resume ID` or s in the dashboard)") if stopped else ""
+        lines = [f"tileport: stopped {' '.join(f'#{c}' for c in stopped)} (attempts recorded as interrupted; "
+                 "resume: `tileport run --resume ID` or s in the dashboard)"] if stopped else []
         if left:
-            text += f"\ntileport: {' '.join(f'#{c}' for c in left)} still finishing a step after {wait_s:g} s"
-        if background and stopped:
+            lines.append(f"tileport: {' '.join(f'#{c}' for c in left)} still finishing a step after {wait_s:g} s")
+        handed = [*stopped, *(c for c in queued if c not in ids)]
+        if background and handed:
             from tileport.tui._background import spawn
 
-            handoff = spawn(self.actions.config, self.actions.model, stopped, self.store_path.parent / "background",
+            handoff = spawn(self.actions.config, self.actions.model, handed, self.store_path.parent / "background",
                             forced=forced)
-            text = handoff.text()
-        self.exit_text = text or None
-        self.call_from_thread(self.exit, None, 0, text or None)
+            lines = [handoff.text()] + lines[1:]
+        elif queued:
+            lines.append(self._not_started(queued))
+        text = "\n".join(lines) or None
+        self.exit_text = text
+        self.call_from_thread(self.exit, None, 0, text)
 
     def action_start(self) -> None:
         cid = self.current_id()
