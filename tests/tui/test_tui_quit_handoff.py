@@ -16,8 +16,11 @@ import time
 
 import pytest
 
-from test_tui_stop import _alive, slow_runner  # noqa: F401  (the fixture, shared with the stop tests)
+import test_tui_stop
 from tileport.store import Store
+
+slow_runner = test_tui_stop.slow_runner  # the fixture, shared with the stop tests
+_alive = test_tui_stop._alive
 
 pytestmark = pytest.mark.asyncio
 
@@ -45,7 +48,7 @@ def _second_op(runner, repo):
     return repo / "second_op.py"
 
 
-async def test_a_second_ctrl_c_in_the_quit_dialog_stops_the_work_and_exits_cleanly(slow_runner):  # noqa: F811
+async def test_a_second_ctrl_c_in_the_quit_dialog_stops_the_work_and_exits_cleanly(slow_runner):
     from tileport.tui import TileportApp
 
     runner, cid, db, tmp, *_ = slow_runner
@@ -69,7 +72,7 @@ async def test_a_second_ctrl_c_in_the_quit_dialog_stops_the_work_and_exits_clean
     s.close()
 
 
-async def test_stop_them_says_which_queued_conversions_never_started(slow_runner):  # noqa: F811
+async def test_stop_them_says_which_queued_conversions_never_started(slow_runner):
     from tileport.tui import TileportApp
 
     runner, cid, db, tmp, *_ = slow_runner
@@ -101,7 +104,7 @@ async def test_stop_them_says_which_queued_conversions_never_started(slow_runner
     s.close()
 
 
-async def test_leave_running_hands_the_queued_conversions_to_the_background_too(slow_runner):  # noqa: F811
+async def test_leave_running_hands_the_queued_conversions_to_the_background_too(slow_runner):
     from tileport.tui import TileportApp
 
     runner, cid, db, tmp, *_ = slow_runner
