@@ -151,3 +151,38 @@ async def test_ir_rows_show_both_sides_in_the_width_and_differences_only_never_s
         await pilot.pause()
         assert rows.row_count > 10  # the benign rows the notes are about, not an empty table
         assert "no differing rows: the benign ones (=) shown" in str(app.screen.query_one("#ir-summary").render())
+
+
+@pytest.mark.asyncio
+async def test_a_single_resume_ends_with_its_own_line_and_a_run_ends_with_the_summary(tmp_path, monkeypatch):
+    """The summary is for a run the dashboard started (the default run, c); after one resume or rerun a modal
+    'end of run: N conversions in 0s' over the screen said nothing true (observed in tmux)."""
+    import test_tui_quit_handoff
+    import test_tui_stop
+
+    from tileport.tui import TileportApp
+
+    runner, cid, db, tmp, started, fast, _ = test_tui_stop.slow_runner.__wrapped__(tmp_path, monkeypatch)
+    fast()  # stage A ends at once (FAIL_FIXABLE)
+    second = test_tui_quit_handoff._second_op(runner, tmp / "repo")
+    app = TileportApp(db, runner.config, repo=tmp / "repo", doctor=False, poll_interval=0.05, model="none")
+    app.actions._runner = runner
+    async with app.run_test(size=(160, 45)) as pilot:
+        app._background("resume", cid)
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if any(m.message.startswith(f"resume #{cid}: ") for m in app._notifications):
+                break
+        await pilot.pause(1.2)  # two ticks of the work watcher
+        assert any(m.message.startswith(f"resume #{cid}: FAILED") for m in app._notifications)
+        assert app.screen.__class__.__name__ == "MainScreen" and app.summary_text is None
+        app.action_convert()  # c: a run of one's own op
+        await pilot.pause()
+        await pilot.press(*str(second))
+        await pilot.press("enter")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app.screen.__class__.__name__ == "SummaryScreen":
+                break
+        assert app.screen.__class__.__name__ == "SummaryScreen"
+        assert app.summary_text.startswith("end of run: 2 conversions in ")  # the store's, as the list

@@ -81,6 +81,7 @@ class TileportApp(App):
         self.exit_text: str | None = None  # printed by the CLI after the screen is gone (what quitting did)
         self.gpu_detail: str | None = None  # the doctor's word on the GPU, for the next-step line
         self._work_since: float | None = None  # when this dashboard's current batch of work started
+        self._a_run = False  # whether that batch started conversions (a run), not only resumed or reran one
         self.summary_text: str | None = None
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
@@ -109,16 +110,28 @@ class TileportApp(App):
         self.set_interval(0.5, self._watch_work)
 
     def _watch_work(self) -> None:
-        """When the work this dashboard started has all ended, show the end-of-run summary once."""
+        """When a run this dashboard started (the default run, `c`) has all ended, show the end-of-run summary once.
+        A single resume or rerun is not a run: its own line says how it ended, and no summary covers it up."""
         import time
 
-        busy = bool(self.actions.running_here()) or any(
-            w.group == "start" and w.is_running for w in self.workers)
+        starting = any(w.group == "start" and w.is_running for w in self.workers)
+        busy = starting or bool(self.actions.running_here())
         if busy and self._work_since is None:
-            self._work_since = time.monotonic()
+            self._work_since, self._a_run = time.monotonic(), False
+        if starting:
+            self._a_run = True
         elif not busy and self._work_since is not None and not self.actions.closing:
             seconds, self._work_since = time.monotonic() - self._work_since, None
-            self.show_summary(seconds)
+            if self._a_run:
+                self.show_summary(seconds)
+
+    def _mark_run(self) -> None:
+        """Called by a start job (any thread): this batch is a run, even one that ends before the watcher's tick."""
+        import time
+
+        if self._work_since is None:
+            self._work_since = time.monotonic()
+        self._a_run = True
 
     def show_summary(self, seconds: float | None = None) -> None:
         from tileport.tui._modals import SummaryScreen
@@ -151,6 +164,7 @@ class TileportApp(App):
             op = Path(path).expanduser()
 
             def job():
+                self._mark_run()
                 try:
                     cids = self.actions.start([str(op)], background_note=self.notify_from_thread)
                 except UserError as e:
@@ -169,6 +183,7 @@ class TileportApp(App):
         self.call_from_thread(self.notify, text, timeout=8)
 
     def _autostart(self) -> None:
+        self._mark_run()
         try:
             self.actions.start(self.autostart)
         except UserError as e:
