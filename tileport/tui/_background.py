@@ -8,6 +8,7 @@ model, so the terminal is free and `tileport stop ID`, `tileport status` and a n
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -24,11 +25,14 @@ class Handoff:
     pid: int
     log: Path
     ids: list[int]
+    store: Path | None = None
 
     def text(self) -> str:
         ids = " ".join(f"#{i}" for i in self.ids)
+        # the store named: the default run's store is not the one `tileport stop` finds in the working directory
+        where = f" --store {shlex.quote(str(self.store))}" if self.store else ""
         return (f"tileport: {ids} continue in the background (process {self.pid}, log {self.log}); "
-                f"`tileport stop ID` stops one, `tileport tui` watches them")
+                f"`tileport stop ID{where}` stops one, `tileport tui{where}` watches them")
 
 
 def spawn(config: Config, model: str | None, ids: list[int], log_dir: Path, jobs: int = 2,
@@ -46,7 +50,7 @@ def spawn(config: Config, model: str | None, ids: list[int], log_dir: Path, jobs
         proc = subprocess.Popen([sys.executable, "-m", "tileport.tui._background", str(cfg), model or "", str(jobs),
                                  *(f"{i}:{forced[i]}" if i in forced else str(i) for i in ids)], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True)
-    return Handoff(proc.pid, log, list(ids))
+    return Handoff(proc.pid, log, list(ids), Path(config.store))
 
 
 def main(argv: list[str]) -> int:
