@@ -28,7 +28,8 @@ def test_stop_with_repo_opens_that_repositorys_store(tmp_path):
     repo = tmp_path / "repo"
     (repo / ".tileport").mkdir(parents=True)
     s = Store(repo / ".tileport" / "tileport.db")
-    cid = s.add_conversion(str(repo / "op.py"), "k")
+    (tmp_path / "wt").mkdir()
+    cid = s.add_conversion(str(repo / "op.py"), "k", worktree=str(tmp_path / "wt"))
     s.close()
     r = _stop(str(cid), "--repo", str(repo), "--wait", "1", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
