@@ -286,11 +286,13 @@ def next_step(rows: list[ConversionRow], targets: list[str], gpu_detail: str | N
         return None
     gpus = " or ".join(GPU_FOR.get(t, t) for t in targets) or "an NVIDIA GPU"
     first = blocked[0].id
+    rest = [str(r.id) for r in blocked[1:]]
+    others = f" (likewise {', '.join(rest[:7])}{' …' if len(rest) > 7 else ''})" if rest else ""
     where = f"the GPU host reached by [gpu] command_prefix = {command_prefix!r} did not answer" if command_prefix \
         else "no GPU here"
     seen = f" (doctor: {gpu_detail})" if gpu_detail else ""
     return (f"next step: all {len(blocked)} conversions stopped BLOCKED(env) at {blocked[0].stage or 'D'}: {where}; "
-            f"they need {gpus}{seen}. On a GPU host: `tileport gate pack {first}`, copy the gate directory there, "
+            f"they need {gpus}{seen}. On a GPU host: `tileport gate pack {first}`{others}, copy the gate directory there, "
             f"`tileport gate run DIR`, then `tileport gate ingest DIR/results.json` here; or set "
             f"[gpu] command_prefix in tileport.toml (e.g. \"ssh gpu-host\") and rerun stage D (r, then D).")
 
