@@ -141,3 +141,24 @@ async def test_leave_running_hands_the_queued_conversions_to_the_background_too(
     finally:
         if _alive(pid):
             os.killpg(pid, signal.SIGTERM)  # the detached process leads its own session and process group
+
+
+async def test_sigint_from_outside_stops_the_work_before_the_screen_goes(slow_runner):
+    """`kill -INT` (not a key: the terminal is in raw mode): the work is stopped and recorded, not left converting
+    unseen behind a vanished screen (it used to run the stage to its end, then exit silently)."""
+    from tileport.tui import TileportApp
+
+    runner, cid, db, tmp, *_ = slow_runner
+    app = TileportApp(db, runner.config, doctor=False, poll_interval=0.05, model="none")
+    app.actions._runner = runner
+    async with app.run_test(size=(160, 45)) as pilot:
+        app._background("resume", cid)
+        child = await _running(app, pilot, tmp, cid)
+        os.kill(os.getpid(), signal.SIGINT)
+        await _until_exited(app, pilot)
+    assert not app.is_running and not _alive(child)
+    assert f"stopped #{cid}" in app.exit_text
+    s = Store(db)
+    assert s.conversion(cid)["status"] == "stopped"
+    assert [e["payload"]["stage"] for e in s.events(cid) if e["kind"] == "stage.interrupted"] == ["A"]
+    s.close()

@@ -108,6 +108,31 @@ class TileportApp(App):
         if self.autostart and not self.readonly:
             self.run_worker(self._autostart, thread=True, group="start", exit_on_error=False)
         self.set_interval(0.5, self._watch_work)
+        self._signals = self._catch_signals()
+
+    def _catch_signals(self) -> list:
+        """SIGINT/SIGTERM from outside (kill, a closing terminal's session leader) mean stop: the work is stopped
+        (the attempts recorded as interrupted) before the screen goes, never left converting unseen behind it."""
+        import asyncio
+        import signal
+
+        loop, caught = asyncio.get_running_loop(), []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self._signalled)
+                caught.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal here
+                pass
+        return caught
+
+    def _signalled(self) -> None:
+        if self.actions.closing:
+            return  # already stopping: it ends within seconds
+        if self.actions.running_here() or self.actions.queued_here():
+            self._quit_chosen("stop")
+        else:
+            self.actions.closing = True
+            self.exit()
 
     def _watch_work(self) -> None:
         """When a run this dashboard started (the default run, `c`) has all ended, show the end-of-run summary once.
@@ -190,6 +215,10 @@ class TileportApp(App):
             self.call_from_thread(self.notify, f"start: {e}", severity="error", timeout=10)
 
     def on_unmount(self) -> None:
+        import asyncio
+
+        for sig in getattr(self, "_signals", []):
+            asyncio.get_running_loop().remove_signal_handler(sig)
         self.store.close()
 
     def _set_toolchain(self, text: str) -> None:
