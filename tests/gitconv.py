@@ -102,3 +102,12 @@ class Conv:
         git(self.repo, "add", "-A")
         git(self.repo, "commit", "-q", "-m", f"target moves ({path})")
         return self.main()
+
+
+def conversion_at(root: Path, stages: str = "AB") -> Conv:
+    """A new repository and store (root/db/tileport.db) with one conversion whose branch passed `stages` (the
+    point where a gate is packed for a GPU host); close `.store` when done."""
+    conv = Conv(root, Store(root / "db" / "tileport.db"))
+    for s in stages:
+        conv.run(s)
+    return conv

@@ -65,3 +65,30 @@ def test_the_contract_imports_only_the_contract():
 def test_service_sits_above_the_agents_and_below_tui_and_cli():
     assert "service" not in ALLOWED["agents"] and "tui" not in ALLOWED["service"] and "cli" not in ALLOWED["service"]
     assert (PKG / "service.py").is_file() or (PKG / "service").is_dir()
+
+
+def _store_internals(path: Path) -> list[str]:
+    """Where a module reaches past the store's methods: the connection (`<anything>.db`) or SQLite itself."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr == "db":
+            found.append(f"line {node.lineno}: .db")
+        names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+            [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        found += [f"line {node.lineno}: imports {n}" for n in names if n.split(".")[0] in ("sqlite3", "sqlite_utils")]
+    return found
+
+
+def test_only_the_store_touches_the_database():
+    """The store is the typed boundary: outside tileport/store/ nothing opens SQLite or uses a store's connection
+    (a transaction that spans several writes is a store method, e.g. `Store.deciding`)."""
+    wrong = [f"{path.relative_to(PKG)} {what}" for path in sorted(PKG.rglob("*.py"))
+             if path.relative_to(PKG).parts[0] != "store" for what in _store_internals(path)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_store_internals_check_sees_a_connection_and_an_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import sqlite_utils\nfrom sqlite3 import connect\ndef f(store):\n    with store.db.atomic():\n"
+                   "        pass\n")
+    assert sorted(_store_internals(bad)) == ["line 1: imports sqlite_utils", "line 2: imports sqlite3", "line 4: .db"]

@@ -189,20 +189,13 @@ def read_json(path: str | os.PathLike, what: str, limit: Limit = DOC_BYTES) -> A
 def loads_toml(text: str, where: str) -> dict[str, Any]:
     check_depth(text, where, "[{", "]}")
     try:
-        return tomllib.loads(text, parse_float=_finite_toml)
+        return tomllib.loads(text, parse_float=_finite)
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{where}: not valid TOML ({e}); fix the syntax") from None
     except ValueError as e:
         raise UserError(f"{where}: {e}; use a finite number") from None
     except RecursionError:
         raise UserError(f"{where}: nested deeper than the {DEPTH.describe()}") from None
-
-
-def _finite_toml(x: str) -> float:
-    v = float(x)
-    if not math.isfinite(v):
-        raise ValueError(f"{x} is not a finite number")
-    return v
 
 
 # ------------------------------------------------------------------------------------------------ numbers

@@ -6,6 +6,9 @@ rerun, and the one exit-code rule. Entry points parse and render; the decisions 
 - The exit-code rule: 2 bad input (raised as UserError before anything runs), else 1 if any conversion failed or
   hit a cap, else 3 if any stopped at BLOCKED (the environment), else 0. A failure outranks an environment stop:
   fixing the environment would not make a failed conversion pass.
+- Gates on a GPU elsewhere (`tileport gate pack|ingest`, the dashboard's `g` / `i`): `pack_gate` and
+  `ingest_results` open the store by the same rule and call `tileport.agents.gate_service`, which returns typed
+  results (PackedGate, IngestedResults) for the caller to print or render.
 - Resume takes the model asked for now (`--resume ID --model X` runs X and records it on the conversion); without
   one it keeps the model the conversion was started with.
 """
@@ -16,10 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from tileport.config import Config
+from tileport.errors import UserError
 from tileport.store import Store, queries
 
+from tileport.agents import gate_service
+
 if TYPE_CHECKING:
-    from tileport.agents.runner import Finished, Runner
+    from tileport.agents.runner import EditJudged, Finished, Runner
 
 EXIT_OK, EXIT_FAILED, EXIT_USER, EXIT_BLOCKED = 0, 1, 2, 3
 EXIT_PRECEDENCE = (EXIT_FAILED, EXIT_BLOCKED)  # the first of these any conversion ended with wins
@@ -103,6 +109,67 @@ def stop(run: "Runner", conversion_id: int) -> None:
     run.stop(conversion_id)
 
 
+# --- a person's edit of a port ---------------------------------------------------------------------------------
+def _port_paths(store: Store, conversion_id: int):
+    from tileport.worktrees.conversion import open_conversion_worktree, person_paths
+
+    conv = store.conversion(conversion_id)
+    if not conv.get("worktree"):
+        raise UserError(f"conversion {conversion_id} has no worktree (it was recorded by `tileport analyze`); "
+                        "only a `tileport run` conversion has a port to edit")
+    return open_conversion_worktree(conv), person_paths(f"ports/{Path(conv['op_path']).stem}")
+
+
+def edited_files(store: Store, conversion_id: int) -> list[str]:
+    """The port files of a conversion's worktree a person changed and has not committed."""
+    from tileport.worktrees.conversion import uncommitted
+
+    return uncommitted(*_port_paths(store, conversion_id))
+
+
+def commit_human_edit(store: Store, conversion_id: int) -> str:
+    """Commit a person's edit of the port on the conversion branch as a human attempt (`Tileport-Human: edit`, no
+    stage trailers: not a stage attempt; it leaves A standing, B, D and E recorded before it no longer cover it); the
+    new HEAD."""
+    from tileport.worktrees.conversion import commit_human
+
+    from tileport.agents.control import holder, run_files
+
+    wt, port = _port_paths(store, conversion_id)
+    if (pid := holder(run_files(wt.path))) is not None:
+        raise UserError(f"conversion {conversion_id} is run by process {pid}, which may rewrite {port[0]}; stop it "
+                        f"first (tileport stop {conversion_id}), then commit the edit")
+    if not edited_files(store, conversion_id):
+        raise UserError(f"conversion {conversion_id}: {port[0]} has no uncommitted change to commit")
+    sha, _ = commit_human(wt, port, f"human edit of {port[0]}")
+    store.update_conversion(conversion_id, head_commit=sha)
+    store.log_event("human.edit", conversion_id, commit=sha, path=port[0])
+    return sha
+
+
+def ungated_head(store: Store, conversion_id: int) -> str | None:
+    """The conversion's HEAD when no B run was recorded on it though one was before (a person's edit committed
+    without its gates, or its gates stopped), else None."""
+    conv = store.conversion(conversion_id)
+    runs = queries.stage_runs(store, conversion_id, "B")
+    head = conv.get("head_commit")
+    return head if runs and head and all(r.commit != head for r in runs) else None
+
+
+def gate_human_edit(run: "Runner", conversion_id: int, *, commit: bool = False) -> "EditJudged":
+    """Stage B's gates on the conversion's committed HEAD (a person's edit), recorded as a B run of it on that
+    commit, with the live output and stop of any running stage (`Runner.judge_edit`); `commit`: first commit the
+    port's uncommitted edit (`commit_human_edit`). The dashboard's `e` and `tileport build-rust --conversion ID`
+    both call this."""
+    if commit:
+        store = run.store()
+        try:
+            commit_human_edit(store, conversion_id)
+        finally:
+            store.close()
+    return run.judge_edit(conversion_id)
+
+
 def worked_examples() -> Path | None:
     """The hand-written ports the kernel writer shows as worked examples: the package's copy when installed with
     one, else a source checkout's `ports/`; None when neither exists (the writer then works without examples)."""
@@ -113,3 +180,41 @@ def worked_examples() -> Path | None:
         if cand.is_dir():
             return cand
     return None
+
+
+# --- gates on a GPU elsewhere ------------------------------------------------------------------------------------
+BuildFailed, PackedGate = gate_service.BuildFailed, gate_service.PackedGate
+IngestedResults = gate_service.IngestedResults
+
+
+def pack_gate(config: Config, target: str, *, repo: str | Path | None = None, store: str | Path | None = None,
+              op_path: str | None = None, out: str | Path | None = None, commit: str | None = None,
+              root: str | Path | None = None, log=None) -> PackedGate:
+    """`tileport gate pack TARGET`: a conversion ID (read from the repository's store) or a port / crate dir."""
+    s = open_store(config, repo, store) if target.isdigit() else None
+    try:
+        return gate_service.pack(config, target, store=s, op_path=op_path, out=out, commit=commit, root=root, log=log)
+    finally:
+        if s is not None:
+            s.close()
+
+
+def ingest_results(config: Config, path: str | Path, *, repo: str | Path | None = None,
+                   store: str | Path | None = None, conversion_id: int | None = None) -> IngestedResults:
+    """`tileport gate ingest results.json`: record D (and E) for the conversion the gate names, only for its
+    current head commit (else a one-line UserError and nothing recorded)."""
+    s = open_store(config, repo, store)
+    try:
+        return gate_service.ingest(s, config, path, conversion_id=conversion_id)
+    finally:
+        s.close()
+
+
+def gate_busy(store: Store, conversion_id: int) -> str | None:
+    """Why no gate can be packed or ingested for the conversion now (a stage runs), or None."""
+    return gate_service.busy(store, conversion_id)
+
+
+def likely_results(store: Store, conversion_id: int, roots=()) -> Path:
+    """The results.json to offer for ingesting (the newest pack's gate dir, else gates/<op>/ under `roots`)."""
+    return gate_service.likely_results(store, conversion_id, roots)

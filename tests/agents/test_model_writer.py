@@ -307,7 +307,10 @@ def test_a_second_attempt_sees_the_kernel_its_diagnostics_point_at(tmp_path):
 def test_a_first_attempt_gets_no_what_to_fix_section_from_stage_a():
     from tileport.agents.stages.write_kernel import _feedback
 
-    a = {"stage": "A", "summary": "analysis PASS: 2 kernels", "details": {}}
+    from tileport.records import Stage, StageResult
+    from tileport.store.queries import StageRunRow
+
+    a = StageRunRow.of(StageResult(stage=Stage.ANALYZE, verdict="PASS", summary="analysis PASS: 2 kernels"))
     ctx = SimpleNamespace(history=[a], latest=lambda: a, last=lambda s: a if s == "A" else None)
     assert _feedback(ctx) == ("", [])
 

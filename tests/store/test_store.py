@@ -8,7 +8,7 @@ import pytest
 
 from tileport.errors import UserError
 from tileport.records import ArtifactRecord, CommandRecord, FailClass, Stage, StageResult, TokenUsage
-from tileport.store import SCHEMA_VERSION, Store
+from tileport.store import SCHEMA_VERSION, Store, queries
 
 
 @pytest.fixture
@@ -37,10 +37,10 @@ def test_stage_run_with_commands_artifacts_tokens_survives_reopen(tmp_path):
     [run] = s2.stage_runs(cid)
     assert (run["stage"], run["attempt"], run["verdict"], run["fail_class"]) == ("B", 2, "FAIL_COMPILE", "kernel")
     assert (run["prompt_tokens"], run["completion_tokens"], run["commit"]) == (1200, 340, "abc123")
-    [cmd] = s2.stage_commands(rid)
-    assert cmd["argv"] == ["cargo", "build"] and cmd["exit_code"] == 101
-    [a] = s2.stage_artifacts(rid)
-    assert a["sha256"] == "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"  # sha256("{}")
+    [cmd] = queries.commands(s2, rid)
+    assert cmd.argv == ["cargo", "build"] and cmd.exit_code == 101
+    [a] = queries.artifacts(s2, rid)
+    assert a.sha256 == "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"  # sha256("{}")
     assert s2.attempts(cid, "B") == 1
     kinds = [e["kind"] for e in s2.events(cid)]
     assert kinds == ["conversion.created", "stage.finished"]
@@ -120,7 +120,7 @@ def test_analyze_records_stage_a_in_the_store_and_status_reads_it(tmp_path, cli)
     rows = {c["op_path"]: c["id"] for c in s.conversions()}
     va_runs = s.stage_runs(rows[str(op)])
     assert [(r["stage"], r["attempt"], r["verdict"]) for r in va_runs] == [("A", 1, "PASS"), ("A", 2, "PASS")]
-    kinds = {a["kind"] for a in s.stage_artifacts(va_runs[-1]["id"])}
+    kinds = {a.kind for a in queries.artifacts(s, va_runs[-1]["id"])}
     assert {"analysis", "tileir_bytecode", "tileir_text"} <= kinds
     assert str(broken) not in rows
     s.close()

@@ -15,7 +15,7 @@ import pytest
 from gitconv import Conv, git
 from tileport.config import Config, load_config
 from tileport.records import ArtifactRecord, GateStatus, Stage, StageResult
-from tileport.store import Store
+from tileport.store import Store, queries
 from tileport.worktrees import approval, merge
 from tileport.worktrees.approval import notes_on
 
@@ -198,8 +198,8 @@ def test_changed_evidence_is_an_error_not_a_pass(env):
                                                   details={"geomean": 0.97}), commit=conv.stage_commit("E"))
     approval.approve(conv.store, load_config(cfg), conv.cid)
     # the store keeps its own read-only copy of the evidence; someone rewrites it after the run
-    [art] = conv.store.stage_artifacts(conv.store.latest_verdicts(conv.cid)["E"]["id"])
-    pinned = Path(art["path"])
+    [art] = queries.artifacts(conv.store, conv.store.latest_verdicts(conv.cid)["E"]["id"])
+    pinned = Path(art.path)
     assert pinned != report and pinned.read_text() == '{"geomean": 0.97}'
     pinned.chmod(0o644)
     pinned.write_text('{"geomean": 0.5}')

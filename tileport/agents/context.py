@@ -11,6 +11,7 @@ from typing import Any, Callable
 from tileport.config import Config
 from tileport.exec.toolchain import Toolchain
 from tileport.local_models.protocol import CancelToken
+from tileport.store.queries import StageRunRow
 from tileport.worktrees.conversion import ConversionWorktree
 
 EVIDENCE_DIR = ".tileport"
@@ -90,7 +91,7 @@ class StageContext:
     attempt: int = 1
     cap: int = 1
     repair: bool = False
-    history: list[dict] = field(default_factory=list)  # earlier stage runs of this conversion (store rows)
+    history: list[StageRunRow] = field(default_factory=list)  # earlier stage runs of this conversion, typed
     cancel: CancelToken = field(default_factory=CancelToken)
     log: Callable[[str], None] = lambda _msg: None
     examples_dir: Path | None = None  # the worked ports the writer is shown (tileport.service.worked_examples)
@@ -99,11 +100,11 @@ class StageContext:
     def reference_dir(self) -> Path:
         return self.paths.reference
 
-    def last(self, stage: str) -> dict | None:
+    def last(self, stage: str) -> StageRunRow | None:
         for run in reversed(self.history):
-            if run["stage"] == stage:
+            if run.stage == stage:
                 return run
         return None
 
-    def latest(self) -> dict | None:
+    def latest(self) -> StageRunRow | None:
         return self.history[-1] if self.history else None

@@ -4,21 +4,11 @@ the next attempt renders them within its context budget instead of a text cut at
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel
+from tileport.records import FeedbackItem, StageDetails, WriteKernelDetails
 
-
-class FeedbackItem(BaseModel):
-    kind: Literal["diagnostic", "ir_finding", "diagnoser", "note"]
-    where: str = ""  # src/kernel.rs:13:39, or entry/variant/target of an IR pair
-    code: str = ""  # E0308, JIT, memory.padding, ...
-    message: str
-    source: str = ""  # the compiler's rendering with the offending lines, or reference vs port values
-
-    def render(self) -> str:
-        head = " ".join(x for x in (f"[{self.kind}]", self.where, self.code) if x) + f": {self.message}"
-        return head + (f"\n{self.source.rstrip()}" if self.source.strip() else "")
+__all__ = ["FeedbackItem", "items_from_diagnostics", "items_from_record", "items_from_self_check"]
 
 
 def items_from_diagnostics(diags: Any) -> list[FeedbackItem]:
@@ -50,15 +40,7 @@ def items_from_self_check(report: Any) -> list[FeedbackItem]:
     return out
 
 
-def items_from_record(details: dict) -> list[FeedbackItem]:
-    """The items a B record stored; [] for records written before they existed."""
-    raw = details.get("feedback_items")
-    if not isinstance(raw, list):
-        return []
-    out = []
-    for r in raw:
-        try:
-            out.append(FeedbackItem.model_validate(r))
-        except ValueError:
-            continue
-    return out
+def items_from_record(details: StageDetails) -> list[FeedbackItem]:
+    """The items a B record stored (typed by records.details: an item that no longer validates is dropped); [] for
+    records written before they existed, and for any other stage's details."""
+    return list(details.feedback_items) if isinstance(details, WriteKernelDetails) else []

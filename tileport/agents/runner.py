@@ -30,11 +30,11 @@ from tileport.agents.stages import StageFn, default_stages
 from tileport.agents.writers import make_writer
 from tileport.config import Config
 from tileport.errors import UserError
-from tileport.agents.stages.write_kernel import cargo_seconds
+from tileport.agents.stages.write_kernel import HUMAN_EDIT, cargo_seconds
 from tileport.exec.proc import Interrupted, ToolScope, tool_scope
 from tileport.exec.toolchain import from_config
 from tileport.local_models.protocol import CancelToken
-from tileport.records import StageResult, details_of
+from tileport.records import StageResult
 from tileport.store import Store, queries, record_run
 from tileport.worktrees import git as wgit
 from tileport.worktrees.conversion import (ConversionWorktree, WorktreeEscape, branch_name, check_commands_inside,
@@ -72,6 +72,36 @@ class Finished:
     @property
     def exit_code(self) -> int:
         return STATUS_EXIT.get(self.status, EXIT_FAILED)
+
+
+@dataclass
+class EditJudged:
+    """Stage B's gates on a person's committed edit, as recorded: the B run on that commit and where the router
+    goes from it (what a resume runs next, or how the conversion stops)."""
+
+    conversion_id: int
+    commit: str
+    run_id: int
+    attempt: int
+    verdict: str
+    fail_class: str | None
+    summary: str
+    next: str
+    status: str
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.verdict == "COMPILED" else EXIT_BLOCKED if self.verdict == "BLOCKED" else EXIT_FAILED
+
+    @property
+    def reason(self) -> str:
+        return f"B {self.verdict} on {self.commit[:10]} (human edit) -> {self.next}"
+
+    @property
+    def text(self) -> str:
+        fc = f" ({self.fail_class})" if self.fail_class else ""
+        return (f"#{self.conversion_id} B attempt {self.attempt} on {self.commit[:10]} (human edit): {self.verdict}{fc}"
+                f" -> {self.next}; {self.summary[:200]}")
 
 
 Printer = Callable[[str], None]
@@ -196,13 +226,17 @@ class Runner:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
     def drive(self, conversion_id: int, force: str | None = None) -> Finished:
+        return self._held(conversion_id, lambda store, conv, wt: self._drive(store, conv, wt, force))
+
+    def _held(self, conversion_id: int, body):
+        """body(store, conv, worktree) while this process holds the conversion (its lock, a stop file watched)."""
         store = self.store()
         try:
             conv = store.conversion(conversion_id)
             wt = open_conversion_worktree(conv)
             with self._exclusive(wt), control.StopWatch(control.run_files(wt.path),
                                                         lambda: self.stop(conversion_id)):
-                return self._drive(store, conv, wt, force)
+                return body(store, conv, wt)
         finally:
             store.close()
 
@@ -227,10 +261,11 @@ class Runner:
         # the model asked for now wins over the stored one (`--resume ID --model X` runs X, and says so); a
         # scripted transcript skips the requests the same model already answered in the recorded runs
         model = self.model or conv.get("model")
-        skip = sum(r["details"].get("model_requests", 0) or 0 for r in runs) if model == conv.get("model") else 0
+        skip = sum(r.details.model_requests for r in runs) if model == conv.get("model") else 0
         writer = make_writer(model, self.config, skip_requests=skip)
         if model != conv.get("model"):
             self._set(store, cid, model=model)
+            self.say(f"#{cid} {paths.op}: model {model} from now on (started with {conv.get('model') or 'none'})")
         cancel = self._cancels[cid] = CancelToken()  # a new token per drive: a stopped conversion resumes
         scope = self._scopes[cid] = ToolScope(output=control.run_files(wt.path).live)
         toolchain = from_config(self.config)
@@ -348,21 +383,99 @@ class Runner:
         with immediate(store):
             store.update_conversion(cid, **fields)
 
+    # ---------------------------------------------------------------------------------------- a person's edit
+    def judge_edit(self, conversion_id: int, source: str = HUMAN_EDIT) -> EditJudged:
+        """Stage B's gates (its judge, no writer: `write_kernel.gates`) on the port as committed at the worktree's
+        HEAD, recorded as a B run of this conversion on that commit and routed like any B attempt (a resume
+        follows it). It runs as an attempt runs: under the conversion's lock, status running after `stage.started`,
+        its tools' output in the live file, and a stop kills it (recorded as interrupted, nothing kept)."""
+        return self._held(conversion_id, lambda store, conv, wt: self._judge_edit(store, conv, wt, source))
+
+    def _judge_edit(self, store: Store, conv: dict, wt: ConversionWorktree, source: str) -> EditJudged:
+        from tileport.agents.stages import write_kernel
+        from tileport.worktrees.conversion import person_paths, uncommitted
+
+        cid, stage = conv["id"], write_kernel.STAGE.value
+        paths = ConversionPaths(wt.path, Path(conv["op_path"]).stem)
+        if changed := uncommitted(wt, person_paths(paths.committed[0])):
+            raise UserError(f"conversion {cid}: {', '.join(changed[:3])} not committed; commit the edit first "
+                            f"(tileport build-rust --conversion {cid} --commit, or the dashboard's e)")
+        head, runs = wt.head(), self._runs(store, cid)
+        state = RunState(router.caps_of(self.config)).start(stage)  # a new round (as `_replay` counts it)
+        cancel = self._cancels[cid] = CancelToken()
+        scope = self._scopes[cid] = ToolScope(output=control.run_files(wt.path).live)
+        attempt = queries.attempts(store, cid, stage) + 1
+        ctx = StageContext(cid, paths.op, Path(conv["op_path"]), conv["kernel"], wt, paths, self.config,
+                           from_config(self.config), None, self.limits, attempt=attempt, cap=state.caps[stage],
+                           history=runs, cancel=cancel, log=lambda m: (self.say(m), scope.note(m)),
+                           examples_dir=self.examples_dir)
+        with immediate(store):
+            store.log_event("stage.started", cid, stage=stage, attempt=attempt, cap=ctx.cap, source=source,
+                            commit=head)
+            store.update_conversion(cid, status="running")
+        try:
+            return self._gates(store, ctx, head, state, source)
+        except UserError:
+            raise
+        except Exception as e:  # a bug in tileport: the conversion does not stay "running", and says why
+            with immediate(store):
+                store.log_event("stage.interrupted", cid, stage=stage, attempt=attempt, why=f"{type(e).__name__}: {e}",
+                                source=source, traceback=traceback.format_exc()[-4000:])
+                store.update_conversion(cid, status=conv["status"])
+            raise UserError(f"#{cid}: internal error in the gates on {head[:10]}: {type(e).__name__}: {e}") from None
+
+    def _gates(self, store: Store, ctx: StageContext, head: str, state: RunState, source: str) -> EditJudged:
+        from tileport.agents.stages import write_kernel
+        from tileport.worktrees.conversion import BUILD_DIR
+
+        cid, stage, attempt, wt = ctx.conversion_id, write_kernel.STAGE.value, ctx.attempt, ctx.worktree
+        cancel, scope = ctx.cancel, self._scopes[cid]
+        control.new_live(control.run_files(wt.path), f"stage {stage} attempt {attempt}/{ctx.cap} started: the gates "
+                                                     f"on a {source} ({head[:10]})")
+        scope.close()
+        t0 = time.perf_counter()
+        try:
+            with tool_scope(scope):
+                result = write_kernel.gates(ctx, source, runs_dir=wt.path / BUILD_DIR / "runs")
+            if cancel.cancelled or scope.cancelled:
+                raise Interrupted("stop requested")
+        except Interrupted as e:
+            with immediate(store):
+                store.log_event("stage.interrupted", cid, stage=stage, attempt=attempt,
+                                seconds=round(time.perf_counter() - t0, 1), why=str(e), source=source)
+                store.update_conversion(cid, status="stopped")
+            raise UserError(f"#{cid}: the gates on {head[:10]} were stopped after {time.perf_counter() - t0:.1f} s; "
+                            f"nothing was recorded (run them again: e, or tileport build-rust --conversion {cid})"
+                            ) from None
+        check_commands_inside(wt, result.commands)
+        result = result.model_copy(update={"attempt": attempt, "cap": ctx.cap,
+                                           "summary": f"{source} {head[:10]}: {result.summary}"})
+        action = router.next_action(state, Outcome.of(result))
+        rec = record_run(store, cid, result, commit=head, routed_to=action.target, number=False, head=True,
+                         route_reason=f"{action.reason} ({source})")
+        status = STOP_STATUS[action.stop] if action.stop else "pending"
+        self._set(store, cid, status=status)
+        self.print_verdict(ctx, stage, result, action)
+        return EditJudged(cid, head, rec.run_id, attempt, result.verdict,
+                          result.fail_class.value if result.fail_class else None, result.summary, action.target,
+                          status)
+
     # ---------------------------------------------------------------------------------------- replay
     @staticmethod
-    def _runs(store: Store, cid: int) -> list[dict]:
-        """The recorded runs as a stage context's history (dicts, details as stored)."""
-        return [r.as_history() for r in queries.stage_runs(store, cid)]
+    def _runs(store: Store, cid: int) -> list[queries.StageRunRow]:
+        """The recorded runs as a stage context's history (typed rows)."""
+        return queries.stage_runs(store, cid)
 
-    def _replay(self, runs: list[dict]) -> tuple[RunState, Action]:
+    def _replay(self, runs: list[queries.StageRunRow]) -> tuple[RunState, Action]:
         """The router's state after the recorded runs, and the next action (the same pure function decides)."""
         state = RunState(router.caps_of(self.config))
         action = router.first_action()
         for r in runs:
-            d = details_of(r["stage"], r["details"])
-            state = state.start(r["stage"], d.repair)
-            action = router.next_action(state, Outcome(r["stage"], r["verdict"], r["fail_class"],
-                                                       getattr(d, "owner", None)))
+            if r.details.source == HUMAN_EDIT:  # a person's edit starts a new round: the caps count from its gates
+                state = RunState(state.caps)
+            state = state.start(r.stage, r.details.repair)
+            action = router.next_action(state, Outcome(r.stage, r.verdict, r.fail_class,
+                                                       getattr(r.details, "owner", None)))
         return state, action
 
     def _recover(self, store: Store, cid: int, wt: ConversionWorktree, paths: ConversionPaths) -> None:

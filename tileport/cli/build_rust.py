@@ -10,6 +10,12 @@ variant x target is paired with the reference instance its spec names (`referenc
 texts are diffed; one verdict line per pair, the findings grouped by category, an overall verdict. Exit 1 when
 any pair is FAIL_FIXABLE or unmatched.
 
+--conversion ID runs the same gates on a `tileport run` conversion's committed HEAD (a person's edit of its
+kernel.rs) and records them as a stage B run of that conversion on that commit, exactly as the dashboard's `e`
+does (--commit first commits the port's uncommitted edit as a human attempt, as `e` does): exit 0 COMPILED (build
+and IR self-check passed), 1 a gate failed, 3 BLOCKED (the environment), 2 bad input (no such conversion, an
+uncommitted edit without --commit, a stage running).
+
 --init-spec out/<op> derives spec variants from the analysis instead of building: with no spec in DIR it writes
 DIR/spec.json (one variant per Constant set x dtype, the reference's array assumptions, the `reference` key);
 with a spec it rewrites the array assumptions (tensors, strides) of every variant that names a reference.
@@ -24,7 +30,7 @@ from pathlib import Path
 
 from tileport.agents.record import record_standalone
 from tileport.agents.stages import write_kernel
-from tileport.cli._common import config_from, open_store, seconds
+from tileport.cli._common import config_from, int_in, open_store, seconds
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.records import utcnow
 from tileport.validators.rust.reference import (analysis_path, derive_spec, load_analysis, port_tensor_params,
@@ -39,7 +45,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "build-rust", help="build a cutile-rs port, dump Tile IR, disassemble, assemble cubins",
         description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("dir", metavar="DIR", help="conversion crate, or a directory with kernel.rs + spec.json")
+    p.add_argument("dir", metavar="DIR", nargs="?", help="conversion crate, or a directory with kernel.rs + spec.json")
+    p.add_argument("--conversion", metavar="ID", type=int_in(1, (1 << 63) - 1),
+                   help="B's gates on conversion ID's committed HEAD, recorded as its stage B run (instead of DIR)")
+    p.add_argument("--repo", metavar="DIR", help="with --conversion: the repository whose store to use (default: "
+                                                 "the current directory; the store path rule of `run` and `tui`)")
+    p.add_argument("--store", metavar="DB", help="with --conversion: the store to use (default: the config's store)")
+    p.add_argument("--commit", action="store_true", help="with --conversion: first commit the port's uncommitted edit "
+                                                         "as a human attempt (what the dashboard's e does)")
     p.add_argument("--spec", metavar="FILE", help="spec (JSON or TOML) when DIR is a kernel.rs or has no spec.json")
     p.add_argument("--out", metavar="DIR", help="where to generate the crate (default ~/.cache/tileport/crates/...)")
     p.add_argument("--artifacts", metavar="DIR", help="where .tileirbc/.tileir/.cubin go (default <crate>/artifacts)")
@@ -58,6 +71,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.conversion is not None:
+        if args.dir or args.init_spec:
+            raise UserError("build-rust: give DIR or --conversion ID, not both")
+        return gate_conversion(args)
+    if not args.dir:
+        raise UserError("build-rust: give DIR (a port: kernel.rs + spec.json) or --conversion ID")
     if args.init_spec:
         return init_spec(args)
     config = config_from(args)
@@ -112,6 +131,15 @@ def _record(config, op_path: str, result) -> None:
         record_standalone(store, op_path, None, result)
     finally:
         store.close()
+
+
+def gate_conversion(args: argparse.Namespace) -> int:
+    """--conversion ID: the gates of `service.gate_human_edit`; the runner prints their progress and verdict line
+    as `tileport run` prints a stage's."""
+    from tileport import service
+
+    run = service.runner(config_from(args), repo=args.repo, store=args.store)
+    return service.gate_human_edit(run, args.conversion, commit=args.commit).exit_code
 
 
 def init_spec(args: argparse.Namespace) -> int:

@@ -12,8 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
-from tileport.cli._common import config_from, open_store
-from tileport.errors import UserError
+from tileport.cli._common import config_from
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,43 +38,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_pack(args: argparse.Namespace) -> int:
-    from tileport.validators.gpu import gate
-    from tileport.validators.rust.build import prepare_crate
+    from tileport import service
 
-    config = config_from(args)
-    conversion_id, commit, op_path = None, args.commit, args.op
-    target = args.target
-    if target.isdigit():
-        store = open_store(config)
-        try:
-            conv = store.conversion(int(target))
-        finally:
-            store.close()
-        conversion_id = conv["id"]
-        commit = commit or conv.get("head_commit")
-        worktree = Path(conv.get("worktree") or ".")
-        if not op_path:
-            op_path = conv["op_path"]
-            if not Path(op_path).is_file() and (worktree / op_path).is_file():
-                op_path = str(worktree / op_path)
-        port_dir = worktree / "ports" / Path(conv["op_path"]).stem
-        if not port_dir.is_dir():
-            raise UserError(f"conversion {conversion_id}: no port at {port_dir}; pass the port dir instead of the ID")
-        target = str(port_dir)
-    op_path = op_path or str(Path("examples") / f"{Path(target).resolve().name}.py")
-    op = gate.op_info(op_path=op_path)
-    layout = prepare_crate(target)
-    out = Path(args.out or Path("gates") / op.op)
-    perf = {"warmup": config.perf.warmup, "repetitions": config.perf.repetitions, "flush_l2": config.perf.flush_l2}
-    from tileport.validators.rust.build import BuildOptions
-    opts = BuildOptions.of(config, cubins=False, disasm=False)
-    dest, built = gate.pack(layout, op, out, commit=commit, conversion_id=conversion_id, perf=perf, build_opts=opts)
-    if not built.ok:
-        print("\n".join(built.errors[:20]))
-        raise UserError(f"the port's cdylib did not build ({len(built.errors)} error(s)); fix kernel.rs and pack again")
-    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
-    print(f"gate {dest}: {op.op}, {len(op.dtypes)} dtype(s) x {len(op.shapes)} shape(s), "
-          f"{len(built.bindings['entries'])} entr(y/ies), {size / 1e6:.1f} MB; run it with `tileport gate run {dest}`")
+    try:
+        packed = service.pack_gate(config_from(args), args.target, op_path=args.op, out=args.out, commit=args.commit)
+    except service.BuildFailed as e:
+        print("\n".join(e.errors[:20]))
+        raise
+    print(packed.text())
     return 0
 
 
@@ -110,59 +80,7 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_ingest(args: argparse.Namespace) -> int:
-    from tileport.validators.gpu import gate
+    from tileport import service
 
-    config = config_from(args)
-    path = Path(args.results)
-    results = gate.load_results(path)
-    meta = results.get("gate") or {}
-    cid, commit = meta.get("conversion_id"), meta.get("commit")
-    if cid is None:
-        raise UserError(f"{path}: the gate was packed without a conversion ID; pack it with `tileport gate pack ID`")
-    store = open_store(config)
-    try:
-        conv = store.conversion(int(cid))
-        head = conv.get("head_commit")
-        if conv.get("branch"):  # the branch itself, not the store's last note of it: a commit since moves it
-            from tileport.worktrees.approval import branch_head, conversion_repo
-
-            _, repo, branch = conversion_repo(store, int(cid))
-            head = branch_head(repo, int(cid), branch)
-        if not commit or commit != head:
-            raise UserError(f"{path}: results are for commit {str(commit)[:12] or '(none)'}, conversion {cid} is at "
-                            f"{str(head)[:12] or '(none)'}; pack and run the gate again for the current commit")
-        ids = _record(store, int(cid), commit, results, path, config)
-    finally:
-        store.close()
-    print(f"conversion {cid} @ {commit[:12]}: recorded stage run(s) {', '.join(map(str, ids))}")
+    print(service.ingest_results(config_from(args), args.results).text())
     return 0
-
-
-def _record(store, cid: int, commit: str, results: dict, path: Path, config) -> list[int]:
-    """Store the D run with one row per case, and the E run with every sample when the results have perf rows,
-    through the stages' own rules (`agents.stages.host_correctness` / `performance.result_from_report`): env ->
-    BLOCKED, all pass -> ALL_PASS; E DONE only when every configuration was measured, the flush verified, the
-    geomean within [perf] geomean_max and no configuration above [perf] config_max."""
-    from tileport.agents.stages import host_correctness
-    from tileport.records import ArtifactRecord, utcnow
-    from tileport.validators.gpu.reports import correctness_from_results, perf_from_results
-
-    from tileport.store import record_run
-
-    corr = correctness_from_results(results)
-    art = [ArtifactRecord.of("gate_results", path)]
-    # attempts are numbered by record_run inside the run's own transaction (with its cases / perf rows)
-    d = host_correctness.result_from_report(corr, attempt=1, started_at=utcnow())
-    d = d.model_copy(update={"artifacts": art, "details": {
-        **d.details, "passed": sum(c.status == "PASS" for c in corr.cases), "env_missing": corr.env_missing,
-        "host_error": corr.host_error, "source": "gate ingest"}})
-    ids = [record_run(store, cid, d, commit=commit, cases=corr.cases).run_id]
-    if d.verdict == "ALL_PASS" and (results.get("perf") or {}).get("rows"):  # E only after D passed
-        from tileport.agents.stages.performance import result_from_report
-
-        perf = perf_from_results(results)
-        e = result_from_report(perf, attempt=1, started_at=utcnow(),
-                               geomean_max=config.perf.geomean_max, config_max=config.perf.config_max)
-        e = e.model_copy(update={"artifacts": art, "details": {**e.details, "source": "gate ingest"}})
-        ids.append(record_run(store, cid, e, commit=commit, perf_rows=perf.rows).run_id)
-    return ids

@@ -24,13 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _summary(store, c: queries.ConversionSummary, caps: dict[str, int], config_max: float) -> dict:
     perf = c.perf
-    analyses = [r.as_history() for r in queries.stage_runs(store, c.id, "A")]
     return {"id": c.id, "op_path": c.op_path, "kernel": c.kernel, "status": c.status,
             "stage": c.stage, "verdict": c.verdict, "next": c.next, "stages": dict(c.stages),
             "attempts": c.attempts_text(caps), "branch": c.branch, "worktree": c.worktree,
             "base": f"{c.base_branch}@{(c.base_commit or '')[:10]}" if c.base_commit else None,
             "head_commit": c.head_commit, "model": c.model, "error": c.error,
-            "reference": reference_summary(analyses),
+            "reference": reference_summary(queries.stage_runs(store, c.id, "A")),
             # the newest E run as judged: its geomean, slowest configuration and the bounds recorded with it
             "perf": None if perf is None else {
                 "geomean": perf.geomean, "geomean_max": perf.geomean_max, "worst": perf.worst,

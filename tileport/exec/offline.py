@@ -48,14 +48,7 @@ MAX_MANIFEST_BYTES = 16 << 20
 class BundleError(_Base):
     """The bundle is incomplete or corrupted: one line naming the file, and what to do."""
 
-    exit_code = 2
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
+    exit_code = 2  # as a UserError's (standalone, str() of a plain exception is its message too)
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

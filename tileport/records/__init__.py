@@ -3,8 +3,9 @@ one list), commands, artifacts, gates, approvals. Routing reads only structured 
 
 from tileport.records._core import (ApprovalRecord, ArtifactRecord, CommandRecord, Decision, GateEvidence,
                                     GateRecord, GateStatus, MergeOutcome, StageResult, TokenUsage, sha256_file, utcnow)
-from tileport.records.details import (DETAILS, AnalyzeDetails, CorrectnessDetails, DiagnosisDetails, IRPair,
-                                      PerfDetails, PerfRowDetails, StageDetails, WriteKernelDetails, details_of)
+from tileport.records.details import (DETAILS, AnalyzeDetails, CorrectnessDetails, DiagnosisDetails, FeedbackItem,
+                                      IRPair, PerfDetails, PerfRowDetails, ReferenceDetails, ReferenceVariant,
+                                      StageDetails, WriteKernelDetails, details_of)
 from tileport.records.verdicts import (GATE_PASSES, PASSING, SELF_CHECK_PASSES, STAGE_VERDICTS, VERDICTS,
                                        AnalyzeVerdict, CorrectnessVerdict, DiagnosisVerdict, FailClass,
                                        PerfDiagnosisVerdict, PerfVerdict, Stage, WriteKernelVerdict)
@@ -12,8 +13,8 @@ from tileport.records.verdicts import (GATE_PASSES, PASSING, SELF_CHECK_PASSES, 
 __all__ = [
     "ApprovalRecord", "ArtifactRecord", "CommandRecord", "Decision", "GateEvidence", "GateRecord", "GateStatus",
     "MergeOutcome", "StageResult", "TokenUsage", "sha256_file", "utcnow",
-    "DETAILS", "AnalyzeDetails", "CorrectnessDetails", "DiagnosisDetails", "IRPair", "PerfDetails",
-    "PerfRowDetails", "StageDetails", "WriteKernelDetails", "details_of",
+    "DETAILS", "AnalyzeDetails", "CorrectnessDetails", "DiagnosisDetails", "FeedbackItem", "IRPair", "PerfDetails",
+    "PerfRowDetails", "ReferenceDetails", "ReferenceVariant", "StageDetails", "WriteKernelDetails", "details_of",
     "GATE_PASSES", "PASSING", "SELF_CHECK_PASSES", "STAGE_VERDICTS", "VERDICTS", "AnalyzeVerdict",
     "CorrectnessVerdict", "DiagnosisVerdict", "FailClass", "PerfDiagnosisVerdict", "PerfVerdict", "Stage",
     "WriteKernelVerdict",

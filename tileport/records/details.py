@@ -33,12 +33,51 @@ class _Details(BaseModel):
         return self.model_dump(mode="json", exclude_unset=True, by_alias=False)
 
 
+class ReferenceVariant(BaseModel):
+    """One cuTile Python variant's reference side, as stage A recorded it (the analysis' `VariantChoice`)."""
+
+    model_config = ConfigDict(extra="allow")
+    variant: str = "?"
+    reference: str | None = None  # "cutile" or "triton"
+
+
+class ReferenceDetails(BaseModel):
+    """The reference choice between an op and its Triton twin, as stage A recorded it (the analysis'
+    `ReferenceChoice`: what status and the dashboard show without re-reading analysis.json)."""
+
+    model_config = ConfigDict(extra="allow")
+    status: str | None = None
+    variants: list[ReferenceVariant] = Field(default_factory=list)
+    tile_ir_gap: str | None = None  # the IR gate's gap when a Triton reference has no Tile IR
+
+    @property
+    def triton_referenced(self) -> bool:
+        return any(v.reference == "triton" for v in self.variants)
+
+
 class AnalyzeDetails(_Details):
     kernels: int | None = None
     variants: int | None = None
     instances: int | None = None
     targets: list[str] = Field(default_factory=list)
     out_dir: str | None = None
+    reference: ReferenceDetails | None = None  # only for an op with a Triton twin
+    reference_summary: str | None = None  # the choice in words
+
+
+class FeedbackItem(BaseModel):
+    """One thing the writer is told to fix (a compiler diagnostic, an IR finding, the diagnoser's next edit);
+    stored in B's record so the next attempt renders them within its context budget (tileport.agents.feedback)."""
+
+    kind: Literal["diagnostic", "ir_finding", "diagnoser", "note"]
+    where: str = ""  # src/kernel.rs:13:39, or entry/variant/target of an IR pair
+    code: str = ""  # E0308, JIT, memory.padding, ...
+    message: str
+    source: str = ""  # the compiler's rendering with the offending lines, or reference vs port values
+
+    def render(self) -> str:
+        head = " ".join(x for x in (f"[{self.kind}]", self.where, self.code) if x) + f": {self.message}"
+        return head + (f"\n{self.source.rstrip()}" if self.source.strip() else "")
 
 
 class IRPair(BaseModel):
@@ -65,8 +104,19 @@ class WriteKernelDetails(_Details):
     ir_pairs: list[IRPair] = Field(default_factory=list, validation_alias=AliasChoices("ir_pairs", "self_check_pairs"))
     categories: list[str] = Field(default_factory=list)  # IR diff categories with errors
     feedback: str | None = None  # what the writer gets back next time (diagnostics, self-check findings)
+    feedback_items: list[FeedbackItem] = Field(default_factory=list)  # the same, typed (a bad item is dropped)
     no_writer: bool = False
     holes: list[Any] = Field(default_factory=list)
+    draft_holes: list[str] = Field(default_factory=list)  # the holes of the draft the attempt started from
+    ir_gaps: list[str] = Field(default_factory=list)  # variants the IR gate could not judge (Triton reference)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_self_check(cls, data: Any) -> Any:
+        sc = data.get("self_check") if isinstance(data, dict) else None
+        if isinstance(sc, dict):  # a whole report was kept once: its verdict is what the gate reads
+            data = {**data, "self_check": sc.get("verdict")}
+        return data
 
 
 class DiagnosisDetails(_Details):

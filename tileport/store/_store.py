@@ -8,19 +8,20 @@ Stage runs are written by `store.runs.record_run` only; reads for status and the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
 import stat
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import sqlite_utils
 
 from tileport import limits
 from tileport.errors import UserError
-from tileport.records import ArtifactRecord, StageResult, sha256_file, utcnow
+from tileport.records import ApprovalRecord, ArtifactRecord, StageResult, sha256_file, utcnow
 from tileport.store._db import Database, guarded, json_column, retrying, to_json
 from tileport.store._schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -211,13 +212,6 @@ class Store:
     def stage_runs(self, conversion_id: int) -> list[dict]:
         return list(self.db["stage_runs"].rows_where("conversion_id = ?", [conversion_id], order_by="id"))
 
-    def stage_commands(self, stage_run_id: int) -> list[dict]:
-        rows = self.db["commands"].rows_where("stage_run_id = ?", [stage_run_id], order_by="seq")
-        return [{**r, "argv": json_column(r["argv"], self.path, "commands.argv")} for r in rows]
-
-    def stage_artifacts(self, stage_run_id: int) -> list[dict]:
-        return list(self.db["artifacts"].rows_where("stage_run_id = ?", [stage_run_id], order_by="id"))
-
     def attempts(self, conversion_id: int, stage: str) -> int:
         return self.db.execute(
             "select count(*) from stage_runs where conversion_id = ? and stage = ?", [conversion_id, stage]
@@ -240,6 +234,24 @@ class Store:
             }).last_pk
             self.log_event("approval." + decision, conversion_id, commit=commit, approver=approver, reason=reason)
         return aid
+
+    @contextlib.contextmanager
+    def deciding(self, conversion_id: int, commit: str, approver: str, decision: str, reason: str | None = None, *,
+                 comment: str | None = None, gate_snapshot: dict | None = None,
+                 status: str | None = None) -> Iterator[ApprovalRecord]:
+        """One transaction for a human decision: its approval row and (given `status`) the conversion's new status.
+        Yields the decision as recorded, so the caller writes what must exist before the row commits (the git
+        note) inside the block; an exception there rolls both back: neither is kept without the other."""
+        from tileport.store.queries import approval
+
+        with self._write():
+            aid = self.record_approval(conversion_id, commit, approver, decision, reason, comment=comment,
+                                       gate_snapshot=gate_snapshot)
+            rec = approval(self, aid)
+            assert rec is not None
+            yield rec
+            if status is not None:
+                self.update_conversion(conversion_id, status=status)
 
     def approvals(self, conversion_id: int) -> list[dict]:
         return list(self.db["approvals"].rows_where("conversion_id = ?", [conversion_id], order_by="id"))

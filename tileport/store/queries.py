@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tileport.records import IRPair, PerfDetails, Stage, StageDetails, details_of
+from tileport.records import (ApprovalRecord, Decision, GateRecord, IRPair, PerfDetails, Stage, StageDetails,
+                              StageResult, details_of)
 from tileport.store._db import json_column
 
 if TYPE_CHECKING:
@@ -45,15 +46,21 @@ class StageRunRow(_Row):
     routed_to: str | None = None
     route_reason: str | None = None
     details: StageDetails
-    raw_details: dict[str, Any] = Field(default_factory=dict)  # as stored (stages that still read keys)
+    raw_details: dict[str, Any] = Field(default_factory=dict)  # as stored (the gates' evidence digest, `status`)
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def as_history(self) -> dict[str, Any]:
-        """The dict form a StageContext's history carries (details as the stored dict)."""
-        return {**self.model_dump(exclude={"details", "raw_details"}), "details": dict(self.raw_details)}
+    @classmethod
+    def of(cls, result: StageResult, *, id: int = 0, conversion_id: int = 0, **fields: Any) -> "StageRunRow":
+        """The row `record_run` would store for `result` (fakes and tests that hand a stage its history)."""
+        return cls(id=id, conversion_id=conversion_id, stage=result.stage.value, attempt=result.attempt,
+                   cap=result.cap, verdict=result.verdict,
+                   fail_class=result.fail_class.value if result.fail_class else None, model_id=result.model_id,
+                   summary=result.summary, prompt_tokens=result.tokens.prompt_tokens,
+                   completion_tokens=result.tokens.completion_tokens, details=result.typed,
+                   raw_details=dict(result.details), **fields)
 
 
 class CommandRow(_Row):
@@ -312,6 +319,37 @@ def conversion_detail(store: "Store", conversion_id: int) -> ConversionDetail:
     runs = [(r, commands(store, r.id), artifacts(store, r.id)) for r in stage_runs(store, conversion_id)]
     return ConversionDetail(summary=summary, conversion=store.conversion(conversion_id), runs=runs,
                             approvals=store.approvals(conversion_id))
+
+
+def _approval(store: "Store", r: dict[str, Any]) -> ApprovalRecord:
+    """A decision row with the gate snapshot the person saw; lenient for old rows (a snapshot stored as a bare list
+    of gates, a gate that no longer validates: dropped, not fatal)."""
+    snap = json_column(r.get("gate_snapshot"), store.path, "approvals.gate_snapshot")
+    if isinstance(snap, list):
+        snap = {"gates": snap}
+    snap = snap if isinstance(snap, dict) else {}
+    gates = []
+    for g in snap.get("gates") or []:
+        try:
+            gates.append(GateRecord.model_validate(g))
+        except ValueError:
+            continue
+    overrides = snap.get("overrides")
+    return ApprovalRecord(id=r["id"], conversion_id=r["conversion_id"], commit=r["commit"], approver=r["approver"],
+                          decision=Decision(r["decision"]), ts=r["ts"], comment=r.get("comment"),
+                          reason=r.get("reason"), gates=gates,
+                          overrides=[str(o) for o in overrides] if isinstance(overrides, list) else [])
+
+
+def approvals(store: "Store", conversion_id: int) -> list[ApprovalRecord]:
+    """Every decision on one conversion, oldest first, typed."""
+    return [_approval(store, r) for r in
+            _dicts(store, "select * from approvals where conversion_id = ? order by id", [conversion_id])]
+
+
+def approval(store: "Store", approval_id: int) -> ApprovalRecord | None:
+    rows = _dicts(store, "select * from approvals where id = ?", [approval_id])
+    return _approval(store, rows[0]) if rows else None
 
 
 def newest_event_id(store: "Store") -> int:

@@ -20,6 +20,9 @@ import tileport
 from tileport.config import Config
 
 
+GATES = "gates"  # in `forced`: B's gates on a person's edit were running (the hand-off runs them again)
+
+
 @dataclass(frozen=True)
 class Handoff:
     pid: int
@@ -37,7 +40,8 @@ class Handoff:
 
 def spawn(config: Config, model: str | None, ids: list[int], log_dir: Path, jobs: int = 2,
           forced: dict[int, str] | None = None) -> Handoff:
-    """`forced`: conversion -> stage, for a rerun that was running (the hand-off reruns that stage)."""
+    """`forced`: conversion -> stage, for a rerun that was running (the hand-off reruns that stage), or GATES for
+    B's gates on a person's edit (the hand-off runs them)."""
     forced = forced or {}
     log_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -65,7 +69,7 @@ def main(argv: list[str]) -> int:
 
     def drive(cid: int, force: str | None):
         try:
-            return runner.drive(cid, force=force)
+            return runner.judge_edit(cid) if force == GATES else runner.drive(cid, force=force)
         except UserError as e:  # one conversion's refusal (run elsewhere meanwhile) must not end the others
             print(f"#{cid}: not run: {e}", flush=True)
             return None

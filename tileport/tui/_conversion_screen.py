@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, RichLog, Static, TabbedContent, TabPane
 
 from tileport.exec.sandbox import tool_argv
+from tileport.store import queries
 from tileport.tui._code_view import MODES, CodeView
 from tileport.tui._ir_diff_view import IRDiffView
 from tileport.tui._perf_view import PerfPanel
@@ -71,6 +72,8 @@ class ConversionScreen(Screen):
         Binding("e", "app.edit", "edit kernel.rs"),
         Binding("o", "app.shell", "worktree shell", show=False),
         Binding("l", "app.pager", "full log"),
+        Binding("i", "app.ingest", "ingest results…", show=False),  # the perf tab's gate line names them
+        Binding("g", "app.pack_gate", "pack gate", show=False),
     ]
 
     def __init__(self, conversion_id: int) -> None:
@@ -80,8 +83,8 @@ class ConversionScreen(Screen):
         self._pairs = []
         self._live: LiveTail | None = None
         self._code_mode = 0
-        self._commands: list[dict] = []
-        self._artifacts: list[dict] = []
+        self._commands: list[queries.CommandRow] = []
+        self._artifacts: list[queries.ArtifactRow] = []
         self._selected_run: int | None = None
         self._running_row = False
 
@@ -148,7 +151,7 @@ class ConversionScreen(Screen):
         head.append(row.status, style=verdict_style(row.verdict) if row.status != "running" else "yellow")
         head.append(f"  approval {row.approval}  head {(row.head_commit or '-')[:10]}")
         head.append(f"\nbranch {row.branch or '-'}  worktree {row.worktree or '-'}", style="dim")
-        ref = reference_summary(app.store.stage_runs(self.conversion_id))
+        ref = reference_summary(queries.stage_runs(app.store, self.conversion_id, "A"))
         if ref:
             head.append(f"\n{ref}", style="yellow" if "IR gate" in ref else "")
         self.query_one("#conv-head", Static).update(head)
@@ -230,8 +233,8 @@ class ConversionScreen(Screen):
         run = next((a for a in self._attempts if a.run_id == run_id), None)
         what = (f"{run.stage} {STAGE_NAMES.get(run.stage, '')} attempt {run.attempt} ({run.verdict})" if run
                 else f"run {run_id}")
-        self._commands = store.stage_commands(run_id)
-        self._artifacts = store.stage_artifacts(run_id)
+        self._commands = queries.commands(store, run_id)
+        self._artifacts = queries.artifacts(store, run_id)
         for box, n, kind in (("#commands-of", len(self._commands), "commands"),
                              ("#artifacts-of", len(self._artifacts), "artifacts")):
             self.query_one(box, Static).update(Text(f"{n} {kind} of {what}; pick another run in the timeline (1); "
@@ -239,12 +242,12 @@ class ConversionScreen(Screen):
         c = self.query_one("#commands-table", DataTable)
         c.clear()
         for cmd in self._commands:
-            c.add_row(str(cmd["seq"]), Text(str(cmd["exit_code"]), style="green" if cmd["exit_code"] == 0 else "red"),
-                      f"{cmd['seconds'] or 0:.2f}", Text(" ".join(tool_argv(cmd["argv"]))), Text(cmd.get("cwd") or ""))
+            c.add_row(str(cmd.seq), Text(str(cmd.exit_code), style="green" if cmd.exit_code == 0 else "red"),
+                      f"{cmd.seconds or 0:.2f}", Text(" ".join(tool_argv(cmd.argv))), Text(cmd.cwd or ""))
         a = self.query_one("#artifacts-table", DataTable)
         a.clear()
         for art in self._artifacts:
-            a.add_row(art["kind"], str(art["bytes"]), (art["sha256"] or "")[:16], Text(art["path"]))
+            a.add_row(art.kind, str(art.bytes), (art.sha256 or "")[:16], Text(art.path))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "ir-pair-list" and event.row_key.value is not None:
@@ -305,12 +308,12 @@ class ConversionScreen(Screen):
                 str(line.text) for line in self.query_one("#live", RichLog).lines[-200:])
         elif tid == "commands-table" and 0 <= event.cursor_row < len(self._commands):
             cmd = self._commands[event.cursor_row]
-            own = tool_argv(cmd["argv"])
-            text = (f"$ {' '.join(own)}\n\nexit {cmd['exit_code']}  {cmd['seconds']} s\ncwd {cmd.get('cwd') or '-'}"
-                    + (f"\n\nas run (sandbox wrapper included):\n{' '.join(cmd['argv'])}" if own != cmd["argv"] else ""))
+            own = tool_argv(cmd.argv)
+            text = (f"$ {' '.join(own)}\n\nexit {cmd.exit_code}  {cmd.seconds} s\ncwd {cmd.cwd or '-'}"
+                    + (f"\n\nas run (sandbox wrapper included):\n{' '.join(cmd.argv)}" if own != cmd.argv else ""))
         elif tid == "artifacts-table" and 0 <= event.cursor_row < len(self._artifacts):
             art = self._artifacts[event.cursor_row]
-            text = f"{art['kind']}  {art['bytes']} bytes\nsha256 {art['sha256']}\n{art['path']}"
+            text = f"{art.kind}  {art.bytes} bytes\nsha256 {art.sha256}\n{art.path}"
         elif tid == "ir-pair-list" and key is not None:
             self._open_pair(int(key))
             return

@@ -17,6 +17,11 @@ ACTIONS = (
     ("pager", "Open the full log in $PAGER"),
     ("help", "Show keys and help"),
 )
+# called directly, not through run_action: a read-only dashboard then says why instead of doing nothing
+GATE_ACTIONS = (
+    ("ingest", "Ingest results… (a GPU host's results.json for the selected conversion)"),
+    ("pack_gate", "Pack gate: build the selected conversion's gate directory for a GPU host"),
+)
 
 
 class TileportCommands(Provider):
@@ -24,6 +29,8 @@ class TileportCommands(Provider):
         app = self.app
         for action, text in ACTIONS:
             yield text, partial(app.run_action, action)
+        for action, text in GATE_ACTIONS:
+            yield text, getattr(app, f"action_{action}")
         for row in app.palette_conversions():
             yield (f"Open conversion {row.id}: {row.op} {row.kernel} ({row.verdict or 'no verdict'})",
                    partial(app.open_conversion, row.id))

@@ -1,4 +1,5 @@
-"""The performance view: per-configuration ratio table and a plot against the gate."""
+"""The performance view: per-configuration ratio table and a plot against the gate, and the gate line: what `i`
+(ingest results…) and `g` (pack gate) did or are doing for this conversion (tileport.tui._gate_actions)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ def _fmt(x: float | None, nd: int = 4) -> str:
 
 
 class PerfPanel(Vertical):
+    DEFAULT_CSS = "#perf-gate { height: auto; padding: 0 1; }"
+
     def compose(self):
         yield Static("", id="perf-summary")
+        yield Static("", id="perf-gate")
         yield DataTable(id="perf-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="perf-launch")
         yield PlotextPlot(id="perf-plot")
@@ -33,7 +37,16 @@ class PerfPanel(Vertical):
         self.query_one("#perf-launch", Static).update(
             Text(f"launch of {row.config}:\n{launch_text(row.launch)}", style="dim") if row else "")
 
+    GATE_HINT = "g: pack a gate for a GPU host   i: ingest the results.json it wrote"
+
+    def show_gate(self, text: Text | None) -> None:
+        """The newest gate line (a pack's progress or result, an ingest), else the keys that make one."""
+        hint = None if getattr(self.app, "readonly", False) else Text(self.GATE_HINT, style="dim")
+        self.query_one("#perf-gate", Static).update(text if text is not None else (hint or ""))
+
     def on_mount(self) -> None:
+        status = getattr(self.app, "gate_status", None)
+        self.show_gate(status(getattr(self.screen, "conversion_id", None)) if status else None)
         t = self.query_one("#perf-table", DataTable)
         for key, label in (("config", "configuration"), ("ref", "reference ms"), ("port", "port ms"),
                            ("ratio", "port/ref"), ("flags", "flags")):

@@ -273,67 +273,47 @@ class Actions:
 
     def edited(self, conversion_id: int) -> bool:
         """Whether the port directory has uncommitted changes (a person's edit)."""
-        from tileport.exec.proc import run_command
-        from tileport.tui.code import port_dir
+        from tileport import service
 
-        conv = self._conv(conversion_id)
-        r = run_command(["git", "status", "--porcelain", "--", port_dir(conv["op_path"])], cwd=conv["worktree"],
-                        timeout=30)
-        return r.ok and bool(r.stdout.strip())
-
-    def _conv(self, conversion_id: int) -> dict:
-        store = Store(self.store_path)
-        try:
-            return store.conversion(conversion_id)
-        finally:
-            store.close()
+        return bool(self._with_store(lambda store, _config: service.edited_files(store, conversion_id)))
 
     def commit_human_edit(self, conversion_id: int) -> str:
-        """Commit the person's edit of the port as a human attempt (no stage trailers: the router's replay and
-        the caps are unchanged; the gates recorded on the old HEAD no longer cover it, so merge needs them again)."""
-        from tileport.exec.proc import run_command
-        from tileport.tui.code import port_dir
+        """Commit the person's edit of the port as a human attempt (service.commit_human_edit); the new HEAD."""
+        from tileport import service
 
         if self.readonly:
             raise UserError(READONLY)
-        conv = self._conv(conversion_id)
-        wt, d = conv["worktree"], port_dir(conv["op_path"])
-        for argv in (["git", "add", "--", d],
-                     ["git", "commit", "-q", "-m", f"human edit of {d}\n\nTileport-Human: edit\n"
-                                                  f"Tileport-Conversion: {conversion_id}"]):
-            r = run_command(argv, cwd=wt, timeout=60)
-            if not r.ok:
-                raise UserError(f"`{' '.join(argv[:3])}` failed in {wt}: {(r.stderr or r.stdout).strip()[:200]}")
-        sha = run_command(["git", "rev-parse", "HEAD"], cwd=wt, timeout=30).stdout.strip()
-        store = Store(self.store_path)
-        try:
-            store.update_conversion(conversion_id, head_commit=sha)
-            store.log_event("human.edit", conversion_id, commit=sha, path=d)
-        finally:
-            store.close()
-        return sha
+        return self._with_store(lambda store, _config: service.commit_human_edit(store, conversion_id))
 
-    def gate_human_edit(self, conversion_id: int) -> tuple[int, str]:
-        """Stage B's gates on the committed port (cargo build against the real cutile crates, Tile IR dump,
-        tileiras, the IR self-check against the reference), run by `tileport build-rust`; (exit code, tail)."""
-        import sys
-        import tempfile
+    def gate_human_edit(self, conversion_id: int):
+        """Stage B's gates on the committed edit, recorded as a B run on that commit (service.gate_human_edit);
+        driven like a stage here, so the conversion shows as running and `x` stops it."""
+        from tileport import service
 
-        from tileport.exec.proc import run_command
-        from tileport.tui.code import port_dir
+        if self.readonly:
+            raise UserError(READONLY)
+        def gates():
+            from tileport.tui._background import GATES
 
-        conv = self._conv(conversion_id)
-        port = Path(conv["worktree"]) / port_dir(conv["op_path"])
-        argv = [sys.executable, "-m", "tileport", "build-rust", str(port)]
-        ref = port / ".tileport" / "reference"
-        if ref.exists():
-            argv += ["--reference", str(ref)]
-        with tempfile.TemporaryDirectory(prefix="tileport-human-gates-") as tmp:  # its own scratch store
-            r = run_command(argv, cwd=tmp, timeout=1800)
-        tail = "\n".join((r.stdout + "\n" + r.stderr).strip().splitlines()[-30:])
-        for line in tail.splitlines():
-            self._log(f"#{conversion_id} gates: {line}")
-        return r.returncode, tail
+            self.forced[conversion_id] = GATES  # quitting with "leave it running" hands the gates off
+            try:
+                return service.gate_human_edit(self.runner, conversion_id)
+            finally:
+                self.forced.pop(conversion_id, None)
+        return self._drive(conversion_id, gates)
+
+    @property
+    def gating(self) -> set[int]:
+        """Conversions whose running work here is B's gates on a person's edit."""
+        from tileport.tui._background import GATES
+
+        return {cid for cid, stage in self.forced.items() if stage == GATES}
+
+    def ungated_head(self, conversion_id: int) -> str | None:
+        """The HEAD commit when no B run judged it (an edit committed without its gates, or gates stopped)."""
+        from tileport import service
+
+        return self._with_store(lambda store, _config: service.ungated_head(store, conversion_id))
 
     def do(self, action: str, *args: Any) -> Any:
         return getattr(self, action)(*args)
@@ -342,9 +322,9 @@ class Actions:
 def describe(action: str, conversion_id: int, result: Any) -> str:
     """One line saying what an action really did, from what it returned."""
     from tileport.agents.control import StopOutcome
-    from tileport.agents.runner import Finished
+    from tileport.agents.runner import EditJudged, Finished
 
-    if isinstance(result, StopOutcome):
+    if isinstance(result, (StopOutcome, EditJudged)):
         return result.text
     if isinstance(result, Finished):
         return (f"{action} #{conversion_id}: {result.status.upper()}" + (f" ({result.reason})" if result.reason else ""))

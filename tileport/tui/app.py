@@ -15,13 +15,14 @@ import tempfile
 from pathlib import Path
 
 from textual import work
-from textual.app import App
+from textual.app import App, SuspendNotSupported
 from textual.binding import Binding
 
 from tileport.config import Config
 from tileport.errors import UserError
 from tileport.store import Store
 from tileport.tui._conversion_screen import ConversionScreen, event_line
+from tileport.tui._gate_actions import GateCommands
 from tileport.tui._main_screen import MainScreen
 from tileport.tui._modals import HelpScreen, QuitScreen, ReasonScreen, StoppingScreen
 from tileport.tui._palette import TileportCommands
@@ -31,8 +32,8 @@ from tileport.tui.view import (STAGE_NAMES, changed_conversions, conversion_rows
 
 EVENTS_PER_TICK = 20_000  # events read per poll; more than that waits for the next tick
 READONLY_KEYS = {"s": "start", "x": "stop", "r": "rerun", "a": "approve", "j": "reject", "m": "merge", "e": "edit",
-                 "c": "convert"}
-WRITE_ACTIONS = {"start", "stop", "rerun", "approve", "reject", "merge", "edit", "convert"}
+                 "c": "convert", "i": "ingest", "g": "pack gate"}
+WRITE_ACTIONS = {"start", "stop", "rerun", "approve", "reject", "merge", "edit", "convert", "ingest", "pack_gate"}
 
 
 def _clip_words(text: str, width: int) -> str:
@@ -44,7 +45,7 @@ def _clip_words(text: str, width: int) -> str:
     return text[: cut if cut > width // 2 else width].rstrip(",;:") + " …"
 
 
-class TileportApp(App):
+class TileportApp(GateCommands, App):
     TITLE = "tileport"
     SUB_TITLE = "cuTile Python -> cuTile Rust"
     CSS_PATH = "tileport.tcss"
@@ -140,7 +141,7 @@ class TileportApp(App):
         import time
 
         starting = any(w.group == "start" and w.is_running for w in self.workers)
-        busy = starting or bool(self.actions.running_here())
+        busy = starting or bool(set(self.actions.running_here()) - self.actions.gating)  # a person's gates: no summary
         if busy and self._work_since is None:
             self._work_since, self._a_run = time.monotonic(), False
         if starting:
@@ -437,11 +438,16 @@ class TileportApp(App):
 
     # --- hand-offs to the user's tools ---------------------------------------------------------
     def _external(self, argv: list[str], cwd: Path | None = None) -> None:
-        with self.suspend():
+        def hand_off() -> None:
             try:
                 subprocess.run(argv, cwd=cwd)
             except OSError as e:
                 self.notify(f"cannot run {argv[0]}: {e}", severity="error")
+        try:
+            with self.suspend():
+                hand_off()
+        except SuspendNotSupported:  # no terminal to hand over (headless, the web): the program runs without one
+            hand_off()
 
     def action_edit(self) -> None:
         screen = self.screen
@@ -460,7 +466,7 @@ class TileportApp(App):
             return
         self._external([*shlex.split(os.environ.get("EDITOR", "vi")), str(path)])
         if not self.actions.edited(cid):
-            self.notify(f"edit #{cid}: kernel.rs unchanged; nothing to commit")
+            self._offer_gates(cid)
             return
 
         def chosen(answer: str | None) -> None:
@@ -469,26 +475,39 @@ class TileportApp(App):
                 self.notify(f"#{cid}: your edit stays uncommitted in {path.parent} (a resume or rerun discards "
                             "uncommitted changes; press e again to commit it)", severity="warning", timeout=10)
                 return
-
-            def job():
-                try:
-                    sha = self.actions.commit_human_edit(cid)
-                    self.call_from_thread(self.notify, f"#{cid}: committed your edit as a human attempt {sha[:10]}"
-                                          + ("; running B's gates (build, Tile IR, self-check) ..." if answer == "y"
-                                             else ""), timeout=8)
-                    if answer == "y":
-                        code, tail = self.actions.gate_human_edit(cid)
-                        last = tail.splitlines()[-1] if tail else ""
-                        self.call_from_thread(self.notify, f"#{cid} B's gates on {sha[:10]}: "
-                                              + ("PASS" if code == 0 else f"FAIL (exit {code})") + f": {last[:160]}"
-                                              " (the Log tab has the output)",
-                                              severity="information" if code == 0 else "error", timeout=15)
-                except UserError as e:
-                    self.call_from_thread(self.notify, f"edit #{cid}: {e}", severity="error", timeout=10)
-            self.run_worker(job, thread=True, group=f"conv-{cid}", exclusive=True, exit_on_error=False)
+            self._edit_job(cid, commit=True, gates=answer == "y")
         self.push_screen(ReasonScreen(f"kernel.rs of #{cid} changed. y: commit it as a human attempt and re-run "
                                       "B's gates on it; c: commit only; n: leave it uncommitted",
                                       placeholder="y / c / n", required="type y, c or n (escape: n)"), chosen)
+
+    def _offer_gates(self, cid: int) -> None:
+        """kernel.rs unchanged: offer B's gates when HEAD (an edit committed earlier) has none yet."""
+        head = self.actions.ungated_head(cid)
+        if head is None:
+            self.notify(f"edit #{cid}: kernel.rs unchanged; nothing to commit")
+            return
+        self.push_screen(ReasonScreen(f"kernel.rs unchanged, but HEAD {head[:10]} of #{cid} has no B run. y: run B's "
+                                      "gates on it (build, Tile IR, self-check); n: leave it",
+                                      placeholder="y / n", required="type y or n (escape: n)"),
+                         lambda answer: (answer or "").strip().lower() == "y" and self._edit_job(cid, gates=True))
+
+    def _edit_job(self, cid: int, *, commit: bool = False, gates: bool = False) -> None:
+        """Commit the edit as a human attempt and/or run B's gates on HEAD (a B run on it, shown running, then in
+        the timeline), in a worker of this conversion's group; each step says what it did."""
+        def job():
+            try:
+                if commit:
+                    sha = self.actions.commit_human_edit(cid)
+                    self.call_from_thread(self.notify, f"#{cid}: committed your edit as a human attempt {sha[:10]}"
+                                          + ("; running B's gates (build, Tile IR, self-check) ..." if gates else ""),
+                                          timeout=8)
+                if gates:
+                    judged = self.actions.gate_human_edit(cid)
+                    self.call_from_thread(self.notify, judged.text, timeout=15,
+                                          severity="information" if judged.exit_code == 0 else "error")
+            except UserError as e:
+                self.call_from_thread(self.notify, f"edit #{cid}: {e}", severity="error", timeout=10)
+        self.run_worker(job, thread=True, group=f"conv-{cid}", exclusive=True, exit_on_error=False)
 
     def action_shell(self) -> None:
         cid = self.current_id()

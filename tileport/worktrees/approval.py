@@ -14,7 +14,7 @@ from pathlib import Path
 from tileport.config import Config
 from tileport.errors import UserError
 from tileport.records import ApprovalRecord, Decision, GateRecord, GateStatus
-from tileport.store import Store
+from tileport.store import Store, queries
 from tileport.worktrees import _gitcli as g
 from tileport.worktrees.gates import GATE_NAMES, evaluate_gates
 from tileport.worktrees.git import identity_env  # noqa: F401  (re-exported: merge and lifecycle take it from here)
@@ -51,18 +51,9 @@ def evidence_roots(conv: dict, repo: Path) -> list[Path]:
     return [Path(p) for p in (conv.get("worktree"), str(repo)) if p]
 
 
-def _record(row: dict) -> ApprovalRecord:
-    snap = json.loads(row["gate_snapshot"]) if row.get("gate_snapshot") else {}
-    return ApprovalRecord(
-        id=row["id"], conversion_id=row["conversion_id"], commit=row["commit"], approver=row["approver"],
-        decision=Decision(row["decision"]), ts=row["ts"], comment=row.get("comment"), reason=row.get("reason"),
-        overrides=snap.get("overrides", []), gates=[GateRecord(**gr) for gr in snap.get("gates", [])],
-    )
-
-
 def decisions(store: Store, conversion_id: int) -> list[ApprovalRecord]:
     """Every decision on the conversion, oldest first."""
-    return [_record(r) for r in store.approvals(conversion_id)]
+    return queries.approvals(store, conversion_id)
 
 
 def decision_for(store: Store, conversion_id: int, head: str) -> tuple[ApprovalRecord | None, ApprovalRecord | None]:
@@ -176,12 +167,10 @@ def decide(store: Store, config: Config, conversion_id: int, decision: Decision,
         if decision is Decision.APPROVE and reason:  # a plain approval has no reason: keep it as the comment
             comment, reason = comment or reason, None
         snapshot = {"head": head, "gates": [gr.model_dump(mode="json") for gr in gates], "overrides": overrides}
-        with store.db.atomic():
-            aid = store.record_approval(conversion_id, head, who, decision.value, reason, comment=comment,
-                                        gate_snapshot=snapshot)
-            row = store.db["approvals"].get(aid)
-            rec = _record(row)
-            note = {"approval_id": aid, "conversion_id": conversion_id, "decision": decision.value,
+        status = "rejected" if decision is Decision.REJECT else "approved" if conv["status"] == "rejected" else None
+        with store.deciding(conversion_id, head, who, decision.value, reason, comment=comment,
+                            gate_snapshot=snapshot, status=status) as rec:
+            note = {"approval_id": rec.id, "conversion_id": conversion_id, "decision": decision.value,
                     "approver": who, "ts": rec.ts, "commit": head, "comment": comment, "reason": reason,
                     "overrides": overrides,
                     "gates": [{"name": gr.name, "status": gr.status.value, "verdict": gr.verdict,
@@ -189,10 +178,6 @@ def decide(store: Store, config: Config, conversion_id: int, decision: Decision,
                               for gr in gates]}
             g.git(repo, "notes", f"--ref={g.NOTES_REF}", "append", "-m", json.dumps(note, sort_keys=True), head,
                   env=identity_env(repo, who))
-            if decision is Decision.REJECT:
-                store.update_conversion(conversion_id, status="rejected")
-            elif conv["status"] == "rejected":
-                store.update_conversion(conversion_id, status="approved")
     return rec
 
 

@@ -169,3 +169,27 @@ def check_commands_inside(wt: ConversionWorktree, commands: list[CommandRecord])
         if cwd is None or not cwd.is_relative_to(wt.path):
             raise WorktreeEscape(f"`{' '.join(c.argv)[:120]}` ran in {c.cwd or 'the parent process directory'}, "
                                  f"outside the conversion worktree {wt.path}")
+
+
+HUMAN_TRAILER = "Tileport-Human"
+
+
+def person_paths(port: str) -> list[str]:
+    """The pathspecs of what a person edits in a port directory: everything but its recorded evidence."""
+    return [port, f":(exclude){port}/.tileport"]
+
+
+def uncommitted(wt: ConversionWorktree, paths: list[str]) -> list[str]:
+    """The files under `paths` with changes git has not committed (tracked or new): a person's edit."""
+    res = g.git(wt.path, "status", "--porcelain", "--", *paths, check=False)
+    return [line[3:] for line in res.stdout.splitlines() if line.strip()] if res.ok else []
+
+
+def commit_human(wt: ConversionWorktree, paths: list[str], what: str) -> tuple[str, list[CommandRecord]]:
+    """Commit a person's edit of `paths` on the conversion branch: no stage trailers (it is no stage attempt, so
+    recovery and the router's replay leave it alone; the merge gates see a commit that is not a stage commit) and a
+    `Tileport-Human: edit` trailer. Returns the new HEAD and the git commands run."""
+    msg = f"{what}\n\n{HUMAN_TRAILER}: edit\nTileport-Conversion: {wt.conversion_id}\n"
+    ran = [g.git(wt.path, "add", "--all", "--", *paths),
+           g.git(wt.path, "commit", "--no-verify", "-q", "-m", msg, env=identity_env(wt.path))]
+    return wt.head(), [r.record for r in ran]

@@ -3,8 +3,10 @@
 A gate is the newest stored run of its stage. It is satisfied only when that run passed and was evaluated on the
 branch HEAD itself, or on an ancestor of HEAD from which every later commit is a tileport stage commit of this
 conversion by a stage that cannot change what the gate judged (its `survives` set), and none of those commits
-touches a file the gate's own commit wrote. Any other commit (a human edit, a rebase, another conversion's commit,
-a writer re-writing the kernel) makes the gate stale. Recorded evidence files that still exist must keep their
+touches a file the gate's own commit wrote. A person's edit of the port (`Tileport-Human` of this conversion,
+files of one `ports/<op>/` outside its evidence) counts as a kernel writer's commit (B): it leaves A standing and
+makes B, D and E stale until they run on it. Any other commit (a rebase, another conversion's commit, a hand commit
+without the trailer, a writer re-writing the kernel) makes the gate stale. Recorded evidence files that still exist must keep their
 sha256; a changed file is an error, not a pass.
 """
 
@@ -15,7 +17,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileport.records import GATE_PASSES, SELF_CHECK_PASSES, GateEvidence, GateRecord, GateStatus, Stage, sha256_file
+from tileport.records import (DETAILS, GATE_PASSES, SELF_CHECK_PASSES, GateEvidence, GateRecord, GateStatus, Stage,
+                              StageDetails, sha256_file)
 from tileport.store import Store, queries
 from tileport.worktrees import _gitcli as g
 
@@ -26,14 +29,24 @@ class GateSpec:
 
     stage: Stage
     passes: tuple[str, ...]
-    # details key -> values that pass (a value may be a string or a dict with a "verdict" key)
+    # a field of the stage's typed details (records.details) -> the values that pass
     detail_passes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # later stage commits (by their Tileport-Stage trailer) that do not change what this gate judged
     survives: frozenset[str] = frozenset()
 
+    def __post_init__(self) -> None:
+        fields = DETAILS[self.stage].model_fields
+        for key, _ in self.detail_passes:
+            if key not in fields:
+                raise TypeError(f"gate {self.name}: {DETAILS[self.stage].__name__} has no field {key!r}")
+
     @property
     def name(self) -> str:
         return self.stage.value
+
+    def detail_verdict(self, details: StageDetails, key: str) -> str | None:
+        value = getattr(details, key, None) if isinstance(details, DETAILS[self.stage]) else None
+        return value if isinstance(value, str) else None
 
 
 # The one place that says what a merge needs. A (analysis of the Python op) is not changed by anything the writers
@@ -59,25 +72,29 @@ def _stage_letter(value: str) -> str:
         return value
 
 
-def _detail_verdict(value: object) -> str | None:
-    if isinstance(value, dict):
-        value = value.get("verdict")
-    return value if isinstance(value, str) else None
-
-
 @dataclass(frozen=True)
 class _Commit:
     sha: str
     parents: tuple[str, ...]
-    stage: str | None  # Tileport-Stage letter; None when the commit is not a tileport stage commit
+    stage: str | None  # Tileport-Stage letter (B for a person's edit of the port); None for any other commit
     conversion: str | None
     attempt: str | None
     files: frozenset[str]  # paths it changed
+    human: bool = False  # a person's edit of the port, judged as stage B's commit
 
 
 _LOG_FORMAT = ("%x1e%H%x1f%P%x1f%(trailers:key=Tileport-Stage,valueonly,separator=%x2C)%x1f"
                "%(trailers:key=Tileport-Conversion,valueonly,separator=%x2C)%x1f"
-               "%(trailers:key=Tileport-Attempt,valueonly,separator=%x2C)%x1f")
+               "%(trailers:key=Tileport-Attempt,valueonly,separator=%x2C)%x1f"
+               "%(trailers:key=Tileport-Human,valueonly,separator=%x2C)%x1f")
+HUMAN_AS = "B"  # the stage a person's edit of the port stands in for: it rewrote the kernel
+
+
+def _port_edit(files: frozenset[str]) -> bool:
+    """Files of one port directory (`ports/<op>/...`), none of them its recorded evidence (`.tileport/`)."""
+    dirs = {tuple(f.split("/")[:2]) for f in files}
+    return len(dirs) == 1 and next(iter(dirs))[0] == "ports" and all(
+        len(f.split("/")) > 2 and ".tileport" not in f.split("/") for f in files)
 
 
 def _log(repo: str | Path, *revs: str, limit: int = 5000) -> list[_Commit] | None:
@@ -90,11 +107,12 @@ def _log(repo: str | Path, *revs: str, limit: int = 5000) -> list[_Commit] | Non
     for rec in res.stdout.split("\x1e"):
         if not rec.strip():
             continue
-        sha, parents, stage, conv, attempt, files = (rec.split("\x1f") + [""] * 5)[:6]
-        commits.append(_Commit(sha.strip(), tuple(parents.split()),
-                               _stage_letter(stage) if stage.strip() and "," not in stage else None,
-                               conv.strip() or None, attempt.strip() or None,
-                               frozenset(f for f in files.split("\n") if f)))
+        sha, parents, stage, conv, attempt, human, files = (rec.split("\x1f") + [""] * 6)[:7]
+        changed = frozenset(f for f in files.split("\n") if f)
+        letter = _stage_letter(stage) if stage.strip() and "," not in stage else None
+        person = letter is None and bool(human.strip()) and _port_edit(changed)
+        commits.append(_Commit(sha.strip(), tuple(parents.split()), HUMAN_AS if person else letter,
+                               conv.strip() or None, attempt.strip() or None, changed, person))
     return commits
 
 
@@ -108,7 +126,8 @@ def _judge(conversion_id: int, spec: GateSpec, commit: str, attempt: int | None,
         if c.stage == spec.name and attempt is not None and c.attempt == str(attempt):
             continue  # the run's own record (its evidence commit), not a change
         if c.stage not in spec.survives:
-            return False, f"passed on {commit[:10]}; stage {c.stage} committed {c.sha[:10]} since"
+            who = "a human edit of the port" if c.human else f"stage {c.stage}"
+            return False, f"passed on {commit[:10]}; {who} committed {c.sha[:10]} since"
         touched |= c.files
     if own is not None and own.stage == spec.name and touched & own.files:
         return False, f"passed on {commit[:10]}; later commits changed its files ({', '.join(sorted(touched & own.files)[:3])})"
@@ -152,14 +171,13 @@ class BranchHistory:
 
 
 def _evidence(store: Store, run_id: int) -> list[GateEvidence]:
-    return [GateEvidence(kind=a["kind"] or "", path=a["path"], sha256=a["sha256"])
-            for a in store.stage_artifacts(run_id)]
+    return [GateEvidence(kind=a.kind or "", path=a.path, sha256=a.sha256) for a in queries.artifacts(store, run_id)]
 
 
-def _evidence_digest(run: dict, evidence: list[GateEvidence]) -> str:
-    body = {"stage_run_id": run["id"], "stage": run["stage"], "verdict": run["verdict"], "commit": run["commit"],
-            "details": run.get("details") or {},
-            "evidence": sorted((e.path, e.sha256) for e in evidence)}
+def _evidence_digest(run: queries.StageRunRow, evidence: list[GateEvidence]) -> str:
+    """Over the details as stored (not as read back typed), so a digest recorded earlier stays comparable."""
+    body = {"stage_run_id": run.id, "stage": run.stage, "verdict": run.verdict, "commit": run.commit,
+            "details": run.raw_details, "evidence": sorted((e.path, e.sha256) for e in evidence)}
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -179,44 +197,43 @@ def evaluate_gates(store: Store, repo: str | Path, conversion_id: int, head: str
                    evidence_roots: list[Path] | None = None, base: str | None = None) -> list[GateRecord]:
     """Every required gate's status for `head`, in REQUIRED_GATES order (`base`: where the branch started, so its
     history is read once)."""
-    runs = [r.as_history() for r in queries.stage_runs(store, conversion_id)]  # details decoded by the store
+    runs = queries.stage_runs(store, conversion_id)
     roots = evidence_roots or [Path(repo)]
     records = []
     history = BranchHistory(repo, base, head) if base else None
     for spec in REQUIRED_GATES:
-        mine = [r for r in runs if r["stage"] == spec.name]
+        mine = [r for r in runs if r.stage == spec.name]
         base = dict(name=spec.name, required=list(spec.passes), head=head)
         if not mine:
             records.append(GateRecord(status=GateStatus.MISSING, reason=f"no {spec.name} run", **base))
             continue
-        run = max(mine, key=lambda r: r["id"])
-        evidence = _evidence(store, run["id"])
-        details = run["details"]
+        run = max(mine, key=lambda r: r.id)
+        evidence = _evidence(store, run.id)
         rec = dict(
-            verdict=run["verdict"], stage_run_id=run["id"], commit=run["commit"], attempt=run["attempt"],
-            cap=run.get("cap"), started_at=run["started_at"], finished_at=run["finished_at"],
-            model_id=run["model_id"], evidence=evidence, evidence_sha256=_evidence_digest(run, evidence),
-            exit_codes=[c["exit_code"] for c in store.stage_commands(run["id"])], **base,
+            verdict=run.verdict, stage_run_id=run.id, commit=run.commit, attempt=run.attempt,
+            cap=run.cap, started_at=run.started_at, finished_at=run.finished_at,
+            model_id=run.model_id, evidence=evidence, evidence_sha256=_evidence_digest(run, evidence),
+            exit_codes=[c.exit_code for c in queries.commands(store, run.id)], **base,
         )
         status, reason = GateStatus.SATISFIED, ""
-        if run["verdict"] not in spec.passes:
-            status, reason = GateStatus.UNSATISFIED, f"newest {spec.name} run #{run['id']} is {run['verdict']}"
+        if run.verdict not in spec.passes:
+            status, reason = GateStatus.UNSATISFIED, f"newest {spec.name} run #{run.id} is {run.verdict}"
         for key, ok in spec.detail_passes:
-            if status is GateStatus.SATISFIED and _detail_verdict(details.get(key)) not in ok:
-                got = _detail_verdict(details.get(key)) or "not recorded"
-                status, reason = GateStatus.UNSATISFIED, f"{spec.name} run #{run['id']} {key} is {got}"
+            got = spec.detail_verdict(run.details, key)
+            if status is GateStatus.SATISFIED and got not in ok:
+                status, reason = GateStatus.UNSATISFIED, f"{spec.name} run #{run.id} {key} is {got or 'not recorded'}"
         if status is GateStatus.SATISFIED:
-            if not run["commit"]:
-                status, reason = GateStatus.STALE, f"{spec.name} run #{run['id']} recorded no commit"
+            if not run.commit:
+                status, reason = GateStatus.STALE, f"{spec.name} run #{run.id} recorded no commit"
             else:
-                fresh, why = (history.stands_for(conversion_id, spec, run["commit"], run["attempt"]) if history
-                              else stands_for(repo, conversion_id, spec, run["commit"], head, run["attempt"]))
+                fresh, why = (history.stands_for(conversion_id, spec, run.commit, run.attempt) if history
+                              else stands_for(repo, conversion_id, spec, run.commit, head, run.attempt))
                 if not fresh:
                     status, reason = GateStatus.STALE, why
         if status is GateStatus.SATISFIED:
             changed = _changed_evidence(evidence, roots)
             if changed:
-                status, reason = GateStatus.ERROR, f"evidence {changed} changed since run #{run['id']}"
+                status, reason = GateStatus.ERROR, f"evidence {changed} changed since run #{run.id}"
         records.append(GateRecord(status=status, reason=reason, **rec))
     return records
 

@@ -65,6 +65,13 @@ def check_branchable(repo: str | os.PathLike) -> BaseRef:
     return BaseRef(root, branch.stdout.strip(), head)
 
 
+def uncommitted(worktree: str | os.PathLike, path: str | os.PathLike = ".") -> list[str]:
+    """Tracked files under `path` (relative to the worktree) changed since its HEAD: what a build of the worktree
+    would contain that no commit does."""
+    res = g.git(Path(worktree), "status", "--porcelain", "--untracked-files=no", "--", str(path), check=False)
+    return sorted({line[3:] for line in res.stdout.splitlines() if line.strip()}) if res.ok else []
+
+
 def branch_exists(repo: str | os.PathLike, name: str) -> bool:
     return g.git(_root(repo), "show-ref", "--verify", "--quiet", g.branch_ref(name), check=False).ok
 

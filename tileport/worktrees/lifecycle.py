@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from tileport.config import Config
 from tileport.records import utcnow
-from tileport.store import Store
+from tileport.store import Store, queries
 from tileport.worktrees import _gitcli as g
 from tileport.worktrees.approval import approver_name, identity_env
 
@@ -160,7 +160,7 @@ def _restore_branch(repo: Path, store: Store, conv: dict, wt: Path | None) -> st
             cands.append(res.stdout.strip())
     if conv.get("head_commit"):
         cands.append(conv["head_commit"])
-    cands += [r["commit"] for r in reversed(store.stage_runs(conv["id"])) if r["commit"]]
+    cands += [r.commit for r in reversed(queries.stage_runs(store, conv["id"])) if r.commit]
     for sha in cands:
         if g.rev(repo, sha):
             g.git(repo, "update-ref", g.branch_ref(conv["branch"]), sha, "")

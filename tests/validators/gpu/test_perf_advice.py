@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tileport.records import Stage, StageResult
+from tileport.store.queries import StageRunRow
 from tileport.validators.gpu.advice import advice, blocks_per_sm, row_advice
 
 ROWS = json.loads((Path(__file__).resolve().parents[2] / "data" / "gpu_results" / "h200_rows_before_hints.json").read_text())["rows"]
@@ -58,7 +60,8 @@ def test_stage_f_without_a_model_names_the_launch_finding_as_the_next_edit(tmp_p
     (tmp_path / "ref").mkdir()
     (tmp_path / "crate" / "artifacts").mkdir(parents=True)
     rows = [r for r in ROWS if r["op"] == "softmax"]
-    e = {"details": {"geomean": 1.037, "worst": rows[2], "rows": rows}}
+    e = StageRunRow.of(StageResult(stage=Stage.PERFORMANCE, verdict="INVESTIGATE",
+                                   details={"geomean": 1.037, "worst": rows[2], "rows": rows}))
     ctx = SimpleNamespace(last=lambda stage: e if stage == "E" else None, op="softmax.py", config=Config(),
                           writer=DraftWriter(), attempt=1,
                           paths=SimpleNamespace(reference=tmp_path / "ref", crate=tmp_path / "crate"))
@@ -107,8 +110,11 @@ def test_stage_b_hands_stage_f_hints_to_the_writer_only_after_f():
     from tileport.agents.stages.write_kernel import _hints
 
     hint = {"kernel": "k_entry", "arch": "sm_90", "occupancy": 4}
-    after_f = SimpleNamespace(latest=lambda: {"stage": "F", "details": {"hints": [hint, "junk"]}})
-    after_c = SimpleNamespace(latest=lambda: {"stage": "C", "details": {"hints": [hint]}})
+    def run(stage: str, hints: list) -> StageRunRow:
+        return StageRunRow.of(StageResult(stage=Stage(stage), verdict="FAIL_FIXABLE", details={"hints": hints}))
+
+    after_f = SimpleNamespace(latest=lambda: run("F", [hint, "junk"]))
+    after_c = SimpleNamespace(latest=lambda: run("C", [hint]))
     assert _hints(after_f) == [hint] and _hints(after_c) == [] and _hints(SimpleNamespace(latest=lambda: None)) == []
 
 

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from tileport.agents.draft.values import OP_DTYPE, Unsupported, Val, paren, tile_type
-from tileport.validators.analysis.static import TileNames, TileRef, Unknown, fold_constant
+from tileport.validators.analysis.static import TileNames, TileRef, Unknown, dotted_parts, fold_constant
 
 INDENT = "    "
 CMP_FUNCS = {ast.Lt: "lt_tile", ast.LtE: "le_tile", ast.Gt: "gt_tile", ast.GtE: "ge_tile", ast.Eq: "eq_tile",
@@ -45,15 +45,7 @@ def ct_name(func: ast.expr) -> str | None:
     return None
 
 
-def dotted(node: ast.expr) -> list[str] | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return parts[::-1]
-    return None
+dotted = dotted_parts  # `a.b.c` as its parts (the analysis' reader of the same names)
 
 
 def call_label(call: ast.Call) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tileport.agents.writers import DiagnoseOutcome, DiagnosisTask
-from tileport.records import DiagnosisDetails, FailClass, Stage, StageResult, utcnow, details_of
+from tileport.records import DiagnosisDetails, FailClass, Stage, StageResult, WriteKernelDetails, utcnow
 
 STAGE = Stage.DIAGNOSE_TRANSLATION
 
@@ -62,25 +62,26 @@ def diagnose_with(ctx, task: DiagnosisTask, stage: Stage, started) -> StageResul
 
 def run(ctx) -> StageResult:
     started = utcnow()
-    failed = ctx.latest() or {}
-    details = details_of(failed["stage"], failed.get("details")) if failed else None
-    if getattr(details, "no_writer", False):
+    failed = ctx.latest()  # the run that sent the conversion here
+    details = failed.details if failed is not None else None
+    b = details if isinstance(details, WriteKernelDetails) else None
+    if b is not None and b.no_writer:
         return StageResult(stage=STAGE, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
                            started_at=started, finished_at=utcnow(),
-                           summary=failed.get("summary") or "no writer: configure a model")
-    failure = (f"stage {failed.get('stage')} attempt {failed.get('attempt')}: {failed.get('verdict')}"
-               f" ({failed.get('fail_class') or '-'}) {failed.get('summary') or ''}")
-    if getattr(details, "categories", None):
-        failure += f"\nfailing IR categories: {', '.join(details.categories)}"
+                           summary=failed.summary or "no writer: configure a model")
+    failure = (f"stage {failed.stage} attempt {failed.attempt}: {failed.verdict} ({failed.fail_class or '-'}) "
+               f"{failed.summary}" if failed is not None else "no failed stage run recorded")
+    if b is not None and b.categories:
+        failure += f"\nfailing IR categories: {', '.join(b.categories)}"
+    fail_class = failed.fail_class if failed is not None else None
     task = DiagnosisTask(kind="translation", op=ctx.op, failure=failure, reference_ir=_reference_texts(ctx),
-                         port_ir=_port_texts(ctx), findings=_findings(details),
-                         default_owner=failed.get("fail_class") if failed.get("fail_class") in ("kernel", "host")
-                         else "kernel")
+                         port_ir=_port_texts(ctx), findings=_findings(b),
+                         default_owner=fail_class if fail_class in ("kernel", "host") else "kernel")
     return diagnose_with(ctx, task, STAGE, started)
 
 
-def _findings(details) -> str:
-    text = getattr(details, "feedback", None) or ""
+def _findings(details: WriteKernelDetails | None) -> str:
+    text = (details.feedback if details is not None else None) or ""
     keep = [ln for ln in text.splitlines() if ln.strip().startswith(("ERROR", "WARN", "FAIL", "UNMATCHED"))
             or "error" in ln.lower()]
     return "\n".join(keep) or text[-3000:]

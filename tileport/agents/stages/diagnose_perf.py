@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tileport.agents.stages.diagnose import _port_texts, _reference_texts, diagnose_with
 from tileport.agents.writers import DiagnosisTask
-from tileport.records import Stage, StageResult, details_of, utcnow
+from tileport.records import PerfDetails, Stage, StageResult, utcnow
 from tileport.validators.gpu.advice import advice, occupancy_hints
 
 STAGE = Stage.DIAGNOSE_PERFORMANCE
@@ -12,19 +12,19 @@ STAGE = Stage.DIAGNOSE_PERFORMANCE
 
 def run(ctx) -> StageResult:
     started = utcnow()
-    perf = ctx.last("E") or {}
-    d = details_of(Stage.PERFORMANCE, perf.get("details"))
-    failure = (f"performance gate: {perf.get('summary') or ''} (geomean {d.geomean}, gate "
+    perf = ctx.last("E")
+    d = perf.details if perf is not None and isinstance(perf.details, PerfDetails) else PerfDetails()
+    failure = (f"performance gate: {perf.summary if perf is not None else ''} (geomean {d.geomean}, gate "
                f"{ctx.config.perf.geomean_max}; worst configuration {d.worst} {d.worst_ratio}, "
                f"per-configuration bound {ctx.config.perf.config_max})")
-    rows = [r.model_dump(mode="json") for r in d.rows]
+    rows = [r.model_dump(mode="json") for r in d.rows]  # the advice reads the rows as the runner wrote them
     # what the launch attributes say first (the occupancy arithmetic, how the two sides launched), then the
     # ratios; never the raw samples
     arch = d.arch or (ctx.config.targets[0] if ctx.config.targets else "sm_90")
     gate = ctx.config.perf.geomean_max
     findings = advice(rows, gate, arch=arch) + [
-        f"{r.get('config')}: reference {r.get('ref_ms')} ms, port {r.get('port_ms')} ms, ratio {r.get('ratio')}"
-        + (f" [{'; '.join(r.get('flags') or [])}]" if r.get("flags") else "") for r in rows[:40]]
+        f"{r.config}: reference {r.ref_ms} ms, port {r.port_ms} ms, ratio {r.ratio}"
+        + (f" [{'; '.join(r.flags)}]" if r.flags else "") for r in d.rows[:40]]
     task = DiagnosisTask(kind="performance", op=ctx.op, failure=failure, reference_ir=_reference_texts(ctx),
                          port_ir=_port_texts(ctx), findings="\n".join(findings))
     res = diagnose_with(ctx, task, STAGE, started)

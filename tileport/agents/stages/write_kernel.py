@@ -6,6 +6,9 @@ Verdicts (the router reads only these fields):
 - FAIL_FIXABLE (owner kernel): it compiles but the IR self-check failed (routed to Diagnose), or no writer
   produced a kernel;
 - BLOCKED (env): the environment cannot build (crates missing, cargo failing outside rustc, time limit).
+
+`gates` is the same judge (`judge`) without a writer: a person's edit of kernel.rs, recorded as a B run whose
+details name its `source`.
 """
 
 from __future__ import annotations
@@ -13,13 +16,15 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from tileport.records import ArtifactRecord, FailClass, Stage, StageResult, utcnow
+from tileport.records import (ArtifactRecord, DiagnosisDetails, FailClass, FeedbackItem, Stage, StageResult,
+                              WriteKernelDetails, utcnow)
 from tileport.validators.rust.build import RustBuildResult
 from tileport.validators.rust.selfcheck import SelfCheckReport
 from tileport.validators.tileir.diff import Severity, Verdict
 
 STAGE = Stage.WRITE_KERNEL
 ENV_CODES = frozenset({"TP-DEPS-MISSING", "TP-CARGO", "TP-TIMEOUT"})
+HUMAN_EDIT = "human edit"  # the `source` of a B run judging a person's edit (`gates`); its caps start afresh
 
 
 def is_cargo_build(cmd) -> bool:
@@ -114,33 +119,31 @@ def _analysis_summary(analysis) -> str:
     return "\n".join(lines)
 
 
-def _feedback(ctx) -> tuple[str, list]:
+def _feedback(ctx) -> tuple[str, list[FeedbackItem]]:
     """What the writer must fix: the diagnoser's next edit, else the previous B attempt's diagnostics and IR
     findings (typed items). Nothing on a first attempt: stage A's summary is not a thing to fix."""
-    from tileport.agents.feedback import FeedbackItem, items_from_record
+    from tileport.agents.feedback import items_from_record
 
     prev = ctx.latest()
-    if prev is None or prev["stage"] not in ("B", "C", "F"):
+    if prev is None or prev.stage not in ("B", "C", "F"):
         return "", []
-    details = prev.get("details") or {}
-    if prev["stage"] in ("C", "F") and details.get("next_edit"):
-        item = FeedbackItem(kind="diagnoser", where=f"stage {prev['stage']}", message=details["next_edit"],
-                            source=details.get("evidence", ""))
+    d = prev.details
+    if isinstance(d, DiagnosisDetails) and d.next_edit:
+        item = FeedbackItem(kind="diagnoser", where=f"stage {prev.stage}", message=d.next_edit,
+                            source=d.evidence or "")
         before = ctx.last("B")
-        return item.render(), [item] + (items_from_record(before.get("details") or {}) if before else [])
-    if prev["stage"] == "B":
-        items = items_from_record(details)
-        return (details.get("feedback") or prev.get("summary") or ""), items
-    return prev.get("summary") or "", []
+        return item.render(), [item] + (items_from_record(before.details) if before else [])
+    if isinstance(d, WriteKernelDetails):
+        return (d.feedback or prev.summary or ""), items_from_record(d)
+    return prev.summary or "", []
 
 
 def _hints(ctx) -> list[dict]:
     """Stage F's structured hints, when F is what sent the conversion back here."""
     prev = ctx.latest()
-    if prev is None or prev["stage"] != "F":
+    if prev is None or prev.stage != "F" or not isinstance(prev.details, DiagnosisDetails):
         return []
-    hints = (prev.get("details") or {}).get("hints")
-    return [h for h in hints if isinstance(h, dict)] if isinstance(hints, list) else []
+    return list(prev.details.hints)
 
 
 class _Builder:
@@ -232,8 +235,7 @@ def run(ctx) -> StageResult:
     try:
         analysis = load_analysis(p.reference)
     except UserError as e:
-        return StageResult(stage=STAGE, attempt=ctx.attempt, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL,
-                           started_at=started, finished_at=utcnow(), summary=f"no reference analysis: {e}")
+        return _no_reference(ctx, e, started)
     p.port.mkdir(parents=True, exist_ok=True)
     draft = _draft(ctx, analysis) if getattr(ctx.writer, "starts_from_draft", False) else None
     if not p.spec_json.is_file():
@@ -266,7 +268,19 @@ def run(ctx) -> StageResult:
         why = out.fault.message if out.fault is not None else "the writer wrote no kernel.rs"
         return StageResult(**common, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL, finished_at=utcnow(),
                            details=base, artifacts=transcript, summary=why)
-    check = builder()  # the judge: the build and self-check of what the writer left, never its own verdict
+    if out.fault is not None:
+        base["fault"] = out.fault.kind.value
+    return judge(ctx, builder, analysis, base, common, transcript)
+
+
+def judge(ctx, builder: _Builder, analysis, base: dict, common: dict, transcript: list,
+          runs_dir: Path | None = None) -> StageResult:
+    """The judge of a B attempt: the build and IR self-check of what kernel.rs/spec.json hold now (never a
+    writer's own verdict), its diagnostics file, artifacts and details. `base`: details the attempt carries
+    already; `common`: the StageResult fields it fixed (stage, attempt, started_at, tokens, model_id);
+    `runs_dir`: where the diagnostics file goes (default: the port's committed runs dir)."""
+    p = ctx.paths
+    check = builder()
     if check.blocked:
         return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV, finished_at=utcnow(),
                            details=base, artifacts=transcript, summary=check.blocked)
@@ -275,8 +289,8 @@ def run(ctx) -> StageResult:
                            details={**base, "feedback": check.text,
                                     "feedback_items": [it.model_dump(mode="json") for it in check.items()]},
                            artifacts=transcript, summary=check.status() or check.text.strip()[:300])
-    r = result_from_build(check.build, check.report, attempt=ctx.attempt, started_at=started)
-    diag_file = p.runs / f"B-{ctx.attempt}.diagnostics.txt"
+    r = result_from_build(check.build, check.report, attempt=ctx.attempt, started_at=common["started_at"])
+    diag_file = (runs_dir or p.runs) / f"B-{ctx.attempt}.diagnostics.txt"
     diag_file.parent.mkdir(parents=True, exist_ok=True)
     diag_file.write_text(check.text + "\n", encoding="utf-8")
     details = {**base, **r.details, "feedback": check.text[-6000:]}
@@ -285,8 +299,6 @@ def run(ctx) -> StageResult:
     if gaps := ir_gaps(analysis):  # a Triton-referenced variant: an explicit gap, never a silent pass
         details["ir_gaps"] = gaps
         r = r.model_copy(update={"summary": f"{r.summary}; IR gate gap for {len(gaps)} variant(s): {gaps[0]}"})
-    if out.fault is not None:
-        details["fault"] = out.fault.kind.value
     arts = list(r.artifacts) + [ArtifactRecord.of("diagnostics", diag_file)]
     for kind, f in (("kernel", p.kernel_rs), ("spec", p.spec_json)):
         if f.is_file():
@@ -294,8 +306,33 @@ def run(ctx) -> StageResult:
     details["builds"] = sum(1 for c in builder.commands if is_cargo_build(c))
     details["feedback_items"] = [it.model_dump(mode="json") for it in check.items()] if not check.ok or (
         check.report is not None and r.verdict != "COMPILED") else []
-    return r.model_copy(update={"tokens": out.tokens, "model_id": out.model_id, "details": details,
+    return r.model_copy(update={"tokens": common.get("tokens", r.tokens), "model_id": common.get("model_id"),
+                                "details": details,
                                 "artifacts": arts + transcript, "commands": list(builder.commands)})
+
+
+def gates(ctx, source: str = HUMAN_EDIT, runs_dir: Path | None = None) -> StageResult:
+    """Stage B's gates alone on the port as it is now (a person's edit, no writer): the same judge as an
+    attempt's (`judge`), its details saying who wrote the kernel (`source`)."""
+    from tileport.errors import UserError
+    from tileport.validators.rust.reference import load_analysis
+
+    started = utcnow()
+    try:
+        analysis = load_analysis(ctx.paths.reference)
+    except UserError as e:
+        return _no_reference(ctx, e, started, source)
+    common = dict(stage=STAGE, attempt=ctx.attempt, started_at=started)
+    if not ctx.paths.kernel_rs.is_file():
+        return StageResult(**common, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL, finished_at=utcnow(),
+                           details={"source": source}, summary=f"no kernel.rs at {ctx.paths.kernel_rs}")
+    return judge(ctx, _Builder(ctx, analysis), analysis, {"source": source}, common, [], runs_dir)
+
+
+def _no_reference(ctx, error: Exception, started, source: str | None = None) -> StageResult:
+    return StageResult(stage=STAGE, attempt=ctx.attempt, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL,
+                       started_at=started, finished_at=utcnow(), details={"source": source} if source else {},
+                       summary=f"no reference analysis: {error}")
 
 
 def _draft(ctx, analysis) -> str | None:

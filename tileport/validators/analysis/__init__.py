@@ -23,7 +23,7 @@ from typing import Any
 _EXPORTS = {
     "analyze_op": "tileport.validators.analysis.pipeline",
     "default_out_dir": "tileport.validators.analysis.pipeline",
-    "load_analysis": "tileport.validators.analysis.pipeline",
+    "load_analysis": "tileport.validators.analysis.schema",
     "analyze_examples": "tileport.validators.analysis.corpus",
     "find_examples": "tileport.validators.analysis.corpus",
     "Analysis": "tileport.validators.analysis.schema",

@@ -453,6 +453,30 @@ def _construct(cls: Any, extent: int) -> Any:
         return cls(*args)
 
 
+def call_op(cap: Any, module: ModuleType, torch_dtypes: list, device: str, deadline: float) -> None:
+    """Call the op under the capture `cap` (cuTile's or Triton's): the calls its `tileport_inputs(op, device)`
+    returns when it defines one, else each entry point with guessed inputs. What fails is kept in `cap.errors`."""
+    inputs_fn = getattr(module, "tileport_inputs", None)
+    if not callable(inputs_fn):
+        for name, obj in _entry_points(module):
+            _run_entry(cap, name, obj, torch_dtypes, device, deadline)
+        return
+    with cap.active():  # one fake-tensor mode for the inputs and the calls
+        try:
+            calls = list(inputs_fn(module, device))
+        except (Exception, SystemExit) as e:
+            cap.errors.append(f"tileport_inputs(op, {device!r}): {_short_error(e)}")
+            calls = []
+        for fn, args, kwargs in calls:
+            label = _call_label(getattr(fn, "__name__", "call"), list(args), dict(kwargs))
+            cap.entry = label
+            cap.tried.append(label)
+            try:
+                fn(*args, **kwargs)
+            except (Exception, SystemExit) as e:
+                cap.errors.append(f"{label}: {_short_error(e)}")
+
+
 def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str, int | None]] | None = None,
             time_budget_s: float = 120.0, tests: list[str] | None = None, op_path: Path | None = None,
             run_main: bool = False, tests_limit_s: float = 120.0) -> dict[str, Any]:
@@ -467,7 +491,6 @@ def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str,
     device = "cuda"
     torch_dtypes = [getattr(torch, d) for d in dtypes if hasattr(torch, d)] or [torch.float16]
     deadline = time.monotonic() + time_budget_s
-    inputs_fn = getattr(module, "tileport_inputs", None)
     tolerances: list = []
     sources: list[str] = []
     if (tests or run_main) and op_path is not None:
@@ -476,26 +499,8 @@ def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str,
         errors, tolerances, sources = run_sources(cap, module, op_path, list(tests or []), run_main, tests_limit_s)
         cap.errors.extend(errors)
         cap.tried.extend(sources)
-    if cap.launches:
-        pass  # the op's own code paths launched: no guessed inputs
-    elif callable(inputs_fn):
-        with cap.active():  # one fake-tensor mode for the inputs and the calls
-            try:
-                calls = list(inputs_fn(module, device))
-            except (Exception, SystemExit) as e:
-                cap.errors.append(f"tileport_inputs(op, {device!r}): {_short_error(e)}")
-                calls = []
-            for fn, args, kwargs in calls:
-                label = _call_label(getattr(fn, "__name__", "call"), list(args), dict(kwargs))
-                cap.entry = label
-                cap.tried.append(label)
-                try:
-                    fn(*args, **kwargs)
-                except (Exception, SystemExit) as e:
-                    cap.errors.append(f"{label}: {_short_error(e)}")
-    else:
-        for name, obj in _entry_points(module):
-            _run_entry(cap, name, obj, torch_dtypes, device, deadline)
+    if not cap.launches:  # else the op's own code paths launched: no guessed inputs
+        call_op(cap, module, torch_dtypes, device, deadline)
     return {"launches": cap.launches, "tried": cap.tried, "errors": cap.errors, "tolerances": tolerances,
             "sources": sources, "mode": "gpu" if real else "fake tensors (CPU)",
             "seconds": round(time.perf_counter() - t0, 4)}

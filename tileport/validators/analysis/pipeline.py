@@ -294,21 +294,3 @@ def _tolerances(config: Config, decl, capture: CaptureInfo | None) -> tuple[dict
     for d, t in decl.tolerances.items():
         tol[d], src[d] = t, "TILEPORT declaration"
     return tol, src
-
-
-def load_analysis(out_dir: str | Path) -> Analysis:
-    """Read `<out_dir>/analysis.json` back (later stages start here)."""
-    p = Path(out_dir) / "analysis.json"
-    if not p.exists() and not p.is_symlink():
-        raise UserError(f"{p}: no analysis here; run `tileport analyze OP.py` first")
-    data = limits.read_json(p, "the analysis.json that `tileport analyze` wrote")
-    try:
-        return Analysis.model_validate(data)
-    except ValidationError as e:
-        raise UserError(f"{p}: not an analysis tileport wrote ({_first_problem(e)}); rerun `tileport analyze`") \
-            from None
-
-
-def _first_problem(e: ValidationError) -> str:
-    err = e.errors()[0]
-    return f"{'.'.join(str(x) for x in err['loc']) or 'top level'}: {err['msg']}"[:200]

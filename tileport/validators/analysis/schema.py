@@ -15,6 +15,7 @@ Vocabulary:
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -247,3 +248,27 @@ class Analysis(BaseModel):
             for b in inst.builds:
                 out.extend(a for a in (b.bytecode, b.text, b.cubin) if a is not None)
         return out
+
+
+ANALYSIS_FILE = "analysis.json"
+
+
+def load_analysis(path: str | Path) -> Analysis:
+    """Read an analysis back (later stages start here): the directory `tileport analyze` wrote (out/<op>) or its
+    analysis.json. Missing, unreadable or not one tileport wrote: one line saying what to run."""
+    from pydantic import ValidationError
+
+    from tileport import limits
+    from tileport.errors import UserError
+
+    p = Path(path)
+    p = p / ANALYSIS_FILE if p.is_dir() else p
+    if not p.exists() and not p.is_symlink():
+        raise UserError(f"{p}: no such file: no analysis here; run `tileport analyze OP.py` first")
+    data = limits.read_json(p, "the analysis.json that `tileport analyze` wrote")
+    try:
+        return Analysis.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = f"{'.'.join(str(x) for x in err['loc']) or 'top level'}: {err['msg']}"[:200]
+        raise UserError(f"{p}: not an analysis tileport wrote ({where}); rerun `tileport analyze`") from None

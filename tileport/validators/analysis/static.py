@@ -143,15 +143,21 @@ class TileNames:
         return None
 
 
-def _dotted(node: ast.AST) -> str | None:
+def dotted_parts(node: ast.AST) -> list[str] | None:
+    """`a.b.c` as ["a", "b", "c"]; None for anything but a name with attributes."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
     if isinstance(node, ast.Name):
         parts.append(node.id)
-        return ".".join(reversed(parts))
+        return parts[::-1]
     return None
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = dotted_parts(node)
+    return ".".join(parts) if parts is not None else None
 
 
 def _kw(call: ast.Call, name: str, pos: int | None = None) -> ast.expr | None:

@@ -18,14 +18,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from tileport import limits
 from tileport.errors import UserError
-from tileport.validators.analysis.schema import Analysis, Instance, TargetBuild, Variant as RefVariant
+from tileport.validators.analysis import schema
+from tileport.validators.analysis.schema import ANALYSIS_FILE, Analysis, Instance, TargetBuild, Variant as RefVariant
 from tileport.validators.rust.spec import DumpSpec, Entry, ReferenceKey, TensorSpec, Variant
 
-ANALYSIS_FILE = "analysis.json"
 
 # cuTile Python dtype names -> the Rust element types cutile generics take.
 RUST_DTYPES = {
@@ -35,23 +32,12 @@ RUST_DTYPES = {
 }
 
 
+load_analysis = schema.load_analysis  # the one reader of analysis.json (a directory or the file)
+
+
 def analysis_path(path: str | Path) -> Path:
     p = Path(path)
     return p / ANALYSIS_FILE if p.is_dir() else p
-
-
-def load_analysis(path: str | Path) -> Analysis:
-    """Read out/<op>/analysis.json (or the directory holding it)."""
-    p = analysis_path(path)
-    if not p.exists() and not p.is_symlink():
-        raise UserError(f"cannot read the reference analysis {p}: no such file (run `tileport analyze OP.py` first)")
-    data = limits.read_json(p, "the reference analysis.json (run `tileport analyze OP.py` first)")
-    try:
-        return Analysis.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top level)"
-        raise UserError(f"{p}: not an analysis.json: {where}: {first['msg']}") from None
 
 
 def _same_value(a: Any, b: Any) -> bool:

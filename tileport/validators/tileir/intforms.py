@@ -53,7 +53,8 @@ class Form:
         return self.needs + " (" + ", ".join(f"{label} = {render(v, ce)}" for label, v in self.named) + ")"
 
 
-def _int_literal(v) -> int | None:
+def int_literal(v) -> int | None:
+    """A splatted integer constant's value; None for anything else."""
     if v.splat is None:
         return None
     try:
@@ -80,7 +81,7 @@ class Signs:
     def _compute(self, v, depth: int) -> int:
         if depth > 48:
             return UNKNOWN
-        lit = _int_literal(v)
+        lit = int_literal(v)
         if lit is not None:
             return POS if lit > 0 else NONNEG if lit == 0 else UNKNOWN
         n = v.node
@@ -142,7 +143,7 @@ def _linear(v, depth: int = 0) -> tuple[object, int]:
     if n is None or depth > 4 or n.op.name not in ("addi", "subi") or len(n.operands) != 2:
         return v, 0
     a, b = n.operands
-    kb, ka = _int_literal(b), _int_literal(a)
+    kb, ka = int_literal(b), int_literal(a)
     if kb is not None:
         x, k = _linear(a, depth + 1)
         return x, k + (kb if n.op.name == "addi" else -kb)
@@ -208,7 +209,7 @@ def normalize(node, signs: Signs, h: Callable[..., str]) -> str | None:
         a, b = ops
         rounding = op.attrs.get("rounding")
         unsigned = "unsigned" in op.flags
-        kb = _int_literal(b)
+        kb = int_literal(b)
         if rounding == "positive_inf":
             return _set(node, h, "ceil-division", "divi rounding<positive_inf>", (a, b), rt)
         if unsigned or rounding not in (None, "negative_inf", "zero"):

@@ -125,7 +125,7 @@ def test_stage_a_pairs_by_name_and_records_the_pending_choice(tmp_path):
     from tileport.agents.stages.analyze import run as stage_a
     from tileport.config import Config
     from tileport.exec.toolchain import from_config
-    from tileport.validators.analysis.triton.record import reference_summary
+    from tileport.validators.analysis.triton.record import reference_line
     from tileport.validators.rust.reference import load_analysis
 
     config = Config.model_validate({"targets": ["sm_90"], "analysis": {"python": sys.executable}})
@@ -139,7 +139,7 @@ def test_stage_a_pairs_by_name_and_records_the_pending_choice(tmp_path):
     assert {v["reference"] for v in ref["variants"]} == {"cutile"} and len(ref["variants"]) == 2
     assert "pending a GPU" in result.summary
     assert load_analysis(tmp_path / "ref").reference is not None  # the record is in analysis.json too
-    line = reference_summary([{"stage": "A", "details": result.details}])  # what status and the dashboard show
+    line = reference_line(result.typed)  # what status and the dashboard show
     assert "pending a GPU" in line and "Triton side: " + NO_BACKEND_GAP in line
 
 

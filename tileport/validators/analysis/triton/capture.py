@@ -157,24 +157,6 @@ def capture(module: ModuleType, dtypes: list[str], *, time_budget_s: float = 120
     cap = TritonCapture(real)
     torch_dtypes = [getattr(torch, d) for d in dtypes if hasattr(torch, d)] or [torch.float16]
     deadline = time.monotonic() + time_budget_s
-    inputs_fn = getattr(module, "tileport_inputs", None)
-    if callable(inputs_fn):
-        with cap.active():
-            try:
-                calls = list(inputs_fn(module, "cuda"))
-            except (Exception, SystemExit) as e:
-                cap.errors.append(f"tileport_inputs(op, 'cuda'): {ct_capture._short_error(e)}")
-                calls = []
-            for fn, args, kwargs in calls:
-                label = ct_capture._call_label(getattr(fn, "__name__", "call"), list(args), dict(kwargs))
-                cap.entry = label
-                cap.tried.append(label)
-                try:
-                    fn(*args, **kwargs)
-                except (Exception, SystemExit) as e:
-                    cap.errors.append(f"{label}: {ct_capture._short_error(e)}")
-    else:
-        for name, obj in ct_capture._entry_points(module):
-            ct_capture._run_entry(cap, name, obj, torch_dtypes, "cuda", deadline)
+    ct_capture.call_op(cap, module, torch_dtypes, "cuda", deadline)
     return {"launches": [ln.to_json() for ln in cap.launches], "tried": cap.tried, "errors": cap.errors,
             "mode": "gpu" if real else "fake tensors (CPU)", "seconds": round(time.perf_counter() - t0, 4)}

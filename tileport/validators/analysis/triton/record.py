@@ -1,31 +1,27 @@
-"""The reference choice as the store holds it: in the newest stage-A run's details (read by status and the
-dashboard, which never re-read analysis.json)."""
+"""The reference choice as the store holds it: in the newest stage-A run's typed details (records.AnalyzeDetails,
+read by status and the dashboard, which never re-read analysis.json)."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import Sequence
+
+from tileport.records import AnalyzeDetails, StageDetails
+from tileport.store.queries import StageRunRow
 
 
-def reference_summary(runs: list[dict[str, Any]]) -> str | None:
-    """The newest stage-A run's reference choice in words (e.g. "reference cuTile Python (... pending a GPU)"),
-    with the IR gate's gap when a Triton reference has no Tile IR; None for an op without a Triton twin."""
-    for r in reversed(runs):
-        if r.get("stage") != "A":
-            continue
-        details = r.get("details")
-        if isinstance(details, str):
-            try:
-                details = json.loads(details)
-            except ValueError:
-                return None
-        if not isinstance(details, dict) or not details.get("reference_summary"):
-            return None
-        text = str(details["reference_summary"])
-        ref = details.get("reference") or {}
-        gap = ref.get("tile_ir_gap") if isinstance(ref, dict) else None
-        triton_ref = isinstance(ref, dict) and any(v.get("reference") == "triton" for v in ref.get("variants") or [])
-        if gap and gap not in text:
-            text += f"; IR gate: {gap}" if triton_ref else f"; Triton side: {gap}"
-        return text
-    return None
+def reference_line(details: StageDetails) -> str | None:
+    """One A run's reference choice in words (e.g. "reference cuTile Python (... pending a GPU)"), with the IR
+    gate's gap when a Triton reference has no Tile IR; None for an op without a Triton twin."""
+    if not isinstance(details, AnalyzeDetails) or not details.reference_summary:
+        return None
+    text = details.reference_summary
+    gap = details.reference.tile_ir_gap if details.reference else None
+    if gap and gap not in text:
+        text += f"; IR gate: {gap}" if details.reference.triton_referenced else f"; Triton side: {gap}"
+    return text
+
+
+def reference_summary(runs: Sequence[StageRunRow]) -> str | None:
+    """The newest stage-A run's reference line (see `reference_line`); None when there is none."""
+    newest = next((r for r in reversed(runs) if r.stage == "A"), None)
+    return reference_line(newest.details) if newest is not None else None

@@ -14,11 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tileport.validators.tileir.canon import MEM_WRITES, CanonEntry, Node, Val, render
-from tileport.validators.tileir.checks.pointers import Linear, host_equation
+from tileport.validators.tileir.checks.pointers import Linear, host_equation, strip_kept
 from tileport.validators.tileir.intforms import NONNEG, Signs
 
 _PREDICATES = ("less_than_or_equal", "less_than", "greater_than_or_equal", "greater_than", "equal", "not_equal")
-_VALUE_KEEPING = frozenset({"exti", "reshape", "broadcast", "assume"})
 # elementwise ops a masked-off lane's value can only reach the same lane through
 _LANEWISE = frozenset({
     "addf", "subf", "mulf", "divf", "remf", "negf", "absf", "fma", "maxf", "minf", "exp", "exp2", "log", "log2",
@@ -48,15 +47,6 @@ def condition_text(v: Val, ce: CanonEntry) -> str:
     return render(v, ce)
 
 
-def _strip(v: Val) -> Val:
-    for _ in range(16):
-        n = v.node
-        if n is None or n.op.name not in _VALUE_KEEPING or not n.operands:
-            return v
-        v = n.operands[-1] if n.op.name == "assume" else n.operands[0]
-    return v
-
-
 @dataclass
 class Bound:
     val: Val
@@ -71,7 +61,7 @@ def _bound(v: Val) -> Bound:
     if n is None or n.op.name != "cmpi" or len(n.operands) != 2:
         return Bound(v, None, True, None, None)
     pred = next((f for f in n.op.flags if f in _PREDICATES), None)
-    return Bound(v, pred, "unsigned" not in n.op.flags, _strip(n.operands[0]).hash, _strip(n.operands[1]))
+    return Bound(v, pred, "unsigned" not in n.op.flags, strip_kept(n.operands[0]).hash, strip_kept(n.operands[1]))
 
 
 def _arg_role(v: Val, ce: CanonEntry) -> str | None:
@@ -98,7 +88,7 @@ def compare_masks(rmask: Val | None, pmask: Val | None, ref: CanonEntry, port: C
     def sign_free(a: Bound, b: Bound) -> bool:
         if a.signed == b.signed:
             return True
-        return (rs.of(_strip(a.val.node.operands[0])) >= NONNEG and ps.of(_strip(b.val.node.operands[0])) >= NONNEG)
+        return (rs.of(strip_kept(a.val.node.operands[0])) >= NONNEG and ps.of(strip_kept(b.val.node.operands[0])) >= NONNEG)
 
     exact: dict[int, int] = {}  # identical conditions pair first, so a near match never takes one's partner
     for i, a in enumerate(rb):

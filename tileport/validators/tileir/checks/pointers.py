@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from tileport.validators.tileir.canon import CanonEntry, Val, render
+from tileport.validators.tileir.intforms import int_literal
 
 _VALUE_KEEPING = frozenset({"exti", "reshape", "broadcast", "assume"})
 _PTR_KEEPING = frozenset({"reshape", "broadcast", "assume", "ptr_to_ptr"})
@@ -21,13 +22,15 @@ _PTR_KEEPING = frozenset({"reshape", "broadcast", "assume", "ptr_to_ptr"})
 Term = tuple[str, tuple[str, ...]]  # (index key, sorted parameter factors)
 
 
-def _lit(v: Val) -> int | None:
-    if v.splat is None:
-        return None
-    try:
-        return int(v.splat[1])
-    except ValueError:
-        return None
+def strip_kept(v: Val, keeping: frozenset[str] = _VALUE_KEEPING, limit: int = 32) -> Val:
+    """The value under ops that keep it (`exti`, `reshape`, `broadcast`, `assume`: its assumed operand; or another
+    `keeping` set, e.g. the ops that keep a pointer)."""
+    for _ in range(limit):
+        n = v.node
+        if n is None or n.op.name not in keeping or not n.operands:
+            return v
+        v = n.operands[-1] if n.op.name == "assume" else n.operands[0]
+    return v
 
 
 class Linear:
@@ -36,12 +39,7 @@ class Linear:
         self.shown: dict[str, Val] = {}  # index key -> a value to render it by
 
     def strip(self, v: Val) -> Val:
-        for _ in range(32):
-            n = v.node
-            if n is None or n.op.name not in _VALUE_KEEPING or not n.operands:
-                return v
-            v = n.operands[-1] if n.op.name == "assume" else n.operands[0]
-        return v
+        return strip_kept(v)
 
     def difference(self, a: Val, b: Val) -> dict[Term, int]:
         """The linear form of a - b."""
@@ -52,7 +50,7 @@ class Linear:
 
     def of(self, v: Val, depth: int = 0) -> dict[Term, int]:
         v = self.strip(v)
-        k = _lit(v)
+        k = int_literal(v)
         if k is not None:
             return {("1", ()): k} if k else {}
         n = v.node
@@ -82,11 +80,7 @@ class Linear:
 
     def pointer(self, v: Val, depth: int = 0) -> tuple[int | None, dict[Term, int]]:
         """(array ordinal, linear offset) of a pointer tile; ordinal None when it does not start at an argument."""
-        for _ in range(32):
-            n = v.node
-            if n is None or n.op.name not in _PTR_KEEPING or not n.operands:
-                break
-            v = n.operands[-1] if n.op.name == "assume" else n.operands[0]
+        v = strip_kept(v, _PTR_KEEPING)
         n = v.node
         if n is None:
             return (self.ce.ptr_ordinal.get(v.arg_index) if v.arg_index is not None else None), {}
