@@ -11,6 +11,7 @@ import time
 import pytest
 
 from test_tui import app_for, seed_blocked
+from tileport.store import Store
 from tileport.exec.proc import Interrupted, ToolScope, run_command, tool_scope
 from tileport.tui.view import LiveTail
 from tileport.validators.rust.diagnostics import live_line
@@ -187,3 +188,24 @@ async def test_a_single_resume_ends_with_its_own_line_and_a_run_ends_with_the_su
                 break
         assert app.screen.__class__.__name__ == "SummaryScreen"
         assert app.summary_text.startswith("end of run: 2 conversions in ")  # the store's, as the list
+
+
+@pytest.mark.asyncio
+async def test_store_events_right_after_enter_opens_a_conversion_do_not_crash_the_dashboard(tmp_path):
+    """Seen in tmux during the default run: enter, then a stage event before the conversion screen had composed:
+    NoMatches('#conv-log') ended the dashboard with a traceback."""
+    from tileport.tui._conversion_screen import ConversionScreen
+
+    db = tmp_path / "t.db"
+    seed_blocked(db)
+    app = app_for(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        s = Store(db)
+        s.log_event("log", 1, text="#1 softmax D: blocked before building")
+        s.close()
+        app.push_screen(ConversionScreen(1))  # not awaited: not composed yet, as right after a key press
+        app.poll_store()
+        await pilot.pause(0.3)
+        assert app.is_running and isinstance(app.screen, ConversionScreen) and app.screen.is_mounted
+        assert app.events_seen  # the event was read (the screen reads the store itself when it mounts)

@@ -48,7 +48,58 @@ def _second_op(runner, repo):
     return repo / "second_op.py"
 
 
-async def test_a_second_ctrl_c_in_the_quit_dialog_stops_the_work_and_exits_cleanly(slow_runner):
+def _assert_stopped_and_recorded(app, child, db, cid):
+    """The screen is gone, the tool is dead, the attempt is recorded as interrupted and the conversion stopped."""
+    assert not app.is_running and not _alive(child)
+    assert app.exit_text and f"stopped #{cid}" in app.exit_text
+    s = Store(db)
+    try:
+        assert s.conversion(cid)["status"] == "stopped"
+        assert [e["payload"]["stage"] for e in s.events(cid) if e["kind"] == "stage.interrupted"] == ["A"]
+    finally:
+        s.close()
+
+
+def _queued_app(slow_runner):
+    """A dashboard with one slot on slow_runner's repository, which gets a second op (it will wait in the queue)."""
+    from tileport.tui import TileportApp
+
+    runner, cid, db, tmp, *_ = slow_runner
+    app = TileportApp(db, runner.config, repo=tmp / "repo", doctor=False, poll_interval=0.05, model="none")
+    app.actions._runner = runner
+    app.actions.jobs = 1  # one slot: the second op waits in the queue behind the slow one
+    app._second = _second_op(runner, tmp / "repo")
+    return app, cid, db, tmp
+
+
+async def _queue_two(app, pilot, cid, tmp) -> int:
+    """Start both ops as `c` would; once the slow one runs, the id of the queued one."""
+    ops = [str(tmp / "repo" / "slow_op.py"), str(app._second)]
+    app.run_worker(lambda: app.actions.start(ops), thread=True, group="start", exit_on_error=False)
+    await _running(app, pilot, tmp, cid)
+    for _ in range(100):
+        await pilot.pause(0.05)
+        if app.actions.queued_here():
+            break
+    (queued,) = app.actions.queued_here()
+    return queued
+
+
+async def _quit_answering(app, pilot, key: str) -> str:
+    """q, then `key` in the quit dialog; until the dashboard has gone. The dialog's text."""
+    await pilot.press("q")
+    await pilot.pause()
+    text = " ".join(str(w.render()) for w in app.screen.query("Static"))
+    await pilot.press(key)
+    await _until_exited(app, pilot, 30)
+    return text
+
+
+@pytest.mark.parametrize("how", ["ctrl+c twice", "SIGINT"])
+async def test_ctrl_c_twice_or_a_sigint_stops_the_work_and_exits_cleanly(slow_runner, how):
+    """ctrl+c asks; a second ctrl+c in the dialog answers "stop them" (the app's own ctrl+c binding used to swallow
+    it). `kill -INT` (not a key: the terminal is in raw mode) stops the work too, instead of letting the stage run to
+    its end behind a vanished screen."""
     from tileport.tui import TileportApp
 
     runner, cid, db, tmp, *_ = slow_runner
@@ -57,45 +108,25 @@ async def test_a_second_ctrl_c_in_the_quit_dialog_stops_the_work_and_exits_clean
     async with app.run_test(size=(160, 45)) as pilot:
         app._background("resume", cid)
         child = await _running(app, pilot, tmp, cid)
-        await pilot.press("ctrl+c")
-        await pilot.pause()
-        assert app.screen.__class__.__name__ == "QuitScreen"
-        assert "ctrl+c again: stop them" in " ".join(str(w.render()) for w in app.screen.query("Static"))
-        await pilot.press("ctrl+c")  # a person pressing it again means it
+        if how == "SIGINT":
+            os.kill(os.getpid(), signal.SIGINT)
+        else:
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            assert app.screen.__class__.__name__ == "QuitScreen"
+            assert "ctrl+c again: stop them" in " ".join(str(w.render()) for w in app.screen.query("Static"))
+            await pilot.press("ctrl+c")  # a person pressing it again means it
         await _until_exited(app, pilot)
-    assert not app.is_running, "a second ctrl+c left the dashboard open"
-    assert not _alive(child)
-    assert app.exit_text and f"stopped #{cid}" in app.exit_text
-    s = Store(db)
-    assert s.conversion(cid)["status"] == "stopped"
-    assert [e["payload"]["stage"] for e in s.events(cid) if e["kind"] == "stage.interrupted"] == ["A"]
-    s.close()
+    assert not app.is_running, f"{how} left the dashboard open"
+    _assert_stopped_and_recorded(app, child, db, cid)
 
 
 async def test_stop_them_says_which_queued_conversions_never_started(slow_runner):
-    from tileport.tui import TileportApp
-
-    runner, cid, db, tmp, *_ = slow_runner
-    repo = tmp / "repo"
-    second = _second_op(runner, repo)
-    app = TileportApp(db, runner.config, repo=repo, doctor=False, poll_interval=0.05, model="none")
-    app.actions._runner = runner
-    app.actions.jobs = 1  # one slot: the second op waits in the queue behind the slow one
+    app, cid, db, tmp = _queued_app(slow_runner)
     async with app.run_test(size=(160, 45)) as pilot:
-        app.run_worker(lambda: app.actions.start([str(repo / "slow_op.py"), str(second)]), thread=True,
-                       group="start", exit_on_error=False)
-        await _running(app, pilot, tmp, cid)
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if app.actions.queued_here():
-                break
-        (queued,) = app.actions.queued_here()
-        await pilot.press("q")
-        await pilot.pause()
-        text = " ".join(str(w.render()) for w in app.screen.query("Static"))
+        queued = await _queue_two(app, pilot, cid, tmp)
+        text = await _quit_answering(app, pilot, "s")
         assert "1 conversion running here (1 more queued)" in text and "the 1 queued do not start" in text
-        await pilot.press("s")
-        await _until_exited(app, pilot)
     assert not app.is_running
     assert f"stopped #{cid}" in app.exit_text and f"#{queued} not started (pending" in app.exit_text
     s = Store(db)
@@ -105,27 +136,10 @@ async def test_stop_them_says_which_queued_conversions_never_started(slow_runner
 
 
 async def test_leave_running_hands_the_queued_conversions_to_the_background_too(slow_runner):
-    from tileport.tui import TileportApp
-
-    runner, cid, db, tmp, *_ = slow_runner
-    repo = tmp / "repo"
-    second = _second_op(runner, repo)
-    app = TileportApp(db, runner.config, repo=repo, doctor=False, poll_interval=0.05, model="none")
-    app.actions._runner = runner
-    app.actions.jobs = 1
+    app, cid, db, tmp = _queued_app(slow_runner)
     async with app.run_test(size=(160, 45)) as pilot:
-        app.run_worker(lambda: app.actions.start([str(repo / "slow_op.py"), str(second)]), thread=True,
-                       group="start", exit_on_error=False)
-        await _running(app, pilot, tmp, cid)
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if app.actions.queued_here():
-                break
-        (queued,) = app.actions.queued_here()
-        await pilot.press("q")
-        await pilot.pause()
-        await pilot.press("b")
-        await _until_exited(app, pilot, 30)
+        queued = await _queue_two(app, pilot, cid, tmp)
+        await _quit_answering(app, pilot, "b")
     assert not app.is_running
     assert f"#{cid} #{queued} continue in the background (process" in app.exit_text, app.exit_text
     pid = int(app.exit_text.split("(process ")[1].split(",")[0])
@@ -141,24 +155,3 @@ async def test_leave_running_hands_the_queued_conversions_to_the_background_too(
     finally:
         if _alive(pid):
             os.killpg(pid, signal.SIGTERM)  # the detached process leads its own session and process group
-
-
-async def test_sigint_from_outside_stops_the_work_before_the_screen_goes(slow_runner):
-    """`kill -INT` (not a key: the terminal is in raw mode): the work is stopped and recorded, not left converting
-    unseen behind a vanished screen (it used to run the stage to its end, then exit silently)."""
-    from tileport.tui import TileportApp
-
-    runner, cid, db, tmp, *_ = slow_runner
-    app = TileportApp(db, runner.config, doctor=False, poll_interval=0.05, model="none")
-    app.actions._runner = runner
-    async with app.run_test(size=(160, 45)) as pilot:
-        app._background("resume", cid)
-        child = await _running(app, pilot, tmp, cid)
-        os.kill(os.getpid(), signal.SIGINT)
-        await _until_exited(app, pilot)
-    assert not app.is_running and not _alive(child)
-    assert f"stopped #{cid}" in app.exit_text
-    s = Store(db)
-    assert s.conversion(cid)["status"] == "stopped"
-    assert [e["payload"]["stage"] for e in s.events(cid) if e["kind"] == "stage.interrupted"] == ["A"]
-    s.close()

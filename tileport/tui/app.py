@@ -254,7 +254,9 @@ class TileportApp(GateCommands, App):
         self.events_seen += len(events)
         for screen in self.screen_stack:
             handler = getattr(screen, "store_changed", None)
-            if handler is not None:
+            # a screen pushed but not composed yet has no widgets to update (it reads the store when it mounts);
+            # calling it crashed the dashboard when events arrived right after enter opened a conversion
+            if handler is not None and screen.is_mounted:
                 handler(touched, events)
         for ev in events:
             if ev["kind"] == "stage.finished" and isinstance(self.screen, MainScreen):
