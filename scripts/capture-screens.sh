@@ -38,9 +38,15 @@ log() { printf '%s capture: %s\n' "$(date +%T)" "$*" >&2; }
 
 # wait_for STEP TIMEOUT ERE: until the pane matches ERE (grep -E); on timeout, keep the pane and fail
 wait_for() {
-  local step=$1 timeout=$2 re=$3 end=$((SECONDS + $2))
+  local step=$1 timeout=$2 re=$3 end=$((SECONDS + $2)) now
   while [ $SECONDS -lt $end ]; do
-    if pane | grep -Eq -- "$re"; then return 0; fi
+    now=$(pane)
+    if printf '%s\n' "$now" | grep -Eq -- "$re"; then return 0; fi
+    if [ "$step" != exit ] && printf '%s\n' "$now" | grep -Eq "tileport exited [0-9]+|^Traceback|NoMatches|Error: "; then
+      printf '%s\n' "$now" >"$OUT/FAILED-$step.txt"
+      log "$step: the dashboard ended or crashed (the pane: $OUT/FAILED-$step.txt)"
+      return 1
+    fi
     sleep 0.2
   done
   pane >"$OUT/FAILED-$step.txt"
@@ -194,5 +200,4 @@ save exit
 log "done: $OUT (scratch run left in $WORK)"
 }
 
-main "$@"
-exit $?
+main "$@"; exit $?  # one line: bash has read it whole before main runs, so edits cannot reach it
