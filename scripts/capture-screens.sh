@@ -42,7 +42,7 @@ wait_for() {
   while [ $SECONDS -lt $end ]; do
     now=$(pane)
     if printf '%s\n' "$now" | grep -Eq -- "$re"; then return 0; fi
-    if [ "$step" != exit ] && printf '%s\n' "$now" | grep -Eq "tileport exited [0-9]+|^Traceback|NoMatches|Error: "; then
+    if [ "$step" != exit ] && printf '%s\n' "$now" | grep -Eq "tileport exited [0-9]+|Traceback \(most recent call last\)"; then
       printf '%s\n' "$now" >"$OUT/FAILED-$step.txt"
       log "$step: the dashboard ended or crashed (the pane: $OUT/FAILED-$step.txt)"
       return 1
