@@ -155,7 +155,8 @@ class ConversionScreen(Screen):
         if ref:
             head.append(f"\n{ref}", style="yellow" if "IR gate" in ref else "")
         self.query_one("#conv-head", Static).update(head)
-        counters = Text("retries: ", no_wrap=True, overflow="ellipsis")
+        since = f" since edit {row.round_commit[:10]}" if row.round_commit else ""  # the caps' round, as routed
+        counters = Text(f"retries{since}: ", no_wrap=True, overflow="ellipsis")
         for s in STAGE_ORDER:
             n, cap = row.attempts[s]
             label = f"{s} {n}/{cap}  " if self.size.width and self.size.width < 120 else f"{s} {STAGE_NAMES[s]} {n}/{cap}  "

@@ -17,14 +17,14 @@ shows up live. Keys:
 | key | where | what |
 |---|---|---|
 | enter | conversions | open the conversion |
-| s | anywhere | start / resume the selected conversion |
+| s | anywhere | start / resume the selected conversion (an edit committed without B's gates is gated first) |
 | x | anywhere | stop it now: its running tool is killed, the attempt recorded as interrupted (resume with s) |
 | c | anywhere | convert another op: the path of your own cuTile Python file |
 | u | anywhere | the end-of-run summary (counts, time, what needs a person) |
 | r | conversion | rerun a stage (asks which) |
 | a / j | conversion | approve / reject the current commit (reject asks for a reason) |
 | m | conversion | merge (only after every gate passed on this commit and it is approved) |
-| e | conversion | open the port's kernel.rs in `$EDITOR` (not while a stage runs); then commit it as a human attempt |
+| e | conversion | edit the worktree's kernel.rs in `$EDITOR` (not while a stage runs), then commit it as a human attempt and re-run B's gates on it (y), or commit only (c) |
 | 7, v | conversion | code: kernel.rs beside the Python op; v: branch diff, diff between attempts |
 | g | conversion | pack a gate for a GPU host (a cargo build); the Performance tab shows what to run there |
 | i | conversion | ingest the results.json a GPU host wrote: stages D and E, for the current commit only |

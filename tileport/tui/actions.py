@@ -112,6 +112,8 @@ class Actions:
             pid = self._held_elsewhere(conv)
             if pid is not None:
                 return f"conversion {conversion_id} is run by another tileport process ({pid}); stop it first (x)"
+            if action == "resume" and status in ("done", "blocked", "failed") and self._ungated(conversion_id):
+                return None  # a person's edit at HEAD has no B run: resuming gates it, then routes on from it
             if action == "resume" and status in ("done", "merged", "rejected"):
                 return f"conversion {conversion_id} is {status}; rerun a stage (r) to change it"
             if action == "resume" and status in ("blocked", "failed"):
@@ -308,6 +310,12 @@ class Actions:
         from tileport.tui._background import GATES
 
         return {cid for cid, stage in self.forced.items() if stage == GATES}
+
+    def _ungated(self, conversion_id: int) -> bool:
+        try:
+            return self.ungated_head(conversion_id) is not None
+        except UserError:  # its worktree is gone or moved: resume says so itself
+            return False
 
     def ungated_head(self, conversion_id: int) -> str | None:
         """The HEAD commit when no B run judged it (an edit committed without its gates, or gates stopped)."""

@@ -59,6 +59,7 @@ class ConversionRow:
     fail_class: str | None = None  # of the newest stage run
     summary: str = ""  # of the newest stage run
     perf: PerfDetails | None = None  # the newest E run's details, with the bounds recorded with it
+    round_commit: str | None = None  # the person's edit the attempt counters count from (the router's round)
 
     def attempts_text(self) -> str:
         return " ".join(f"{s}{n}/{c}" for s, (n, c) in self.attempts.items() if n)
@@ -86,7 +87,7 @@ def conversion_row(c: queries.ConversionSummary, caps: dict[str, int],
         attempts={s: (c.attempts.get(s, 0), int(caps.get(s, 0))) for s in STAGE_ORDER}, geomean=c.geomean,
         approval=_approval_text(c.approval, c.approval_commit, c.head_commit), branch=c.branch, worktree=c.worktree,
         head_commit=c.head_commit, updated_at=c.updated_at, worst=c.worst_ratio, running=running,
-        fail_class=c.fail_class, summary=c.summary, perf=c.perf)
+        fail_class=c.fail_class, summary=c.summary, perf=c.perf, round_commit=c.round_commit)
 
 
 def conversion_rows(store: Store, caps: dict[str, int], ids: list[int] | None = None) -> list[ConversionRow]:
