@@ -92,21 +92,27 @@ class QuitScreen(ModalScreen[str | None]):
                 Binding("b", "choose('background')", "leave running"),
                 Binding("ctrl+c", "choose('stop')", "stop them", priority=True, show=False)]
 
-    def __init__(self, running: list[str]) -> None:
+    def __init__(self, running: list[str], queued: int = 0) -> None:
         super().__init__()
         self.running = running
+        self.queued = queued
 
     def compose(self) -> ComposeResult:
-        n = len(self.running)
+        n, q = len(self.running), self.queued
+        more = f" ({q} more queued)" if q and n else ""
+        title = f"{n} conversion{'s' * (n != 1)} running here{more}:" if n else \
+            f"{q} conversion{'s' * (q != 1)} queued here, none running yet:"
+        queued = f"; the {q} queued do not start" if q else ""
         with Vertical(id="quit-box"):
-            yield Static(f"{n} conversion{'s' * (n != 1)} running here:", id="quit-title")
+            yield Static(title, id="quit-title")
             yield Static("\n".join(f"  {r}" for r in self.running[:8])
                          + (f"\n  ... and {n - 8} more" if n > 8 else ""), id="quit-list")
-            yield Static("s  stop them: their tools are killed now, each attempt recorded as interrupted "
+            yield Static(f"s  stop them: their tools are killed now, each attempt recorded as interrupted{queued} "
                          "(resume later with s or `tileport run --resume ID`)\n"
                          "b  leave them running in the background: a detached `tileport` process resumes them "
-                         "(the running attempt starts again); `tileport stop ID` stops one\n"
-                         "esc  cancel: back to the dashboard", id="quit-help")
+                         f"{'and runs the queued ones ' if q else ''}(the running attempt starts again); "
+                         "`tileport stop ID` stops one\n"
+                         "esc  cancel: back to the dashboard   (ctrl+c again: stop them)", id="quit-help")
             with Horizontal(id="quit-buttons"):
                 yield Button("Stop them (s)", id="stop", variant="error")
                 yield Button("Leave running (b)", id="background", variant="primary")

@@ -237,11 +237,14 @@ class LiveTail:
             st = self.path.stat()
         except OSError:
             return False, []
+        from tileport.validators.rust.diagnostics import live_line
+
         fresh = False
         if self._inode != (st.st_dev, st.st_ino) or st.st_size < self._offset:
-            self._offset, fresh, self._inode = 0, True, (st.st_dev, st.st_ino)
+            self._offset, fresh, self._inode, self.now = 0, True, (st.st_dev, st.st_ino), ""
             if st.st_size > limit:
                 self._offset = st.st_size - limit
+                self._note_before(self._offset)
         if st.st_size == self._offset:
             return fresh, []
         with open(self.path, "rb") as f:
@@ -251,11 +254,28 @@ class LiveTail:
         if cut < 0:
             return fresh, []
         self._offset += cut + 1
-        lines = data[: cut + 1].decode("utf-8", "replace").splitlines()
-        for line in lines:
+        lines: list[str] = []
+        for line in data[: cut + 1].decode("utf-8", "replace").splitlines():
             if line.startswith(self.NOTE):
                 self.now = line[len(self.NOTE):]
+            shown = live_line(line)  # cargo's JSON as cargo prints it for a person; rustc diagnostics rendered
+            if shown is not None:
+                lines += shown.splitlines() or [""]
         return fresh, lines
+
+    def _note_before(self, end: int, window: int = 4 << 20) -> None:
+        """`now` from the part of a long file that is not shown (a reader opened late must still say what runs)."""
+        start = max(0, end - window)
+        with open(self.path, "rb") as f:
+            f.seek(start)
+            head = f.read(end - start)
+        i = head.rfind(b"\n" + self.NOTE.encode())
+        if i < 0 and start == 0 and head.startswith(self.NOTE.encode()):
+            i = -1
+        elif i < 0:
+            return
+        line = head[i + 1:].split(b"\n", 1)[0].decode("utf-8", "replace")
+        self.now = line[len(self.NOTE):]
 
 
 GPU_FOR = {"sm_90": "H100/H200 (sm_90)", "sm_100": "B200 (sm_100)", "sm_80": "A100 (sm_80)", "sm_89": "L40/4090 (sm_89)",
@@ -272,13 +292,15 @@ def next_step(rows: list[ConversionRow], targets: list[str], gpu_detail: str | N
         return None
     gpus = " or ".join(GPU_FOR.get(t, t) for t in targets) or "an NVIDIA GPU"
     first = blocked[0].id
+    rest = [str(r.id) for r in blocked[1:]]
+    others = f" (likewise {', '.join(rest[:7])}{' …' if len(rest) > 7 else ''})" if rest else ""
     where = f"the GPU host reached by [gpu] command_prefix = {command_prefix!r} did not answer" if command_prefix \
         else "no GPU here"
     seen = f" (doctor: {gpu_detail})" if gpu_detail else ""
     return (f"next step: all {len(blocked)} conversions stopped BLOCKED(env) at {blocked[0].stage or 'D'}: {where}; "
-            f"they need {gpus}{seen}. On a GPU host: `tileport gate pack {first}`, copy the gate directory there, "
+            f"they need {gpus}{seen}. On a GPU host: `tileport gate pack {first}`{others}, copy the gate directory there, "
             f"`tileport gate run DIR`, then `tileport gate ingest DIR/results.json` here; or set "
-            f"[gpu] command_prefix in tileport.toml (e.g. \"ssh gpu-host\") and resume (s).")
+            f"[gpu] command_prefix in tileport.toml (e.g. \"ssh gpu-host\") and rerun stage D (r, then D).")
 
 
 @dataclass
@@ -297,6 +319,15 @@ class RunSummary:
         return "\n".join(lines)
 
 
+def _first_clause(summary: str, width: int = 110) -> str:
+    """A stage summary's first clause (the how-to after `;` is the next step's job), cut at a word, never inside one."""
+    text = " ".join(summary.split()).removeprefix("blocked: ").split("; ")[0]
+    if len(text) <= width:
+        return text
+    cut = text.rfind(" ", 0, width)
+    return text[: cut if cut > width // 2 else width] + " …"
+
+
 def run_summary(rows: list[ConversionRow], seconds: float) -> RunSummary:
     by_status: dict[str, int] = {}
     by_verdict: dict[str, int] = {}
@@ -308,9 +339,9 @@ def run_summary(rows: list[ConversionRow], seconds: float) -> RunSummary:
         if r.status == "done" and r.approval in ("-", "stale (approve)"):
             needs.append(f"#{r.id} {r.op}: every gate passed: review and approve (a), then merge (m)")
         elif r.status == "blocked":
-            needs.append(f"#{r.id} {r.op}: BLOCKED at {r.stage}: {r.summary[:100] or 'the environment'}")
+            needs.append(f"#{r.id} {r.op}: BLOCKED at {r.stage}: {_first_clause(r.summary) or 'the environment'}")
         elif r.status in ("failed", "error"):
-            needs.append(f"#{r.id} {r.op}: {r.status} at {r.stage} {r.verdict or ''}: {r.summary[:100]} "
+            needs.append(f"#{r.id} {r.op}: {r.status} at {r.stage} {r.verdict or ''}: {_first_clause(r.summary)} "
                          "(look at the code view, edit with e, or rerun with r)")
         elif r.status == "stopped":
             needs.append(f"#{r.id} {r.op}: stopped; resume with s")
