@@ -125,9 +125,18 @@ class StopOutcome:
     text: str
 
 
-def stop_conversion(store, conversion_id: int, wait_s: float = 10.0) -> StopOutcome:
+def resume_command(store, conversion_id: int) -> str:
+    """The command that resumes `conversion_id` from this store (the conversion's repository names the store)."""
+    import shlex
+
+    repo = store.conversion(conversion_id).get("repo")
+    return f"tileport run --resume {conversion_id}" + (f" --repo {shlex.quote(str(repo))}" if repo else "")
+
+
+def stop_conversion(store, conversion_id: int, wait_s: float = 10.0, resume_hint: str | None = None) -> StopOutcome:
     """Ask whichever process drives `conversion_id` to stop, wait up to `wait_s` for it to let go, and say
-    what happened (read back from the store: the interrupted attempt, or that nothing ran)."""
+    what happened (read back from the store: the interrupted attempt, or that nothing ran). `resume_hint` replaces
+    the resume command in the message (a dashboard says its key)."""
     from tileport.errors import UserError
 
     conv = store.conversion(conversion_id)
@@ -152,4 +161,5 @@ def stop_conversion(store, conversion_id: int, wait_s: float = 10.0) -> StopOutc
     else:
         what = "stopped between stages"
     return StopOutcome(conversion_id, True, True,
-                       f"#{conversion_id} stopped (process {pid}): {what}; resume: tileport run --resume {conversion_id}")
+                       f"#{conversion_id} stopped (process {pid}): {what}; "
+                       + (resume_hint or f"resume: {resume_command(store, conversion_id)}"))

@@ -414,6 +414,32 @@ def running_stages(store: "Store", ids: list[int]) -> dict[int, RunningStageRow]
     return out
 
 
+class InterruptedAttempt(_Row):
+    """A stage attempt that was stopped before it recorded a run (event `stage.interrupted`)."""
+
+    event_id: int
+    ts: str
+    stage: str
+    attempt: int = 0
+    seconds: float | None = None
+    why: str = ""
+
+
+def interrupted_attempts(store: "Store", conversion_id: int) -> list[InterruptedAttempt]:
+    """Every interrupted attempt of one conversion, oldest first (the timeline shows them beside the runs)."""
+    out = []
+    for r in _dicts(store, "select id, ts, payload from events where conversion_id = ? and kind = 'stage.interrupted' "
+                           "order by id", [conversion_id]):
+        p = json_column(r["payload"], store.path, "events.payload")
+        p = p if isinstance(p, dict) else {}
+        secs = p.get("seconds")
+        out.append(InterruptedAttempt(event_id=r["id"], ts=r["ts"], stage=str(p.get("stage", "?")),
+                                      attempt=int(p.get("attempt") or 0),
+                                      seconds=float(secs) if isinstance(secs, (int, float)) else None,
+                                      why=str(p.get("why") or "")))
+    return out
+
+
 def next_conversion_id(path: str | Path) -> int:
     """The id the next conversion will get, read without creating the store (checks made before anything
     exists): 1 when there is no store yet or it cannot be read (opening it later gives the real error)."""

@@ -56,11 +56,11 @@ class CodeView(Vertical):
             if line:
                 self.query_one(box, VerticalScroll).scroll_to(y=max(0, line - 3), animate=False)
 
-    def show_diff(self, mode: int, title: str, diff: str) -> None:
+    def show_diff(self, mode: int, title: str, diff: str, empty: str = "no differences") -> None:
         head = Text()
         head.append(f"[{MODES[mode]}] ", style="bold")
         head.append(title + "   (v: next view)", style="dim")
-        body = _syntax(diff, "diff") if diff.strip() else Text("no differences", style="dim")
+        body = _syntax(diff, "diff") if diff.strip() else Text(empty, style="dim")
         self._set(head, body)
 
     def show_message(self, text: str) -> None:

@@ -104,6 +104,8 @@ class ConversionScreen(RowDetails, Screen):
         self._pairs = []
         self._live: LiveTail | None = None
         self._code_mode = 0
+        self._interrupted: set[str] = set()  # timeline keys of the interrupted attempts shown
+        self._code_gen = 0  # bumped by every code view request (_load_code)
         self._commands: list[queries.CommandRow] = []
         self._artifacts: list[queries.ArtifactRow] = []
         self._selected_run: int | None = None
@@ -329,8 +331,15 @@ class ConversionScreen(RowDetails, Screen):
                       "-" if r.seconds is None else f"{r.seconds:.1f}", str(r.tokens or ""),
                       r.routed_to or "", Text(r.route_reason or ""), (r.commit or "")[:10], Text(r.summary[:120]),
                       key=str(r.run_id))
+        for x in queries.interrupted_attempts(self.app.store, self.conversion_id):
+            key = f"int-{x.event_id}"
+            if key not in self._interrupted:  # an attempt stopped before it recorded a run
+                self._interrupted.add(key)
+                t.add_row("-", f"{x.stage} {STAGE_NAMES.get(x.stage, '')}", str(x.attempt),
+                          Text("INTERRUPTED", style="yellow"), "", "-" if x.seconds is None else f"{x.seconds:.1f}",
+                          "", "", Text(x.why), "", Text(f"interrupted at {x.ts[11:19]}"), key=key)
         if len(attempts) > len(self._attempts) and attempts:
-            t.move_cursor(row=len(attempts) - 1)
+            t.move_cursor(row=t.get_row_index(str(attempts[-1].run_id)))
             self._show_run(attempts[-1].run_id)
         self._attempts = attempts
 
@@ -511,34 +520,48 @@ class ConversionScreen(RowDetails, Screen):
         self._code_mode = (self._code_mode + 1) % len(MODES)
         self.action_tab("code")
 
-    @work(thread=True, exclusive=True, group="code")
     def _load_code(self) -> None:
+        self._code_gen += 1  # the newest request: an older worker's result is dropped (_code_worker)
+        self._code_worker(self._code_gen, self._code_mode, self._selected_run)
+
+    @work(thread=True, exclusive=True, group="code")
+    def _code_worker(self, gen: int, mode: int, selected: int | None) -> None:
+        from textual.worker import get_current_worker
+
         from tileport.tui import code
 
         view = self.query_one("#code-view", CodeView)
         store = self.app.store
         conv = store.conversion(self.conversion_id)
         wt = Path(conv["worktree"]) if conv.get("worktree") else None
-        call = self.app.call_from_thread
+        worker = get_current_worker()
+
+        def call(show, *args):  # only the current request updates the view
+            if worker.is_cancelled or gen != self._code_gen:
+                return
+            self.app.call_from_thread(lambda: gen == self._code_gen and show(*args))
         if wt is None or not wt.is_dir():
             call(view.show_message, "no worktree on disk for this conversion: nothing to show")
             return
         head = conv.get("head_commit") or "HEAD"
         op = Path(conv["op_path"]).stem
-        if self._code_mode == 0:
+        if mode == 0:
             call(view.show_sides, code.sides(wt, head, conv["op_path"]), op)
-        elif self._code_mode == 1:
+        elif mode == 1:
             base = conv.get("base_commit") or "HEAD"
             call(view.show_diff, 1, f"{conv.get('branch') or 'branch'} {head[:10]} against its base {base[:10]}",
                  code.branch_diff(wt, base, head, conv["op_path"]))
         else:
             runs = [a for a in self._attempts if a.commit]
-            chosen = next((a for a in runs if a.run_id == self._selected_run), runs[-1] if runs else None)
+            chosen = next((a for a in runs if a.run_id == selected), runs[-1] if runs else None)
             older = next((a for a in reversed(runs[: runs.index(chosen)]) if a.stage == chosen.stage), None) \
                 if chosen else None
             if chosen is None or older is None:
+                alone = (f"only one attempt of {chosen.stage} so far; nothing to compare" if chosen is not None
+                         and sum(a.stage == chosen.stage for a in runs) == 1 else "no earlier attempt of its stage; "
+                         "nothing to compare")
                 call(view.show_diff, 2, "highlight an attempt in the timeline (1) that has an earlier attempt of its "
-                                        "stage", "")
+                                        "stage", "", alone if chosen is not None else "no attempt with a commit yet")
                 return
             call(view.show_diff, 2, f"{chosen.stage}{chosen.attempt} ({chosen.commit[:10]}) against "
                                     f"{older.stage}{older.attempt} ({older.commit[:10]})",

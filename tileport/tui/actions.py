@@ -226,7 +226,7 @@ class Actions:
             self._runner.stop(conversion_id)  # in-process: at once, without waiting for the stop file poll
         store = Store(self.store_path)
         try:
-            return stop_conversion(store, conversion_id, wait_s)
+            return stop_conversion(store, conversion_id, wait_s, resume_hint="s resumes")
         finally:
             store.close()
 
