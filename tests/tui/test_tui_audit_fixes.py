@@ -142,3 +142,32 @@ async def test_stop_message_names_the_repository_and_the_dashboard_says_s_resume
         out = app.actions.stop(c.cid, wait_s=5)
         th.join()
         assert out.stopped and out.text.endswith("s resumes") and "tileport run" not in out.text
+
+
+@pytest.mark.parametrize("pair", ["matmul_f16", "softmax_f16"])
+async def test_ir_diff_at_80x24_gives_the_aligned_rows_most_of_the_height(tmp_path, pair):
+    from pathlib import Path
+
+    from tileport.records import Stage, StageResult
+
+    irdir = Path(__file__).resolve().parents[1] / "ir_kernels" / "rust"
+    db = tmp_path / "t.db"
+    s = Store(db)
+    cid = s.add_conversion("/x/examples/op.py", "k")
+    s.record_stage(cid, StageResult(stage=Stage.WRITE_KERNEL, verdict="COMPILED", cap=2, details={"ir_pairs": [
+        {"label": f"k/{p}/sm_90", "reference": str(irdir / f"{pair}.ref.tileir"), "port": str(irdir / f"{pair}.rust.tileir"),
+         "verdict": "PASS"} for p in ("f16", "f32", "bf16")]}))
+    s.close()
+    app = TileportApp(db, Config(), doctor=False, poll_interval=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.open_conversion(cid)
+        await pilot.pause()
+        await pilot.press("5")
+        rows = app.screen.query_one("#ir-rows")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if rows.row_count > 10:
+                break
+        await pilot.pause(0.2)
+        others = sum(app.screen.query_one(w).outer_size.height for w in ("#ir-pair-list", "#ir-summary", "#ir-findings"))
+        assert rows.size.height >= 8 and rows.size.height > others, (rows.size.height, others)
