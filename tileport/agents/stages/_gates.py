@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tileport.records import FailClass, Stage, StageResult, utcnow
+from tileport.records import DETAILS, FailClass, Stage, StageResult, utcnow
 
 Gate = Callable[[Any, Any, Any, Any], Any]  # (crate_dir, analysis, spec, config) -> report
 
@@ -29,7 +29,7 @@ def run_gate(ctx, stage: Stage, gate: Gate, to_result: Callable[..., StageResult
     if missing:
         ctx.log(f"#{ctx.conversion_id} {ctx.op} {stage.value}: blocked before building: {missing}")
         return StageResult(stage=stage, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
-                           started_at=started, finished_at=utcnow(), details={"env_missing": missing},
+                           started_at=started, finished_at=utcnow(), details=DETAILS[stage](env_missing=missing).dump(),
                            summary=f"blocked: {missing}")
     analysis, spec = inputs(ctx)
     with ctx.limits.gpu:

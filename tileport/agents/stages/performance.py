@@ -26,7 +26,8 @@ def result_from_report(report, *, attempt: int, started_at, geomean_max: float,
                   commands=list(getattr(report, "commands", None) or []))
     if getattr(report, "env_missing", None):
         return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV,
-                           details={"env_missing": report.env_missing}, summary=f"blocked: {report.env_missing}")
+                           details=PerfDetails(env_missing=report.env_missing).dump(),
+                           summary=f"blocked: {report.env_missing}")
     rows = [_row(r) for r in (report.rows or [])]
     worst = report.worst if getattr(report, "worst", None) is not None else None
     gm = report.geomean
