@@ -4,7 +4,7 @@ BLOCKED(env) when the GPU, the driver or the gates themselves are missing."""
 
 from __future__ import annotations
 
-from tileport.agents.stages._gates import run_gate
+from tileport.agents.stages._gates import env_blocked, run_gate
 from tileport.records import CorrectnessDetails, FailClass, Stage, StageResult, utcnow
 
 STAGE = Stage.HOST_CORRECTNESS
@@ -21,9 +21,7 @@ def result_from_report(report, *, attempt: int, started_at) -> StageResult:
     common = dict(stage=STAGE, attempt=attempt, started_at=started_at, finished_at=utcnow(),
                   commands=list(getattr(report, "commands", None) or []))
     if getattr(report, "env_missing", None):
-        return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV,
-                           details=CorrectnessDetails(env_missing=report.env_missing).dump(),
-                           summary=f"blocked: {report.env_missing}")
+        return env_blocked(report.env_missing, **common)
     failed = [c for c in cases if str(c.get("status", "")).lower() not in ("pass", "ok", "passed")]
     if report.all_pass:
         return StageResult(**common, verdict="ALL_PASS", details=CorrectnessDetails(cases=len(cases)).dump(),
