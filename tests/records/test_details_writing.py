@@ -98,3 +98,18 @@ def test_what_every_stage_records_reads_back_unchanged(tmp_path):
     runs = queries.stage_runs(store, cid)
     assert [run.raw_details for run in runs] == [r.details for r in results]
     assert [run.details.dump() for run in runs] == [r.details for r in results]
+
+
+def test_the_details_an_older_tileport_stored_read_back_unchanged(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from tileport.store import Store, queries
+
+    db = tmp_path / "v3.db"
+    shutil.copy(Path(__file__).resolve().parents[1] / "data" / "stores" / "v3-main.db", db)
+    store = Store(db)
+    runs = [run for c in store.conversions() for run in queries.stage_runs(store, c["id"])]
+    assert {run.stage for run in runs} == {"A", "B", "D", "E"}
+    for run in runs:
+        assert run.raw_details and run.details.dump() == run.raw_details, run.stage

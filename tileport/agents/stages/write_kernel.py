@@ -337,7 +337,8 @@ def gates(ctx, source: str = HUMAN_EDIT, runs_dir: Path | None = None) -> StageR
 
 def _no_reference(ctx, error: Exception, started, source: str | None = None) -> StageResult:
     return StageResult(stage=STAGE, attempt=ctx.attempt, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL,
-                       started_at=started, finished_at=utcnow(), details=WriteKernelDetails(source=source).dump() if source else {},
+                       started_at=started, finished_at=utcnow(),
+                       details=WriteKernelDetails(source=source).dump() if source else {},
                        summary=f"no reference analysis: {error}")
 
 
