@@ -148,7 +148,6 @@ async def latency(args) -> None:
     from tileport.agents import stages
     from tileport.agents.runner import Runner
 
-    stages.STAGES["A"] = FAKE_busy_stage
     tmp = Path(tempfile.mkdtemp(prefix="bench-tui-latency-"))
     repo = tmp / "repo"
     repo.mkdir()
@@ -160,7 +159,8 @@ async def latency(args) -> None:
     subprocess.run(["git", "commit", "-qm", "base"], cwd=repo, check=True)
     db = tmp / "tileport.db"
     config = Config(store=str(db))
-    runner = Runner(config, model="none", out=lambda _l: None)
+    runner = Runner(config, model="none", out=lambda _l: None,
+                    stages={**stages.default_stages(), "A": FAKE_busy_stage})
     cids = [runner.start(repo / f"op{i}.py", repo=repo) for i in range(args.running)]
     app = TileportApp(db, config, doctor=False, poll_interval=0.25, model="none")
     app.actions._runner = runner

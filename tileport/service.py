@@ -97,7 +97,9 @@ def start(run: "Runner", ops: Iterable[str | Path], *, repo: str | Path = ".", k
 
 
 def resume(run: "Runner", conversion_id: int) -> "Finished":
-    """Continue a stopped conversion; a model given to the runner now replaces the stored one (see docstring)."""
+    """Continue a stopped conversion; a model given to the runner now replaces the stored one (see docstring). A
+    person's edit committed without B's gates (or with its gates stopped) is gated first, then the route goes on
+    from that B run; the Finished says so (`gated`, and its reason)."""
     return run.resume(conversion_id)
 
 
@@ -148,12 +150,14 @@ def commit_human_edit(store: Store, conversion_id: int) -> str:
 
 
 def ungated_head(store: Store, conversion_id: int) -> str | None:
-    """The conversion's HEAD when no B run was recorded on it though one was before (a person's edit committed
-    without its gates, or its gates stopped), else None."""
-    conv = store.conversion(conversion_id)
-    runs = queries.stage_runs(store, conversion_id, "B")
-    head = conv.get("head_commit")
-    return head if runs and head and all(r.commit != head for r in runs) else None
+    """The conversion's HEAD when a person's edit committed after B's newest run has no B run (committed without its
+    gates, or its gates stopped), else None: what a resume gates first (`Runner.ungated`, the same rule)."""
+    from tileport.worktrees.conversion import ungated_edit
+
+    if not store.conversion(conversion_id).get("worktree"):
+        return None  # recorded by `tileport analyze`: no port to edit
+    wt, _ = _port_paths(store, conversion_id)
+    return ungated_edit(wt, [r.commit for r in queries.stage_runs(store, conversion_id, "B")])
 
 
 def gate_human_edit(run: "Runner", conversion_id: int, *, commit: bool = False) -> "EditJudged":

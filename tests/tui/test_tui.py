@@ -98,6 +98,8 @@ async def test_conversion_screen_timeline_commands_and_routing(tmp_path):
         row = [str(c) for c in t.get_row_at(1)]
         assert row[1].startswith("B") and row[2] == "1/2" and row[3] == "FAIL_COMPILE" and row[7] == "B"
         assert "retry 2/2" in row[8]
+        await pilot.press("2")  # the commands tab is drawn when it is shown
+        await pilot.pause()
         cmds = screen.query_one("#commands-table")
         assert cmds.row_count == 1 and "cargo build" in str(cmds.get_row_at(0)[3])
         counters = str(screen.query_one("#conv-counters").render())
@@ -152,10 +154,10 @@ async def test_ir_diff_view_aligns_real_ir_and_jumps_between_findings(tmp_path):
         await pilot.pause()
         app.open_conversion(cid)
         await pilot.pause()
-        await pilot.press("5")
-        for _ in range(60):
+        await pilot.press("5")  # the tab's content is mounted and the pair diffed (a thread) when it is shown
+        for _ in range(200):
             await pilot.pause(0.05)
-            summary = str(app.screen.query_one("#ir-summary").render())
+            summary = " ".join(str(w.render()) for w in app.screen.query("#ir-summary"))
             if "PASS" in summary or "FAIL" in summary:
                 break
         assert "softmax_kernel/f16/sm_90" in summary and ("PASS" in summary or "FAIL" in summary)
@@ -454,12 +456,19 @@ async def test_commands_per_stage_run_show_the_tools_own_argv_and_enter_opens_th
         await pilot.pause()
         t = app.screen.query_one("#timeline-table")
         assert t.cursor_row == 1  # the newest run: D's commands
+        await pilot.press("2")
+        await pilot.pause()
         assert "python -m gate" in str(app.screen.query_one("#commands-table").get_row_at(0)[3])
+        await pilot.press("1")
+        await pilot.pause()
         t.move_cursor(row=0)  # pick B's run in the timeline: its build is still inspectable after D ran
+        await pilot.press("2")
         await pilot.pause()
         cell = str(app.screen.query_one("#commands-table").get_row_at(0)[3])
         assert cell.startswith("cargo build --offline --release") and "prlimit" not in cell
         assert "of B write kernel attempt 1 (COMPILED)" in str(app.screen.query_one("#commands-of").render())
+        await pilot.press("1")
+        await pilot.pause()
         await pilot.press("enter")  # the timeline row's whole summary
         await pilot.pause()
         assert app.screen.__class__.__name__ == "DetailScreen" and app.screen.text.count("long summary") == 30

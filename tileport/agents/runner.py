@@ -19,7 +19,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
@@ -35,12 +35,13 @@ from tileport.exec.proc import Interrupted, ToolScope, tool_scope
 from tileport.exec.toolchain import from_config
 from tileport.local_models.protocol import CancelToken
 from tileport.records import StageResult
+from tileport.records.rounds import round_start
 from tileport.store import Store, queries, record_run
 from tileport.worktrees import git as wgit
 from tileport.worktrees.conversion import (ConversionWorktree, WorktreeEscape, branch_name, check_commands_inside,
                                            check_repo,
                                            commit_stage, create_conversion_worktree, discard_uncommitted,
-                                           open_conversion_worktree, stage_commits)
+                                           open_conversion_worktree, stage_commits, ungated_edit)
 
 EXIT_OK, EXIT_FAILED, EXIT_USER, EXIT_BLOCKED = 0, 1, 2, 3
 STATUS_EXIT = {"done": EXIT_OK, "blocked": EXIT_BLOCKED, "failed": EXIT_FAILED, "error": EXIT_FAILED,
@@ -53,6 +54,10 @@ Checkpoint = Callable[[str, str, int], None]  # (point, stage, attempt)
 
 def immediate(store: Store):
     return store._write()
+
+
+class EditInterrupted(UserError):
+    """A stop request killed the gates on a person's edit; nothing of them is kept (HEAD stays ungated)."""
 
 
 class StageInterrupted(Exception):
@@ -68,6 +73,7 @@ class Finished:
     conversion_id: int
     status: str  # done | blocked | failed | stopped | error
     reason: str = ""
+    gated: "EditJudged | None" = None  # B's gates a resume ran first on a person's ungated edit at HEAD
 
     @property
     def exit_code(self) -> int:
@@ -117,6 +123,7 @@ class Runner:
     stages: Mapping[str, StageFn] | None = None  # stage letter -> its function (default: the real stages)
     checkpoint: Checkpoint | None = None  # called at each of POINTS of every attempt (tests: kill -9 there)
     examples_dir: Path | None = None  # worked ports for the kernel writer (the service says where they are)
+    gates: Callable[..., StageResult] | None = None  # B's gates on a person's edit (default write_kernel.gates)
     _cancels: dict[int, CancelToken] = field(default_factory=dict)
     _scopes: dict[int, ToolScope] = field(default_factory=dict)
     _print_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -241,11 +248,31 @@ class Runner:
             store.close()
 
     def _drive(self, store: Store, conv: dict, wt: ConversionWorktree, force: str | None) -> Finished:
+        """Recover, then (a resume) gate a person's edit at HEAD that no B run judged, then follow the router."""
+        cid = conv["id"]
+        paths = ConversionPaths(wt.path, Path(conv["op_path"]).stem)
+        self._recover(store, cid, wt, paths)
+        runs = self._runs(store, cid)
+        if force is not None or (head := self.ungated(wt, runs)) is None:
+            return self._route(store, conv, wt, force, runs)
+        self.say(f"#{cid} {paths.op}: HEAD {head[:10]} is a human edit no B run judged; B's gates run on it first")
+        try:
+            gated = self._judge_edit(store, conv, wt, HUMAN_EDIT)
+        except EditInterrupted as e:
+            return Finished(cid, "stopped", str(e))
+        done = self._route(store, store.conversion(cid), wt, None, self._runs(store, cid))
+        return replace(done, gated=gated, reason=f"{gated.reason}; {done.reason}" if done.reason else gated.reason)
+
+    @staticmethod
+    def ungated(wt: ConversionWorktree, runs: list[queries.StageRunRow]) -> str | None:
+        """HEAD when it holds a person's edit that no B run judged (`worktrees.conversion.ungated_edit`)."""
+        return ungated_edit(wt, [r.commit for r in runs if r.stage == "B"])
+
+    def _route(self, store: Store, conv: dict, wt: ConversionWorktree, force: str | None,
+               runs: list[queries.StageRunRow]) -> Finished:
         cid = conv["id"]
         op_path = Path(conv["op_path"])
         paths = ConversionPaths(wt.path, op_path.stem)
-        self._recover(store, cid, wt, paths)
-        runs = self._runs(store, cid)
         state, action = self._replay(runs)
         if force is not None:
             if force not in state.caps:
@@ -436,7 +463,7 @@ class Runner:
         t0 = time.perf_counter()
         try:
             with tool_scope(scope):
-                result = write_kernel.gates(ctx, source, runs_dir=wt.path / BUILD_DIR / "runs")
+                result = (self.gates or write_kernel.gates)(ctx, source, runs_dir=wt.path / BUILD_DIR / "runs")
             if cancel.cancelled or scope.cancelled:
                 raise Interrupted("stop requested")
         except Interrupted as e:
@@ -444,9 +471,9 @@ class Runner:
                 store.log_event("stage.interrupted", cid, stage=stage, attempt=attempt,
                                 seconds=round(time.perf_counter() - t0, 1), why=str(e), source=source)
                 store.update_conversion(cid, status="stopped")
-            raise UserError(f"#{cid}: the gates on {head[:10]} were stopped after {time.perf_counter() - t0:.1f} s; "
-                            f"nothing was recorded (run them again: e, or tileport build-rust --conversion {cid})"
-                            ) from None
+            raise EditInterrupted(f"#{cid}: the gates on {head[:10]} were stopped after {time.perf_counter() - t0:.1f} "
+                                  f"s; nothing was recorded (run them again: s, e, or tileport build-rust --conversion "
+                                  f"{cid})") from None
         check_commands_inside(wt, result.commands)
         result = result.model_copy(update={"attempt": attempt, "cap": ctx.cap,
                                            "summary": f"{source} {head[:10]}: {result.summary}"})
@@ -470,9 +497,8 @@ class Runner:
         """The router's state after the recorded runs, and the next action (the same pure function decides)."""
         state = RunState(router.caps_of(self.config))
         action = router.first_action()
-        for r in runs:
-            if r.details.source == HUMAN_EDIT:  # a person's edit starts a new round: the caps count from its gates
-                state = RunState(state.caps)
+        # a person's edit starts a new round: the caps count from its gates (the rule the attempt counters show)
+        for r in runs[round_start([r.details.source for r in runs]):]:
             state = state.start(r.stage, r.details.repair)
             action = router.next_action(state, Outcome(r.stage, r.verdict, r.fail_class,
                                                        getattr(r.details, "owner", None)))

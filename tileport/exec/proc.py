@@ -270,7 +270,10 @@ def run_command(
         if scope is not None:
             scope._drop(proc.pid)
     if scope is not None and scope.cancelled:
-        raise Interrupted(f"`{' '.join(args)[:120]}` killed by a stop request after {time.monotonic() - start:.1f} s")
+        from tileport.exec.sandbox import tool_argv  # the tool's own argv, not the sandbox wrapper (a cycle at import)
+
+        raise Interrupted(f"`{' '.join(tool_argv(args))[:120]}` killed by a stop request after "
+                          f"{time.monotonic() - start:.1f} s")
     seconds = time.monotonic() - start
     out_s, t1 = _cap(out or b"", output_cap)
     err_s, t2 = _cap(err or b"", output_cap)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tileport.records import (ApprovalRecord, Decision, GateRecord, IRPair, PerfDetails, Stage, StageDetails,
                               StageResult, details_of)
+from tileport.records.rounds import HUMAN_EDIT, round_start
 from tileport.store._db import json_column
 
 if TYPE_CHECKING:
@@ -102,7 +103,8 @@ class ConversionSummary(_Row):
     fail_class: str | None = None  # the newest run's fail class and summary
     summary: str = ""
     stages: dict[str, str] = Field(default_factory=dict)  # stage -> its newest verdict
-    attempts: dict[str, int] = Field(default_factory=dict)  # stage -> attempts used
+    attempts: dict[str, int] = Field(default_factory=dict)  # stage -> attempts the caps count now (this round)
+    round_commit: str | None = None  # the person's edit this round of the caps started at (its B run's commit)
     perf: PerfDetails | None = None  # the newest E run's details: geomean, worst, config_max as recorded
     approval: str | None = None  # the newest decision (approve / reject / override) and the commit it was for
     approval_commit: str | None = None
@@ -266,11 +268,7 @@ def conversion_summaries(store: "Store", ids: list[int] | None = None) -> list[C
     if not convs:
         return []
     idset = ",".join(str(int(c["id"])) for c in convs)
-    counts: dict[int, dict[str, int]] = {}
-    for cid, stage, n in store.db.execute(
-            f"select conversion_id, stage, count(*) from stage_runs where conversion_id in ({idset}) "
-            "group by conversion_id, stage"):
-        counts.setdefault(cid, {})[stage] = n
+    counts = _round_counts(store, idset)
     stages: dict[int, dict[str, str]] = {}
     for cid, stage, verdict in store.db.execute(
             f"select s.conversion_id, s.stage, s.verdict from stage_runs s join (select max(id) m from stage_runs "
@@ -297,6 +295,7 @@ def conversion_summaries(store: "Store", ids: list[int] | None = None) -> list[C
         cid = c["id"]
         stage, verdict, routed, fail_class, summary = last.get(cid, (None, None, None, None, ""))
         decision, commit = appr.get(cid, (None, None))
+        attempts, round_commit = counts.get(cid, ({}, None))
         fields = {k: c.get(k) for k in ("kernel", "branch", "worktree", "repo", "base_branch", "base_commit",
                                          "head_commit", "model", "error")}
         out.append(ConversionSummary(
@@ -304,7 +303,28 @@ def conversion_summaries(store: "Store", ids: list[int] | None = None) -> list[C
             updated_at=c.get("updated_at") or "", stage=stage, verdict=verdict, next=routed,
             fail_class=fail_class, summary=summary,
             stages={s: stages[cid][s] for s in STAGE_ORDER if s in stages.get(cid, {})},
-            attempts=counts.get(cid, {}), perf=perf.get(cid), approval=decision, approval_commit=commit, **fields))
+            attempts=attempts, round_commit=round_commit, perf=perf.get(cid), approval=decision,
+            approval_commit=commit, **fields))
+    return out
+
+
+def _round_counts(store: "Store", idset: str) -> dict[int, tuple[dict[str, int], str | None]]:
+    """conversion id -> (stage -> attempts the caps count now, the commit of the person's edit the round started
+    at): the runs of the router's current round (from the newest run that judged a person's edit,
+    `records.rounds.round_start`), not every run ever recorded."""
+    runs: dict[int, list[tuple[str, str | None, str | None]]] = {}
+    for cid, stage, commit, raw in store.db.execute(  # only details that name a source are read (and typed)
+            "select conversion_id, stage, \"commit\", case when details like '%\"source\"%' then details end "
+            f"from stage_runs where conversion_id in ({idset}) order by id"):
+        details = details_of(stage, json_column(raw, store.path, "stage_runs.details")) if raw else None
+        runs.setdefault(cid, []).append((stage, commit, details.source if details is not None else None))
+    out: dict[int, tuple[dict[str, int], str | None]] = {}
+    for cid, seq in runs.items():
+        start = round_start([src for _, _, src in seq])
+        n: dict[str, int] = {}
+        for stage, _, _ in seq[start:]:
+            n[stage] = n.get(stage, 0) + 1
+        out[cid] = (n, seq[start][1] if seq[start][2] == HUMAN_EDIT else None)
     return out
 
 

@@ -8,6 +8,7 @@ model, so the terminal is free and `tileport stop ID`, `tileport status` and a n
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -27,11 +28,14 @@ class Handoff:
     pid: int
     log: Path
     ids: list[int]
+    store: Path | None = None
 
     def text(self) -> str:
         ids = " ".join(f"#{i}" for i in self.ids)
+        # the store named: the default run's store is not the one `tileport stop` finds in the working directory
+        where = f" --store {shlex.quote(str(self.store))}" if self.store else ""
         return (f"tileport: {ids} continue in the background (process {self.pid}, log {self.log}); "
-                f"`tileport stop ID` stops one, `tileport tui` watches them")
+                f"`tileport stop ID{where}` stops one, `tileport tui{where}` watches them")
 
 
 def spawn(config: Config, model: str | None, ids: list[int], log_dir: Path, jobs: int = 2,
@@ -50,22 +54,31 @@ def spawn(config: Config, model: str | None, ids: list[int], log_dir: Path, jobs
         proc = subprocess.Popen([sys.executable, "-m", "tileport.tui._background", str(cfg), model or "", str(jobs),
                                  *(f"{i}:{forced[i]}" if i in forced else str(i) for i in ids)], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True)
-    return Handoff(proc.pid, log, list(ids))
+    return Handoff(proc.pid, log, list(ids), Path(config.store))
 
 
 def main(argv: list[str]) -> int:
-    from tileport.agents.runner import Runner
+    from tileport import service
+    from tileport.errors import UserError
 
     cfg, model, jobs, *ids = argv
     config = Config.model_validate_json(Path(cfg).read_text(encoding="utf-8"))
-    runner = Runner(config, model=model or None, out=lambda line: print(line, flush=True))
+    # the runner the dashboard and `tileport run` get (worked examples for the writer included)
+    runner = service.runner(config, model=model or None, out=lambda line: print(line, flush=True))
     todo = [(int(i.split(":")[0]), i.split(":")[1] if ":" in i else None) for i in ids]
+
+    def drive(cid: int, force: str | None):
+        try:
+            return runner.judge_edit(cid) if force == GATES else runner.drive(cid, force=force)
+        except UserError as e:  # one conversion's refusal (run elsewhere meanwhile) must not end the others
+            print(f"#{cid}: not run: {e}", flush=True)
+            return None
+
     with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
-        finished = list(pool.map(lambda t: runner.judge_edit(t[0]) if t[1] == GATES else runner.drive(t[0], force=t[1]),
-                                 todo))
+        finished = [f for f in pool.map(lambda t: drive(*t), todo) if f is not None]
     for f in finished:
         print(f"#{f.conversion_id}: {f.status.upper()}" + (f" ({f.reason})" if f.reason else ""), flush=True)
-    return max((f.exit_code for f in finished), default=0)
+    return service.exit_code(finished)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,13 @@ class CodeView(Vertical):
         py = (_syntax(sides.python, "python", first.python_line if first else None) if sides.python is not None
               else Text("the Python op file is not readable", style="dim"))
         self._set(head, rust, py)
+        if first is not None:  # open at the first entry and its kernel (at 80x24 only a few lines show)
+            self.call_after_refresh(self._scroll_to, first.rust_line, first.python_line)
+
+    def _scroll_to(self, rust_line: int | None, python_line: int | None) -> None:
+        for box, line in (("#code-left", rust_line), ("#code-right", python_line)):
+            if line:
+                self.query_one(box, VerticalScroll).scroll_to(y=max(0, line - 3), animate=False)
 
     def show_diff(self, mode: int, title: str, diff: str) -> None:
         head = Text()

@@ -1,4 +1,11 @@
-"""One conversion: stage timeline, retry counters, commands, artifacts, live log, IR diff, performance."""
+"""One conversion: stage timeline, retry counters, commands, artifacts, live log, IR diff, performance, code and
+the model transcript of the picked stage run.
+
+Only the active tab is drawn: a store change (a stage run finished, a new one started) bumps the screen's revision
+and redraws the header, the timeline and the tab on screen; another tab is drawn when it is switched to, and only
+when what it shows changed since it was last drawn (its key: the revision, or the stage run it shows). A log line
+only appends to the log. So a tab switch while 4 conversions run costs one tab's drawing, not every tab's.
+"""
 
 from __future__ import annotations
 
@@ -12,18 +19,31 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, RichLog, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, RichLog, Static, TabbedContent, TabPane, Tabs
 
 from tileport.exec.sandbox import tool_argv
 from tileport.store import queries
 from tileport.tui._code_view import MODES, CodeView
+from tileport.tui._detail import RowDetails
 from tileport.tui._ir_diff_view import IRDiffView
 from tileport.tui._perf_view import PerfPanel
+from tileport.tui._transcript_view import TranscriptView
 from tileport.tui.view import (STAGE_NAMES, STAGE_ORDER, AttemptRow, LiveTail, conversion_rows, elapsed_text,
                                ir_pairs, perf_view, timeline, verdict_style)
 
 LOG_LINES = 2000  # bounded scrollback; `l` opens the whole log in $PAGER
 LIVE_LINES = 500  # the running stage's tool output kept on screen
+
+
+LAZY_TABS = (("irdiff", "IR diff"), ("perf", "Performance"), ("code", "Code"), ("transcript", "Transcript"))
+
+
+def lazy_content(tab: str):
+    """A lazy tab's widgets, mounted the first time it is shown: opening a conversion composes only the rest."""
+    if tab == "irdiff":
+        return Horizontal(DataTable(id="ir-pair-list", cursor_type="row"), IRDiffView(id="ir-view"), id="ir-layout")
+    return {"perf": lambda: PerfPanel(id="perf-panel"), "code": lambda: CodeView(id="code-view"),
+            "transcript": lambda: TranscriptView(id="transcript-view")}[tab]()
 
 
 TIMELINE_KEYS = ("n", "stage", "attempt", "verdict", "class", "secs", "tokens", "next", "why", "commit", "summary")
@@ -49,7 +69,7 @@ def event_line(ev: dict) -> Text:
     return line
 
 
-class ConversionScreen(Screen):
+class ConversionScreen(RowDetails, Screen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "back"),
         Binding("1", "tab('timeline')", "timeline", show=False),
@@ -59,6 +79,7 @@ class ConversionScreen(Screen):
         Binding("5", "tab('irdiff')", "IR diff"),
         Binding("6", "tab('perf')", "perf"),
         Binding("7", "tab('code')", "code"),
+        Binding("8", "tab('transcript')", "transcript", show=False),
         Binding("v", "code_mode", "code view", show=False),
         Binding("left", "scroll_x(-1)", "scroll left", show=False, priority=True),
         Binding("right", "scroll_x(1)", "scroll right", show=False, priority=True),
@@ -87,6 +108,13 @@ class ConversionScreen(Screen):
         self._artifacts: list[queries.ArtifactRow] = []
         self._selected_run: int | None = None
         self._running_row = False
+        self._running_cells: dict[str, object] = {}
+        self._ready = False  # on_mount has made the tables' columns
+        self._rev = 0  # bumped by every store change to this conversion other than a log line
+        self._drawn: dict[str, object] = {}  # tab -> the key it was last drawn for (see _draw_tab)
+        self._shown: dict[str, object] = {}  # widget id -> the text it shows (an unchanged text is not re-laid out)
+        self._log_upto: int | None = None  # the newest event in the log tab; None until it is first shown
+        self._mounted: dict[str, bool] = {}  # lazy tab -> mounted yet (False while it mounts)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="conv-head")
@@ -107,14 +135,8 @@ class ConversionScreen(Screen):
                     yield DataTable(id="artifacts-table", cursor_type="row", zebra_stripes=True)
             with TabPane("Log", id="log"):
                 yield RichLog(id="conv-log", max_lines=LOG_LINES, wrap=False)
-            with TabPane("IR diff", id="irdiff"):
-                with Horizontal(id="ir-layout"):
-                    yield DataTable(id="ir-pair-list", cursor_type="row")
-                    yield IRDiffView(id="ir-view")
-            with TabPane("Performance", id="perf"):
-                yield PerfPanel(id="perf-panel")
-            with TabPane("Code", id="code"):
-                yield CodeView(id="code-view")
+            for tab, label in LAZY_TABS:  # their content is mounted when first shown (_mount_tab)
+                yield TabPane(label, id=tab)
         yield Static("", id="why-not")
         yield Static("", id="keys")
 
@@ -129,21 +151,26 @@ class ConversionScreen(Screen):
         a = self.query_one("#artifacts-table", DataTable)
         for key, label in (("kind", "kind"), ("bytes", "bytes"), ("sha", "sha256"), ("path", "path")):
             a.add_column(label, key=key)
+        self._ready = True
         self.refresh_all()
         self.query_one("#timeline-table", DataTable).focus()
         self._show_keys()
         self._tick_running()
         self.set_interval(0.5, self._tick_running)
-        log = self.query_one("#conv-log", RichLog)
-        for ev in self.app.store.events(self.conversion_id)[-LOG_LINES:]:
-            log.write(event_line(ev))
 
     # --- data ------------------------------------------------------------------------------
+    def _update(self, selector: str, text) -> None:
+        """Static.update only when the text changed: every update re-lays the screen out."""
+        if self._shown.get(selector) != text:
+            self._shown[selector] = text
+            self.query_one(selector, Static).update(text)
+
     def refresh_all(self) -> None:
+        self._rev += 1
         app = self.app
         rows = conversion_rows(app.store, app.caps, [self.conversion_id])
         if not rows:
-            self.query_one("#conv-head", Static).update(f"conversion {self.conversion_id} is not in the store")
+            self._update("#conv-head", f"conversion {self.conversion_id} is not in the store")
             return
         row = rows[0]
         head = Text(no_wrap=True, overflow="ellipsis")  # two lines at any width; enter on a row has the rest
@@ -154,22 +181,98 @@ class ConversionScreen(Screen):
         ref = reference_summary(queries.stage_runs(app.store, self.conversion_id, "A"))
         if ref:
             head.append(f"\n{ref}", style="yellow" if "IR gate" in ref else "")
-        self.query_one("#conv-head", Static).update(head)
-        counters = Text("retries: ", no_wrap=True, overflow="ellipsis")
+        self._update("#conv-head", head)
+        since = f" since edit {row.round_commit[:10]}" if row.round_commit else ""  # the caps' round, as routed
+        counters = Text(f"retries{since}: ", no_wrap=True, overflow="ellipsis")
         for s in STAGE_ORDER:
             n, cap = row.attempts[s]
             label = f"{s} {n}/{cap}  " if self.size.width and self.size.width < 120 else f"{s} {STAGE_NAMES[s]} {n}/{cap}  "
             counters.append(label, style="red" if cap and n >= cap else "")
-        self.query_one("#conv-counters", Static).update(counters)
+        self._update("#conv-counters", counters)
         self._refresh_timeline()
-        self.query_one("#perf-panel", PerfPanel).show(perf_view(app.store, self.conversion_id, app.gate))
-        self._refresh_pairs()
         self._refresh_why_not()
+        self._draw_tab(self.query_one(TabbedContent).active)
 
     def _refresh_why_not(self) -> None:
         reason = self.app.actions.why_not("merge", self.conversion_id)
-        self.query_one("#why-not", Static).update(
-            Text(f"merge: {'ready (every gate passed on HEAD, approved)' if reason is None else reason}", style="dim"))
+        self._update("#why-not", Text(f"merge: {'ready (every gate passed on HEAD, approved)' if reason is None else reason}",
+                                      style="dim"))
+
+    # --- each tab drawn when it is on screen and what it shows changed -------------------------------------
+    def _tab_key(self, tab: str) -> object:
+        if tab in ("commands", "artifacts", "transcript"):
+            return self._selected_run
+        if tab == "code":
+            return (self._rev, self._code_mode, self._selected_run)
+        if tab == "log":
+            return "loaded"  # read once, on first show; then each new event appends (store_changed)
+        return self._rev  # irdiff, perf: whatever the newest runs say
+
+    def _draw_tab(self, tab: str) -> None:
+        if tab in dict(LAZY_TABS) and tab not in self._mounted:
+            self._mounted[tab] = False
+            self.run_worker(self._mount_tab(tab), group=f"mount-{tab}")
+        if self._mounted.get(tab) is False:
+            return  # drawn once mounted
+        key = self._tab_key(tab)
+        if self._drawn.get(tab, ()) == key:
+            return
+        self._drawn[tab] = key
+        draw = {"log": self._draw_log, "commands": self._draw_commands, "artifacts": self._draw_artifacts, "irdiff": self._refresh_pairs,
+                "perf": self._draw_perf, "code": self._load_code, "transcript": self._draw_transcript}.get(tab)
+        if draw is not None:
+            draw()
+
+    async def _mount_tab(self, tab: str) -> None:
+        await self.query_one(f"#{tab}", TabPane).mount(lazy_content(tab))
+        self._mounted[tab] = True
+        if self.query_one(TabbedContent).active == tab:
+            self._draw_tab(tab)
+            self._focus_tab(tab)
+
+    def _focus_tab(self, tab: str) -> None:
+        for widget in self.query(self.FOCUS[tab]):  # none yet while a lazy tab mounts: it focuses itself then
+            widget.focus()
+
+    def _draw_log(self) -> None:
+        """The conversion's events so far, in one write (a line per event would lay out 2,000 times)."""
+        events = self.app.store.events(self.conversion_id)[-LOG_LINES:]
+        if events:
+            self.query_one("#conv-log", RichLog).write(Text("\n").join(event_line(ev) for ev in events))
+        self._log_upto = events[-1]["id"] if events else 0
+
+    def _draw_perf(self) -> None:
+        pv = perf_view(self.app.store, self.conversion_id, self.app.gate)
+        if pv != self._shown.get("#perf-panel"):
+            self._shown["#perf-panel"] = pv
+            self.query_one("#perf-panel", PerfPanel).show(pv)
+
+    def _run_label(self, run_id: int | None) -> str:
+        run = next((a for a in self._attempts if a.run_id == run_id), None)
+        return (f"{run.stage} {STAGE_NAMES.get(run.stage, '')} attempt {run.attempt} ({run.verdict})" if run
+                else f"run {run_id}")
+
+    def _draw_transcript(self) -> None:
+        from tileport.agents.transcripts import load_transcript
+
+        view = self.query_one("#transcript-view", TranscriptView)
+        run_id = self._selected_run
+        if run_id is None:
+            view.show("pick a stage run in the timeline (1)", message="no stage run yet")
+            return
+        what = self._run_label(run_id)
+        kept = [a for a in queries.artifacts(self.app.store, run_id) if a.kind == "transcript"]
+        if not kept:
+            view.show(f"model transcript of {what}; pick another run in the timeline (1)",
+                      message=f"{what} asked no model (or kept no transcript): A, D, E and F run tools only, and a "
+                              "B that a draft completed or `--model none` wrote asks none")
+            return
+        transcript = load_transcript(kept[-1].path)
+        if transcript is None:
+            view.show(f"model transcript of {what}", message=f"cannot read {kept[-1].path}")
+            return
+        view.show(f"model transcript of {what}: {len(transcript.messages)} messages, {len(transcript.calls)} model "
+                  f"calls ({kept[-1].path}); pick another run in the timeline (1)", transcript)
 
     # --- the running attempt: a timeline row with elapsed time and what it does now, and its tools' output -----
     def _tick_running(self) -> None:
@@ -192,13 +295,13 @@ class ConversionScreen(Screen):
                     chunk.append(("\n" if i else "") + line, style="dim" if line.startswith(LiveTail.NOTE) else "")
                 live.write(chunk)
         now = self._live.now if (self._live is not None and run is not None) else ""
-        self.query_one("#now", Static).update(
-            Text(f"now: {now}", style="yellow") if run else
-            Text("no stage running" + (f" (status {row.status})" if row else ""), style="dim"))
+        self._update("#now", Text(f"now: {now}", style="yellow") if run else
+                     Text("no stage running" + (f" (status {row.status})" if row else ""), style="dim"))
         if run is None:
             if self._running_row:
                 t.remove_row("running")
                 self._running_row = False
+                self._running_cells = {}
             return
         cells = (str(len(self._attempts) + 1), f"{run.stage} {STAGE_NAMES.get(run.stage, '')}",
                  f"{run.attempt}/{run.cap if run.cap is not None else '-'}", Text("RUNNING", style="yellow"), "",
@@ -208,7 +311,9 @@ class ConversionScreen(Screen):
             self._running_row = True
         else:
             for key, value in zip(TIMELINE_KEYS, cells):
-                t.update_cell("running", key, value)
+                if self._running_cells.get(key) != value:
+                    t.update_cell("running", key, value)
+        self._running_cells = dict(zip(TIMELINE_KEYS, cells))
 
     def _refresh_timeline(self) -> None:
         t = self.query_one("#timeline-table", DataTable)
@@ -216,6 +321,7 @@ class ConversionScreen(Screen):
         if self._running_row and len(attempts) > len(self._attempts):
             t.remove_row("running")  # the finished attempt takes its place; the next running row follows it
             self._running_row = False
+            self._running_cells = {}
         for i, r in enumerate(attempts[len(self._attempts):], start=len(self._attempts)):
             t.add_row(str(i + 1), f"{r.stage} {STAGE_NAMES.get(r.stage, '')}",
                       f"{r.attempt}/{r.cap if r.cap is not None else '-'}",
@@ -229,21 +335,26 @@ class ConversionScreen(Screen):
         self._attempts = attempts
 
     def _show_run(self, run_id: int) -> None:
-        store = self.app.store
-        run = next((a for a in self._attempts if a.run_id == run_id), None)
-        what = (f"{run.stage} {STAGE_NAMES.get(run.stage, '')} attempt {run.attempt} ({run.verdict})" if run
-                else f"run {run_id}")
-        self._commands = queries.commands(store, run_id)
-        self._artifacts = queries.artifacts(store, run_id)
-        for box, n, kind in (("#commands-of", len(self._commands), "commands"),
-                             ("#artifacts-of", len(self._artifacts), "artifacts")):
-            self.query_one(box, Static).update(Text(f"{n} {kind} of {what}; pick another run in the timeline (1); "
-                                                    "enter: full text", style="dim"))
+        """The run picked in the timeline: commands, artifacts, transcript and the attempt diff show it."""
+        self._selected_run = run_id
+        self._draw_tab(self.query_one(TabbedContent).active)
+
+    def _of(self, n: int, kind: str) -> Text:
+        return Text(f"{n} {kind} of {self._run_label(self._selected_run)}; pick another run in the timeline (1); "
+                    "enter: full text", style="dim")
+
+    def _draw_commands(self) -> None:
+        self._commands = queries.commands(self.app.store, self._selected_run) if self._selected_run else []
+        self._update("#commands-of", self._of(len(self._commands), "commands"))
         c = self.query_one("#commands-table", DataTable)
         c.clear()
         for cmd in self._commands:
             c.add_row(str(cmd.seq), Text(str(cmd.exit_code), style="green" if cmd.exit_code == 0 else "red"),
                       f"{cmd.seconds or 0:.2f}", Text(" ".join(tool_argv(cmd.argv))), Text(cmd.cwd or ""))
+
+    def _draw_artifacts(self) -> None:
+        self._artifacts = queries.artifacts(self.app.store, self._selected_run) if self._selected_run else []
+        self._update("#artifacts-of", self._of(len(self._artifacts), "artifacts"))
         a = self.query_one("#artifacts-table", DataTable)
         a.clear()
         for art in self._artifacts:
@@ -253,8 +364,7 @@ class ConversionScreen(Screen):
         if event.data_table.id == "ir-pair-list" and event.row_key.value is not None:
             self._open_pair(int(event.row_key.value))
         if event.data_table.id == "timeline-table" and event.row_key.value and event.row_key.value.isdigit():
-            self._selected_run = int(event.row_key.value)
-            self._show_run(self._selected_run)
+            self._show_run(int(event.row_key.value))
 
     def _refresh_pairs(self) -> None:
         pairs = ir_pairs(self.app.store, self.conversion_id)
@@ -280,7 +390,7 @@ class ConversionScreen(Screen):
             self._diff(pair)
 
     def action_ir(self, what: str) -> None:
-        if self.query_one(TabbedContent).active != "irdiff":
+        if self.query_one(TabbedContent).active != "irdiff" or not self._mounted.get("irdiff"):
             return
         view = self.query_one("#ir-view", IRDiffView)
         if what == "differences":
@@ -288,41 +398,41 @@ class ConversionScreen(Screen):
         else:
             view.jump(1 if what == "next" else -1)
 
-    # --- the whole text of a row (enter) --------------------------------------------------------------------
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        from tileport.tui._modals import DetailScreen
+    # --- the whole text of a row (enter): tileport.tui._detail ------------------------------------------------
+    def on_row_selected(self, table: DataTable, key: str | None, index: int) -> bool:
+        if table.id == "ir-pair-list" and key is not None:
+            self._open_pair(int(key))  # enter on a pair opens its diff
+            return True
+        return False
 
-        key = event.row_key.value
-        tid = event.data_table.id
-        text = None
+    def row_detail(self, table: DataTable, key: str | None, index: int) -> str | None:
+        tid = table.id
         if tid == "timeline-table" and key and key.isdigit():
             run = next((a for a in self._attempts if a.run_id == int(key)), None)
             if run is not None:
-                text = (f"{run.stage} {STAGE_NAMES.get(run.stage, '')} attempt {run.attempt}/{run.cap}: {run.verdict}"
+                return (f"{run.stage} {STAGE_NAMES.get(run.stage, '')} attempt {run.attempt}/{run.cap}: {run.verdict}"
                         f"{f' ({run.fail_class})' if run.fail_class else ''}\ncommit {run.commit or '-'}\n"
                         f"seconds {run.seconds}  tokens {run.tokens}\nrouted to {run.routed_to or '-'}: "
                         f"{run.route_reason or ''}\n\n{run.summary}\n\ndetails:\n"
                         + json.dumps(run.details, indent=1, default=str)[:20000])
-        elif tid == "timeline-table" and key == "running":
-            text = "running now: " + (self._live.now if self._live else "") + "\n\n" + "\n".join(
+        if tid == "timeline-table" and key == "running":
+            return "running now: " + (self._live.now if self._live else "") + "\n\n" + "\n".join(
                 str(line.text) for line in self.query_one("#live", RichLog).lines[-200:])
-        elif tid == "commands-table" and 0 <= event.cursor_row < len(self._commands):
-            cmd = self._commands[event.cursor_row]
+        if tid == "commands-table" and 0 <= index < len(self._commands):
+            cmd = self._commands[index]
             own = tool_argv(cmd.argv)
-            text = (f"$ {' '.join(own)}\n\nexit {cmd.exit_code}  {cmd.seconds} s\ncwd {cmd.cwd or '-'}"
+            return (f"$ {' '.join(own)}\n\nexit {cmd.exit_code}  {cmd.seconds} s\ncwd {cmd.cwd or '-'}"
                     + (f"\n\nas run (sandbox wrapper included):\n{' '.join(cmd.argv)}" if own != cmd.argv else ""))
-        elif tid == "artifacts-table" and 0 <= event.cursor_row < len(self._artifacts):
-            art = self._artifacts[event.cursor_row]
-            text = f"{art.kind}  {art.bytes} bytes\nsha256 {art.sha256}\n{art.path}"
-        elif tid == "ir-pair-list" and key is not None:
-            self._open_pair(int(key))
-            return
-        elif tid == "ir-findings" and key is not None:
-            text = self.query_one("#ir-view", IRDiffView).finding_text(int(key))
-        elif tid == "ir-rows" and key is not None:
-            text = self.query_one("#ir-view", IRDiffView).row_text(key)
-        if text:
-            self.app.push_screen(DetailScreen(text))
+        if tid == "artifacts-table" and 0 <= index < len(self._artifacts):
+            art = self._artifacts[index]
+            return f"{art.kind}  {art.bytes} bytes\nsha256 {art.sha256}\n{art.path}"
+        if tid == "ir-findings" and key is not None:
+            return self.query_one("#ir-view", IRDiffView).finding_text(int(key))
+        if tid == "ir-rows" and key is not None:
+            return self.query_one("#ir-view", IRDiffView).row_text(key)
+        if tid == "perf-table":
+            return self.query_one("#perf-panel", PerfPanel).row_detail(index)
+        return None
 
     @work(thread=True, exclusive=True, group="ir-diff")
     def _diff(self, pair) -> None:
@@ -339,16 +449,22 @@ class ConversionScreen(Screen):
 
     # --- live updates ------------------------------------------------------------------------
     def store_changed(self, touched: set, events: list[dict]) -> None:
-        if self.conversion_id not in touched:
-            return
+        if self.conversion_id not in touched or not self._ready:
+            return  # not yet mounted (just pushed): on_mount reads the store afresh
         log = self.query_one("#conv-log", RichLog)
+        changed = False
         for ev in events:
             if ev["conversion_id"] == self.conversion_id:
-                log.write(event_line(ev))
-        self.refresh_all()
+                if self._log_upto is not None and ev["id"] > self._log_upto:
+                    log.write(event_line(ev))
+                    self._log_upto = ev["id"]
+                changed |= ev["kind"] != "log"  # a log line changes nothing but the log
+        if changed:
+            self.refresh_all()
 
     FOCUS = {"timeline": "#timeline-table", "commands": "#commands-table", "artifacts": "#artifacts-table",
-             "log": "#conv-log", "irdiff": "#ir-rows", "perf": "#perf-table", "code": "#code-left"}
+             "log": "#conv-log", "irdiff": "#ir-rows", "perf": "#perf-table", "code": "#code-left",
+             "transcript": "#transcript-log"}
 
     def _show_keys(self) -> None:
         """The key hints, drawn once: Textual's Footer recomposes on every focus change, which made a tab
@@ -372,16 +488,24 @@ class ConversionScreen(Screen):
             self.refresh_all()
 
     def action_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        tabs = self.query_one(TabbedContent)
+        tabs.active = tab
+        if not self.query(self.FOCUS[tab]):
+            # a lazy tab still mounting: the tab bar holds the focus meanwhile (the hidden tab's widget keeping it
+            # would make Textual move it to a widget of another pane, whose pane then becomes the active one)
+            tabs.query_one(Tabs).focus()
+        self._draw_tab(tab)
         # the tab's content takes the focus (enter opens its rows; no Footer to recompose on focus changes)
-        self.call_after_refresh(lambda: self.query_one(self.FOCUS[tab]).focus())
-        if tab == "code":
-            self._load_code()
+        self.call_after_refresh(self._focus_tab, tab)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if self._ready and event.pane.id:
+            self._draw_tab(event.pane.id)  # a tab picked with the mouse is drawn too
 
     def action_scroll_x(self, step: int) -> None:
         """left/right scroll the active tab's table or text sideways (they never switch tabs)."""
-        target = self.query_one(self.FOCUS[self.query_one(TabbedContent).active])
-        target.scroll_relative(x=8 * step, animate=False)
+        for target in self.query(self.FOCUS[self.query_one(TabbedContent).active]):
+            target.scroll_relative(x=8 * step, animate=False)
 
     def action_code_mode(self) -> None:
         self._code_mode = (self._code_mode + 1) % len(MODES)

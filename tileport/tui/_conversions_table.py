@@ -39,6 +39,25 @@ def cells(row: ConversionRow, gate: float, config_max: float = 1.10) -> dict[str
     }
 
 
+def detail_text(row: ConversionRow) -> str:
+    """A conversion's whole row (space on the list): what the columns cut, and where it lives."""
+    run = row.running
+    attempts = "  ".join(f"{s} {n}/{c}" for s, (n, c) in row.attempts.items())
+    lines = [f"#{row.id} {row.op}  kernel {row.kernel}", f"op       {row.op_path or '-'}",
+             f"status   {row.status}" + (f": {row.error}" if row.error else ""),
+             f"stage    {row.stage or '-'}  verdict {row.verdict or '-'}"
+             + (f" ({row.fail_class})" if row.fail_class else "")
+             + (f"  now running {run.stage} attempt {run.attempt} for {elapsed_text(run.elapsed())}" if run else ""),
+             f"attempts {attempts}",
+             f"geomean  {'-' if row.geomean is None else f'{row.geomean:.4f}'}  worst "
+             f"{'-' if row.worst is None else f'{row.worst:.4f}'}",
+             f"approval {row.approval}", f"branch   {row.branch or '-'}", f"worktree {row.worktree or '-'}",
+             f"head     {row.head_commit or '-'}", f"updated  {row.updated_at}"]
+    if row.summary:
+        lines += ["", "newest stage run:", row.summary]
+    return "\n".join(lines)
+
+
 class ConversionsTable(DataTable):
     """Rows keyed by conversion id; `upsert` changes only the cells that differ."""
 

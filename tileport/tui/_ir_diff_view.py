@@ -43,10 +43,26 @@ class IRDiffView(Vertical):
         for key, label in (("sev", "severity"), ("check", "check"), ("ref", "ref line"), ("port", "port line"),
                            ("msg", "finding (enter: full text)")):
             f.add_column(label, key=key)
+        self._columns(self.size.width or 160)
+
+    ROW_COLUMNS = (("rl", "ref", 4), ("rt", "reference", 0), ("m", "", 1), ("pl", "port", 4),
+                   ("pt", "port (cutile-rs)", 0), ("cat", "category", 12))  # 0: half of what is left each
+
+    def _columns(self, width: int) -> None:
+        """Fixed widths that fit the view: both sides always show (an IR line is often wider than the screen; with
+        auto widths the port side sat off screen, and a port-only row looked empty); enter shows a whole row."""
+        self._fitted = width
+        fixed = sum(w for _, _, w in self.ROW_COLUMNS) + 2 * len(self.ROW_COLUMNS) + 2  # cell padding, scrollbar
+        text = max(16, (width - fixed) // 2)
         t = self.query_one("#ir-rows", DataTable)
-        for key, label in (("rl", "ref"), ("rt", "reference"), ("m", ""), ("pl", "port"), ("pt", "port (cutile-rs)"),
-                           ("cat", "category")):
-            t.add_column(label, key=key)
+        t.clear(columns=True)
+        for key, label, w in self.ROW_COLUMNS:
+            t.add_column(label, key=key, width=w or text)
+
+    def on_resize(self, event) -> None:
+        if event.size.width and event.size.width != getattr(self, "_fitted", None):
+            self._columns(event.size.width)
+            self._redraw()
 
     def show_message(self, text: str) -> None:
         self._report = None
@@ -68,8 +84,13 @@ class IRDiffView(Vertical):
         head.append(f"{self._label}: ", style="bold")
         head.append(report.verdict.value, style="green" if report.verdict.value != "FAIL_FIXABLE" else "bold red")
         self._findings = report.findings
+        shown = FINDING_STATUSES | {"downstream"}
+        if self.differences_only and not any(r.status.value in shown for r in report.rows):
+            shown = shown | {"benign"}  # a pass with notes: its benign rows are what the notes are about
         head.append(f"  {len(self._findings)} finding(s)  n/N: next/previous difference  d: differences only "
                     f"({'on' if self.differences_only else 'off'})", style="dim")
+        if self.differences_only and "benign" in shown:
+            head.append("  no differing rows: the benign ones (=) shown", style="yellow")
         self.query_one("#ir-summary", Static).update(head)
         f = self.query_one("#ir-findings", DataTable)
         f.clear()
@@ -82,7 +103,7 @@ class IRDiffView(Vertical):
         entry = None
         for n, row in enumerate(report.rows):
             status = row.status.value
-            if self.differences_only and status not in FINDING_STATUSES and status != "downstream":
+            if self.differences_only and status not in shown:
                 continue
             if row.entry != entry:
                 entry = row.entry

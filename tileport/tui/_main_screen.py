@@ -7,15 +7,17 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from tileport.tui._conversions_table import ConversionsTable
+from tileport.tui._conversions_table import ConversionsTable, detail_text
+from tileport.tui._detail import RowDetails
 from rich.text import Text
 
 from tileport.tui.view import conversion_rows, next_step
 
 
-class MainScreen(Screen):
+class MainScreen(RowDetails, Screen):
     BINDINGS = [
         Binding("enter", "open", "open", show=True),
+        Binding("space", "detail", "details", show=True),
         Binding("r", "app.rerun", "rerun", show=False),
         Binding("a", "app.approve", "approve", show=False),
         Binding("j", "app.reject", "reject", show=False),
@@ -68,7 +70,7 @@ class MainScreen(Screen):
     def _status(self, n: int) -> None:
         mode = "  [read-only]" if self.app.readonly else ""
         self.query_one("#main-status", Static).update(
-            f"{n} conversion{'s' * (n != 1)} in {self.app.store_path}{mode}   enter: open  ?: help  ctrl+p: commands")
+            f"{n} conversion{'s' * (n != 1)} in {self.app.store_path}{mode}   enter: open  space: details  ?: help  ctrl+p: commands")
 
     def store_changed(self, touched: set, events: list[dict]) -> None:
         ids = [i for i in touched if i is not None]
@@ -91,9 +93,18 @@ class MainScreen(Screen):
         box.update(Text(text, style="bold magenta") if text else "")
         box.display = bool(text)
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value is not None:
-            self.app.open_conversion(int(event.row_key.value))
+    # enter opens the conversion; space opens the row's whole text (tileport.tui._detail)
+    def on_row_selected(self, table: DataTable, key: str | None, index: int) -> bool:
+        if table.id == "conversions" and key is not None:
+            self.app.open_conversion(int(key))
+        return True
+
+    def row_detail(self, table: DataTable, key: str | None, index: int) -> str | None:
+        rows = conversion_rows(self.app.store, self.app.caps, [int(key)]) if key and key.isdigit() else []
+        return detail_text(rows[0]) if rows else None
+
+    def action_detail(self) -> None:
+        self.show_row_detail(self.query_one(ConversionsTable))
 
     def action_open(self) -> None:
         cid = self.selected_id()

@@ -17,20 +17,24 @@ shows up live. Keys:
 | key | where | what |
 |---|---|---|
 | enter | conversions | open the conversion |
-| s | anywhere | start / resume the selected conversion |
+| space | conversions | the row's whole text: op path, branch, worktree, newest summary |
+| enter | a conversion's tables | the row's whole text: summary and details, the tool's own argv, the artifact path, a configuration's samples and launch |
+| left / right | tables | scroll sideways |
+| s | anywhere | start / resume the selected conversion (an edit committed without B's gates is gated first) |
 | x | anywhere | stop it now: its running tool is killed, the attempt recorded as interrupted (resume with s) |
 | c | anywhere | convert another op: the path of your own cuTile Python file |
 | u | anywhere | the end-of-run summary (counts, time, what needs a person) |
 | r | conversion | rerun a stage (asks which) |
 | a / j | conversion | approve / reject the current commit (reject asks for a reason) |
 | m | conversion | merge (only after every gate passed on this commit and it is approved) |
-| e | conversion | open the port's kernel.rs in `$EDITOR` (not while a stage runs); then commit it as a human attempt |
+| e | conversion | edit the worktree's kernel.rs in `$EDITOR` (not while a stage runs), then commit it as a human attempt and re-run B's gates on it (y), or commit only (c) |
 | 7, v | conversion | code: kernel.rs beside the Python op; v: branch diff, diff between attempts |
 | g | conversion | pack a gate for a GPU host (a cargo build); the Performance tab shows what to run there |
 | i | conversion | ingest the results.json a GPU host wrote: stages D and E, for the current commit only |
 | o | conversion | open the worktree in `$SHELL` |
 | l | conversion | open the full log in `$PAGER` |
 | 1-6 | conversion | timeline, commands, artifacts, log, IR diff, performance |
+| 8 | conversion | the model transcript of the stage run picked in the timeline |
 | n / N | IR diff | next / previous differing row |
 | ctrl+p | anywhere | command palette |
 | escape | conversion | back to the list |
@@ -88,21 +92,27 @@ class QuitScreen(ModalScreen[str | None]):
                 Binding("b", "choose('background')", "leave running"),
                 Binding("ctrl+c", "choose('stop')", "stop them", priority=True, show=False)]
 
-    def __init__(self, running: list[str]) -> None:
+    def __init__(self, running: list[str], queued: int = 0) -> None:
         super().__init__()
         self.running = running
+        self.queued = queued
 
     def compose(self) -> ComposeResult:
-        n = len(self.running)
+        n, q = len(self.running), self.queued
+        more = f" ({q} more queued)" if q and n else ""
+        title = f"{n} conversion{'s' * (n != 1)} running here{more}:" if n else \
+            f"{q} conversion{'s' * (q != 1)} queued here, none running yet:"
+        queued = f"; the {q} queued do not start" if q else ""
         with Vertical(id="quit-box"):
-            yield Static(f"{n} conversion{'s' * (n != 1)} running here:", id="quit-title")
+            yield Static(title, id="quit-title")
             yield Static("\n".join(f"  {r}" for r in self.running[:8])
                          + (f"\n  ... and {n - 8} more" if n > 8 else ""), id="quit-list")
-            yield Static("s  stop them: their tools are killed now, each attempt recorded as interrupted "
+            yield Static(f"s  stop them: their tools are killed now, each attempt recorded as interrupted{queued} "
                          "(resume later with s or `tileport run --resume ID`)\n"
                          "b  leave them running in the background: a detached `tileport` process resumes them "
-                         "(the running attempt starts again); `tileport stop ID` stops one\n"
-                         "esc  cancel: back to the dashboard", id="quit-help")
+                         f"{'and runs the queued ones ' if q else ''}(the running attempt starts again); "
+                         "`tileport stop ID` stops one\n"
+                         "esc  cancel: back to the dashboard   (ctrl+c again: stop them)", id="quit-help")
             with Horizontal(id="quit-buttons"):
                 yield Button("Stop them (s)", id="stop", variant="error")
                 yield Button("Leave running (b)", id="background", variant="primary")
@@ -141,19 +151,3 @@ class SummaryScreen(ModalScreen[None]):
             yield Static(self.text, id="summary-text", markup=False)
             yield Static("escape: close   u: show again", id="summary-keys")
 
-
-class DetailScreen(ModalScreen[None]):
-    """The whole text of a table row that the table cuts (enter on it); scrolls; escape closes."""
-
-    BINDINGS = [Binding("escape,enter,q", "dismiss", "close")]
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="detail-box"):
-            yield Static(self.text, id="detail-text", markup=False)
-
-    def on_mount(self) -> None:
-        self.query_one("#detail-box").focus()

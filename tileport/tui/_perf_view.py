@@ -37,6 +37,16 @@ class PerfPanel(Vertical):
         self.query_one("#perf-launch", Static).update(
             Text(f"launch of {row.config}:\n{launch_text(row.launch)}", style="dim") if row else "")
 
+    def row_detail(self, i: int) -> str | None:
+        """A row's whole text (enter, tileport.tui._detail): the configuration, every timed sample, the launch."""
+        row = self._rows[i] if 0 <= i < len(self._rows) else None
+        if row is None:
+            return None
+        samples = "\n".join(f"{side} samples (ms, {len(xs)}): " + (", ".join(f"{x:.4f}" for x in xs) or "none recorded")
+                            for side, xs in (("ref", row.ref_samples), ("port", row.port_samples)))
+        return (f"{row.config}\n\nreference {_fmt(row.ref_ms)} ms  port {_fmt(row.port_ms)} ms  port/ref "
+                f"{_fmt(row.ratio, 3)}  flags {row.flags or '-'}\n\n{samples}\n\nlaunch:\n{launch_text(row.launch)}")
+
     GATE_HINT = "g: pack a gate for a GPU host   i: ingest the results.json it wrote"
 
     def show_gate(self, text: Text | None) -> None:

@@ -39,6 +39,7 @@ class Actions:
         self._runner = None
         self.closing = False  # set when the dashboard quits: nothing new starts (a queued conversion neither)
         self.forced: dict[int, str] = {}  # conversion -> the stage a running rerun asked for (a hand-off keeps it)
+        self._queued: list[int] = []  # started here (c, autostart) but waiting for a free slot in the pool
 
     # --- plumbing ----------------------------------------------------------------------------
     @property
@@ -74,6 +75,11 @@ class Actions:
         with self._lock:
             return sorted(self._running)
 
+    def queued_here(self) -> list[int]:
+        """Conversions this dashboard was asked to run that have not started (a hand-off takes them too)."""
+        with self._lock:
+            return [c for c in self._queued if c not in self._running]
+
     def _held_elsewhere(self, conv: dict) -> int | None:
         from tileport.agents.control import holder, run_files
 
@@ -106,6 +112,8 @@ class Actions:
             pid = self._held_elsewhere(conv)
             if pid is not None:
                 return f"conversion {conversion_id} is run by another tileport process ({pid}); stop it first (x)"
+            if action == "resume" and status in ("done", "blocked", "failed") and self._ungated(conversion_id):
+                return None  # a person's edit at HEAD has no B run: resuming gates it, then routes on from it
             if action == "resume" and status in ("done", "merged", "rejected"):
                 return f"conversion {conversion_id} is {status}; rerun a stage (r) to change it"
             if action == "resume" and status in ("blocked", "failed"):
@@ -147,6 +155,8 @@ class Actions:
             if conversion_id in self._running:
                 raise UserError(f"conversion {conversion_id} is already running")
             self._running.add(conversion_id)
+            if conversion_id in self._queued:  # in the same lock: never neither queued nor running
+                self._queued.remove(conversion_id)
         try:
             return fn()
         finally:
@@ -167,18 +177,27 @@ class Actions:
             for cid, op in zip(cids, op_paths):
                 background_note(f"#{cid} {Path(op).name}: converting in {self.repo} (enter opens it)")
         todo = [c for c in cids if not self.why_not("resume", c)]
+        with self._lock:
+            self._queued += [c for c in todo if c not in self._queued]
         with ThreadPoolExecutor(max_workers=max(1, self.jobs), thread_name_prefix="dashboard") as pool:
             list(pool.map(self._resume_unless_closing, todo))
         return cids
 
     def _resume_unless_closing(self, conversion_id: int):
-        if self.closing:
+        if self.closing:  # stays queued: a hand-off to the background runs it
             return None
         try:
             return self.resume(conversion_id)
         except UserError as e:  # one conversion's refusal must not end the others
+            if not self.closing:
+                self._dequeue(conversion_id)
             self._log(f"#{conversion_id} not started: {e}")
             return None
+
+    def _dequeue(self, conversion_id: int) -> None:
+        with self._lock:
+            if conversion_id in self._queued:
+                self._queued.remove(conversion_id)
 
     def resume(self, conversion_id: int):
         reason = self.why_not("resume", conversion_id)
@@ -291,6 +310,12 @@ class Actions:
         from tileport.tui._background import GATES
 
         return {cid for cid, stage in self.forced.items() if stage == GATES}
+
+    def _ungated(self, conversion_id: int) -> bool:
+        try:
+            return self.ungated_head(conversion_id) is not None
+        except UserError:  # its worktree is gone or moved: resume says so itself
+            return False
 
     def ungated_head(self, conversion_id: int) -> str | None:
         """The HEAD commit when no B run judged it (an edit committed without its gates, or gates stopped)."""

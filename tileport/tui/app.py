@@ -52,7 +52,7 @@ class TileportApp(GateCommands, App):
     COMMANDS = App.COMMANDS | {TileportCommands}
     BINDINGS = [
         Binding("q", "quit", "quit"),
-        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("ctrl+c", "interrupt", "quit", show=False, priority=True),
         Binding("question_mark", "help", "help"),
         Binding("s", "start", "start/resume"),
         Binding("x", "stop", "stop"),
@@ -82,6 +82,7 @@ class TileportApp(GateCommands, App):
         self.exit_text: str | None = None  # printed by the CLI after the screen is gone (what quitting did)
         self.gpu_detail: str | None = None  # the doctor's word on the GPU, for the next-step line
         self._work_since: float | None = None  # when this dashboard's current batch of work started
+        self._a_run = False  # whether that batch started conversions (a run), not only resumed or reran one
         self.summary_text: str | None = None
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
@@ -108,18 +109,55 @@ class TileportApp(GateCommands, App):
         if self.autostart and not self.readonly:
             self.run_worker(self._autostart, thread=True, group="start", exit_on_error=False)
         self.set_interval(0.5, self._watch_work)
+        self._signals = self._catch_signals()
+
+    def _catch_signals(self) -> list:
+        """SIGINT/SIGTERM from outside (kill, a closing terminal's session leader) mean stop: the work is stopped
+        (the attempts recorded as interrupted) before the screen goes, never left converting unseen behind it."""
+        import asyncio
+        import signal
+
+        loop, caught = asyncio.get_running_loop(), []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self._signalled)
+                caught.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal here
+                pass
+        return caught
+
+    def _signalled(self) -> None:
+        if self.actions.closing:
+            return  # already stopping: it ends within seconds
+        if self.actions.running_here() or self.actions.queued_here():
+            self._quit_chosen("stop")
+        else:
+            self.actions.closing = True
+            self.exit()
 
     def _watch_work(self) -> None:
-        """When the work this dashboard started has all ended, show the end-of-run summary once."""
+        """When a run this dashboard started (the default run, `c`) has all ended, show the end-of-run summary once.
+        A single resume or rerun is not a run: its own line says how it ended, and no summary covers it up."""
         import time
 
-        busy = bool(set(self.actions.running_here()) - self.actions.gating) or any(  # a person's gates: no summary
-            w.group == "start" and w.is_running for w in self.workers)
+        starting = any(w.group == "start" and w.is_running for w in self.workers)
+        busy = starting or bool(set(self.actions.running_here()) - self.actions.gating)  # a person's gates: no summary
         if busy and self._work_since is None:
-            self._work_since = time.monotonic()
+            self._work_since, self._a_run = time.monotonic(), False
+        if starting:
+            self._a_run = True
         elif not busy and self._work_since is not None and not self.actions.closing:
             seconds, self._work_since = time.monotonic() - self._work_since, None
-            self.show_summary(seconds)
+            if self._a_run:
+                self.show_summary(seconds)
+
+    def _mark_run(self) -> None:
+        """Called by a start job (any thread): this batch is a run, even one that ends before the watcher's tick."""
+        import time
+
+        if self._work_since is None:
+            self._work_since = time.monotonic()
+        self._a_run = True
 
     def show_summary(self, seconds: float | None = None) -> None:
         from tileport.tui._modals import SummaryScreen
@@ -131,8 +169,9 @@ class TileportApp(GateCommands, App):
         if seconds is None:
             text = text.replace(f" in {elapsed_text(0)}", "", 1)
         step = next_step(rows, list(self.config.targets), self.gpu_detail, self.config.gpu.command_prefix)
-        if step:
-            text += "\n\n" + step
+        if step:  # above the per-conversion list: the one thing to do first, visible without scrolling at 80x24
+            counts, _, needs = text.partition("\nneeds a person")
+            text = f"{counts}\n\n{step}\n\nneeds a person{needs}"
         self.summary_text = text
         if not isinstance(self.screen, SummaryScreen):
             self.push_screen(SummaryScreen(text))
@@ -151,6 +190,7 @@ class TileportApp(GateCommands, App):
             op = Path(path).expanduser()
 
             def job():
+                self._mark_run()
                 try:
                     cids = self.actions.start([str(op)], background_note=self.notify_from_thread)
                 except UserError as e:
@@ -169,12 +209,17 @@ class TileportApp(GateCommands, App):
         self.call_from_thread(self.notify, text, timeout=8)
 
     def _autostart(self) -> None:
+        self._mark_run()
         try:
             self.actions.start(self.autostart)
         except UserError as e:
             self.call_from_thread(self.notify, f"start: {e}", severity="error", timeout=10)
 
     def on_unmount(self) -> None:
+        import asyncio
+
+        for sig in getattr(self, "_signals", []):
+            asyncio.get_running_loop().remove_signal_handler(sig)
         self.store.close()
 
     def _set_toolchain(self, text: str) -> None:
@@ -209,7 +254,9 @@ class TileportApp(GateCommands, App):
         self.events_seen += len(events)
         for screen in self.screen_stack:
             handler = getattr(screen, "store_changed", None)
-            if handler is not None:
+            # a screen pushed but not composed yet has no widgets to update (it reads the store when it mounts);
+            # calling it crashed the dashboard when events arrived right after enter opened a conversion
+            if handler is not None and screen.is_mounted:
                 handler(touched, events)
         for ev in events:
             if ev["kind"] == "stage.finished" and isinstance(self.screen, MainScreen):
@@ -269,28 +316,46 @@ class TileportApp(GateCommands, App):
         return out
 
     def action_quit(self) -> None:
-        running = self.actions.running_here()
-        if not running:
+        running, queued = self.actions.running_here(), self.actions.queued_here()
+        if not running and not queued:
             self.actions.closing = True
             self.exit()
             return
         if isinstance(self.screen, (QuitScreen, StoppingScreen)):
             return
-        self.push_screen(QuitScreen(self._running_lines(running)), self._quit_chosen)
+        self.push_screen(QuitScreen(self._running_lines(running), queued=len(queued)), self._quit_chosen)
+
+    def action_interrupt(self) -> None:
+        """ctrl+c: the quit question; a second ctrl+c while it is open answers it: stop them (never a traceback)."""
+        if isinstance(self.screen, QuitScreen):
+            self.screen.dismiss("stop")
+        else:
+            self.action_quit()
 
     def _quit_chosen(self, choice: str | None) -> None:
         if choice in ("stop", "background"):
-            ids = self.actions.running_here()
-            self.actions.closing = True
-            if not ids:  # it finished while the dialog was open: nothing to stop or hand off
-                self.exit()
+            self.actions.closing = True  # first: a queued conversion must not start while we stop the others
+            ids, queued = self.actions.running_here(), self.actions.queued_here()
+            if not ids and not (queued and choice == "background"):
+                self.exit_text = self._not_started(queued)  # it finished while the dialog was open
+                self.exit(None, 0, self.exit_text)
                 return
             self.push_screen(StoppingScreen(f"stopping {len(ids)} conversion{'s' * (len(ids) != 1)}: killing their "
                                             "tools, recording the attempts as interrupted ..."))
-            self.run_worker(lambda: self._stop_and_exit(ids, choice == "background"), thread=True,
+            self.run_worker(lambda: self._stop_and_exit(ids, choice == "background", queued), thread=True,
                             group="quit", exit_on_error=False)
 
-    def _stop_and_exit(self, ids: list[int], background: bool, wait_s: float = 20.0) -> None:
+    @staticmethod
+    def _not_started(queued: list[int]) -> str | None:
+        if not queued:
+            return None
+        return (f"tileport: {' '.join(f'#{c}' for c in queued)} not started (pending; "
+                "`tileport run --resume ID` or s in the dashboard starts one)")
+
+    def _stop_and_exit(self, ids: list[int], background: bool, queued: list[int] = (), wait_s: float = 20.0,
+                       ) -> None:
+        """Stop this dashboard's drives; with `background`, hand them and the queued ones (never started here) to a
+        detached process, so "leave them running" finishes the whole run, not only the conversions running now."""
         import time
 
         runner = self.actions._runner
@@ -303,18 +368,22 @@ class TileportApp(GateCommands, App):
             time.sleep(0.05)
         left = self.actions.running_here()
         stopped = [c for c in ids if c not in left]
-        text = (f"tileport: stopped {' '.join(f'#{c}' for c in stopped)} (attempts recorded as interrupted; "
-                "resume: `tileport run --resume ID` or s in the dashboard)") if stopped else ""
+        lines = [f"tileport: stopped {' '.join(f'#{c}' for c in stopped)} (attempts recorded as interrupted; "
+                 "resume: `tileport run --resume ID` or s in the dashboard)"] if stopped else []
         if left:
-            text += f"\ntileport: {' '.join(f'#{c}' for c in left)} still finishing a step after {wait_s:g} s"
-        if background and stopped:
+            lines.append(f"tileport: {' '.join(f'#{c}' for c in left)} still finishing a step after {wait_s:g} s")
+        handed = [*stopped, *(c for c in queued if c not in ids)]
+        if background and handed:
             from tileport.tui._background import spawn
 
-            handoff = spawn(self.actions.config, self.actions.model, stopped, self.store_path.parent / "background",
+            handoff = spawn(self.actions.config, self.actions.model, handed, self.store_path.parent / "background",
                             forced=forced)
-            text = handoff.text()
-        self.exit_text = text or None
-        self.call_from_thread(self.exit, None, 0, text or None)
+            lines = [handoff.text()] + lines[1:]
+        elif queued:
+            lines.append(self._not_started(queued))
+        text = "\n".join(lines) or None
+        self.exit_text = text
+        self.call_from_thread(self.exit, None, 0, text)
 
     def action_start(self) -> None:
         cid = self.current_id()

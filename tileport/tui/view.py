@@ -59,6 +59,9 @@ class ConversionRow:
     fail_class: str | None = None  # of the newest stage run
     summary: str = ""  # of the newest stage run
     perf: PerfDetails | None = None  # the newest E run's details, with the bounds recorded with it
+    round_commit: str | None = None  # the person's edit the attempt counters count from (the router's round)
+    op_path: str = ""
+    error: str | None = None  # why the conversion stopped, when it says
 
     def attempts_text(self) -> str:
         return " ".join(f"{s}{n}/{c}" for s, (n, c) in self.attempts.items() if n)
@@ -86,7 +89,8 @@ def conversion_row(c: queries.ConversionSummary, caps: dict[str, int],
         attempts={s: (c.attempts.get(s, 0), int(caps.get(s, 0))) for s in STAGE_ORDER}, geomean=c.geomean,
         approval=_approval_text(c.approval, c.approval_commit, c.head_commit), branch=c.branch, worktree=c.worktree,
         head_commit=c.head_commit, updated_at=c.updated_at, worst=c.worst_ratio, running=running,
-        fail_class=c.fail_class, summary=c.summary, perf=c.perf)
+        fail_class=c.fail_class, summary=c.summary, perf=c.perf, op_path=c.op_path, error=c.error,
+        round_commit=c.round_commit)
 
 
 def conversion_rows(store: Store, caps: dict[str, int], ids: list[int] | None = None) -> list[ConversionRow]:
@@ -129,6 +133,8 @@ class PerfRowView:
     ratio: float | None
     flags: str
     launch: dict = field(default_factory=dict)  # side -> CUPTI launch attributes per kernel, as stage E stored them
+    ref_samples: list[float] = field(default_factory=list)  # every timed sample, ms
+    port_samples: list[float] = field(default_factory=list)
 
 
 def launch_text(launch: dict) -> str:
@@ -153,8 +159,8 @@ def perf_view(store: Store, conversion_id: int, gate: float) -> PerfView:
     perf = queries.newest_perf(store, conversion_id)
     if perf is None:
         return PerfView([], None, None, gate, {}, None)
-    rows = [PerfRowView(r.config, r.ref_ms, r.port_ms, r.ratio, ", ".join(r.flags), dict(r.launch))
-            for r in perf.rows]
+    rows = [PerfRowView(r.config, r.ref_ms, r.port_ms, r.ratio, ", ".join(r.flags), dict(r.launch),
+                        list(r.ref_samples), list(r.port_samples)) for r in perf.rows]
     return PerfView(rows, perf.details.geomean, perf.details.worst_text(), gate, dict(perf.details.hw),
                     perf.run.verdict)
 
@@ -231,11 +237,14 @@ class LiveTail:
             st = self.path.stat()
         except OSError:
             return False, []
+        from tileport.validators.rust.diagnostics import live_line
+
         fresh = False
         if self._inode != (st.st_dev, st.st_ino) or st.st_size < self._offset:
-            self._offset, fresh, self._inode = 0, True, (st.st_dev, st.st_ino)
+            self._offset, fresh, self._inode, self.now = 0, True, (st.st_dev, st.st_ino), ""
             if st.st_size > limit:
                 self._offset = st.st_size - limit
+                self._note_before(self._offset)
         if st.st_size == self._offset:
             return fresh, []
         with open(self.path, "rb") as f:
@@ -245,11 +254,28 @@ class LiveTail:
         if cut < 0:
             return fresh, []
         self._offset += cut + 1
-        lines = data[: cut + 1].decode("utf-8", "replace").splitlines()
-        for line in lines:
+        lines: list[str] = []
+        for line in data[: cut + 1].decode("utf-8", "replace").splitlines():
             if line.startswith(self.NOTE):
                 self.now = line[len(self.NOTE):]
+            shown = live_line(line)  # cargo's JSON as cargo prints it for a person; rustc diagnostics rendered
+            if shown is not None:
+                lines += shown.splitlines() or [""]
         return fresh, lines
+
+    def _note_before(self, end: int, window: int = 4 << 20) -> None:
+        """`now` from the part of a long file that is not shown (a reader opened late must still say what runs)."""
+        start = max(0, end - window)
+        with open(self.path, "rb") as f:
+            f.seek(start)
+            head = f.read(end - start)
+        i = head.rfind(b"\n" + self.NOTE.encode())
+        if i < 0 and start == 0 and head.startswith(self.NOTE.encode()):
+            i = -1
+        elif i < 0:
+            return
+        line = head[i + 1:].split(b"\n", 1)[0].decode("utf-8", "replace")
+        self.now = line[len(self.NOTE):]
 
 
 GPU_FOR = {"sm_90": "H100/H200 (sm_90)", "sm_100": "B200 (sm_100)", "sm_80": "A100 (sm_80)", "sm_89": "L40/4090 (sm_89)",
@@ -266,13 +292,15 @@ def next_step(rows: list[ConversionRow], targets: list[str], gpu_detail: str | N
         return None
     gpus = " or ".join(GPU_FOR.get(t, t) for t in targets) or "an NVIDIA GPU"
     first = blocked[0].id
+    rest = [str(r.id) for r in blocked[1:]]
+    others = f" (likewise {', '.join(rest[:7])}{' …' if len(rest) > 7 else ''})" if rest else ""
     where = f"the GPU host reached by [gpu] command_prefix = {command_prefix!r} did not answer" if command_prefix \
         else "no GPU here"
     seen = f" (doctor: {gpu_detail})" if gpu_detail else ""
     return (f"next step: all {len(blocked)} conversions stopped BLOCKED(env) at {blocked[0].stage or 'D'}: {where}; "
-            f"they need {gpus}{seen}. On a GPU host: `tileport gate pack {first}`, copy the gate directory there, "
+            f"they need {gpus}{seen}. On a GPU host: `tileport gate pack {first}`{others}, copy the gate directory there, "
             f"`tileport gate run DIR`, then `tileport gate ingest DIR/results.json` here; or set "
-            f"[gpu] command_prefix in tileport.toml (e.g. \"ssh gpu-host\") and resume (s).")
+            f"[gpu] command_prefix in tileport.toml (e.g. \"ssh gpu-host\") and rerun stage D (r, then D).")
 
 
 @dataclass
@@ -291,6 +319,15 @@ class RunSummary:
         return "\n".join(lines)
 
 
+def _first_clause(summary: str, width: int = 110) -> str:
+    """A stage summary's first clause (the how-to after `;` is the next step's job), cut at a word, never inside one."""
+    text = " ".join(summary.split()).removeprefix("blocked: ").split("; ")[0]
+    if len(text) <= width:
+        return text
+    cut = text.rfind(" ", 0, width)
+    return text[: cut if cut > width // 2 else width] + " …"
+
+
 def run_summary(rows: list[ConversionRow], seconds: float) -> RunSummary:
     by_status: dict[str, int] = {}
     by_verdict: dict[str, int] = {}
@@ -302,9 +339,9 @@ def run_summary(rows: list[ConversionRow], seconds: float) -> RunSummary:
         if r.status == "done" and r.approval in ("-", "stale (approve)"):
             needs.append(f"#{r.id} {r.op}: every gate passed: review and approve (a), then merge (m)")
         elif r.status == "blocked":
-            needs.append(f"#{r.id} {r.op}: BLOCKED at {r.stage}: {r.summary[:100] or 'the environment'}")
+            needs.append(f"#{r.id} {r.op}: BLOCKED at {r.stage}: {_first_clause(r.summary) or 'the environment'}")
         elif r.status in ("failed", "error"):
-            needs.append(f"#{r.id} {r.op}: {r.status} at {r.stage} {r.verdict or ''}: {r.summary[:100]} "
+            needs.append(f"#{r.id} {r.op}: {r.status} at {r.stage} {r.verdict or ''}: {_first_clause(r.summary)} "
                          "(look at the code view, edit with e, or rerun with r)")
         elif r.status == "stopped":
             needs.append(f"#{r.id} {r.op}: stopped; resume with s")

@@ -185,6 +185,24 @@ def uncommitted(wt: ConversionWorktree, paths: list[str]) -> list[str]:
     return [line[3:] for line in res.stdout.splitlines() if line.strip()] if res.ok else []
 
 
+def ungated_edit(wt: ConversionWorktree, b_commits: list[str | None]) -> str | None:
+    """HEAD when a person's edit of this conversion (a `Tileport-Human` commit) came after the commit stage B last
+    ran on (`b_commits`: its runs' commits, oldest first), so no B run judged it: a commit without its gates, or gates
+    that were stopped. None when B never ran (the router runs it anyway) or no edit came after its newest run."""
+    if not b_commits:
+        return None
+    fmt = (f"--format=%(trailers:key={HUMAN_TRAILER},valueonly,separator=%x2C)%x1f"
+           "%(trailers:key=Tileport-Conversion,valueonly,separator=%x2C)")
+    res = g.git(wt.path, "log", "-z", fmt, f"{b_commits[-1] or wt.base_commit}..HEAD", check=False)
+    if not res.ok:  # B's commit is gone (a rebase): only HEAD itself can say it is an edit
+        res = g.git(wt.path, "log", "-z", "-1", fmt, "HEAD", check=False)
+    for entry in filter(None, res.stdout.split("\0") if res.ok else []):
+        human, _, conv = entry.strip("\n").partition("\x1f")
+        if human.strip() and conv.strip() == str(wt.conversion_id):
+            return wt.head()
+    return None
+
+
 def commit_human(wt: ConversionWorktree, paths: list[str], what: str) -> tuple[str, list[CommandRecord]]:
     """Commit a person's edit of `paths` on the conversion branch: no stage trailers (it is no stage attempt, so
     recovery and the router's replay leave it alone; the merge gates see a commit that is not a stage commit) and a

@@ -18,13 +18,13 @@ from pathlib import Path
 
 from tileport.records import (ArtifactRecord, DiagnosisDetails, FailClass, FeedbackItem, Stage, StageResult,
                               WriteKernelDetails, utcnow)
+from tileport.records.rounds import HUMAN_EDIT  # the `source` of a B run judging a person's edit (`gates`)
 from tileport.validators.rust.build import RustBuildResult
 from tileport.validators.rust.selfcheck import SelfCheckReport
 from tileport.validators.tileir.diff import Severity, Verdict
 
 STAGE = Stage.WRITE_KERNEL
 ENV_CODES = frozenset({"TP-DEPS-MISSING", "TP-CARGO", "TP-TIMEOUT"})
-HUMAN_EDIT = "human edit"  # the `source` of a B run judging a person's edit (`gates`); its caps start afresh
 
 
 def is_cargo_build(cmd) -> bool:

@@ -293,6 +293,31 @@ _TI_HINTS = (
 )
 
 
+def live_line(raw: str) -> str | None:
+    """A line of a build's output as a person reads it (the dashboard's live view): cargo's JSON messages
+    (`--message-format=json`) become rustc's rendered diagnostic or `cargo: build succeeded/failed`, or nothing (an
+    up-to-date crate, a build script run: cargo's own output shows neither); the IR dump's job records one short
+    line each; any other line (cargo's `Compiling ...`, a tool's text) is returned as it is."""
+    if raw.startswith('{"reason":'):
+        try:
+            msg = json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+        reason = msg.get("reason")
+        if reason == "compiler-message":
+            return ((msg.get("message") or {}).get("rendered") or "").rstrip("\n") or None
+        if reason == "build-finished":
+            return "cargo: build " + ("succeeded" if msg.get("success") else "failed")
+        return None
+    if raw.startswith(_JOB_PREFIX):
+        try:
+            job = json.loads(raw[len(_JOB_PREFIX):])
+        except json.JSONDecodeError:
+            return raw
+        return (f"IR dump {job.get('entry')} {job.get('variant')} {job.get('target')}: "
+                f"{'ok' if job.get('ok') else 'FAILED'} in {float(job.get('seconds') or 0):.1f} s")
+    return raw
+
 def parse_tileiras(stderr: str, returncode: int, crate_root: Path | None = None, *, tool: str = "tileiras",
                    **job: str | None) -> list[Diagnostic]:
     """tileiras / tileirdisasm failures. A located error (`file:L:C: error: msg`) is one Diagnostic each; the
