@@ -13,6 +13,7 @@ from tests.conftest import REPO, run_cli
 from tileport import service
 from tileport.config import Config
 from tileport.errors import UserError
+from tileport.store import queries
 
 
 @pytest.fixture
@@ -40,19 +41,19 @@ def test_ingest_returns_the_runs_it_recorded_and_the_cli_prints_them(conv, tmp_p
     done = service.ingest_results(config(conv), path)
     assert (done.conversion_id, done.commit, done.path) == (conv.cid, conv.head(), path)
     assert [(r.stage, r.verdict, r.attempt) for r in done.runs] == [("D", "ALL_PASS", 1)]  # no perf rows: no E
-    assert [r["id"] for r in conv.store.stage_runs(conv.cid)][-1] == done.run_ids[-1]
+    assert [r.id for r in queries.stage_runs(conv.store, conv.cid)][-1] == done.run_ids[-1]
     assert conv.store.cases(done.run_ids[0])[0]["shape"] == {"n": 1024}
     cfg = tmp_path / "tileport.toml"
     cfg.write_text(f'store = "{conv.store.path}"\n')
     r = run_cli("--config", str(cfg), "gate", "ingest", str(path.parent))  # a gate dir holding results.json
     assert r.returncode == 0, r.stderr
-    rid = conv.store.stage_runs(conv.cid)[-1]["id"]
+    rid = queries.stage_runs(conv.store, conv.cid)[-1].id
     assert r.stdout.strip() == f"conversion {conv.cid} @ {conv.head()[:12]}: recorded stage run(s) {rid} (D ALL_PASS)"
-    assert [x["attempt"] for x in conv.store.stage_runs(conv.cid) if x["stage"] == "D"] == [1, 2]
+    assert [x.attempt for x in queries.stage_runs(conv.store, conv.cid, "D")] == [1, 2]
 
 
 def test_ingest_refusals_are_one_line_and_record_nothing(conv, tmp_path):
-    before = len(conv.store.stage_runs(conv.cid))
+    before = len(queries.stage_runs(conv.store, conv.cid))
     with pytest.raises(UserError, match=rf"results are for conversion {conv.cid}, not #{conv.cid + 1}; ingest them"):
         service.ingest_results(config(conv), results_file(tmp_path / "a.json", conv.cid, conv.head()),
                                conversion_id=conv.cid + 1)
@@ -65,7 +66,7 @@ def test_ingest_refusals_are_one_line_and_record_nothing(conv, tmp_path):
     with pytest.raises(UserError, match=f"results are for commit {old[:12]}, conversion {conv.cid} is at "
                                         f"{conv.head()[:12]}; pack and run the gate again"):
         service.ingest_results(config(conv), results_file(tmp_path / "d.json", conv.cid, old))
-    assert len(conv.store.stage_runs(conv.cid)) == before
+    assert len(queries.stage_runs(conv.store, conv.cid)) == before
 
 
 def test_pack_refuses_a_conversion_without_a_port_in_one_line(conv):

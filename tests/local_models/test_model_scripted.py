@@ -155,7 +155,7 @@ def test_probe_of_a_scripted_model():
 def test_run_tokens_are_stored_with_the_stage_run(tmp_path):
     """Token usage of every call in a writer run lands on its stage-B record in the store."""
     from tileport.records import Stage, StageResult
-    from tileport.store import Store
+    from tileport.store import Store, queries
 
     model = ScriptedModel(TRANSCRIPT)
     results = []
@@ -168,6 +168,6 @@ def test_run_tokens_are_stored_with_the_stage_run(tmp_path):
     cid = store.add_conversion("examples/vector_add.py", "vector_add_kernel")
     store.record_stage(cid, StageResult(stage=Stage.WRITE_KERNEL, verdict=verdict.value.verdict, tokens=usage,
                                         model_id=load_transcript(TRANSCRIPT)["model"]))
-    [run] = store.stage_runs(cid)
-    assert (run["prompt_tokens"], run["completion_tokens"]) == transcript_tokens()
-    assert run["verdict"] == "COMPILED" and run["model_id"] == "tileport-coder"
+    [run] = queries.stage_runs(store, cid)
+    assert (run.prompt_tokens, run.completion_tokens) == transcript_tokens()
+    assert run.verdict == "COMPILED" and run.model_id == "tileport-coder"

@@ -34,9 +34,9 @@ def test_stage_run_with_commands_artifacts_tokens_survives_reopen(tmp_path):
     s.close()
 
     s2 = Store(path)
-    [run] = s2.stage_runs(cid)
-    assert (run["stage"], run["attempt"], run["verdict"], run["fail_class"]) == ("B", 2, "FAIL_COMPILE", "kernel")
-    assert (run["prompt_tokens"], run["completion_tokens"], run["commit"]) == (1200, 340, "abc123")
+    [run] = queries.stage_runs(s2, cid)
+    assert (run.stage, run.attempt, run.verdict, run.fail_class) == ("B", 2, "FAIL_COMPILE", "kernel")
+    assert (run.prompt_tokens, run.completion_tokens, run.commit) == (1200, 340, "abc123")
     [cmd] = queries.commands(s2, rid)
     assert cmd.argv == ["cargo", "build"] and cmd.exit_code == 101
     [a] = queries.artifacts(s2, rid)
@@ -100,7 +100,7 @@ def test_failed_stage_write_leaves_no_partial_rows(store):
     bad.commands[0].exit_code = None  # violates NOT NULL inside the transaction
     with pytest.raises(sqlite3.IntegrityError):
         store.record_stage(cid, bad)
-    assert store.stage_runs(cid) == []
+    assert queries.stage_runs(store, cid) == []
     assert [e["kind"] for e in store.events(cid)] == ["conversion.created"]
 
 
@@ -118,9 +118,9 @@ def test_analyze_records_stage_a_in_the_store_and_status_reads_it(tmp_path, cli)
 
     s = Store(tmp_path / ".tileport" / "tileport.db")
     rows = {c["op_path"]: c["id"] for c in s.conversions()}
-    va_runs = s.stage_runs(rows[str(op)])
-    assert [(r["stage"], r["attempt"], r["verdict"]) for r in va_runs] == [("A", 1, "PASS"), ("A", 2, "PASS")]
-    kinds = {a.kind for a in queries.artifacts(s, va_runs[-1]["id"])}
+    va_runs = queries.stage_runs(s, rows[str(op)])
+    assert [(r.stage, r.attempt, r.verdict) for r in va_runs] == [("A", 1, "PASS"), ("A", 2, "PASS")]
+    kinds = {a.kind for a in queries.artifacts(s, va_runs[-1].id)}
     assert {"analysis", "tileir_bytecode", "tileir_text"} <= kinds
     assert str(broken) not in rows
     s.close()
@@ -157,12 +157,12 @@ def test_v1_store_migrates_to_pipeline_columns_without_losing_runs(tmp_path):
 
     s = Store(path)
     assert s.schema_version == SCHEMA_VERSION
-    [run] = s.stage_runs(1)
-    assert run["verdict"] == "PASS" and "routed_to" in run
+    [run] = queries.stage_runs(s, 1)
+    assert run.verdict == "PASS" and run.routed_to is None
     rid = s.record_stage(1, StageResult(stage=Stage.WRITE_KERNEL, verdict="COMPILED", cap=2,
                                         details={"self_check": "PASS"}), routed_to="D", route_reason="B COMPILED")
-    run = s.stage_runs(1)[-1]
-    assert (run["cap"], run["routed_to"], json.loads(run["details"])) == (2, "D", {"self_check": "PASS"})
+    run = queries.stage_runs(s, 1)[-1]
+    assert (run.cap, run.routed_to, run.raw_details) == (2, "D", {"self_check": "PASS"})
     assert s.events(1)[-1]["payload"]["stage_run_id"] == rid
     s.close()
 

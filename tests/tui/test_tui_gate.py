@@ -18,7 +18,7 @@ import pytest
 
 from gitconv import Conv, conversion_at
 from tileport.config import Config
-from tileport.store import Store
+from tileport.store import Store, queries
 from tileport.tui import TileportApp
 
 pytestmark = pytest.mark.asyncio
@@ -123,7 +123,7 @@ async def test_ingest_of_an_h200_results_file_shows_the_perf_rows_and_the_e_verd
         gate_line = str(screen.query_one("#perf-gate").render())
         assert gate_line.startswith(f"ingested {results}: conversion {conv.cid} @ {conv.head()[:12]}: recorded")
         assert gate_line.endswith("(D ALL_PASS, E DONE)")
-    runs = [(r["stage"], r["verdict"], r["commit"]) for r in conv.store.stage_runs(conv.cid)]
+    runs = [(r.stage, r.verdict, r.commit) for r in queries.stage_runs(conv.store, conv.cid)]
     assert runs[-2:] == [("D", "ALL_PASS", conv.head()), ("E", "DONE", conv.head())]
 
 
@@ -132,7 +132,7 @@ async def test_ingest_of_results_for_a_commit_the_branch_left_is_refused_in_one_
     conv.store.update_conversion(conv.cid, head_commit=judged)
     conv.human_commit("kernel.rs")  # the branch moved after the gate was packed
     write_results(conv, judged)
-    before = len(conv.store.stage_runs(conv.cid))
+    before = len(queries.stage_runs(conv.store, conv.cid))
     app = app_for(conv)
     async with app.run_test(size=(160, 45)) as pilot:
         await open_perf(app, pilot, conv.cid)
@@ -146,7 +146,7 @@ async def test_ingest_of_results_for_a_commit_the_branch_left_is_refused_in_one_
         assert line.endswith("pack and run the gate again for the current commit")
         assert want in str(app.screen.query_one("#perf-gate").render())
         assert app.screen.query_one("#perf-table").row_count == 0
-    assert len(conv.store.stage_runs(conv.cid)) == before
+    assert len(queries.stage_runs(conv.store, conv.cid)) == before
 
 
 async def test_a_missing_results_file_and_escape_record_nothing(conv):

@@ -21,7 +21,7 @@ from tileport.agents.runner import Runner
 from tileport.config import Config
 from tileport.exec.proc import run_command
 from tileport.records import Stage, StageResult
-from tileport.store import Store
+from tileport.store import Store, queries
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -102,16 +102,16 @@ def test_tileport_stop_kills_the_running_tool_and_resume_reruns_the_attempt(slow
     s = Store(db)
     assert s.conversion(cid)["status"] == "stopped"
     assert [e["payload"]["stage"] for e in s.events(cid) if e["kind"] == "stage.interrupted"] == ["A"]
-    assert s.stage_runs(cid) == []  # nothing of the killed attempt is kept as a verdict
+    assert queries.stage_runs(s, cid) == []  # nothing of the killed attempt is kept as a verdict
     s.close()
     # resume in the same runner (the dashboard's session): a new cancel token, the attempt runs again as 1
     make_fast()
     f = runner.resume(cid)
     assert f.status == "failed"
     s = Store(db)
-    runs = s.stage_runs(cid)
+    runs = queries.stage_runs(s, cid)
     s.close()
-    assert (runs[0]["stage"], runs[0]["attempt"], runs[0]["verdict"]) == ("A", 1, "FAIL_FIXABLE")
+    assert (runs[0].stage, runs[0].attempt, runs[0].verdict) == ("A", 1, "FAIL_FIXABLE")
 
 
 def test_tileport_stop_on_a_conversion_nobody_runs_says_so(slow_runner):

@@ -198,7 +198,7 @@ def test_changed_evidence_is_an_error_not_a_pass(env):
                                                   details={"geomean": 0.97}), commit=conv.stage_commit("E"))
     approval.approve(conv.store, load_config(cfg), conv.cid)
     # the store keeps its own read-only copy of the evidence; someone rewrites it after the run
-    [art] = queries.artifacts(conv.store, conv.store.latest_verdicts(conv.cid)["E"]["id"])
+    [art] = queries.artifacts(conv.store, queries.stage_runs(conv.store, conv.cid, "E")[-1].id)
     pinned = Path(art.path)
     assert pinned != report and pinned.read_text() == '{"geomean": 0.97}'
     pinned.chmod(0o644)
@@ -377,8 +377,8 @@ def test_ingest_refuses_results_made_for_a_commit_the_branch_has_left(env, tmp_p
     # NAMED FAKE: only the header `tileport gate run` writes; the refusal comes before any case is read
     results = tmp_path / "results.json"
     results.write_text(json.dumps({"gate": {"conversion_id": conv.cid, "commit": judged}, "cases": []}))
-    runs = len(conv.store.stage_runs(conv.cid))
+    runs = len(queries.stage_runs(conv.store, conv.cid))
     r = tp(cfg, "gate", "ingest", str(results))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert f"results are for commit {judged[:12]}, conversion {conv.cid} is at {conv.head()[:12]}" in r.stderr
-    assert len(conv.store.stage_runs(conv.cid)) == runs
+    assert len(queries.stage_runs(conv.store, conv.cid)) == runs

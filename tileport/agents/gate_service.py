@@ -21,6 +21,7 @@ from tileport.errors import UserError
 from tileport.store import Store
 
 PACKED_EVENT = "gate.packed"
+INGEST = "gate ingest"  # the `source` of the D and E runs `tileport gate ingest` records
 
 
 class BuildFailed(UserError):
@@ -189,9 +190,8 @@ def _record(store: Store, cid: int, commit: str, results: dict, path: Path, conf
     art = [ArtifactRecord.of("gate_results", path)]
     # attempts are numbered by record_run inside the run's own transaction (with its cases / perf rows)
     d = host_correctness.result_from_report(corr, attempt=1, started_at=utcnow())
-    d = d.model_copy(update={"artifacts": art, "details": {
-        **d.details, "passed": sum(c.status == "PASS" for c in corr.cases), "env_missing": corr.env_missing,
-        "host_error": corr.host_error, "source": "gate ingest"}})
+    d = d.with_details(passed=sum(c.status == "PASS" for c in corr.cases), env_missing=corr.env_missing,
+                       host_error=corr.host_error, source=INGEST).model_copy(update={"artifacts": art})
     rec = record_run(store, cid, d, commit=commit, cases=corr.cases)
     out = [RecordedGateRun(d.stage.value, d.verdict, rec.run_id, rec.attempt, d.summary)]
     if d.verdict == "ALL_PASS" and (results.get("perf") or {}).get("rows"):  # E only after D passed
@@ -200,7 +200,7 @@ def _record(store: Store, cid: int, commit: str, results: dict, path: Path, conf
         perf = perf_from_results(results)
         e = result_from_report(perf, attempt=1, started_at=utcnow(),
                                geomean_max=config.perf.geomean_max, config_max=config.perf.config_max)
-        e = e.model_copy(update={"artifacts": art, "details": {**e.details, "source": "gate ingest"}})
+        e = e.with_details(source=INGEST).model_copy(update={"artifacts": art})
         rec = record_run(store, cid, e, commit=commit, perf_rows=perf.rows)
         out.append(RecordedGateRun(e.stage.value, e.verdict, rec.run_id, rec.attempt, e.summary))
     return out

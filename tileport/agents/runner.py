@@ -360,8 +360,8 @@ class Runner:
             raise StageInterrupted(stage, ctx.attempt, time.perf_counter() - t1, "stop requested")
         t2 = time.perf_counter()
         self._at("ran", stage, ctx.attempt)
-        result = result.model_copy(update={"attempt": ctx.attempt, "cap": ctx.cap,
-                                           "details": {**result.details, **({"repair": True} if ctx.repair else {})}})
+        result = (result.with_details(repair=True) if ctx.repair else result).model_copy(
+            update={"attempt": ctx.attempt, "cap": ctx.cap})
         check_commands_inside(wt, result.commands)
         if wgit.snapshot(parent) != before:
             raise WorktreeEscape(f"stage {stage} changed the parent checkout {wt.repo_root} (HEAD, branch or "

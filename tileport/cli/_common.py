@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Iterator
 
 from tileport.config import Config, load_config
 from tileport.store import Store
@@ -18,6 +20,33 @@ def open_store(config: Config, repo: str | Path | None = None) -> Store:
     from tileport import service
 
     return service.open_store(config, repo)
+
+
+@contextmanager
+def opened_store(config: Config, repo: str | Path | None = None) -> Iterator[Store]:
+    """`open_store`, closed again when the block ends (however it ends)."""
+    store = open_store(config, repo)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def config_and_store(args: argparse.Namespace) -> Iterator[tuple[Config, Store]]:
+    """A subcommand's opening: the config the user asked for and the store it names (closed at the end)."""
+    config = config_from(args)
+    with opened_store(config) as store:
+        yield config, store
+
+
+def record_in_store(config: Config, op_path: str, kernel: str | None, result: Any) -> None:
+    """A one-stage subcommand's verdict (`analyze`, `build-rust`) into the store, through the same path as
+    `tileport run`, so `tileport status` and the dashboard show it."""
+    from tileport.agents.record import record_standalone
+
+    with opened_store(config) as store:
+        record_standalone(store, op_path, kernel, result)
 
 
 def int_in(lo: int, hi: int):

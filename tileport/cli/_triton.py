@@ -23,17 +23,12 @@ def analyze_triton_cli(args: argparse.Namespace, config, python, started) -> int
     if args.triton or args.reference_timings:
         raise UserError(f"{args.op} is the Triton op; pass the cuTile Python op first: "
                         f"tileport analyze CUTILE_OP.py --triton {args.op}")
-    from tileport.agents.record import record_standalone
     from tileport.agents.stages.analyze import result_from_analysis
-    from tileport.cli._common import open_store
+    from tileport.cli._common import record_in_store
     from tileport.validators.analysis.triton.pipeline import analyze_triton_op
 
     a = analyze_triton_op(args.op, out_dir=args.out, kernel=args.kernel, config=config, python=python)
-    store = open_store(config)
-    try:
-        record_standalone(store, str(Path(args.op).resolve()), args.kernel, result_from_analysis(a, started_at=started))
-    finally:
-        store.close()
+    record_in_store(config, str(Path(args.op).resolve()), args.kernel, result_from_analysis(a, started_at=started))
     print_triton(a)
     return 0
 

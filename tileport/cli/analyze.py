@@ -10,9 +10,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from tileport.agents.record import record_standalone
 from tileport.agents.stages.analyze import result_from_analysis
-from tileport.cli._common import config_from, int_in, open_store
+from tileport.cli._common import config_from, int_in, record_in_store
 from tileport.errors import UserError
 from tileport.records import utcnow
 
@@ -105,11 +104,7 @@ def _print_op(a) -> None:
 
 def _record(config, op: str, kernel: str | None, result) -> None:
     """Stage A's verdict goes to the store, which `tileport status` and the dashboard read."""
-    store = open_store(config)
-    try:
-        record_standalone(store, str(Path(op).resolve()), kernel, result)
-    finally:
-        store.close()
+    record_in_store(config, str(Path(op).resolve()), kernel, result)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from tileport.cli._common import config_from, int_in, open_store
+from tileport.cli._common import config_and_store, int_in
 from tileport.records import ApprovalRecord, Decision
 from tileport.worktrees.approval import PAST, ApprovalRefused, approve, override
 
@@ -40,9 +40,7 @@ def describe(rec: ApprovalRecord) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = config_from(args)
-    store = open_store(config)
-    try:
+    with config_and_store(args) as (config, store):
         try:
             if args.override:
                 rec = override(store, config, args.id, args.override, args.reason, args.comment)
@@ -61,5 +59,3 @@ def run(args: argparse.Namespace) -> int:
             print("tileport: note: --reason is for overrides and rejections; kept as the comment")
         print(describe(rec))
         return 0
-    finally:
-        store.close()

@@ -28,9 +28,8 @@ import json
 import sys
 from pathlib import Path
 
-from tileport.agents.record import record_standalone
 from tileport.agents.stages import write_kernel
-from tileport.cli._common import config_from, int_in, open_store, seconds
+from tileport.cli._common import config_from, int_in, record_in_store, seconds
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.records import utcnow
 from tileport.validators.rust.reference import (analysis_path, derive_spec, load_analysis, port_tensor_params,
@@ -97,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = build_crate(layout, opts)
     except EnvironmentBlocked as e:
-        _record(config, op_path, write_kernel.result_from_blocked(e, started_at=started))
+        record_in_store(config, op_path, None, write_kernel.result_from_blocked(e, started_at=started))
         raise
     report = None
     if analysis is not None:
@@ -105,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
                              tileirdisasm=opts.toolchain.tileirdisasm if opts.toolchain else None)
                   if result.jobs else no_build_report(result, analysis, args.reference))
     stage_result = write_kernel.result_from_build(result, report, started_at=started)
-    _record(config, op_path, stage_result)
+    record_in_store(config, op_path, None, stage_result)
     if args.json:
         payload = result.model_dump(mode="json")
         if report is not None:
@@ -122,15 +121,6 @@ def run(args: argparse.Namespace) -> int:
     if not result.ok:
         return 1
     return report.exit_code if report is not None else 0
-
-
-def _record(config, op_path: str, result) -> None:
-    """Stage B's verdict goes to the store through the same path as `tileport run`."""
-    store = open_store(config)
-    try:
-        record_standalone(store, op_path, None, result)
-    finally:
-        store.close()
 
 
 def gate_conversion(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from tileport.cli._common import config_from, int_in, open_store
+from tileport.cli._common import config_and_store, int_in
 from tileport.worktrees.merge import check_merge, merge, rebase
 
 
@@ -26,9 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = config_from(args)
-    store = open_store(config)
-    try:
+    with config_and_store(args) as (config, store):
         if args.rebase:
             outcome = rebase(store, config, args.id, args.into)
         elif args.check:
@@ -52,5 +50,3 @@ def run(args: argparse.Namespace) -> int:
         if args.rebase:
             return 1 if outcome.refusals else 0
         return 0 if (outcome.merged or (args.check and not outcome.refusals)) else 1
-    finally:
-        store.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tileport.cli._common import config_from, int_in, open_store
+from tileport.cli._common import config_and_store, int_in
 from tileport.cli.approve import describe
 from tileport.worktrees.approval import reject
 
@@ -20,11 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = config_from(args)
-    store = open_store(config)
-    try:
+    with config_and_store(args) as (config, store):
         rec = reject(store, config, args.id, args.reason)
         print(json.dumps(rec.model_dump(mode="json"), indent=2) if args.json else describe(rec) + f": {rec.reason}")
         return 0
-    finally:
-        store.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tileport.cli._common import config_from, int_in, open_store, seconds
+from tileport.cli._common import config_and_store, int_in, seconds
 from tileport.worktrees.lifecycle import list_worktrees, prune, recover
 
 
@@ -28,9 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = config_from(args)
-    store = open_store(config)
-    try:
+    with config_and_store(args) as (config, store):
         for cid in args.ids:
             store.conversion(cid)  # an id that names no conversion is a typo: say so, do not prune nothing quietly
         if args.action == "prune":
@@ -56,5 +54,3 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "list" and any(s.problems for s in states):
             print("run `tileport worktrees recover` to repair these without losing work")
         return 1 if args.action == "recover" and any(s.problems for s in states) else 0
-    finally:
-        store.close()

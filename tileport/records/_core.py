@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tileport.records.details import StageDetails, details_of
+from tileport.records.details import DETAILS, StageDetails, details_of
 from tileport.records.verdicts import STAGE_VERDICTS, FailClass, Stage
 
 
@@ -99,6 +99,11 @@ class StageResult(BaseModel):
     def typed(self) -> StageDetails:
         """`details` as this stage's typed model (records.details)."""
         return details_of(self.stage, self.details)
+
+    def with_details(self, **fields: Any) -> "StageResult":
+        """A copy whose details also carry `fields`, checked as the stage's model checks a writer (a misspelt
+        key or a wrong type raises); what the details held already is kept as it was."""
+        return self.model_copy(update={"details": {**self.details, **DETAILS[self.stage](**fields).dump()}})
 
 
 # Merge gates and human decisions ------------------------------------------------------------------

@@ -5,15 +5,23 @@ the dashboard) decodes them with `details_of(stage, raw)` instead of guessing ke
 written by older tileports keep working: unknown keys are kept, old spellings are read (`hardware` for `hw`,
 `self_check_pairs` for `ir_pairs`, `worst` as a `{config, ratio}` dict), and a key whose value has the wrong type
 is dropped (a reader then sees the field's default) rather than failing the whole row.
+
+Writing is strict: `AnalyzeDetails(kernelz=3)` raises (only a stored row, read through `details_of`, may carry
+keys the model does not name), and so does setting an attribute the model has no field for; `updated(**fields)`
+is the checked way to add fields to a stage's details.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (AliasChoices, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo,
+                      model_validator)
 
 from tileport.records.verdicts import Stage
+
+
+_STORED = {"stored": True}  # the validation context of a row read back (lenient: unknown keys are kept)
 
 
 class _Details(BaseModel):
@@ -27,6 +35,36 @@ class _Details(BaseModel):
     error: str | None = None  # a one-line error that ended the stage
     env_missing: str | None = None  # BLOCKED(env): what is missing and its fix
     source: str | None = None  # who recorded it when not `tileport run` ("gate ingest", ...)
+    # What a writer's loop reports (agents.writers): B, C and F attempts.
+    prompt: str | None = None
+    turns: int | None = None
+    tool_calls: list[str] = Field(default_factory=list)
+    stop: str | None = None  # why the tool loop ended
+    context: dict[str, Any] = Field(default_factory=dict)  # the context budget the loop worked within
+    model_skipped: str | None = None  # why the model was not asked (the draft was complete)
+    model_verdict: str | None = None  # the writer's own verdict (never what the judge reads)
+    model_summary: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any, info: ValidationInfo) -> Any:
+        """A writer's misspelt key fails here; a stored row (`details_of`) may keep keys of other versions."""
+        if isinstance(data, dict) and not (info.context or {}).get("stored"):
+            unknown = sorted(str(k) for k in data if k not in cls.model_fields)
+            if unknown:
+                raise ValueError(f"{cls.__name__} has no field {', '.join(unknown)}")
+        return data
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in type(self).model_fields:
+            raise AttributeError(f"{type(self).__name__} has no field {name!r}")
+        super().__setattr__(name, value)
+
+    def updated(self, **fields: Any) -> Self:
+        """A copy with `fields` set, each checked as at construction (a misspelt name or a wrong type raises);
+        keys a stored row carried beyond the model are kept."""
+        checked = type(self)(**fields).dump()
+        return type(self).model_validate({**self.dump(), **checked}, context=_STORED)
 
     def dump(self) -> dict[str, Any]:
         """The JSON-ready dict a StageResult carries (only what was set, so rows stay as small as before)."""
@@ -107,6 +145,8 @@ class WriteKernelDetails(_Details):
     feedback_items: list[FeedbackItem] = Field(default_factory=list)  # the same, typed (a bad item is dropped)
     no_writer: bool = False
     holes: list[Any] = Field(default_factory=list)
+    applied_hints: list[str] = Field(default_factory=list)  # stage F's hints the draft writer applied
+    skipped_hints: list[str] = Field(default_factory=list)  # ... and those it skipped, with why
     draft_holes: list[str] = Field(default_factory=list)  # the holes of the draft the attempt started from
     ir_gaps: list[str] = Field(default_factory=list)  # variants the IR gate could not judge (Triton reference)
 
@@ -205,7 +245,7 @@ def details_of(stage: Stage | str, raw: dict[str, Any] | None) -> StageDetails:
     data = dict(raw) if isinstance(raw, dict) else {}
     for _ in range(len(data) + 1):
         try:
-            return cls.model_validate(data)
+            return cls.model_validate(data, context=_STORED)
         except ValidationError as e:
             if not _drop_bad(data, e):
                 break

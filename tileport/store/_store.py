@@ -202,16 +202,6 @@ class Store:
             return art
         return art.model_copy(update={"path": str(dest)})
 
-    def latest_verdicts(self, conversion_id: int) -> dict[str, dict]:
-        """Stage letter -> its newest run (what the dashboard and `tileport status` show)."""
-        latest: dict[str, dict] = {}
-        for run in self.stage_runs(conversion_id):
-            latest[run["stage"]] = run
-        return latest
-
-    def stage_runs(self, conversion_id: int) -> list[dict]:
-        return list(self.db["stage_runs"].rows_where("conversion_id = ?", [conversion_id], order_by="id"))
-
     def attempts(self, conversion_id: int, stage: str) -> int:
         return self.db.execute(
             "select count(*) from stage_runs where conversion_id = ? and stage = ?", [conversion_id, stage]

@@ -20,7 +20,7 @@ from textual.binding import Binding
 
 from tileport.config import Config
 from tileport.errors import UserError
-from tileport.store import Store
+from tileport.store import Store, queries
 from tileport.tui._conversion_screen import ConversionScreen, event_line
 from tileport.tui._gate_actions import GateCommands
 from tileport.tui._main_screen import MainScreen
@@ -524,8 +524,8 @@ class TileportApp(GateCommands, App):
         if cid is None:
             return
         lines = [event_line(ev).plain for ev in self.store.events(cid)]
-        for run in self.store.stage_runs(cid):
-            lines.append(f"--- {run['stage']}{run['attempt']} {run['verdict']}: {run.get('summary') or ''}")
+        for run in queries.stage_runs(self.store, cid):
+            lines.append(f"--- {run.stage}{run.attempt} {run.verdict}: {run.summary}")
         with tempfile.NamedTemporaryFile("w", suffix=f"-conversion-{cid}.log", delete=False) as f:
             f.write("\n".join(lines) + "\n")
         self._external([*shlex.split(os.environ.get("PAGER", "less")), f.name])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tileport.records import FailClass, Stage, StageResult, utcnow
+from tileport.records import DETAILS, FailClass, Stage, StageResult, utcnow
 
 Gate = Callable[[Any, Any, Any, Any], Any]  # (crate_dir, analysis, spec, config) -> report
 
@@ -19,6 +19,12 @@ def inputs(ctx) -> tuple[Any, Any]:
     return load_analysis(ctx.paths.reference), load_spec(ctx.paths.spec_json)
 
 
+def env_blocked(missing: str, *, stage: Stage, **fields: Any) -> StageResult:
+    """BLOCKED(env): what is missing and its fix, in the details (`env_missing`) and the summary."""
+    return StageResult(stage=stage, verdict="BLOCKED", fail_class=FailClass.ENV,
+                       details=DETAILS[stage](env_missing=missing).dump(), summary=f"blocked: {missing}", **fields)
+
+
 def run_gate(ctx, stage: Stage, gate: Gate, to_result: Callable[..., StageResult]) -> StageResult:
     started = utcnow()
     from tileport.validators.gpu import preflight
@@ -28,9 +34,7 @@ def run_gate(ctx, stage: Stage, gate: Gate, to_result: Callable[..., StageResult
                                 tileiras=getattr(ctx.toolchain, "tileiras", None))
     if missing:
         ctx.log(f"#{ctx.conversion_id} {ctx.op} {stage.value}: blocked before building: {missing}")
-        return StageResult(stage=stage, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
-                           started_at=started, finished_at=utcnow(), details={"env_missing": missing},
-                           summary=f"blocked: {missing}")
+        return env_blocked(missing, stage=stage, attempt=ctx.attempt, started_at=started, finished_at=utcnow())
     analysis, spec = inputs(ctx)
     with ctx.limits.gpu:
         report = gate(ctx.paths.crate, analysis, spec, ctx.config)

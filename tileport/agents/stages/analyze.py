@@ -38,7 +38,7 @@ def result_from_error(error: UserError, *, attempt: int = 1, started_at: datetim
     blocked = isinstance(error, EnvironmentBlocked)
     return StageResult(stage=STAGE, attempt=attempt, verdict="BLOCKED" if blocked else "FAIL_FIXABLE",
                        fail_class=FailClass.ENV if blocked else None, started_at=started_at or utcnow(),
-                       finished_at=utcnow(), details={"error": str(error)}, summary=str(error))
+                       finished_at=utcnow(), details=AnalyzeDetails(error=str(error)).dump(), summary=str(error))
 
 
 def run(ctx) -> StageResult:

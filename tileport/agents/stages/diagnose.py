@@ -30,8 +30,8 @@ def result_from_diagnosis(out: DiagnoseOutcome, *, stage: Stage, attempt: int, s
     common = dict(stage=stage, attempt=attempt, started_at=started_at, finished_at=utcnow(), tokens=out.tokens,
                   model_id=out.model_id)
     if out.blocked:
-        return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV, details=dict(out.details),
-                           summary=out.blocked)
+        return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV,
+                           details=DiagnosisDetails(**out.details).dump(), summary=out.blocked)
     d = out.diagnosis
     assert d is not None
     return StageResult(**common, verdict=d.verdict, fail_class=FailClass(d.owner),
@@ -50,7 +50,7 @@ def diagnose_with(ctx, task: DiagnosisTask, stage: Stage, started) -> StageResul
         if not out.fault.is_model_fault:
             return StageResult(stage=stage, attempt=ctx.attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
                                started_at=started, finished_at=utcnow(), tokens=out.tokens, artifacts=kept,
-                               details={**out.details, "fault": out.fault.kind.value},
+                               details=DiagnosisDetails(**{**out.details, "fault": out.fault.kind.value}).dump(),
                                summary=f"model endpoint: {out.fault.message}")
         fallback = DraftWriter().diagnose(ctx, task)  # the model gave nothing usable: the deterministic reading
         fallback.tokens, fallback.model_id = out.tokens, out.model_id

@@ -31,5 +31,5 @@ def run(ctx) -> StageResult:
     hints = occupancy_hints(rows, gate, arch)
     if hints and res.verdict != "BLOCKED":
         # structured, for a writer that applies edits itself (the draft writer); a model reads the findings
-        res.details["hints"] = hints
+        res = res.with_details(hints=hints)
     return res

@@ -4,8 +4,8 @@ BLOCKED(env) when the GPU, the driver or the gates themselves are missing."""
 
 from __future__ import annotations
 
-from tileport.agents.stages._gates import run_gate
-from tileport.records import FailClass, Stage, StageResult, utcnow
+from tileport.agents.stages._gates import env_blocked, run_gate
+from tileport.records import CorrectnessDetails, FailClass, Stage, StageResult, utcnow
 
 STAGE = Stage.HOST_CORRECTNESS
 
@@ -21,16 +21,15 @@ def result_from_report(report, *, attempt: int, started_at) -> StageResult:
     common = dict(stage=STAGE, attempt=attempt, started_at=started_at, finished_at=utcnow(),
                   commands=list(getattr(report, "commands", None) or []))
     if getattr(report, "env_missing", None):
-        return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV,
-                           details={"env_missing": report.env_missing}, summary=f"blocked: {report.env_missing}")
+        return env_blocked(report.env_missing, **common)
     failed = [c for c in cases if str(c.get("status", "")).lower() not in ("pass", "ok", "passed")]
     if report.all_pass:
-        return StageResult(**common, verdict="ALL_PASS", details={"cases": len(cases)},
+        return StageResult(**common, verdict="ALL_PASS", details=CorrectnessDetails(cases=len(cases)).dump(),
                            summary=f"{len(cases)} case(s) pass")
     fc = getattr(report, "fail_class", None)
     fc = FailClass(fc.value if hasattr(fc, "value") else fc) if fc else None
-    return StageResult(**common, verdict="FAIL", fail_class=fc,
-                       details={"cases": len(cases), "failed": len(failed), "failed_cases": failed[:20]},
+    details = CorrectnessDetails(cases=len(cases), failed=len(failed), failed_cases=failed[:20])
+    return StageResult(**common, verdict="FAIL", fail_class=fc, details=details.dump(),
                        summary=f"{len(failed)} of {len(cases)} case(s) fail ({fc.value if fc else 'unclassified'})")
 
 

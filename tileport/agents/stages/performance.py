@@ -5,7 +5,7 @@ records E through the same rule."""
 
 from __future__ import annotations
 
-from tileport.agents.stages._gates import run_gate
+from tileport.agents.stages._gates import env_blocked, run_gate
 from tileport.records import FailClass, PerfDetails, Stage, StageResult, utcnow
 
 STAGE = Stage.PERFORMANCE
@@ -25,8 +25,7 @@ def result_from_report(report, *, attempt: int, started_at, geomean_max: float,
     common = dict(stage=STAGE, attempt=attempt, started_at=started_at, finished_at=utcnow(),
                   commands=list(getattr(report, "commands", None) or []))
     if getattr(report, "env_missing", None):
-        return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV,
-                           details={"env_missing": report.env_missing}, summary=f"blocked: {report.env_missing}")
+        return env_blocked(report.env_missing, **common)
     rows = [_row(r) for r in (report.rows or [])]
     worst = report.worst if getattr(report, "worst", None) is not None else None
     gm = report.geomean

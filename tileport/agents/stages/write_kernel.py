@@ -50,15 +50,15 @@ def result_from_build(build: RustBuildResult, report: SelfCheckReport | None = N
     """The B record of one build (and its IR self-check when there is a reference)."""
     verdict, fail = _build_verdict(build)
     errors = build.errors
-    details: dict = {"build_stage": build.stage, "errors": len(errors),
-                     "warnings": sum(1 for d in build.diagnostics if d.level == "warning"),
-                     "error_codes": sorted({d.code for d in errors if d.code})[:20], "jobs": len(build.jobs)}
+    details = WriteKernelDetails(build_stage=build.stage, errors=len(errors),
+                                 warnings=sum(1 for d in build.diagnostics if d.level == "warning"),
+                                 error_codes=sorted({d.code for d in errors if d.code})[:20], jobs=len(build.jobs))
     first = errors[0].short() if errors else ""
     summary = f"{len(build.jobs)} job(s), {len(errors)} error(s) at {build.stage}" + (f"; {first}" if first else "")
     artifacts: list[ArtifactRecord] = list(build.artifacts)
     if verdict == "COMPILED" and report is not None:
         bad = [p for p in report.pairs if p.failed]
-        details.update(self_check=report.verdict.value, pairs=len(report.pairs), pairs_failed=len(bad),
+        details = details.updated(self_check=report.verdict.value, pairs=len(report.pairs), pairs_failed=len(bad),
                        uncovered=len(report.uncovered),
                        # reference/port Tile IR text pairs: the dashboard's IR diff view reads these
                        ir_pairs=[{"label": f"{p.entry}/{p.variant}/{p.target}", "reference": p.ref_text,
@@ -84,13 +84,14 @@ def result_from_build(build: RustBuildResult, report: SelfCheckReport | None = N
             artifacts.append(ArtifactRecord.of("analysis", ap))
     return StageResult(stage=STAGE, attempt=attempt, verdict=verdict, fail_class=fail, commands=list(build.commands),
                        artifacts=artifacts, started_at=started_at or utcnow(), finished_at=utcnow(),
-                       details=details, summary=summary)
+                       details=details.dump(), summary=summary)
 
 
 def result_from_blocked(error: Exception, *, attempt: int = 1, started_at: datetime | None = None) -> StageResult:
     """A build that could not start: a toolchain part is missing (stop, never guess)."""
     return StageResult(stage=STAGE, attempt=attempt, verdict="BLOCKED", fail_class=FailClass.ENV,
-                       started_at=started_at or utcnow(), finished_at=utcnow(), details={"error": str(error)},
+                       started_at=started_at or utcnow(), finished_at=utcnow(),
+                       details=WriteKernelDetails(error=str(error)).dump(),
                        summary=str(error))
 
 
@@ -250,30 +251,30 @@ def run(ctx) -> StageResult:
                       analysis=analysis, hints=_hints(ctx), draft=draft, feedback_items=items,
                       attempt=ctx.attempt)
     out = ctx.writer.write_kernel(ctx, task)
-    base = dict(out.details)
+    base = WriteKernelDetails(**out.details)
     transcript = keep_transcript(p, f"B-{ctx.attempt}", out.transcript)
     if draft is not None:
         from tileport.agents.holes import find_holes
 
-        base["draft_holes"] = [h.id for h in find_holes(draft)]
+        base = base.updated(draft_holes=[h.id for h in find_holes(draft)])
     common = dict(stage=STAGE, attempt=ctx.attempt, started_at=started, tokens=out.tokens, model_id=out.model_id)
     if out.no_writer:
         return StageResult(**common, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL, finished_at=utcnow(),
-                           details={**base, "no_writer": True}, summary=out.no_writer)
+                           details=base.updated(no_writer=True).dump(), summary=out.no_writer)
     if out.fault is not None and not out.fault.is_model_fault:
         return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV, finished_at=utcnow(),
-                           details={**base, "fault": out.fault.kind.value}, artifacts=transcript,
+                           details=base.updated(fault=out.fault.kind.value).dump(), artifacts=transcript,
                            summary=f"model endpoint: {out.fault.message}")
     if not p.kernel_rs.is_file():
         why = out.fault.message if out.fault is not None else "the writer wrote no kernel.rs"
         return StageResult(**common, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL, finished_at=utcnow(),
-                           details=base, artifacts=transcript, summary=why)
+                           details=base.dump(), artifacts=transcript, summary=why)
     if out.fault is not None:
-        base["fault"] = out.fault.kind.value
+        base = base.updated(fault=out.fault.kind.value)
     return judge(ctx, builder, analysis, base, common, transcript)
 
 
-def judge(ctx, builder: _Builder, analysis, base: dict, common: dict, transcript: list,
+def judge(ctx, builder: _Builder, analysis, base: WriteKernelDetails, common: dict, transcript: list,
           runs_dir: Path | None = None) -> StageResult:
     """The judge of a B attempt: the build and IR self-check of what kernel.rs/spec.json hold now (never a
     writer's own verdict), its diagnostics file, artifacts and details. `base`: details the attempt carries
@@ -283,32 +284,36 @@ def judge(ctx, builder: _Builder, analysis, base: dict, common: dict, transcript
     check = builder()
     if check.blocked:
         return StageResult(**common, verdict="BLOCKED", fail_class=FailClass.ENV, finished_at=utcnow(),
-                           details=base, artifacts=transcript, summary=check.blocked)
+                           details=base.dump(), artifacts=transcript, summary=check.blocked)
     if check.build is None:
         return StageResult(**common, verdict="FAIL_COMPILE", fail_class=FailClass.KERNEL, finished_at=utcnow(),
-                           details={**base, "feedback": check.text,
-                                    "feedback_items": [it.model_dump(mode="json") for it in check.items()]},
+                           details=base.updated(feedback=check.text, feedback_items=_items(check.items())).dump(),
                            artifacts=transcript, summary=check.status() or check.text.strip()[:300])
     r = result_from_build(check.build, check.report, attempt=ctx.attempt, started_at=common["started_at"])
     diag_file = (runs_dir or p.runs) / f"B-{ctx.attempt}.diagnostics.txt"
     diag_file.parent.mkdir(parents=True, exist_ok=True)
     diag_file.write_text(check.text + "\n", encoding="utf-8")
-    details = {**base, **r.details, "feedback": check.text[-6000:]}
+    details = base.updated(**r.details, feedback=check.text[-6000:])
     from tileport.validators.analysis.triton.pairing import ir_gaps
 
     if gaps := ir_gaps(analysis):  # a Triton-referenced variant: an explicit gap, never a silent pass
-        details["ir_gaps"] = gaps
+        details = details.updated(ir_gaps=gaps)
         r = r.model_copy(update={"summary": f"{r.summary}; IR gate gap for {len(gaps)} variant(s): {gaps[0]}"})
     arts = list(r.artifacts) + [ArtifactRecord.of("diagnostics", diag_file)]
     for kind, f in (("kernel", p.kernel_rs), ("spec", p.spec_json)):
         if f.is_file():
             arts.append(ArtifactRecord.of(kind, f))
-    details["builds"] = sum(1 for c in builder.commands if is_cargo_build(c))
-    details["feedback_items"] = [it.model_dump(mode="json") for it in check.items()] if not check.ok or (
-        check.report is not None and r.verdict != "COMPILED") else []
+    details = details.updated(builds=sum(1 for c in builder.commands if is_cargo_build(c)),
+                              feedback_items=_items(check.items()) if not check.ok or (
+                                  check.report is not None and r.verdict != "COMPILED") else [])
     return r.model_copy(update={"tokens": common.get("tokens", r.tokens), "model_id": common.get("model_id"),
-                                "details": details,
+                                "details": details.dump(),
                                 "artifacts": arts + transcript, "commands": list(builder.commands)})
+
+
+def _items(items: list[FeedbackItem]) -> list[dict]:
+    """Feedback items as B's details store them (every field, so the next attempt renders them whole)."""
+    return [it.model_dump(mode="json") for it in items]
 
 
 def gates(ctx, source: str = HUMAN_EDIT, runs_dir: Path | None = None) -> StageResult:
@@ -325,13 +330,15 @@ def gates(ctx, source: str = HUMAN_EDIT, runs_dir: Path | None = None) -> StageR
     common = dict(stage=STAGE, attempt=ctx.attempt, started_at=started)
     if not ctx.paths.kernel_rs.is_file():
         return StageResult(**common, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL, finished_at=utcnow(),
-                           details={"source": source}, summary=f"no kernel.rs at {ctx.paths.kernel_rs}")
-    return judge(ctx, _Builder(ctx, analysis), analysis, {"source": source}, common, [], runs_dir)
+                           details=WriteKernelDetails(source=source).dump(),
+                           summary=f"no kernel.rs at {ctx.paths.kernel_rs}")
+    return judge(ctx, _Builder(ctx, analysis), analysis, WriteKernelDetails(source=source), common, [], runs_dir)
 
 
 def _no_reference(ctx, error: Exception, started, source: str | None = None) -> StageResult:
     return StageResult(stage=STAGE, attempt=ctx.attempt, verdict="FAIL_FIXABLE", fail_class=FailClass.KERNEL,
-                       started_at=started, finished_at=utcnow(), details={"source": source} if source else {},
+                       started_at=started, finished_at=utcnow(),
+                       details=WriteKernelDetails(source=source).dump() if source else {},
                        summary=f"no reference analysis: {error}")
 
 

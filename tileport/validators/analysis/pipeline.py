@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import json
 import resource
 import sys
 import time

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from importlib import resources
-from string import Template
 
 from tileport.validators.gpu.signature import EntrySig, parse_entries
 from tileport.validators.rust.spec import DumpSpec
