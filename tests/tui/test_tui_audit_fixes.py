@@ -5,11 +5,11 @@ attempt is a timeline row, the attempt diff with one attempt says so, the stop m
 from __future__ import annotations
 
 import fcntl
-import json
 import threading
 import time
 
 import pytest
+import test_tui_code
 from gitconv import Conv
 
 from tileport.agents import control
@@ -19,23 +19,15 @@ from tileport.tui import TileportApp
 
 pytestmark = pytest.mark.asyncio
 
-PY = "import cuda.tile as ct\n\n\n@ct.kernel\ndef my_kernel(x, y):\n    pass\n"
-SPEC = {"module": "op", "entries": [{"name": "my_entry", "variants": [{"name": "f16", "reference": {"kernel": "my_kernel"}}]}]}
-
-
 def _conv(tmp_path, b_attempts: int = 1):
     db = tmp_path / "t.db"
     store = Store(db)
     c = Conv(tmp_path, store)
-    (c.repo / "op.py").write_text(PY)
+    (c.repo / "op.py").write_text(test_tui_code.PY)
     store.update_conversion(c.cid, op_path=str(c.repo / "op.py"), status="failed")
     c.run("A")
     for n in range(b_attempts):
-        port = c.wt / "ports" / "op"
-        port.mkdir(parents=True, exist_ok=True)
-        (port / "kernel.rs").write_text(f"pub fn my_entry() {{\n    let a = {n};\n}}\n")
-        (port / "spec.json").write_text(json.dumps(SPEC))
-        c.run("B", commit=c.stage_commit("B", path=f"ports/op/.tileport/runs/note{n}.txt"))
+        test_tui_code._b_attempt(c, f"let a = {n};")
     return c, db, store
 
 
@@ -164,10 +156,9 @@ async def test_ir_diff_at_80x24_gives_the_aligned_rows_most_of_the_height(tmp_pa
         await pilot.pause()
         await pilot.press("5")
         rows = app.screen.query_one("#ir-rows")
-        for _ in range(100):
+        deadline = time.monotonic() + 5
+        while rows.row_count <= 10 and time.monotonic() < deadline:  # the pair's diff is drawn by a worker
             await pilot.pause(0.05)
-            if rows.row_count > 10:
-                break
         await pilot.pause(0.2)
         others = sum(app.screen.query_one(w).outer_size.height for w in ("#ir-pair-list", "#ir-summary", "#ir-findings"))
         assert rows.size.height >= 8 and rows.size.height > others, (rows.size.height, others)
