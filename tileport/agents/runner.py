@@ -323,7 +323,7 @@ class Runner:
                 store.log_event("stage.interrupted", cid, stage=e.stage, attempt=e.attempt,
                                 seconds=round(e.seconds, 1), why=e.why)
                 store.update_conversion(cid, status="stopped")
-            self.say(f"#{cid} {paths.op}: {e}; `tileport run --resume {cid}` runs it again")
+            self.say(f"#{cid} {paths.op}: {e}; `{control.resume_command(store, cid)}` runs it again")
             return Finished(cid, "stopped", str(e))
         except WorktreeEscape as e:
             self._set(store, cid, status="failed", error=str(e))
