@@ -209,3 +209,13 @@ async def test_store_events_right_after_enter_opens_a_conversion_do_not_crash_th
         await pilot.pause(0.3)
         assert app.is_running and isinstance(app.screen, ConversionScreen) and app.screen.is_mounted
         assert app.events_seen  # the event was read (the screen reads the store itself when it mounts)
+
+
+def test_a_live_view_opened_inside_a_line_does_not_show_the_cut_line(tmp_path):
+    # the tail of a long build starts in the middle of one of cargo's JSON lines: that fragment is not a line
+    live = tmp_path / "conv.live"
+    whole = [FRESH] * 50 + ["   Compiling tileport-port-1 v0.1.0 (/c)", DONE]
+    live.write_text("\n".join(whole) + "\n")
+    limit = len("   Compiling tileport-port-1 v0.1.0 (/c)\n" + DONE + "\n") + len(FRESH) // 2  # lands mid-line
+    fresh, shown = LiveTail(live).read_new(limit=limit)
+    assert fresh and shown == ["   Compiling tileport-port-1 v0.1.0 (/c)", "cargo: build failed"], shown

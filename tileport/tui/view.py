@@ -239,17 +239,24 @@ class LiveTail:
             return False, []
         from tileport.validators.rust.diagnostics import live_line
 
-        fresh = False
+        fresh = mid_line = False
         if self._inode != (st.st_dev, st.st_ino) or st.st_size < self._offset:
             self._offset, fresh, self._inode, self.now = 0, True, (st.st_dev, st.st_ino), ""
             if st.st_size > limit:
                 self._offset = st.st_size - limit
                 self._note_before(self._offset)
+                mid_line = True  # the tail starts inside a line: that partial line is not shown
         if st.st_size == self._offset:
             return fresh, []
         with open(self.path, "rb") as f:
             f.seek(self._offset)
             data = f.read(st.st_size - self._offset)
+        if mid_line:
+            start = data.find(b"\n") + 1
+            if start == 0:  # one line longer than the whole tail: nothing whole to show yet
+                self._offset = st.st_size
+                return fresh, []
+            self._offset, data = self._offset + start, data[start:]
         cut = data.rfind(b"\n")
         if cut < 0:
             return fresh, []
