@@ -124,9 +124,10 @@ def _port_paths(store: Store, conversion_id: int):
 
 def edited_files(store: Store, conversion_id: int) -> list[str]:
     """The port files of a conversion's worktree a person changed and has not committed."""
-    from tileport.worktrees.conversion import uncommitted
+    from tileport.worktrees.git import uncommitted
 
-    return uncommitted(*_port_paths(store, conversion_id))
+    wt, port = _port_paths(store, conversion_id)
+    return uncommitted(wt.path, *port, untracked=True)
 
 
 def commit_human_edit(store: Store, conversion_id: int) -> str:

@@ -41,7 +41,7 @@ def test_stage_run_with_commands_artifacts_tokens_survives_reopen(tmp_path):
     assert cmd.argv == ["cargo", "build"] and cmd.exit_code == 101
     [a] = queries.artifacts(s2, rid)
     assert a.sha256 == "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"  # sha256("{}")
-    assert s2.attempts(cid, "B") == 1
+    assert queries.attempts(s2, cid, "B") == 1
     kinds = [e["kind"] for e in s2.events(cid)]
     assert kinds == ["conversion.created", "stage.finished"]
     assert s2.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -46,6 +46,11 @@ def run_files(worktree: str | os.PathLike) -> RunFiles:
     return RunFiles(Path(worktree))
 
 
+def conversion_holder(conv: dict) -> int | None:
+    """`holder` of a conversion row's worktree; None when it has none (recorded by `tileport analyze`)."""
+    return holder(run_files(conv["worktree"])) if conv.get("worktree") else None
+
+
 def holder(files: RunFiles) -> int | None:
     """The pid of the process driving this conversion now, or None when nobody holds its lock."""
     if not files.lock.is_file():

@@ -209,10 +209,9 @@ def _record(store: Store, cid: int, commit: str, results: dict, path: Path, conf
 def busy(store: Store, conversion_id: int) -> str | None:
     """Why a gate cannot be packed or ingested for this conversion now (a process drives one of its stages), or
     None. Also refuses, as one line, a conversion that is not in the store."""
-    from tileport.agents.control import holder, run_files
+    from tileport.agents.control import conversion_holder
 
-    conv = store.conversion(conversion_id)
-    pid = holder(run_files(conv["worktree"])) if conv.get("worktree") else None
+    pid = conversion_holder(store.conversion(conversion_id))
     if pid is not None:
         return (f"conversion {conversion_id} is running a stage (process {pid}); stop it (x) or wait for it to "
                 "end")

@@ -30,12 +30,12 @@ from tileport.agents.stages import StageFn, default_stages
 from tileport.agents.writers import make_writer
 from tileport.config import Config
 from tileport.errors import UserError
-from tileport.agents.stages.write_kernel import HUMAN_EDIT, cargo_seconds
+from tileport.agents.stages.write_kernel import cargo_seconds
 from tileport.exec.proc import Interrupted, ToolScope, tool_scope
 from tileport.exec.toolchain import from_config
 from tileport.local_models.protocol import CancelToken
 from tileport.records import StageResult
-from tileport.records.rounds import round_start
+from tileport.records.rounds import HUMAN_EDIT, round_start
 from tileport.store import Store, queries, record_run
 from tileport.worktrees import git as wgit
 from tileport.worktrees.conversion import (ConversionWorktree, WorktreeEscape, branch_name, check_commands_inside,
@@ -420,11 +420,11 @@ class Runner:
 
     def _judge_edit(self, store: Store, conv: dict, wt: ConversionWorktree, source: str) -> EditJudged:
         from tileport.agents.stages import write_kernel
-        from tileport.worktrees.conversion import person_paths, uncommitted
+        from tileport.worktrees.conversion import person_paths
 
         cid, stage = conv["id"], write_kernel.STAGE.value
         paths = ConversionPaths(wt.path, Path(conv["op_path"]).stem)
-        if changed := uncommitted(wt, person_paths(paths.committed[0])):
+        if changed := wgit.uncommitted(wt.path, *person_paths(paths.committed[0]), untracked=True):
             raise UserError(f"conversion {cid}: {', '.join(changed[:3])} not committed; commit the edit first "
                             f"(tileport build-rust --conversion {cid} --commit, or the dashboard's e)")
         head, runs = wt.head(), self._runs(store, cid)

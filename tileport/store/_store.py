@@ -202,11 +202,6 @@ class Store:
             return art
         return art.model_copy(update={"path": str(dest)})
 
-    def attempts(self, conversion_id: int, stage: str) -> int:
-        return self.db.execute(
-            "select count(*) from stage_runs where conversion_id = ? and stage = ?", [conversion_id, stage]
-        ).fetchone()[0]
-
     # approvals ---------------------------------------------------------------------------------
     def record_approval(self, conversion_id: int, commit: str, approver: str, decision: str,
                         reason: str | None = None, *, comment: str | None = None,

@@ -81,9 +81,9 @@ class Actions:
             return [c for c in self._queued if c not in self._running]
 
     def _held_elsewhere(self, conv: dict) -> int | None:
-        from tileport.agents.control import holder, run_files
+        from tileport.agents.control import conversion_holder
 
-        return holder(run_files(conv["worktree"])) if conv.get("worktree") else None
+        return conversion_holder(conv)
 
     # --- "why not?" -------------------------------------------------------------------------------
     def why_not(self, action: str, conversion_id: int | None = None, **kw: Any) -> str | None:

@@ -179,12 +179,6 @@ def person_paths(port: str) -> list[str]:
     return [port, f":(exclude){port}/.tileport"]
 
 
-def uncommitted(wt: ConversionWorktree, paths: list[str]) -> list[str]:
-    """The files under `paths` with changes git has not committed (tracked or new): a person's edit."""
-    res = g.git(wt.path, "status", "--porcelain", "--", *paths, check=False)
-    return [line[3:] for line in res.stdout.splitlines() if line.strip()] if res.ok else []
-
-
 def ungated_edit(wt: ConversionWorktree, b_commits: list[str | None]) -> str | None:
     """HEAD when a person's edit of this conversion (a `Tileport-Human` commit) came after the commit stage B last
     ran on (`b_commits`: its runs' commits, oldest first), so no B run judged it: a commit without its gates, or gates

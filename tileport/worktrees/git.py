@@ -65,10 +65,12 @@ def check_branchable(repo: str | os.PathLike) -> BaseRef:
     return BaseRef(root, branch.stdout.strip(), head)
 
 
-def uncommitted(worktree: str | os.PathLike, path: str | os.PathLike = ".") -> list[str]:
-    """Tracked files under `path` (relative to the worktree) changed since its HEAD: what a build of the worktree
-    would contain that no commit does."""
-    res = g.git(Path(worktree), "status", "--porcelain", "--untracked-files=no", "--", str(path), check=False)
+def uncommitted(worktree: str | os.PathLike, *paths: str | os.PathLike, untracked: bool = False) -> list[str]:
+    """Files under `paths` (pathspecs relative to the worktree; default all of it) changed since its HEAD: tracked
+    ones (what a build of the worktree would contain that no commit does), and with `untracked` new ones too (a
+    person's edit)."""
+    res = g.git(Path(worktree), "status", "--porcelain", *([] if untracked else ["--untracked-files=no"]), "--",
+                *(str(p) for p in paths or ["."]), check=False)
     return sorted({line[3:] for line in res.stdout.splitlines() if line.strip()}) if res.ok else []
 
 
