@@ -222,6 +222,14 @@ class PortLauncher:
         tensors, scalars = [], []
         for p in entry["params"]:
             ref_name = entry["param_map"].get(p["name"], p["name"])
+            if p.get("of") and ref_name not in bound:  # x_dim_0 / x_stride_1 of a pointer parameter's tensor
+                src = bound.get(entry["param_map"].get(p["of"]["param"], p["of"]["param"]))
+                if not isinstance(src, torch.Tensor) or src.dim() <= p["of"]["axis"]:
+                    raise PortError(f"{entry['entry']}: {p['name']} is the {p['of']['what']} of {p['of']['param']} "
+                                    f"on axis {p['of']['axis']}, which the reference launch does not pass", "host")
+                scalars.append(int(src.shape[p["of"]["axis"]] if p["of"]["what"] == "shape"
+                                   else src.stride(p["of"]["axis"])))
+                continue
             if ref_name not in bound:
                 raise PortError(f"{entry['entry']}: parameter {p['name']} has no reference argument {ref_name}", "host")
             value = bound[ref_name]
@@ -237,7 +245,7 @@ class PortLauncher:
                  "i64": "int64"}.get(p["elem"], p["elem"])
             if _torch_dtype_name(value) != want:
                 raise PortError(f"{entry['entry']}: {p['name']} is {_torch_dtype_name(value)}, the port takes {want}", "host")
-            if value.dim() != len(p["dims"]):
+            if p["kind"] != "ptr" and value.dim() != len(p["dims"]):
                 raise PortError(f"{entry['entry']}: {p['name']} has rank {value.dim()}, the port declares {len(p['dims'])}", "host")
             part = []
             if p["kind"] == "out":
