@@ -43,6 +43,7 @@ import lzma
 import os
 import shutil
 import statistics
+import struct
 import sys
 import tempfile
 import time
@@ -83,8 +84,55 @@ def classify_message(message: str, default: str) -> str:
 # ----------------------------------------------------------------------------------------------- the library
 
 
+_TENSOR_PACK = struct.Struct("<Qq" + "q" * (3 * MAX_RANK))  # TpTensor: ptr, ndim, shape, strides, part
+_SCALAR_PACK = struct.Struct("<qd")  # TpScalar: i, f
+_GRID_PACK = struct.Struct("<III")
+_PAD = (0,) * MAX_RANK
+
+
+class _Caller:
+    """One entry symbol's C function with its argument buffers allocated once: a launch packs its tensors, scalars
+    and grid into them (struct.pack_into) and calls. Reentrant calls (another thread inside) get fresh buffers."""
+
+    def __init__(self, fn, nt: int, ns: int):
+        self.fn, self.busy = fn, False
+        self.bufs = self._alloc(nt, ns)
+
+    @staticmethod
+    def _alloc(nt: int, ns: int):
+        return ((TpTensor * max(1, nt))(), (TpScalar * max(1, ns))(), (ctypes.c_uint32 * 3)(),
+                ctypes.create_string_buffer(ERR_LEN))
+
+    def __call__(self, stream: int, device: int, grid, generics: bytes, tensors, scalars) -> tuple[int, str]:
+        nt, ns = len(tensors), len(scalars)
+        tarr, sarr, g, err = self.bufs
+        fresh = self.busy or len(tarr) < nt or len(sarr) < ns
+        if fresh:
+            tarr, sarr, g, err = self._alloc(nt, ns)
+        self.busy = True
+        try:
+            for k, (ptr, shape, strides, part) in enumerate(tensors):
+                r = len(shape)
+                _TENSOR_PACK.pack_into(tarr, k * _TENSOR_PACK.size, ptr, r, *shape, *_PAD[r:], *strides, *_PAD[r:],
+                                       *part, *_PAD[len(part):])
+            for k, v in enumerate(scalars):
+                f = float(v)
+                _SCALAR_PACK.pack_into(sarr, k * _SCALAR_PACK.size,
+                                       int(v) if f.is_integer() and abs(f) < 2**63 else 0, f)
+            _GRID_PACK.pack_into(g, 0, *grid)
+            rc = self.fn(stream, device, g, generics, tarr, nt, sarr, ns, err, ERR_LEN)
+            return rc, (err.value.decode("utf-8", "replace") if rc else "")
+        finally:
+            if not fresh:
+                self.busy = False
+
+
 class PortLibrary:
-    """The port's cdylib through ctypes. Loading needs no GPU (nothing runs until a launch)."""
+    """The port's cdylib through ctypes. Loading needs no GPU (nothing runs until a launch).
+
+    `launch` is the hot path (a symbol's buffers allocated once, packed with struct); `call` takes dicts and is
+    kept for callers that build one launch by hand. `plans` is where PortLauncher keeps, per launch signature
+    (kernel, argument dtypes and ranks, constants), what it decided on the first launch."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = str(path)
@@ -94,6 +142,8 @@ class PortLibrary:
         self.abi = int(self.lib.tp_abi_version())
         self.bindings = json.loads(self.lib.tp_bindings().decode())
         self._fns: dict[str, object] = {}
+        self._callers: dict[str, _Caller] = {}
+        self.plans: dict = {}
 
     def function(self, symbol: str):
         fn = self._fns.get(symbol)
@@ -106,26 +156,20 @@ class PortLibrary:
             self._fns[symbol] = fn
         return fn
 
+    def launch(self, symbol: str, stream: int, device: int, grid: tuple[int, int, int], generics: bytes,
+               tensors: list[tuple], scalars: list) -> tuple[int, str]:
+        """One launch: tensors as (ptr, shape, strides, part) tuples, generics as b"a,b"; returns (rc, message)."""
+        caller = self._callers.get(symbol)
+        if caller is None:
+            caller = self._callers[symbol] = _Caller(self.function(symbol), len(tensors), len(scalars))
+        return caller(stream, device, grid, generics, tensors, scalars)
+
     def call(self, symbol: str, *, stream: int, device: int, grid: tuple[int, int, int], generics: list[str],
              tensors: list[dict], scalars: list[float | int]) -> tuple[int, str]:
         """Raw call: tensors as {ptr, shape, strides, part}; returns (rc, message)."""
-        tarr = (TpTensor * max(1, len(tensors)))()
-        for slot, t in zip(tarr, tensors):
-            slot.ptr = int(t["ptr"])
-            slot.ndim = len(t["shape"])
-            for i, (n, s) in enumerate(zip(t["shape"], t["strides"])):
-                slot.shape[i], slot.strides[i] = int(n), int(s)
-            for i, p in enumerate(t.get("part") or []):
-                slot.part[i] = int(p)
-        sarr = (TpScalar * max(1, len(scalars)))()
-        for slot, v in zip(sarr, scalars):
-            slot.f = float(v)
-            slot.i = int(v) if float(v).is_integer() and abs(float(v)) < 2**63 else 0
-        g = (ctypes.c_uint32 * 3)(*[int(x) for x in grid])
-        err = ctypes.create_string_buffer(ERR_LEN)
-        rc = self.function(symbol)(ctypes.c_void_p(stream), device, g, ",".join(generics).encode(), tarr,
-                                   len(tensors), sarr, len(scalars), err, ERR_LEN)
-        return int(rc), err.value.decode("utf-8", "replace")
+        return self.launch(symbol, int(stream), device, tuple(int(x) for x in grid), ",".join(generics).encode(),
+                           [(int(t["ptr"]), [int(n) for n in t["shape"]], [int(x) for x in t["strides"]],
+                             [int(x) for x in (t.get("part") or [])]) for t in tensors], list(scalars))
 
 
 def _is_constant(annotation) -> bool:
@@ -189,14 +233,28 @@ class PortLauncher:
         return best
 
     def __call__(self, stream, grid, kernel, args):
+        """Serve one reference launch with the port. The first launch of a signature (kernel, argument dtypes and
+        ranks, constants) selects the entry and checks every argument (`_plan`); later ones reuse that plan and
+        only read pointers, shapes and strides (the host path of issue 34: no signature inspection, no entry
+        selection, no dict building per call)."""
+        sig = _signature(kernel)
+        key = _plan_key(sig, args)
+        plans = getattr(self.library, "plans", None)
+        plan = plans.get(key) if plans is not None else None
+        if plan is None:
+            plan = self._plan(sig, grid, args)
+            if plans is not None:
+                plans[key] = plan
+        plan.launch(self, stream, grid, args)
+
+    def _plan(self, sig: tuple, grid, args) -> "_Plan":
         import torch
 
-        func = getattr(kernel, "_pyfunc", kernel)
-        name = getattr(func, "__name__", str(kernel))
-        params = list(inspect.signature(func).parameters.values())
+        func, name, params, _ = sig
         if len(params) != len(args):
             raise PortError(f"{name}: launched with {len(args)} arguments, its signature has {len(params)}", "host")
         bound = {p.name: a for p, a in zip(params, args)}
+        index = {p.name: i for i, p in enumerate(params)}
         constants = {p.name: bound[p.name] for p in params if _is_constant(p.annotation)}
         tensors_in = [a for a in args if isinstance(a, torch.Tensor)]
         if not tensors_in:
@@ -205,30 +263,34 @@ class PortLauncher:
         entry = self.select(name, constants, dtype)
         rust_dtype = entry["symbols"][dtype].rsplit("__", 1)[1]
         gvals: dict[str, str] = {}
+        generics: list = []  # per generic: its text, or (argument index, axis) of a tensor extent
         for g in entry["generics"]:
             if g["from"] == "dtype":
                 gvals[g["name"]] = rust_dtype
             elif g["from"] == "constant":
                 gvals[g["name"]] = str(int(_const(constants[g["constant"]])))
             elif g["from"] == "extent":  # an output slab spanning this axis: the output's extent there
-                t = bound.get(entry["param_map"].get(g["param"], g["param"]))
+                ref = entry["param_map"].get(g["param"], g["param"])
+                t = bound.get(ref)
                 if not isinstance(t, torch.Tensor) or t.dim() <= g["axis"]:
                     raise PortError(f"{entry['entry']}: {g['name']} is the extent of {g['param']} on axis "
                                     f"{g['axis']}, which the reference launch does not pass", "host")
-                gvals[g["name"]] = str(int(t.shape[g["axis"]]))
+                generics.append((index[ref], g["axis"]))
+                gvals[g["name"]] = None
+                continue
             else:
                 gvals[g["name"]] = str(g["value"])
-        grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])
-        tensors, scalars = [], []
+            generics.append(gvals[g["name"]])
+        steps = []  # per port parameter: ("of", i, what, axis) | ("scalar", i) | ("tensor", i, part rule)
         for p in entry["params"]:
             ref_name = entry["param_map"].get(p["name"], p["name"])
             if p.get("of") and ref_name not in bound:  # x_dim_0 / x_stride_1 of a pointer parameter's tensor
-                src = bound.get(entry["param_map"].get(p["of"]["param"], p["of"]["param"]))
+                src_name = entry["param_map"].get(p["of"]["param"], p["of"]["param"])
+                src = bound.get(src_name)
                 if not isinstance(src, torch.Tensor) or src.dim() <= p["of"]["axis"]:
                     raise PortError(f"{entry['entry']}: {p['name']} is the {p['of']['what']} of {p['of']['param']} "
                                     f"on axis {p['of']['axis']}, which the reference launch does not pass", "host")
-                scalars.append(int(src.shape[p["of"]["axis"]] if p["of"]["what"] == "shape"
-                                   else src.stride(p["of"]["axis"])))
+                steps.append(("of", index[src_name], p["of"]["what"], p["of"]["axis"]))
                 continue
             if ref_name not in bound:
                 raise PortError(f"{entry['entry']}: parameter {p['name']} has no reference argument {ref_name}", "host")
@@ -236,7 +298,7 @@ class PortLauncher:
             if p["kind"] == "scalar":
                 if isinstance(value, torch.Tensor):
                     raise PortError(f"{entry['entry']}: {p['name']} is a scalar in the port, a tensor in the reference", "host")
-                scalars.append(value)
+                steps.append(("scalar", index[ref_name]))
                 continue
             if not isinstance(value, torch.Tensor):
                 raise PortError(f"{entry['entry']}: {p['name']} is a tensor in the port, {type(value).__name__} in the reference", "host")
@@ -247,29 +309,92 @@ class PortLauncher:
                 raise PortError(f"{entry['entry']}: {p['name']} is {_torch_dtype_name(value)}, the port takes {want}", "host")
             if p["kind"] != "ptr" and value.dim() != len(p["dims"]):
                 raise PortError(f"{entry['entry']}: {p['name']} has rank {value.dim()}, the port declares {len(p['dims'])}", "host")
-            part = []
+            part: list = []  # per dim: a size, ("gen", generic index), ("grid", axis) or ("shape", axis)
             if p["kind"] == "out":
+                names = [g["name"] for g in entry["generics"]]
                 for i, d in enumerate(p["dims"]):
                     if d.lstrip("-").isdigit() and int(d) > 0:
                         part.append(int(d))
                     elif d in gvals:
-                        part.append(int(gvals[d]))
+                        part.append(int(gvals[d]) if gvals[d] is not None else ("gen", names.index(d)))
                     elif i < 3:  # a dynamic dim: the block's share of it along the grid
-                        part.append(max(1, -(-value.shape[i] // grid3[i])))
+                        part.append(("grid", i))
                     else:
-                        part.append(value.shape[i])
-            tensors.append({"ptr": value.data_ptr(), "shape": list(value.shape), "strides": list(value.stride()),
-                            "part": part})
-        device = tensors_in[0].device.index or 0
+                        part.append(("shape", i))
+            steps.append(("tensor", index[ref_name], part))
+        return _Plan(symbol=entry["symbols"][dtype], entry=entry["entry"], generics=generics, steps=steps,
+                     device=tensors_in[0].device.index or 0)
+
+
+def _signature(kernel) -> tuple:
+    """(function, name, parameters, constant positions) of a cuTile kernel, read once per kernel."""
+    func = getattr(kernel, "_pyfunc", kernel)
+    got = _SIGNATURES.get(id(func))
+    if got is None or got[0] is not func:
+        params = list(inspect.signature(func).parameters.values())
+        got = _SIGNATURES[id(func)] = (func, getattr(func, "__name__", str(kernel)), params,
+                                       tuple(i for i, p in enumerate(params) if _is_constant(p.annotation)))
+    return got
+
+
+_SIGNATURES: dict[int, tuple] = {}
+
+
+def _plan_key(sig: tuple, args) -> tuple:
+    """What a plan depends on: the kernel, each argument's kind (tensor dtype and rank, scalar type), the
+    constants' values and the first tensor's device."""
+    consts = sig[3]
+    kinds = []
+    for i, a in enumerate(args):
+        dt = getattr(a, "dtype", None)
+        if dt is not None and hasattr(a, "data_ptr"):
+            kinds.append((dt, a.dim(), a.get_device()))
+        else:
+            kinds.append((type(a), a if i in consts else None))
+    return (id(sig[0]), len(args), tuple(kinds))
+
+
+class _Plan:
+    """What the first launch of a signature decided; `launch` reads only what changes between calls."""
+
+    __slots__ = ("symbol", "entry", "generics", "steps", "device", "_gen_bytes", "_gen_list")
+
+    def __init__(self, symbol: str, entry: str, generics: list, steps: list, device: int):
+        self.symbol, self.entry, self.generics, self.steps, self.device = symbol, entry, generics, steps, device
+        fixed = all(isinstance(g, str) for g in generics)
+        self._gen_list = list(generics) if fixed else None
+        self._gen_bytes = ",".join(generics).encode() if fixed else None
+
+    def launch(self, launcher: "PortLauncher", stream, grid, args) -> None:
+        grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])
+        gens = self._gen_list
+        if gens is None:
+            gens = [g if isinstance(g, str) else str(int(args[g[0]].shape[g[1]])) for g in self.generics]
+        gen_bytes = self._gen_bytes if self._gen_bytes is not None else ",".join(gens).encode()
+        tensors, scalars = [], []
+        for step in self.steps:
+            kind = step[0]
+            if kind == "tensor":
+                t = args[step[1]]
+                shape = tuple(t.shape)
+                part = step[2]
+                if part and not all(isinstance(x, int) for x in part):
+                    part = [x if isinstance(x, int) else int(gens[x[1]]) if x[0] == "gen"
+                            else max(1, -(-shape[x[1]] // grid3[x[1]])) if x[0] == "grid" else shape[x[1]]
+                            for x in part]
+                tensors.append((t.data_ptr(), shape, t.stride(), part))
+            elif kind == "scalar":
+                scalars.append(args[step[1]])
+            else:  # "of": an extent of a tensor the port takes by pointer
+                t = args[step[1]]
+                scalars.append(int(t.shape[step[3]] if step[2] == "shape" else t.stride(step[3])))
         raw_stream = getattr(stream, "cuda_stream", stream)
-        generics = [gvals[g["name"]] for g in entry["generics"]]
-        symbol = entry["symbols"][dtype]
-        rc, msg = self.library.call(symbol, stream=int(raw_stream or 0), device=device, grid=grid3,
-                                    generics=generics, tensors=tensors, scalars=scalars)
-        self.calls.append({"symbol": symbol, "entry": entry["entry"], "generics": generics, "grid": list(grid3)})
+        rc, msg = launcher.library.launch(self.symbol, int(raw_stream or 0), self.device, grid3, gen_bytes, tensors,
+                                          scalars)
+        launcher.calls.append({"symbol": self.symbol, "entry": self.entry, "generics": gens, "grid": list(grid3)})
         if rc != 0:
             default = "kernel" if ("illegal" in msg.lower() or "jit" in msg.lower()) else "host"
-            raise PortError(f"{symbol}({','.join(generics)}) rc={rc}: {msg}", classify_message(msg, default))
+            raise PortError(f"{self.symbol}({','.join(gens)}) rc={rc}: {msg}", classify_message(msg, default))
 
 
 class LaunchRecorder:
