@@ -144,6 +144,8 @@ class PortLibrary:
         self._fns: dict[str, object] = {}
         self._callers: dict[str, _Caller] = {}
         self.plans: dict = {}
+        self.dumps: BytecodeDumps | None = None  # set by the runner: attribute compiled bytecode to launches
+        self.compiled: dict[tuple, str] = {}  # (symbol, generics, shapes) -> the bytecode file its launch compiled
 
     def function(self, symbol: str):
         fn = self._fns.get(symbol)
@@ -162,7 +164,18 @@ class PortLibrary:
         caller = self._callers.get(symbol)
         if caller is None:
             caller = self._callers[symbol] = _Caller(self.function(symbol), len(tensors), len(scalars))
-        return caller(stream, device, grid, generics, tensors, scalars)
+        if self.dumps is None:
+            return caller(stream, device, grid, generics, tensors, scalars)
+        t0 = time.perf_counter()
+        before = self.dumps.index.stat().st_size if self.dumps else 0
+        got = caller(stream, device, grid, generics, tensors, scalars)
+        if time.perf_counter() - t0 > 0.005 and self.dumps.index.stat().st_size > before:  # this launch compiled
+            with open(self.dumps.index, "rb") as f:
+                f.seek(before)
+                new = [line.split(b" ", 1)[0].decode() for line in f.read().splitlines() if line.strip()]
+            if new:
+                self.compiled[(symbol, generics.decode(), tuple(tuple(t[1]) for t in tensors))] = new[-1]
+        return got
 
     def call(self, symbol: str, *, stream: int, device: int, grid: tuple[int, int, int], generics: list[str],
              tensors: list[dict], scalars: list[float | int]) -> tuple[int, str]:
@@ -391,7 +404,8 @@ class _Plan:
         raw_stream = getattr(stream, "cuda_stream", stream)
         rc, msg = launcher.library.launch(self.symbol, int(raw_stream or 0), self.device, grid3, gen_bytes, tensors,
                                           scalars)
-        launcher.calls.append({"symbol": self.symbol, "entry": self.entry, "generics": gens, "grid": list(grid3)})
+        launcher.calls.append({"symbol": self.symbol, "entry": self.entry, "generics": gens, "grid": list(grid3),
+                               "shapes": [tuple(t[1]) for t in tensors]})
         if rc != 0:
             default = "kernel" if ("illegal" in msg.lower() or "jit" in msg.lower()) else "host"
             raise PortError(f"{self.symbol}({','.join(gens)}) rc={rc}: {msg}", classify_message(msg, default))
@@ -436,6 +450,91 @@ class _Patched:
         for n in self.names:
             setattr(self.module, n, self.real)
         return False
+
+
+# ----------------------------------------------------------------------------------------------- bytecode
+
+
+_TILEIRAS_WRAPPER = """#!/bin/sh
+# Written by tileport's gate runner: keeps the Tile IR bytecode cutile asks tileiras to compile (and the flags it
+# passes), then runs the real tileiras with the same arguments.
+for a in "$@"; do
+  case "$a" in
+    *.bc|*.tileirbc) f="@DIR@/$(basename "$a")"; cp "$a" "$f" 2>/dev/null && echo "$f $*" >> "@DIR@/index" ;;
+  esac
+done
+exec "@REAL@" "$@"
+"""
+
+
+class BytecodeDumps:
+    """The Tile IR bytecode each side's JIT really compiled in this run, for every specialisation it launched.
+
+    cuTile Python writes each module it compiles to `CUDA_TILE_DUMP_BYTECODE` (read when cuda.tile is imported:
+    `enable` must run first). cutile 0.5 has no such switch for a file (`CUTILE_DUMP` prints text to stderr), but
+    it runs tileiras through `CUTILE_TILEIRAS_PATH` (`run_tileiras` in cutile-compiler's cuda_tile_runtime_utils):
+    a wrapper there keeps the bytecode it is given and the flags, then runs the real tileiras. PortLibrary.launch
+    attributes each new port file to the launch that compiled it (`compiled`)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.ref_dir, self.port_dir = self.root / "ref", self.root / "port"
+        self.ref_dir.mkdir(parents=True, exist_ok=True)
+        self.port_dir.mkdir(parents=True, exist_ok=True)
+        self.index = self.port_dir / "index"
+        self.index.touch()
+
+    def enable_reference(self) -> None:
+        os.environ["CUDA_TILE_DUMP_BYTECODE"] = str(self.ref_dir)
+
+    def enable_port(self, real_tileiras: str) -> str:
+        wrapper = self.root / "tileiras"
+        wrapper.write_text(_TILEIRAS_WRAPPER.replace("@DIR@", str(self.port_dir)).replace("@REAL@", real_tileiras))
+        wrapper.chmod(0o755)
+        os.environ["CUTILE_TILEIRAS_PATH"] = str(wrapper)
+        return str(wrapper)
+
+    def reference(self, kernel_name: str) -> bytes | None:
+        """The bytecode whose entry is this JIT symbol (the kernel name CUPTI recorded)."""
+        needle = kernel_name.encode()
+        for f in sorted(self.ref_dir.glob("*.tileirbc")):
+            data = f.read_bytes()
+            if needle in data:
+                return data
+        return None
+
+
+def bytecode_evidence(dumps: "BytecodeDumps | None", library, ref_kernels: list[str], port_calls: list[dict],
+                      store: dict) -> dict:
+    """Per side, the bytecode of each kernel one call of this configuration launches (by sha256 into `store`,
+    base64), or why it is missing; what the IR gate diffs on the CPU side (tileport.validators.gpu.bytecode)."""
+    import base64
+    import hashlib
+
+    def keep(data: bytes | None) -> str | None:
+        if not data:
+            return None
+        h = hashlib.sha256(data).hexdigest()[:16]
+        store.setdefault(h, base64.b64encode(data).decode())
+        return h
+
+    if dumps is None:
+        return {"missing": "bytecode dumps were off in this run"}
+    out = {"ref": [keep(dumps.reference(k)) for k in ref_kernels], "port": []}
+    compiled = getattr(library, "compiled", {})
+    for c in port_calls:
+        path = compiled.get((c["symbol"], ",".join(c["generics"]), tuple(c.get("shapes") or ())))
+        data = None
+        if path:
+            try:
+                data = Path(path).read_bytes()
+            except OSError:
+                data = None
+        out["port"].append(keep(data))
+    flags = [line.split(" ", 1)[1].strip() for line in dumps.index.read_text().splitlines()[:1] if " " in line]
+    if flags:
+        out["port_tileiras_args"] = flags[0]
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- measurement
@@ -616,6 +715,7 @@ class Runner:
         self.dir = gate_dir
         self.gate = json.loads((gate_dir / "gate.json").read_text())
         self.out = out
+        self.dumps: BytecodeDumps | None = None  # main() turns them on before cuda.tile is imported
         self.results: dict = {"gate": {k: self.gate.get(k) for k in ("conversion_id", "commit", "op", "created_at")},
                               "env_missing": None, "cases": [], "perf": {"rows": []}, "started_at": time.time()}
 
@@ -641,6 +741,8 @@ class Runner:
         if not tileiras or not os.access(tileiras, os.X_OK):
             return "tileiras: not found (put tileiras >= 13.3 on PATH or set CUTILE_TILEIRAS_PATH)"
         os.environ.setdefault("CUTILE_TILEIRAS_PATH", tileiras)
+        if self.dumps is not None:
+            self.dumps.enable_port(os.environ["CUTILE_TILEIRAS_PATH"])
         for var in ("CUDA_HOME", "CUDA_PATH"):
             if os.environ.get(var):
                 return (f"{var}={os.environ[var]} is set: tileiras would use that CUDA's ptxas/libnvvm and fail "
@@ -661,6 +763,7 @@ class Runner:
         with lzma.open(so) as f, open(target, "wb") as out:
             shutil.copyfileobj(f, out, 1 << 20)
         self.library = PortLibrary(target)
+        self.library.dumps = self.dumps
         if self.library.abi != self.gate["abi"]:
             raise PortError(f"library ABI {self.library.abi} != gate ABI {self.gate['abi']}", "host")
         self.module = C.load_module(self.dir / self.gate["op_file"])
@@ -771,6 +874,9 @@ class Runner:
             for want in launched[side]:
                 if not any(want in n for n in names):
                     row["flags"].append(f"{side}: no kernel named like {want} in the trace ({names[:4]})")
+        # the bytecode each side's JIT compiled for this configuration (issue 34: the IR the reference really runs)
+        row["bytecode"] = bytecode_evidence(self.dumps, self.library, expect["ref"], port_calls,
+                                            self.results.setdefault("bytecode", {}))
         if row.get("failed"):
             return row
         nbytes = sum(l["bytes"] for l in ref_launches)
@@ -904,9 +1010,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("gate_dir")
     ap.add_argument("--out", default=None, help="results file (default GATE_DIR/results.json)")
     ap.add_argument("--no-perf", action="store_true", help="correctness only")
+    ap.add_argument("--no-bytecode", action="store_true", help="do not keep the bytecode each side's JIT compiled")
     args = ap.parse_args(argv)
     gate_dir = Path(args.gate_dir).resolve()
     runner = Runner(gate_dir, Path(args.out) if args.out else gate_dir / "results.json")
+    if not args.no_bytecode:  # before cuda.tile is imported: it reads CUDA_TILE_DUMP_BYTECODE then
+        runner.dumps = BytecodeDumps(Path(tempfile.mkdtemp(prefix="tp-bytecode-")))
+        runner.dumps.enable_reference()
     try:
         rc = runner.run(perf=not args.no_perf)
     except Exception as exc:
