@@ -13,7 +13,7 @@ dtype x shape x variant configurations, with the op module's own inputs (`make_i
 Each side is warmed first (JIT compile, the port's first-launch plan). Prints one line per configuration and, per
 op, the median over its configurations; exit 0.
 
-    python benchmarks/gpu_host_call.py DEST/gates [--reps 200] [--json OUT.json]
+    python benchmarks/gpu_host_call.py DEST/gates [--reps 200] [--max-configs N] [--json OUT.json]
 
 Runs where the gate runs (torch, cuda.tile, a GPU, tileiras on PATH); it imports the gate's own runner.py.
 """
@@ -65,7 +65,7 @@ class _Capture:
         return self.real(stream, grid, kernel, args)
 
 
-def bench_gate(gate_dir: Path, reps: int) -> list[dict]:
+def bench_gate(gate_dir: Path, reps: int, max_configs: int = 0) -> list[dict]:
     import torch
     import cuda.tile as ct
 
@@ -80,34 +80,35 @@ def bench_gate(gate_dir: Path, reps: int) -> list[dict]:
     variants = module.check_variants() if callable(getattr(module, "check_variants", None)) else [{}]
     sync = torch.cuda.synchronize
     rows = []
-    for dtype in gate["dtypes"]:
-        for shape in gate["shapes"]:
-            for variant in variants:
-                label = ",".join(f"{k}={v}" for k, v in shape.items()) + "".join(f" {k}={v}" for k, v in variant.items())
-                row = {"op": gate["op"], "config": f"{dtype} [{label}]"}
-                inputs = cap = None
-                try:
-                    inputs = module.make_inputs(dict(shape), dtype, device="cuda", seed=0)
-                    cap = _Capture(ct.launch)
-                    with R._Patched(ct, module, cap):
-                        wrapper(**inputs, **variant)  # reference warm-up (JIT) and its launches
-                    launcher = R.PortLauncher(lib)
-                    with R._Patched(ct, module, launcher):
-                        wrapper(**inputs, **variant)  # port warm-up (JIT, plans)
-                        sync()
-                        row["port_ret_us"], row["port_sync_us"] = _per_call(
-                            lambda: wrapper(**inputs, **variant), sync, reps)
-                        row["port_launch_us"] = _per_call(
-                            lambda: [launcher(*l) for l in cap.launches], sync, reps)[0]
-                    row["ref_ret_us"], row["ref_sync_us"] = _per_call(lambda: wrapper(**inputs, **variant), sync, reps)
-                    row["ref_launch_us"] = _per_call(lambda: [ct.launch(*l) for l in cap.launches], sync, reps)[0]
-                    row["launches"] = len(cap.launches)
-                    launcher.calls.clear()
-                except Exception as exc:  # one configuration's failure is a line, not the end of the run
-                    row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-                rows.append(row)
-                print(_line(row), flush=True)
-                del inputs, cap
+    configs = [(d, sh, v) for d in gate["dtypes"] for sh in gate["shapes"] for v in variants]
+    if max_configs and len(configs) > max_configs:  # evenly spread over dtypes and shapes
+        configs = [configs[round(i * (len(configs) - 1) / max(1, max_configs - 1))] for i in range(max_configs)]
+    for dtype, shape, variant in configs:
+        label = ",".join(f"{k}={v}" for k, v in shape.items()) + "".join(f" {k}={v}" for k, v in variant.items())
+        row = {"op": gate["op"], "config": f"{dtype} [{label}]"}
+        inputs = cap = None
+        try:
+            inputs = module.make_inputs(dict(shape), dtype, device="cuda", seed=0)
+            cap = _Capture(ct.launch)
+            with R._Patched(ct, module, cap):
+                wrapper(**inputs, **variant)  # reference warm-up (JIT) and its launches
+            launcher = R.PortLauncher(lib)
+            with R._Patched(ct, module, launcher):
+                wrapper(**inputs, **variant)  # port warm-up (JIT, plans)
+                sync()
+                row["port_ret_us"], row["port_sync_us"] = _per_call(
+                    lambda: wrapper(**inputs, **variant), sync, reps)
+                row["port_launch_us"] = _per_call(
+                    lambda: [launcher(*l) for l in cap.launches], sync, reps)[0]
+            row["ref_ret_us"], row["ref_sync_us"] = _per_call(lambda: wrapper(**inputs, **variant), sync, reps)
+            row["ref_launch_us"] = _per_call(lambda: [ct.launch(*l) for l in cap.launches], sync, reps)[0]
+            row["launches"] = len(cap.launches)
+            launcher.calls.clear()
+        except Exception as exc:  # one configuration's failure is a line, not the end of the run
+            row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        rows.append(row)
+        print(_line(row), flush=True)
+        del inputs, cap
     return rows
 
 
@@ -125,13 +126,14 @@ def main(argv=None) -> int:
     ap.add_argument("gates", help="a directory of packed gates (DEST/gates) or one gate directory")
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--json", default=None, help="also write every row here")
+    ap.add_argument("--max-configs", type=int, default=0, help="at most this many configurations per op (0: all)")
     args = ap.parse_args(argv)
     root = Path(args.gates)
     gates = [root] if (root / "gate.json").is_file() else sorted(p for p in root.iterdir() if (p / "gate.json").is_file())
     rows = []
     for g in gates:
         try:
-            rows += bench_gate(g, args.reps)
+            rows += bench_gate(g, args.reps, args.max_configs)
         except Exception as exc:
             print(f"{g.name}: ERROR {type(exc).__name__}: {str(exc)[:300]}", flush=True)
     print("\nper op (median over its configurations): call us ref / port (port/ref) | launch us ref / port (port/ref)")

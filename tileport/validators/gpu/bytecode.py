@@ -49,7 +49,9 @@ def row_diff(row: dict, store: dict, target: str | None = None, tileirdisasm: st
             try:
                 rep = diff_modules(load_module(paths[0], tileirdisasm), load_module(paths[1], tileirdisasm), target)
             except (EnvironmentBlocked, UserError) as e:
-                return {"error": str(e).splitlines()[0][:300]}
+                return {"error": (str(e).splitlines() or ["?"])[0][:300]}
+            except Exception as e:  # evidence only: a tool or parse failure never fails the report it annotates
+                return {"error": f"{type(e).__name__}: {str(e)[:280]}"}
             findings = sorted(rep.findings, key=lambda f: _rank(f.severity))
             pair = {"ref": hr, "port": hp, "verdict": rep.verdict.value,
                     "identical": rep.stats.get("identical_entries", 0) == rep.stats.get("ref_entries", -1),

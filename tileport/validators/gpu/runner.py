@@ -460,7 +460,7 @@ _TILEIRAS_WRAPPER = """#!/bin/sh
 # passes), then runs the real tileiras with the same arguments.
 for a in "$@"; do
   case "$a" in
-    *.bc|*.tileirbc) f="@DIR@/$(basename "$a")"; cp "$a" "$f" 2>/dev/null && echo "$f $*" >> "@DIR@/index" ;;
+    *.bc|*.tileirbc|*.bytecode) f="@DIR@/$(basename "$a")"; cp "$a" "$f" 2>/dev/null && echo "$f $*" >> "@DIR@/index" ;;
   esac
 done
 exec "@REAL@" "$@"
@@ -485,14 +485,47 @@ class BytecodeDumps:
         self.index.touch()
 
     def enable_reference(self) -> None:
+        """Before cuda.tile is imported: its bytecode to ref/, and (tileiras found on PATH, where cuda.tile looks
+        for it on a GPU host without the tileiras pip package) its tileiras flags to ref-tileiras/index."""
         os.environ["CUDA_TILE_DUMP_BYTECODE"] = str(self.ref_dir)
+        real = shutil.which("tileiras")
+        if real:
+            bin_dir = self.root / "ref-bin"
+            log_dir = self.root / "ref-tileiras"
+            bin_dir.mkdir(exist_ok=True)
+            log_dir.mkdir(exist_ok=True)
+            self._wrapper(bin_dir / "tileiras", log_dir, real)
+            disasm = Path(real).with_name("tileirdisasm")
+            if disasm.is_file() and not (bin_dir / "tileirdisasm").exists():
+                (bin_dir / "tileirdisasm").symlink_to(disasm)
+            os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
 
     def enable_port(self, real_tileiras: str) -> str:
-        wrapper = self.root / "tileiras"
-        wrapper.write_text(_TILEIRAS_WRAPPER.replace("@DIR@", str(self.port_dir)).replace("@REAL@", real_tileiras))
-        wrapper.chmod(0o755)
+        real_tileiras = str(Path(real_tileiras).resolve())
+        if Path(real_tileiras).parent == (self.root / "ref-bin").resolve():  # found through the reference's wrapper
+            real_tileiras = str(Path(os.readlink(self.root / "ref-bin" / "tileiras.real")))
+        wrapper = self._wrapper(self.root / "tileiras", self.port_dir, real_tileiras)
         os.environ["CUTILE_TILEIRAS_PATH"] = str(wrapper)
         return str(wrapper)
+
+    @staticmethod
+    def _wrapper(path: Path, log_dir: Path, real: str) -> Path:
+        path.write_text(_TILEIRAS_WRAPPER.replace("@DIR@", str(log_dir)).replace("@REAL@", real))
+        path.chmod(0o755)
+        real_link = path.with_name(path.name + ".real")
+        if not real_link.exists():
+            real_link.symlink_to(real)
+        return path
+
+    def tileiras_args(self, side: str) -> str | None:
+        """The flags the first tileiras run of a side was given (the bytecode path left out)."""
+        index = self.index if side == "port" else self.root / "ref-tileiras" / "index"
+        try:
+            first = index.read_text().splitlines()[0]
+        except (OSError, IndexError):
+            return None
+        return " ".join(a for a in first.split(" ")[1:] if not a.endswith((".bc", ".bytecode", ".tileirbc",
+                                                                             ".cubin")))
 
     def reference(self, kernel_name: str) -> bytes | None:
         """The bytecode whose entry is this JIT symbol (the kernel name CUPTI recorded)."""
@@ -531,9 +564,10 @@ def bytecode_evidence(dumps: "BytecodeDumps | None", library, ref_kernels: list[
             except OSError:
                 data = None
         out["port"].append(keep(data))
-    flags = [line.split(" ", 1)[1].strip() for line in dumps.index.read_text().splitlines()[:1] if " " in line]
-    if flags:
-        out["port_tileiras_args"] = flags[0]
+    for side in ("ref", "port"):
+        args = dumps.tileiras_args(side)
+        if args:
+            out[f"{side}_tileiras_args"] = args
     return out
 
 
