@@ -12,7 +12,7 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tileport.config import Config
 from tileport.errors import UserError
@@ -40,6 +40,9 @@ class Actions:
         self.closing = False  # set when the dashboard quits: nothing new starts (a queued conversion neither)
         self.forced: dict[int, str] = {}  # conversion -> the stage a running rerun asked for (a hand-off keeps it)
         self._queued: list[int] = []  # started here (c, autostart) but waiting for a free slot in the pool
+        # called (from any thread, never under the lock) when a drive here starts or ends: what the screens show
+        # of "running here" (the merge line, the quit dialog) changes then, with no store event to say so
+        self.on_change: Callable[[int], None] | None = None
 
     # --- plumbing ----------------------------------------------------------------------------
     @property
@@ -79,6 +82,17 @@ class Actions:
         """Conversions this dashboard was asked to run that have not started (a hand-off takes them too)."""
         with self._lock:
             return [c for c in self._queued if c not in self._running]
+
+    def close(self) -> tuple[list[int], list[int]]:
+        """Quitting: from now on no drive starts here; (running, queued) at this moment, read in the same lock, so
+        each conversion is in one of them or starts never (a queued one's drive is refused: it stays queued)."""
+        with self._lock:
+            self.closing = True
+            return sorted(self._running), [c for c in self._queued if c not in self._running]
+
+    def _changed(self, conversion_id: int) -> None:
+        if self.on_change is not None:
+            self.on_change(conversion_id)
 
     def _held_elsewhere(self, conv: dict) -> int | None:
         from tileport.agents.control import conversion_holder
@@ -152,16 +166,20 @@ class Actions:
     # --- doing ---------------------------------------------------------------------------------
     def _drive(self, conversion_id: int, fn) -> Any:
         with self._lock:
+            if self.closing:  # in the lock `close` takes: what quitting stops or hands off is all that runs
+                raise UserError("the dashboard is quitting")
             if conversion_id in self._running:
                 raise UserError(f"conversion {conversion_id} is already running")
             self._running.add(conversion_id)
             if conversion_id in self._queued:  # in the same lock: never neither queued nor running
                 self._queued.remove(conversion_id)
+        self._changed(conversion_id)
         try:
             return fn()
         finally:
             with self._lock:
                 self._running.discard(conversion_id)
+            self._changed(conversion_id)
 
     def start(self, op_paths: list[str], background_note=None) -> list[int]:
         """Start a conversion per op (or pick up the existing, unfinished one), then drive them from a pool."""
