@@ -56,18 +56,12 @@ class Actions:
     def _log(self, line: str) -> None:
         """Runner output becomes `log` events, so every dashboard on this store shows it live."""
         m = _CID.match(line)
-        store = Store(self.store_path)
-        try:
+        with Store(self.store_path) as store:
             store.log_event("log", int(m.group(1)) if m else None, text=line)
-        finally:
-            store.close()
 
     def _with_store(self, fn, *args, **kw):
-        store = Store(self.store_path)
-        try:
+        with Store(self.store_path) as store:
             return fn(store, self.config, *args, **kw)
-        finally:
-            store.close()
 
     def running(self, conversion_id: int) -> bool:
         with self._lock:
@@ -108,13 +102,11 @@ class Actions:
             return None
         if conversion_id is None:
             return "select a conversion first"
-        store = Store(self.store_path)
         try:
-            conv = store.conversion(conversion_id)
+            with Store(self.store_path) as store:
+                conv = store.conversion(conversion_id)
         except UserError as e:
             return str(e)
-        finally:
-            store.close()
         status = conv.get("status")
         if action in ("resume", "rerun"):
             if self.closing:
@@ -242,11 +234,8 @@ class Actions:
             raise UserError(READONLY)
         if self._runner is not None and self.running(conversion_id):
             self._runner.stop(conversion_id)  # in-process: at once, without waiting for the stop file poll
-        store = Store(self.store_path)
-        try:
+        with Store(self.store_path) as store:
             return stop_conversion(store, conversion_id, wait_s, resume_hint="s resumes")
-        finally:
-            store.close()
 
     def approve(self, conversion_id: int, comment: str | None = None):
         from tileport.worktrees.approval import ApprovalRefused, approve
@@ -281,11 +270,8 @@ class Actions:
     def why_not_edit(self, conversion_id: int) -> str | None:
         if self.readonly:
             return READONLY
-        store = Store(self.store_path)
-        try:
+        with Store(self.store_path) as store:
             conv = store.conversion(conversion_id)
-        finally:
-            store.close()
         if self.running(conversion_id) or conv.get("status") == "running" or self._held_elsewhere(conv) is not None:
             return (f"conversion {conversion_id} is running a stage that may rewrite kernel.rs; stop it first (x), "
                     "then edit")
