@@ -85,12 +85,14 @@ def start_or_reuse(run: "Runner", ops: Iterable[str | Path], *, repo: str | Path
     return [existing.get(op.resolve()) or run.start(op, kernel=kernel, repo=repo) for op in ops]
 
 
-def start(run: "Runner", ops: Iterable[str | Path], *, repo: str | Path = ".", kernel: str | None = None) -> list[int]:
-    """New conversions, one per op: every op's bad input is refused before any conversion exists."""
+def start(run: "Runner", ops: Iterable[str | Path], *, repo: str | Path = ".", kernel: str | None = None,
+          triton: str | Path | None = None) -> list[int]:
+    """New conversions, one per op: every op's bad input is refused before any conversion exists. `triton`: the
+    Triton twin of the (one) op, saved with its conversion: stage A pairs with it wherever it runs."""
     ops = list(ops)
     for op in ops:
-        run.check(op, repo)
-    return [run.start(op, kernel=kernel, repo=repo) for op in ops]
+        run.check(op, repo, triton=triton)
+    return [run.start(op, kernel=kernel, repo=repo, triton=triton) for op in ops]
 
 
 def resume(run: "Runner", conversion_id: int) -> "Finished":

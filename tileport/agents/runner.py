@@ -148,11 +148,15 @@ class Runner:
             self.out(line)
 
     # ---------------------------------------------------------------------------------------- start
-    def check(self, op_path: str | Path, repo: str | Path = "."):
+    def check(self, op_path: str | Path, repo: str | Path = ".", *, triton: str | Path | None = None):
         """Every refusal `start` can make, made before anything exists (for several ops: before any starts)."""
         op = Path(op_path)
         if not op.is_file() or op.suffix != ".py":
             raise UserError(f"{op}: not a Python file; pass the cuTile Python op, e.g. examples/vector_add.py")
+        if triton is not None:
+            from tileport.validators.analysis.triton.pairing import check_triton_op
+
+            check_triton_op(triton)
         make_writer(self.model or self.config.model.base_url, self.config)  # a bad --model is bad input
         base = check_repo(repo)
         branch = branch_name(op.stem, self._next_id())
@@ -165,17 +169,19 @@ class Runner:
         """The id the next conversion will get, read without creating the store (checks before anything exists)."""
         return queries.next_conversion_id(self.config.store)
 
-    def start(self, op_path: str | Path, *, kernel: str | None = None, repo: str | Path = ".") -> int:
-        """Create the conversion: checks first (nothing is created for bad input), then row + branch + worktree."""
+    def start(self, op_path: str | Path, *, kernel: str | None = None, repo: str | Path = ".",
+              triton: str | Path | None = None) -> int:
+        """Create the conversion: checks first (nothing is created for bad input), then row + branch + worktree.
+        `triton`: the Triton twin stage A pairs with (saved with the conversion; by default one found by name)."""
         op = Path(op_path)
-        base = self.check(op, repo)
+        base = self.check(op, repo, triton=triton)
         model = self.model or self.config.model.base_url
         with self.store() as store, immediate(store):  # a refused worktree rolls the conversion row back
             cid = store.add_conversion(str(op.resolve()), kernel)
             wt = create_conversion_worktree(base.root, op.stem, cid, base)
             store.update_conversion(cid, branch=wt.branch, worktree=str(wt.path), repo=str(base.root),
                                     base_branch=base.branch, base_commit=base.commit, model=model,
-                                    status="pending")
+                                    status="pending", triton=str(Path(triton).resolve()) if triton else None)
         return cid
 
     # ---------------------------------------------------------------------------------------- drive
@@ -304,7 +310,8 @@ class Runner:
                                    writer, self.limits, attempt=attempt, cap=state.caps[stage],
                                    repair=action.repair, history=runs, cancel=cancel,
                                    log=lambda m, scope=scope: (self.say(m), scope.note(m)),
-                                   examples_dir=self.examples_dir)
+                                   examples_dir=self.examples_dir,
+                                   triton=Path(conv["triton"]) if conv.get("triton") else None)
                 result, action, sha = self._attempt(store, stage, ctx, state, parent, scope)
                 runs = self._runs(store, cid)
             status = STOP_STATUS[action.stop]
