@@ -34,7 +34,7 @@ from tileport.agents.stages.write_kernel import cargo_seconds
 from tileport.exec.proc import Interrupted, ToolScope, tool_scope
 from tileport.exec.toolchain import from_config
 from tileport.local_models.protocol import CancelToken
-from tileport.records import StageResult
+from tileport.records import StageResult, exits
 from tileport.records.rounds import HUMAN_EDIT, round_start
 from tileport.store import Store, queries, record_run
 from tileport.worktrees import git as wgit
@@ -43,9 +43,6 @@ from tileport.worktrees.conversion import (ConversionWorktree, WorktreeEscape, b
                                            commit_stage, create_conversion_worktree, discard_uncommitted,
                                            open_conversion_worktree, stage_commits, ungated_edit)
 
-EXIT_OK, EXIT_FAILED, EXIT_USER, EXIT_BLOCKED = 0, 1, 2, 3
-STATUS_EXIT = {"done": EXIT_OK, "blocked": EXIT_BLOCKED, "failed": EXIT_FAILED, "error": EXIT_FAILED,
-               "stopped": EXIT_FAILED}
 STOP_STATUS = {router.DONE: "done", router.BLOCKED: "blocked", router.FAILED: "failed"}
 # The named points of one attempt a `checkpoint` is called at (a test kills the process there).
 POINTS = ("started", "ran", "committed", "recorded")
@@ -77,7 +74,7 @@ class Finished:
 
     @property
     def exit_code(self) -> int:
-        return STATUS_EXIT.get(self.status, EXIT_FAILED)
+        return exits.of_status(self.status)
 
 
 @dataclass
@@ -97,7 +94,7 @@ class EditJudged:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.verdict == "COMPILED" else EXIT_BLOCKED if self.verdict == "BLOCKED" else EXIT_FAILED
+        return exits.of_verdict(self.verdict)
 
     @property
     def reason(self) -> str:

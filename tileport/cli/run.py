@@ -12,7 +12,6 @@ import argparse
 
 from tileport.cli._common import config_from, int_in
 from tileport.errors import UserError
-from tileport.service import exit_code  # noqa: F401  (the one rule; importable from here as before)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
