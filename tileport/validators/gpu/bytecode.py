@@ -76,8 +76,17 @@ def _verdict_rank(v: str) -> int:
 
 
 def annotate(results: dict, target: str | None = None, tileirdisasm: str | None = None) -> list[str]:
-    """Add `ir_diff` to every perf row of a results.json that carries bytecode; one line per row for people."""
+    """Add `ir_diff` to every perf row of a results.json that carries bytecode; one line per row for people.
+    Without tileirdisasm here nothing is added (the rows keep their bytecode for a later ingest)."""
     store = results.get("bytecode") or {}
+    if tileirdisasm is None:  # resolved once: a host without it (the GPU host) leaves the diff to ingest
+        try:
+            from tileport.exec.toolchain import from_config
+            tileirdisasm = from_config().tileirdisasm
+        except Exception:
+            tileirdisasm = None
+        if tileirdisasm is None:
+            return []
     if target is None:
         cap = (results.get("env") or {}).get("capability")
         target = f"sm_{cap[0]}{cap[1]}" if isinstance(cap, (list, tuple)) and len(cap) == 2 else None
