@@ -125,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("results", nargs="+", help="results.json files of `tileport gate run`")
     ap.add_argument("--write", action="store_true", help="keep each row's ir_diff in its results file")
     ap.add_argument("--target", default=None, help="GPU target the hints are judged for (default: the run's)")
+    ap.add_argument("--tileirdisasm", default=None,
+                    help="the disassembler (default: the toolchain's); bytecode written by a newer tileiras needs one "
+                         "at least as new")
     args = ap.parse_args(argv)
     for path in args.results:
         try:
@@ -132,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as e:
             print(f"{path}: cannot read: {e}", file=sys.stderr)
             return 2
-        for line in annotate(results, args.target):
+        for line in annotate(results, args.target, args.tileirdisasm):
             print(line)
         if args.write:
             Path(path).write_text(json.dumps(results, indent=1))
