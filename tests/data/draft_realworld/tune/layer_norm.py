@@ -51,4 +51,5 @@ if __name__ == "__main__":
         x = torch.randn(128, 768, device="cuda", dtype=dt)
         w = torch.randn(768, device="cuda", dtype=dt)
         layer_norm(x, w, torch.randn_like(w))
-        torch.testing.assert_close(transpose(x), x.T)
+        xt = transpose(x)
+    torch.testing.assert_close(xt, x.T)
