@@ -90,7 +90,7 @@ def corpus_kernel_row(analysis, kernel: str, build: bool) -> dict:
     result = build_crate(layout, BuildOptions(cubins=False))
     row["build"] = "ok" if result.ok else "FAIL"
     if not result.ok:
-        row["diagnostics"] = [d.short() for d in result.diagnostics][:5]
+        row["diagnostics"] = [d.short() for d in sorted(result.diagnostics, key=lambda d: d.level != "error")][:5]
         return row
     report = self_check(result, analysis, layout.spec)
     row["verdicts"] = dict(Counter(p.verdict for p in report.pairs))

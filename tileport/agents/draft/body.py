@@ -257,7 +257,17 @@ class BodyTranslator(MemoryOps, CallOps):
             parts = [ast.copy_location(ast.Subscript(value=value, slice=ast.Constant(i), ctx=ast.Load()), value)
                      for i in range(len(names))]
         else:
-            raise Unsupported("unpacking a value that is not a tuple or an array's shape", stmt)
+            v = self.expr(value, "")  # a helper returning a tuple (`bidx, bidy = swizzle_2d(...)`), a constant tuple
+            if v.kind == "py" and isinstance(v.value, tuple) and len(v.value) == len(names):
+                vals = [Val("py", value=x) for x in v.value]
+            elif v.kind == "tuple" and len(v.value) == len(names):
+                vals = list(v.value)
+            else:
+                raise Unsupported("unpacking a value that is not a tuple of as many items", stmt)
+            for name, item in zip(names, vals):
+                self.last_hoist = None  # an item's temporary may be read by another item: keep every line
+                self.bind(name, item, value, later_loops, stmt)
+            return
         read = {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name)}
         if read & set(names):
             raise Unsupported("a swap-style unpacking (a right side reads a target)", stmt)
@@ -270,6 +280,8 @@ class BodyTranslator(MemoryOps, CallOps):
             return self.folded_tests[key]
         try:
             v = self.expr(test, "")
+        except NeedsDtype:
+            raise  # static once the entry is written per concrete dtype
         except (Unsupported, Lost):
             return None
         if v.kind == "py":
@@ -277,7 +289,11 @@ class BodyTranslator(MemoryOps, CallOps):
         return None
 
     def assign(self, name: str, node: ast.expr, later_loops: set[str], stmt: ast.stmt) -> None:
-        v = self.expr(node, rust_name(name))
+        self.bind(name, self.expr(node, rust_name(name)), node, later_loops, stmt)
+
+    def bind(self, name: str, v: Val, node: ast.expr, later_loops: set[str], stmt: ast.stmt) -> None:
+        if v.kind == "tuple":
+            raise Unsupported(f"binding a tuple of run-time values to `{name}`", stmt)
         if self.last_hoist and v.expr == self.last_hoist[0] and len(self.lines) == self.last_hoist[2]:
             # the value's own typed temporary is the last line: bind the Python name directly instead
             self.lines.pop()
@@ -394,7 +410,7 @@ class BodyTranslator(MemoryOps, CallOps):
 
     def expr(self, node: ast.expr, hint: str) -> Val:
         if isinstance(node, ast.Constant):
-            if isinstance(node.value, (bool, int, float)):
+            if node.value is None or isinstance(node.value, (bool, int, float)):
                 return Val("py", value=node.value)
             raise Unsupported(f"the constant {node.value!r}", node)
         if isinstance(node, ast.Name):
@@ -451,6 +467,8 @@ class BodyTranslator(MemoryOps, CallOps):
 
     def subscript(self, node: ast.Subscript) -> Val:
         base = self.expr(node.value, "")
+        if base.kind == "tile" and _is_expand_index(node.slice):
+            return self.expand_index(base, node)
         idx = self.expr(node.slice, "")
         if base.kind == "shape_of" and idx.kind == "py" and isinstance(idx.value, int):
             arr: Array = base.value
@@ -459,6 +477,25 @@ class BodyTranslator(MemoryOps, CallOps):
         if base.kind == "py" and idx.kind == "py":
             return Val("py", value=base.value[idx.value])
         raise Unsupported("indexing (`x[...]`) other than array.shape[i]", node)
+
+    def expand_index(self, base: Val, node: ast.Subscript) -> Val:
+        """`t[:, None]`, `t[None, :]`, `t[None]`, `t[..., None]`: cuTile's Tile.__getitem__ is expand_dims (a new
+        axis of extent 1 at each None; `:` keeps an axis; `...` stands for the axes not named)."""
+        items = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        kept = sum(1 for i in items if isinstance(i, ast.Slice))
+        ell = [k for k, i in enumerate(items) if isinstance(i, ast.Constant) and i.value is Ellipsis]
+        if len(ell) > 1 or kept > len(base.shape) or (not ell and kept != len(base.shape) and kept):
+            raise Unsupported("a tile index other than `:` / None / `...` per axis", node)
+        if ell:
+            fill = len(base.shape) - kept
+            items = items[:ell[0]] + [ast.Slice()] * fill + items[ell[0] + 1:]
+        elif not kept:
+            items = items + [ast.Slice()] * len(base.shape)
+        shape: list[str] = []
+        axes = iter(base.shape)
+        for i in items:
+            shape.append("1" if isinstance(i, ast.Constant) and i.value is None else next(axes))
+        return Val("tile", f"{paren(base.expr)}.reshape({shape_macro(tuple(shape))})", base.dtype, tuple(shape))
 
     # binary arithmetic, with NumPy-style broadcasting made explicit
     def binop(self, node: ast.BinOp, hint: str) -> Val:
@@ -654,6 +691,14 @@ class BodyTranslator(MemoryOps, CallOps):
         raise Unsupported(f"the unary operator {type(node.op).__name__}", node)
 
     def compare(self, op: ast.cmpop, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            return Val("py", value=self.is_none(a, b, node) == isinstance(op, ast.Is))
+        if a.kind == "dtype" and b.kind == "dtype" and isinstance(op, (ast.Eq, ast.NotEq)):
+            if (a.value == OP_DTYPE) != (b.value == OP_DTYPE):
+                # a dtype switch on the op dtype (`ct.tfloat32 if A.dtype == ct.float32 else A.dtype`): static per
+                # variant, so the entry is written once per concrete dtype and the test folds there
+                raise NeedsDtype("a test of the op dtype", node, "the entry is specialised per dtype")
+            return Val("py", value=(a.value == b.value) == isinstance(op, ast.Eq))
         if a.kind == "py" and b.kind == "py":
             return Val("py", value=fold_compare(op, a.value, b.value))
         if type(op) not in CMP_FUNCS:
@@ -664,6 +709,17 @@ class BodyTranslator(MemoryOps, CallOps):
         fn = CMP_FUNCS[type(op)]
         res = self.elementwise(a, b, node, lambda x, y, d: f"{fn}({x}, {y})", bool_ok=True, dtype=dtype)
         return Val("tile", res.expr, "bool", res.shape)
+
+    def is_none(self, a: Val, b: Val, node: ast.AST) -> bool:
+        """`x is None` with either side the constant None: static per variant. An array parameter is a tensor in
+        every variant the draft writes (a launch passing None fixes that parameter to the constant None)."""
+        for x, y in ((a, b), (b, a)):
+            if y.kind == "py" and y.value is None:
+                if x.kind == "py":
+                    return x.value is None
+                if x.kind in ("array", "tile", "scalar", "view", "dtype", "enum"):
+                    return False
+        raise Unsupported("an `is` test that is not against None", node)
 
     # ---- calls -------------------------------------------------------------------------------
 
@@ -684,8 +740,32 @@ def module_val(name: str, value: Any, node: ast.AST) -> Val:
         return Val("function", value=value)
     if isinstance(value, ModuleRef):
         return Val("module", value=value)
+    alias = _tile_alias(value)
+    if alias is not None:
+        return alias
     raise Unsupported(f"name `{name}`", node, "a module-level value that is not a compile-time constant "
                       f"({getattr(value, 'expr', type(value).__name__)})")
+
+
+def _is_expand_index(index: ast.expr) -> bool:
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    plain = all((isinstance(i, ast.Slice) and i.lower is None and i.upper is None and i.step is None)
+                or (isinstance(i, ast.Constant) and (i.value is None or i.value is Ellipsis)) for i in items)
+    return plain and any(isinstance(i, ast.Constant) and i.value is None for i in items)
+
+
+def _tile_alias(value: Any) -> Val | None:
+    """A module-level alias of a cuda.tile enum member or dtype (`PAD_ZERO = ct.PaddingMode.ZERO`): stage A's
+    evaluator keeps its source text; the member it names is the value (the same one cuTile Python reads)."""
+    text = getattr(value, "expr", None)
+    if not isinstance(text, str):
+        return None
+    parts = text.split(".")
+    if len(parts) >= 3 and parts[-2] in ("PaddingMode", "RoundingMode") and parts[0] in ("ct", "cuda", "tile"):
+        return Val("enum", value=(parts[-2], parts[-1]))
+    if len(parts) >= 2 and parts[-1] in RUST_DTYPE and parts[0] in ("ct", "cuda", "tile"):
+        return Val("dtype", value=RUST_DTYPE[parts[-1]])
+    return None
 
 
 __all__ = ["BodyTranslator", "INDENT", "Lost", "Unsupported", "rust_name"]

@@ -34,25 +34,64 @@ class MemoryOps:
         raise Unsupported(call_label(call), call)
 
     def store(self, args: dict[str, ast.expr], call: ast.Call) -> None:
-        for k in ("order", "latency"):
-            if k in args:
-                raise Unsupported(f"ct.store(..., {k}=)", call)
-        if "allow_tma" in args:
-            tma = self.tma_hint(args["allow_tma"], "ct.store")
-            if tma is False:
-                raise Unsupported("ct.store(..., allow_tma=False)", call,
-                                  "write store_view_tko_mut(..., tma::Disabled) on the output's PartitionMut")
+        tma = self.tma_hint(args["allow_tma"], "ct.store") if "allow_tma" in args else None
+        latency = self.latency(args.get("latency"), "ct.store")
+        order = self.order(args.get("order"))
         arr = self.expr(args["array"], "")
         if arr.kind != "array":
             raise Unsupported("ct.store into something that is not a kernel array parameter", args["array"])
         tile = self.expr(args["tile"], f"{arr.value.name}_tile")
+        if tile.kind == "scalar" or tile.kind == "py":  # a scalar stored as a tile of the index's rank (cuTile)
+            tile = self.scalar_store_tile(tile, arr.value, args["tile"])
         if tile.kind != "tile":
             raise Unsupported("ct.store of a scalar", args["tile"])
-        view = self.view_for(arr.value, tile.shape, "None", None, mutable=True, node=call)
-        self.view_store(view, args["index"], args["tile"], call, tile)
+        if len(tile.shape) == 0 and arr.value.ndim > 0:  # a 0-d tile: cuTile stores it as a tile of ones
+            ones = ("1",) * arr.value.ndim
+            tile = Val("tile", f"{paren(tile.expr)}.reshape({shape_macro(ones)})", tile.dtype, ones)
+        shape = tile.shape
+        if order is not None and order != tuple(range(len(shape))):
+            # a permuted store: the tile's axis i goes to the array's axis order[i]; cuTile partitions the array
+            # in the permuted order. Written as the transposed tile into the plain view of the array.
+            inv = [order.index(d) for d in range(len(shape))]
+            tile = self.permute(tile, tuple(inv), call, "")
+            index_node = ast.copy_location(ast.Tuple([_item(args["index"], order.index(d))
+                                                      for d in range(len(shape))], ast.Load()), args["index"])
+            view = self.view_for(arr.value, tile.shape, "None", None, mutable=True, node=call)
+            self.view_store(view, index_node, args["tile"], call, tile, hints=(latency, tma))
+            return
+        view = self.view_for(arr.value, shape, "None", None, mutable=True, node=call)
+        self.view_store(view, args["index"], args["tile"], call, tile, hints=(latency, tma))
+
+    def scalar_store_tile(self, v: Val, arr: Array, node: ast.expr) -> Val:
+        dtype = arr.dtype
+        if v.kind == "py":
+            return self.tile(dtype, (), f"constant({literal(v.value, dtype, node)}, shape![])")
+        if v.dtype != dtype:
+            raise Unsupported("a store that converts dtype implicitly", node)
+        return self.tile(dtype, (), f"scalar_to_tile({v.expr})")
+
+    def latency(self, node: ast.expr | None, what: str) -> int | None:
+        if node is None:
+            return None
+        lv = self.expr(node, "")
+        if lv.kind == "py" and lv.value is None:
+            return None
+        if lv.kind == "py" and isinstance(lv.value, int) and not isinstance(lv.value, bool) and 1 <= lv.value <= 10:
+            return lv.value
+        raise Unsupported(f"{what}(..., latency=) that is not a constant int in 1..10", node)
+
+    def order(self, node: ast.expr | None) -> tuple[int, ...] | None:
+        if node is None:
+            return None
+        v = self.expr(node, "")
+        if v.kind == "py" and isinstance(v.value, tuple) and all(isinstance(o, int) for o in v.value):
+            return tuple(int(o) for o in v.value)
+        if v.kind == "py" and v.value == "C":
+            return None
+        raise Unsupported("an order that is not a constant tuple", node)
 
     def view_store(self, view: View, index_node: ast.expr, tile_node: ast.expr, call: ast.Call,
-                   tile: Val | None = None) -> None:
+                   tile: Val | None = None, hints: tuple = (None, None)) -> None:
         if not view.mutable:
             view = self.view_for(view.array, view.shape, "None", None, mutable=True, node=call)
         tile = tile or self.expr(tile_node, f"{view.array.name}_tile")
@@ -68,9 +107,18 @@ class MemoryOps:
             raise Unsupported("an index whose length differs from the array's rank", index_node)
         vals = [self.expr(i, "") for i in items]
         index = [self.index_scalar(v, i) for v, i in zip(vals, items)]
+        latency, tma = hints
+        if latency is None and tma is not False:
+            self.out_stores.setdefault(view.array.name, []).append(
+                (view.shape, [_block_axis(v) for v in vals], bool(self.loops), view.var, tile.expr, index))
+            self.emit(f"{view.var}.store({tile.expr}, [{', '.join(index)}]);")
+            return
+        # a store with cuTile's latency / allow_tma=False hints: the op under PartitionMut::store, with them
         self.out_stores.setdefault(view.array.name, []).append(
-            (view.shape, [_block_axis(v) for v in vals], bool(self.loops), view.var, tile.expr, index))
-        self.emit(f"{view.var}.store({tile.expr}, [{', '.join(index)}]);")
+            (view.shape, [_block_axis(v) for v in vals], True, view.var, tile.expr, index))
+        lat = f"Some({latency})" if latency is not None else "None"
+        self.emit(f"unsafe {{ store_view_tko_mut(&mut {view.var}, {tile.expr}, [{', '.join(index)}], "
+                  f"ordering::Weak, scope::TileBlock, {lat}, tma::{'Disabled' if tma is False else 'Enabled'}) }};")
 
     def index_list(self, node: ast.expr, rank: int) -> list[str]:
         items = node.elts if isinstance(node, ast.Tuple) else [node]
@@ -155,8 +203,7 @@ class MemoryOps:
         bounds checks per index (unless check_bounds=False) and-ed with the mask, a tile of pointers, then one
         load_ptr_tko (always with a padding value) or store_ptr_tko."""
         what = "ct.scatter" if store else "ct.gather"
-        if "latency" in args:
-            raise Unsupported(f"{what}(..., latency=)", node)
+        latency = self.latency(args.get("latency"), what) or 0  # Latency::<0>: no hint, as cuTile writes none
         arr_v = self.expr(args["array"], "")
         if arr_v.kind != "array":
             raise Unsupported(f"{what} on something that is not a kernel array parameter", args["array"])
@@ -229,7 +276,7 @@ class MemoryOps:
         if store:
             val = self.to_tile(value, arr.dtype, shape, node)
             self.emit(f"unsafe {{ store_ptr_tko({ptr}, {val}, ordering::Weak, None::<scope::Device>, {mask_arg}, "
-                      f"Some({tok}), Latency::<0>) }};")
+                      f"Some({tok}), Latency::<{latency}>) }};")
             return Val("none")
         if len(shape) >= 2 and masks:  # measured: cutile 0.5 reshapes the padding scalar to rank 1 and broadcasts
             # it to the tile's rank, which tileiras rejects ('cuda_tile.broadcast' op ... same rank)
@@ -249,7 +296,7 @@ class MemoryOps:
         self.define_in_loops(out)
         self.emit(f"let ({out}, _): ({tile_type(arr.dtype, shape)}, Token) = unsafe {{ load_ptr_tko({ptr}, "
                   f"ordering::Weak, None::<scope::Device>, {mask_arg}, Some({pad}), Some({tok}), "
-                  f"Latency::<0>) }};")
+                  f"Latency::<{latency}>) }};")
         return Val("tile", out, arr.dtype, shape)
 
     def slice(self, arr: Array, node: ast.Call, hint: str) -> Val:
@@ -337,6 +384,16 @@ class MemoryOps:
         if arr.kind != "array":
             raise Unsupported("ct.load from something that is not a kernel array parameter", args["array"])
         shape = self.dims(args["shape"])
+        if not shape and arr.value.ndim > 0:
+            # `shape=()`: one element, as cuTile loads it: a tile of ones at that index, reshaped to 0-d
+            ones = ("1",) * arr.value.ndim
+            sub = ast.copy_location(ast.Call(func=node.func, args=[args["array"], args["index"],
+                                                                   ast.Tuple([ast.Constant(1)] * arr.value.ndim,
+                                                                             ast.Load())],
+                                             keywords=[k for k in node.keywords if k.arg not in ("shape", "index",
+                                                                                                 "array")]), node)
+            one = self.ct_load(sub, "")
+            return self.tile(one.dtype, (), f"{paren(one.expr)}.reshape(shape![])", hint)
         padding = self.padding(args.get("padding_mode"), node)
         order = None
         if "order" in args:
@@ -358,6 +415,13 @@ class MemoryOps:
         else:
             expr = f"{view.var}.load({at})"
         return self.tile(arr.value.dtype, shape, expr, hint)
+
+
+def _item(index: ast.expr, k: int) -> ast.expr:
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    if k >= len(items):
+        raise Unsupported("an index whose length differs from the order's", index)
+    return items[k]
 
 
 def _block_axis(v: Val):
