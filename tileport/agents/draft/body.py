@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from tileport.agents.draft.calls import CallOps
 from tileport.agents.draft.memory import MemoryOps
+from tileport.agents.draft.placeholder import infer
 from tileport.validators.analysis.static import DTypeRef, FunctionRef, ModuleRef, fold_constant
 from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, RUST_DTYPE, Array, Lost, NeedsDtype, Unsupported,
                                           Val, View, literal, paren, shape_macro, tile_type)
@@ -69,6 +70,7 @@ class BodyTranslator(MemoryOps, CallOps):
         self.name_prefix = ""  # set while a helper function is inlined: its locals get their own names
         self.inline_depth = 0
         self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype
+        self.fold_requests: set[str] = set()  # int constants a tile extent computes with: fold them per entry
         self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
         # output -> its view stores: (tile shape, per index component the bid axis / "0" / None, in a loop,
@@ -156,16 +158,17 @@ class BodyTranslator(MemoryOps, CallOps):
             try:
                 self.statement(stmt, later_loops)
             except Unsupported as e:
-                self.hole(e, stmt)
+                self.hole(e, stmt, later_loops)
             except Lost as lost:
                 self.hole(Unsupported(f"a statement using `{lost.name}`, which an earlier hole leaves undefined",
-                                      stmt, "write it with the hole it depends on", gap=lost.gap), stmt)
+                                      stmt, "write it with the hole it depends on", gap=lost.gap), stmt, later_loops)
             except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError,
                     RecursionError) as e:  # a translator bug on odd input: a hole that says so, never a traceback
                 self.hole(Unsupported("a statement the draft translator failed on", stmt,
-                                      f"{type(e).__name__}: {str(e)[:120]} (a tileport bug; please report it)"), stmt)
+                                      f"{type(e).__name__}: {str(e)[:120]} (a tileport bug; please report it)"), stmt,
+                          later_loops)
 
-    def hole(self, e: Unsupported, stmt: ast.stmt) -> None:
+    def hole(self, e: Unsupported, stmt: ast.stmt, later_loops: set[str] = frozenset()) -> None:
         if isinstance(e, NeedsDtype):
             self.needs_dtype = True
         node = e.node or stmt
@@ -182,9 +185,47 @@ class BodyTranslator(MemoryOps, CallOps):
         self.emit(f"// TILEPORT-HOLE {token} BEGIN {' '.join(reason.split())}")
         for i, line in enumerate(self.src_lines(stmt)):
             self.emit(f"// {'python: ' if i == 0 else '        '}{line}")
-        self.emit(f"tileport_hole_{token};")
+        self.pending.clear()  # a deferred product read by the hole's statement is the writer's to write
+        typed = self.placeholder(stmt, token, later_loops)
+        if typed is None:
+            self.emit(f"tileport_hole_{token};")
         self.emit(f"// TILEPORT-HOLE {token} END")
-        self.mark_lost(stmt, e.gap)
+        if typed is None:
+            self.mark_lost(stmt, e.gap)
+
+    def placeholder(self, stmt: ast.stmt, token: str, later_loops: set[str]) -> str | None:
+        """`x = <expr>` as a hole: `x` bound to a typed placeholder (the region's last line, which fails rustc naming
+        the hole), so later statements translate; None when the statement is not one assignment or its type
+        cannot be told (see placeholder.py)."""
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name, value = stmt.targets[0].id, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            name, value = stmt.target.id, stmt.value
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            name = stmt.target.id
+            value = ast.copy_location(ast.BinOp(left=ast.Name(name, ast.Load()), op=stmt.op, right=stmt.value), stmt)
+        else:
+            return None
+        typed = infer(self, value)
+        if typed is None or not typed[1] or (typed[0] == "tile" and not all(typed[2])):
+            return None
+        kind, dtype, shape = typed
+        rust_t = tile_type(dtype, shape) if kind == "tile" else dtype
+        current = self.find_outer(name)
+        if current is not None and current[0].kind in ("tile", "scalar") and current[0].extra.get("mut") and \
+                (current[0].dtype, current[0].shape) == (dtype, shape if kind == "tile" else current[0].shape):
+            self.emit(f"{current[0].expr} = tileport_hole_{token};")  # a carried value keeps its binding
+            return rust_t
+        mut = "mut " if name in later_loops else ""
+        rname = self.fresh(self.name_prefix + rust_name(name)) if self.name_prefix else rust_name(name)
+        self.emit(f"let {mut}{rname}: {rust_t} = tileport_hole_{token};")
+        self.define_in_loops(rname)
+        self.prologue.used_names.add(rname)
+        if mut:
+            self.mut_names.add(rname)
+        self.scopes[-1].names[name] = Val(kind, rname, dtype, shape if kind == "tile" else (),
+                                          extra={"mut": bool(mut), "hole": token})
+        return rust_t
 
     def mark_lost(self, stmt: ast.stmt, gap: bool = False) -> None:
         for node in ast.walk(stmt):
@@ -234,8 +275,8 @@ class BodyTranslator(MemoryOps, CallOps):
         if isinstance(stmt, ast.If):
             cond = self.fold_condition(stmt.test)
             if cond is None:
-                raise Unsupported("`if` on a run-time value", stmt,
-                                  "only branches on ct.Constant parameters fold into variants")
+                self.runtime_if(stmt)
+                return
             self.block(stmt.body if cond else stmt.orelse)
             return
         if isinstance(stmt, ast.For):
@@ -245,6 +286,62 @@ class BodyTranslator(MemoryOps, CallOps):
             self.emit("return;")
             return
         raise Unsupported(f"`{type(stmt).__name__.lower()}` statement", stmt)
+
+    def runtime_if(self, stmt: ast.If) -> None:
+        """`if` on a run-time scalar (cutile lowers a Rust `if` on a bool scalar to the same structured if).
+        Values the branches reassign are carried: a `let mut` copy before the `if`, assigned inside; a name a
+        branch defines anew is local to it (a later read of it is a hole)."""
+        try:
+            test = self.expr(stmt.test, "")
+        except Unsupported as e:
+            raise Unsupported("`if` on a run-time value", stmt, f"its test: {e.what}") from None
+        if test.kind == "tile" and test.dtype == "bool" and test.shape in ((), ("1",)):
+            t = test.expr if not test.shape else f"{paren(test.expr)}.reshape(shape![])"
+            cond = f"tile_to_scalar({t})"
+        elif test.kind == "scalar" and test.dtype == "bool":
+            cond = test.expr
+        else:
+            raise Unsupported("`if` on a run-time value that is not a boolean scalar", stmt,
+                              f"its test is {describe(test)}")
+        if any(isinstance(n, (ast.Return, ast.Break, ast.Continue)) for st in stmt.body + stmt.orelse
+               for n in ast.walk(st)):
+            raise Unsupported("a return / break / continue inside an `if` on a run-time value", stmt)
+        for name in sorted(assigned_names(stmt.body + stmt.orelse)):
+            found = self.find_outer(name)
+            if found is None or found[0].kind not in ("tile", "scalar") or found[0].extra.get("mut"):
+                continue
+            old = found[0]
+            rname = self.fresh(rust_name(name))
+            self.emit(f"let mut {rname}: {tile_type(old.dtype, old.shape) if old.kind == 'tile' else old.dtype} "
+                      f"= {old.expr};")
+            self.define_in_loops(rname)
+            self.mut_names.add(rname)
+            self.scopes[found[1]].names[name] = Val(old.kind, rname, old.dtype, old.shape, extra={"mut": True})
+        self.flush_all_pending()
+        self.emit(f"if {cond} {{")
+        for i, branch in enumerate((stmt.body, stmt.orelse)):
+            if i == 1:
+                if not branch:
+                    break
+                self.emit("} else {")
+            self.depth += 1
+            self.scopes.append(Scope())
+            self.block(branch)
+            self.flush_all_pending()
+            self.scopes.pop()
+            self.depth -= 1
+        self.emit("}")
+
+    def flush_all_pending(self) -> None:
+        """Deferred products are written before a branch: a use inside it must not move them into it."""
+        for d in list(self.pending):
+            self.pending.remove(d)
+            if d.extra.get("fused"):
+                continue
+            name = self.fresh(d.extra["name"])
+            self.emit(f"let {name}: {tile_type(d.dtype, d.shape)} = {d.expr};")
+            d.expr = name
+            d.extra.pop("mul", None)
 
     def unpack(self, target: ast.Tuple, value: ast.expr, later_loops: set[str], stmt: ast.stmt) -> None:
         """`a, b = x, y` and `m, n = arr.shape`: one assignment per name (when no right side reads a target)."""
@@ -434,6 +531,10 @@ class BodyTranslator(MemoryOps, CallOps):
             if all(v.kind == "py" for v in vals):
                 res = all(v.value for v in vals) if isinstance(node.op, ast.And) else any(v.value for v in vals)
                 return Val("py", value=res)
+            if all(v.kind in ("scalar", "py") and (v.kind != "scalar" or v.dtype == "bool") for v in vals):
+                sym = " && " if isinstance(node.op, ast.And) else " || "
+                return Val("scalar", sym.join(operand(v.expr) if v.kind == "scalar" else
+                                              ("true" if v.value else "false") for v in vals), "bool")
             raise Unsupported("`and`/`or` on run-time values", node, "use & and | on boolean tiles")
         if isinstance(node, ast.Attribute):
             return self.attribute(node)
@@ -704,6 +805,10 @@ class BodyTranslator(MemoryOps, CallOps):
         if type(op) not in CMP_FUNCS:
             raise Unsupported(f"the comparison {type(op).__name__}", node)
         if a.kind != "tile" and b.kind != "tile":
+            if a.kind in ("scalar", "py") and b.kind in ("scalar", "py"):
+                dtype = self.scalar_dtype(a, b)
+                x, y = self.as_scalar(a, dtype, node, ""), self.as_scalar(b, dtype, node, "")
+                return Val("scalar", f"{operand(x)} {_CMP_SYM[type(op)]} {operand(y)}", "bool")
             raise Unsupported("a comparison of run-time scalars", node)
         dtype = a.dtype if a.kind == "tile" else b.dtype
         fn = CMP_FUNCS[type(op)]
@@ -745,6 +850,9 @@ def module_val(name: str, value: Any, node: ast.AST) -> Val:
         return alias
     raise Unsupported(f"name `{name}`", node, "a module-level value that is not a compile-time constant "
                       f"({getattr(value, 'expr', type(value).__name__)})")
+
+
+_CMP_SYM = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 
 def _is_expand_index(index: ast.expr) -> bool:

@@ -251,8 +251,14 @@ class CallOps:
             elif v.kind == "scalar" and v.const_name:
                 out.append(v.const_name)
             else:
+                self.request_fold(item)
                 raise Unsupported("a tile shape that is not made of constants", item)
         return tuple(out)
+
+    def request_fold(self, node: ast.AST) -> None:
+        """A tile extent computed from ct.Constant ints (`2 * D`): a Rust type cannot spell the arithmetic of const
+        generics, so the entry is written per value of those constants (static per variant) and it folds."""
+        self.fold_requests |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in self.generics}
 
     def const_int(self, node: ast.expr) -> int:
         v = self.expr(node, "")
@@ -352,6 +358,7 @@ class CallOps:
             raise Unsupported("ct.cat of tiles whose other axes differ", node)
         ext = _sum_dims(a.shape[axis], b.shape[axis])
         if ext is None:
+            self.fold_requests |= {d for d in (a.shape[axis], b.shape[axis]) if d in self.generics}
             raise Unsupported("ct.cat along an axis whose extents are not literals", node,
                               f"{a.shape[axis]} + {b.shape[axis]} is not a literal in a tile type")
         shape = a.shape[:axis] + (ext,) + a.shape[axis + 1:]

@@ -127,6 +127,10 @@ class MemoryOps:
         return [self.index_scalar(self.expr(i, ""), i) for i in items]
 
     def index_scalar(self, v: Val, node: ast.AST, bound: bool = False) -> str:
+        if v.kind == "tile" and v.dtype == "i32" and all(d == "1" for d in v.shape):
+            # a 0-d tile (a `shape=()` load, `.item()`) is a scalar in cuTile Python
+            t = v.expr if not v.shape else f"{paren(v.expr)}.reshape(shape![])"
+            v = Val("scalar", self.hoist("", "i32", f"tile_to_scalar({t})"), "i32")
         if v.kind == "py" and isinstance(v.value, int) and not isinstance(v.value, bool):
             return f"{v.value}i32"
         if v.kind == "scalar" and v.dtype == "i32":
@@ -278,11 +282,20 @@ class MemoryOps:
             self.emit(f"unsafe {{ store_ptr_tko({ptr}, {val}, ordering::Weak, None::<scope::Device>, {mask_arg}, "
                       f"Some({tok}), Latency::<{latency}>) }};")
             return Val("none")
+        flat = None
         if len(shape) >= 2 and masks:  # measured: cutile 0.5 reshapes the padding scalar to rank 1 and broadcasts
-            # it to the tile's rank, which tileiras rejects ('cuda_tile.broadcast' op ... same rank)
-            raise gap(f"ct.gather of a rank-{len(shape)} tile with a padding value", node,
-                      "valid lowering of a load_ptr_tko padding value for tiles of rank >= 2",
-                      "flatten the indices to a rank-1 gather and reshape the result")
+            # it to the tile's rank, which tileiras rejects ('cuda_tile.broadcast' op ... same rank): the gather is
+            # written at rank 1 (pointers and mask flattened, the result reshaped back), which it lowers right
+            if not all(d.isdigit() for d in shape):
+                self.fold_requests |= {d for d in shape if d in self.generics}
+                raise gap(f"ct.gather of a rank-{len(shape)} tile with a padding value", node,
+                          "valid lowering of a load_ptr_tko padding value for tiles of rank >= 2",
+                          "flatten the indices to a rank-1 gather and reshape the result")
+            flat = (str(_prod(shape)),)
+            ptr = self.hoist(f"{p}_ptr", f"PointerTile<*mut {arr.dtype}, {{ [{flat[0]}] }}>",
+                             f"{ptr}.reshape({shape_macro(flat)})")
+            masks = [self.hoist("", tile_type("bool", flat), f"{masks[0]}.reshape({shape_macro(flat)})")]
+            mask_arg = f"Some({masks[0]})"
         pad_v = self.expr(args["padding_value"], "") if "padding_value" in args else Val("py", value=0)
         if pad_v.kind != "py":
             raise Unsupported("a gather padding_value that is not a constant", args.get("padding_value", node))
@@ -294,9 +307,11 @@ class MemoryOps:
             pad = self.hoist(f"{p}_pad", arr.dtype, f"tile_to_scalar({t})")
         out = self.fresh(hint or f"{p}_v")
         self.define_in_loops(out)
-        self.emit(f"let ({out}, _): ({tile_type(arr.dtype, shape)}, Token) = unsafe {{ load_ptr_tko({ptr}, "
+        self.emit(f"let ({out}, _): ({tile_type(arr.dtype, flat or shape)}, Token) = unsafe {{ load_ptr_tko({ptr}, "
                   f"ordering::Weak, None::<scope::Device>, {mask_arg}, Some({pad}), Some({tok}), "
                   f"Latency::<{latency}>) }};")
+        if flat is not None:
+            return self.tile(arr.dtype, shape, f"{out}.reshape({shape_macro(shape)})", f"{out}_2d")
         return Val("tile", out, arr.dtype, shape)
 
     def slice(self, arr: Array, node: ast.Call, hint: str) -> Val:
@@ -415,6 +430,13 @@ class MemoryOps:
         else:
             expr = f"{view.var}.load({at})"
         return self.tile(arr.value.dtype, shape, expr, hint)
+
+
+def _prod(shape: tuple[str, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 def _item(index: ast.expr, k: int) -> ast.expr:

@@ -17,7 +17,7 @@ from typing import Any
 from tileport.agents.draft.body import INDENT, BodyTranslator, rust_name
 from tileport.agents.draft.syntax import canonical_ct
 from tileport.agents.draft.model import Draft, Hole, HostContract, HostEntry, HostParam, HostVariant
-from tileport.agents.draft.values import OP_DTYPE, RUST_DTYPE, Array, Unsupported, Val, shape_macro
+from tileport.agents.draft.values import INTS, OP_DTYPE, RUST_DTYPE, Array, Unsupported, Val, shape_macro
 from tileport.errors import UserError
 from tileport.validators.analysis.schema import Analysis, KernelInfo, Variant as RefVariant
 from tileport.validators.analysis.static import Unknown, fold_constant, module_values
@@ -72,10 +72,11 @@ def _draft_port(analysis: Analysis, kernel: str | None) -> Draft:
         if fn is None or not variants:
             continue
         fn = canonical_ct(fn, tree, module_consts)
-        for group, folded in _groups(fn, info, variants, module_consts):
+        for group, folded in _fold_shape_constants(fn, info, _groups(fn, info, variants, module_consts),
+                                                   module_consts, lines, path.name, analysis.targets):
             base_name = _entry_name(info.name, folded, used_entry_names)
             dtypes: list[str | None] = [None]
-            if _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, path.name, analysis.targets):
+            if _probe(fn, info, group, folded, module_consts, lines, path.name, analysis.targets).needs_dtype:
                 dtypes = sorted({i.dtype for v in group for i in v.instances})
             for dtype in dtypes:
                 entry_name = base_name if dtype is None else _limited(f"{base_name}_{RUST_DTYPE.get(dtype, dtype)}")
@@ -139,12 +140,33 @@ def _number_holes(kernel_rs: str, holes: list[Hole]) -> tuple[str, list[Hole]]:
     return kernel_rs, sorted(numbered, key=lambda h: int(h.id[1:]))
 
 
-def _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, file, targets) -> bool:
-    """A first translation, generic over E: does the body need a literal of the op dtype?"""
+def _probe(fn, info, group, folded, module_consts, lines, file, targets) -> BodyTranslator:
+    """A first translation, generic over E: does the body need a literal of the op dtype (`needs_dtype`), or tile
+    extents computed from int constants (`fold_requests`)?"""
     probe: set[int] = set()
     _, _, _, _, tr = _entry(fn, info, group, folded, module_consts, lines, file, "probe", lambda e: None, targets,
                             probe, None)
-    return tr.needs_dtype
+    return tr
+
+
+def _fold_shape_constants(fn, info, groups, module_consts, lines, file, targets):
+    """Split each group by the values of the int constants its tile extents compute with (fold_requests): those
+    constants are folded in the entry (static per variant, named in its name), the rest stay const generics."""
+    out = []
+    pending = list(groups)
+    while pending:
+        group, folded = pending.pop(0)
+        asked = _probe(fn, info, group, folded, module_consts, lines, file, targets).fold_requests - set(folded)
+        names = sorted(n for n in asked if all(isinstance(v.constants.get(n), int)
+                                               and not isinstance(v.constants.get(n), bool) for v in group))
+        if not names:
+            out.append((group, folded))
+            continue
+        by_value: dict[tuple, list[RefVariant]] = {}
+        for v in group:
+            by_value.setdefault(tuple(v.constants[n] for n in names), []).append(v)
+        pending[:0] = [(sub, {**folded, **dict(zip(names, values))}) for values, sub in by_value.items()]
+    return out
 
 
 def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype, seen_holes,
@@ -306,7 +328,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     params: dict[str, Val] = {}
     sig: list[tuple[str, str, HostParam]] = []
     uses_e = False
-    int_consts = [p.name for p in info.params if p.kind == "constant" and not isinstance(folded.get(p.name), (bool, float))
+    int_consts = [p.name for p in info.params if p.kind == "constant" and p.name not in folded
                   and all(isinstance(v.constants.get(p.name), int) and not isinstance(v.constants.get(p.name), bool)
                           for v in group)]
     non_int = {p.name: group[0].constants.get(p.name) for p in info.params
@@ -315,6 +337,9 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
         rname = rust_name(p.name)
         if p.kind == "array":
             fixed = p.dtype or (inst.param_dtypes.get(p.name) if inst.param_dtypes.get(p.name) != inst.dtype else None)
+            seen = {i.param_dtypes.get(p.name) for v in group for i in v.instances}
+            if fixed is None and len(seen) == 1 and RUST_DTYPE.get(next(iter(seen)) or "", "") in INTS:
+                fixed = next(iter(seen))  # an index array (int in every variant) is not of the op's float dtype
             dtype = RUST_DTYPE.get(fixed, fixed) if fixed else (RUST_DTYPE.get(concrete, concrete) if concrete
                                                                   else OP_DTYPE)
             uses_e |= dtype == OP_DTYPE
