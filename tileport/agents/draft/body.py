@@ -70,6 +70,7 @@ class BodyTranslator(MemoryOps, CallOps):
         self.name_prefix = ""  # set while a helper function is inlined: its locals get their own names
         self.inline_depth = 0
         self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype
+        self.unsafe_outputs: set[str] = set()  # rank > 3 outputs: `&Tensor` written through an unsafe PartitionMut
         self.fold_requests: set[str] = set()  # int constants a tile extent computes with: fold them per entry
         self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
@@ -709,7 +710,14 @@ class BodyTranslator(MemoryOps, CallOps):
             raise Unsupported("a tile where a scalar is needed", node)
         if v.dtype == dtype:
             return v.expr
+        self.fold_as_float(v, dtype)
         return self.hoist(f"{hint}_{dtype}" if hint else "", dtype, f"convert_scalar({v.expr})")
+
+    def fold_as_float(self, v: Val, dtype: str) -> None:
+        """An int ct.Constant meeting floats: cuTile Python folds it to a float constant (`x / N` divides by the
+        constant N.0, no int-to-float conversion), so the entry is written per value of it and it folds."""
+        if v.const_name and dtype in FLOATS:
+            self.fold_requests.add(v.const_name)
 
     def elementwise(self, a: Val, b: Val, node: ast.AST, render, bool_ok: bool = False,
                     dtype: str | None = None, extra: list[Val] | None = None) -> Val:
@@ -755,6 +763,7 @@ class BodyTranslator(MemoryOps, CallOps):
             if v.dtype != dtype:
                 if dtype == OP_DTYPE or dtype == "bool":
                     raise Unsupported(f"a {v.dtype} scalar combined with a {dtype} tile", node)
+                self.fold_as_float(v, dtype)
                 s = self.hoist("", dtype, f"convert_scalar({v.expr})")
             if not shape:
                 return self.hoist("", tile_type(dtype, ()), f"scalar_to_tile({s})")

@@ -144,9 +144,11 @@ class MemoryOps:
         """The hoisted partition of `arr` with this tile shape, padding and dim order (created once)."""
         if len(shape) != arr.ndim:
             raise Unsupported("a tile shape whose rank differs from the array's", node)
-        if mutable and len(shape) > 3:  # the cutile JIT: "Unable to partition tensors with rank > 3"
-            raise gap(f"a store into a rank-{len(shape)} array", node, "store partition of rank > 3",
-                      "collapse the leading axes on the host (a rank-3 view of the output) and store into that")
+        if mutable and len(shape) > 3:
+            # cutile-compiler 0.5.0 kernel_entry_generator.rs:133-138 refuses a `&mut Tensor` parameter of rank > 3
+            # ("Unable to partition tensors with rank > 3"); the output is taken as `&Tensor` and written through
+            # an unsafe PartitionMut of it (make_partition_view_mut), the view cuTile Python stores through
+            self.unsafe_outputs.add(arr.name)
         if mutable and not arr.mutable:
             raise Unsupported("a store into an array that is also loaded", node)
         if arr.mutable and not mutable:
@@ -162,7 +164,10 @@ class MemoryOps:
             name = self.fresh(f"{arr.name}_tiles")
         self.prologue.view_names.add(name)
         ty = f"<{arr.dtype}, {{ [{', '.join(shape)}] }}>"
-        if mutable:
+        if mutable and arr.name in self.unsafe_outputs:
+            line = (f"let mut {name}: PartitionMut{ty} = unsafe {{ make_partition_view_mut({arr.name}, "
+                    f"{shape_macro(shape)}, padding::None, {arr.name}.token()) }};")
+        elif mutable:
             line = f"let mut {name}: PartitionMut{ty} = {arr.name}.partition_mut({shape_macro(shape)});"
         elif order is not None and order != tuple(range(len(shape))):
             if padding not in ("Zero", "any"):

@@ -378,7 +378,15 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     tr = translator(on_hole)
     tr.known_uses, tr.known_fusable = first.uses, first.fusable
     tr.run(list(fn.body))
+    for k, (name, rust_t, host) in enumerate(sig):
+        if name in tr.unsafe_outputs and rust_t.startswith("&mut "):
+            rt = rust_t.removeprefix("&mut ").join(["&", ""])
+            sig[k] = (name, rt, host.model_copy(update={"rust_type": rt}))
     notes = _static_outputs(tr, sig, int_consts)
+    notes += [f"output `{n}` has rank > 3, which cutile-rs 0.5 cannot take as `&mut Tensor` (cutile-compiler "
+              "kernel_entry_generator.rs: \"Unable to partition tensors with rank > 3\"): it is a `&Tensor` "
+              "written through an unsafe PartitionMut (make_partition_view_mut); the launcher passes it as an input "
+              "and reads it back as the output" for n in sorted(tr.unsafe_outputs)]
     used_generics = [c for c in int_consts if _uses_name(tr, c)] + list(tr.slab_extents)
     generic_decl = ([f"E: ElementType"] if uses_e else []) + [f"const {c}: i32" for c in used_generics]
     hints = _hints(info, targets)
@@ -423,7 +431,7 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
     notes = []
     tr.slab_extents = {}
     for k, (name, rust_t, host) in enumerate(sig):
-        if host.kind != "tensor" or not host.output:
+        if host.kind != "tensor" or not host.output or name in tr.unsafe_outputs:
             continue
         plan, why = _static_plan(tr, name, int_consts)
         if plan is None:
