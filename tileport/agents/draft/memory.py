@@ -164,6 +164,7 @@ class MemoryOps:
             name = self.fresh(f"{arr.name}_tiles")
         self.prologue.view_names.add(name)
         ty = f"<{arr.dtype}, {{ [{', '.join(shape)}] }}>"
+        ref = f"&{arr.name}" if arr.in_body else arr.name  # a sliced view is a Tensor value, parameters references
         if mutable and arr.name in self.unsafe_outputs:
             line = (f"let mut {name}: PartitionMut{ty} = unsafe {{ make_partition_view_mut({arr.name}, "
                     f"{shape_macro(shape)}, padding::None, {arr.name}.token()) }};")
@@ -178,10 +179,10 @@ class MemoryOps:
         elif padding == "Zero":
             line = f"let {name}: Partition{ty} = {arr.name}.partition({shape_macro(shape)});"
         elif padding == "any" and not mutable:  # counting tiles (num_tiles): a view without padding, as cuTile
-            line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({arr.name}, {shape_macro(shape)}, "
+            line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({ref}, {shape_macro(shape)}, "
                     f"padding::None, dim_map::Identity, {arr.name}.token()) }};")
         else:
-            line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({arr.name}, {shape_macro(shape)}, "
+            line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({ref}, {shape_macro(shape)}, "
                     f"padding::{padding}, dim_map::Identity, {arr.name}.token()) }};")
         if arr.in_body:
             self.emit(line)
@@ -348,8 +349,17 @@ class MemoryOps:
         off64 = self.hoist(f"{name}_offset", "Tile<i64, { [] }>", f"exti({off})")
         base = self.hoist(f"{arr.name}_base", f"PointerTile<*mut {arr.dtype}, {{ [] }}>", f"get_tensor_base({arr.name})")
         moved = f"addptr_tile({base}, {off64})"
-        if start_v.kind == "py" and start_v.value == 0:  # an unmoved base keeps the array's alignment
-            moved = f"unsafe {{ assume_div_by::<_, 16>({moved}) }}"
+        if start_v.kind == "scalar" and start_v.const_name:
+            self.fold_requests.add(start_v.const_name)  # a static start: its alignment is known per variant
+        if start_v.kind == "py" and (start_v.value == 0 or consts[axis] == 1):
+            # the moved base keeps the alignment cuTile Python proves: the array's 16 bytes, less what a static
+            # offset (start elements of a unit stride) takes from it
+            if start_v.value and arr.dtype not in ELEM_BYTES:
+                raise NeedsDtype("a slice's alignment", node, "the element size needs a concrete dtype")
+            nbytes = start_v.value * ELEM_BYTES.get(arr.dtype, 1)
+            div = 16 if nbytes == 0 else min(16, nbytes & -nbytes)
+            if div > 1:
+                moved = f"unsafe {{ assume_div_by::<_, {div}>({moved}) }}"
         new_base = self.hoist(f"{name}_base", f"PointerTile<*mut {arr.dtype}, {{ [] }}>", moved)
         self.emit(f"let {name}: Tensor<{arr.dtype}, {{ [{dyn}] }}> = "
                   f"unsafe {{ make_tensor_view({new_base}, {shape}, {strides}, {arr.name}.token()) }};")
