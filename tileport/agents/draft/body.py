@@ -658,6 +658,11 @@ class BodyTranslator(MemoryOps, CallOps):
     def int_divmod(self, op: type, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
         if not (a.kind in ("scalar", "py") and b.kind in ("scalar", "py")):
             return self.tile_divmod(op, a, b, node, hint)
+        for v in (a, b):
+            if v.kind == "scalar" and v.const_name:
+                # a const generic on a 0-d tile (scalar_to_tile) is no scalar element to the cutile JIT (measured:
+                # "expected a scalar element type"); cuTile folds the constant: fold it per entry
+                self.fold_requests.add(v.const_name)
         x, y = self.as_scalar(a, "i32", node, hint), self.as_scalar(b, "i32", node, hint)
         if (a.kind == "scalar" and a.dtype != "i32") or (b.kind == "scalar" and b.dtype != "i32"):
             raise Unsupported(f"the operator {opname(op)} on floats", node)
@@ -671,8 +676,12 @@ class BodyTranslator(MemoryOps, CallOps):
         else:
             r = self.hoist("", t0, f"remi({tx}, {ty})")
             zero = self.hoist("", t0, "scalar_to_tile(0i32)")
-            fix = self.hoist("", "Tile<bool, { [] }>",
-                             f"(lt_tile({r}, {zero}) ^ lt_tile({ty}, {zero})) & ne_tile({r}, {zero})")
+            if b.kind == "py":  # a constant divisor's sign is known: cuTile folds `y < 0` to a constant
+                neg = self.hoist("", "Tile<bool, { [] }>",
+                                 f"constant({'true' if b.value < 0 else 'false'}, shape![])")
+            else:
+                neg = f"lt_tile({ty}, {zero})"
+            fix = self.hoist("", "Tile<bool, { [] }>", f"(lt_tile({r}, {zero}) ^ {neg}) & ne_tile({r}, {zero})")
             t = self.hoist("", t0, f"select({fix}, {r} + {ty}, {r})")
         return Val("scalar", self.hoist(hint, "i32", f"tile_to_scalar({t})"), "i32")
 

@@ -50,15 +50,11 @@ class MemoryOps:
             tile = Val("tile", f"{paren(tile.expr)}.reshape({shape_macro(ones)})", tile.dtype, ones)
         shape = tile.shape
         if order is not None and order != tuple(range(len(shape))):
-            # a permuted store: the tile's axis i goes to the array's axis order[i]; cuTile partitions the array
-            # in the permuted order. Written as the transposed tile into the plain view of the array.
-            inv = [order.index(d) for d in range(len(shape))]
-            tile = self.permute(tile, tuple(inv), call, "")
-            index_node = ast.copy_location(ast.Tuple([_item(args["index"], order.index(d))
-                                                      for d in range(len(shape))], ast.Load()), args["index"])
-            view = self.view_for(arr.value, tile.shape, "None", None, mutable=True, node=call)
-            self.view_store(view, index_node, args["tile"], call, tile, hints=(latency, tma))
-            return
+            # cuTile stores through a partition view with a dim_map; cutile 0.5's mutable views have none
+            # (_core.rs: make_partition_view_mut takes no dim_map, unlike make_partition_view)
+            raise gap("ct.store(..., order=) with a permutation", call, "mutable partition view with a dim_map",
+                      "permute the tile (ct.permute / transpose) and store it into the plain view at the permuted "
+                      "index: the same values, through another view")
         view = self.view_for(arr.value, shape, "None", None, mutable=True, node=call)
         self.view_store(view, args["index"], args["tile"], call, tile, hints=(latency, tma))
 
@@ -292,8 +288,7 @@ class MemoryOps:
         if len(shape) >= 2 and masks:  # measured: cutile 0.5 reshapes the padding scalar to rank 1 and broadcasts
             # it to the tile's rank, which tileiras rejects ('cuda_tile.broadcast' op ... same rank): the gather is
             # written at rank 1 (pointers and mask flattened, the result reshaped back), which it lowers right
-            if not all(d.isdigit() for d in shape):
-                self.fold_requests |= {d for d in shape if d in self.generics}
+            if True:  # flattened, the load pairs with no reference op (measured: the IR check's tile_shape error)
                 raise gap(f"ct.gather of a rank-{len(shape)} tile with a padding value", node,
                           "valid lowering of a load_ptr_tko padding value for tiles of rank >= 2",
                           "flatten the indices to a rank-1 gather and reshape the result")

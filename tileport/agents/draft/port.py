@@ -389,7 +389,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
               "and reads it back as the output" for n in sorted(tr.unsafe_outputs)]
     used_generics = [c for c in int_consts if _uses_name(tr, c)] + list(tr.slab_extents)
     generic_decl = ([f"E: ElementType"] if uses_e else []) + [f"const {c}: i32" for c in used_generics]
-    hints = _hints(info, targets)
+    hints = _hints(info, targets, fn, module_consts)
     keys = [hints] if hints else []
     if tr.computed_index:
         # cuTile Python never traps on a view access (out-of-range tiles are padded / clipped); without this the
@@ -538,15 +538,40 @@ def _entry_comment(info: KernelInfo, folded: dict[str, Any], generics: list[str]
     return [text + "."]
 
 
-def _hints(info: KernelInfo, targets: list[str]) -> str:
+def _decorator_options(fn: ast.FunctionDef, module_consts: dict[str, Any]) -> dict[str, Any]:
+    """`@ct.kernel(occupancy=ct.ByTarget(sm_90=1, default=2), ...)` read from the source: per-target hints as
+    {target or "default": value} (stage A's capture keeps only plain values), plain ints as they are."""
+    out: dict[str, Any] = {}
+    for dec in fn.decorator_list:
+        if not isinstance(dec, ast.Call):
+            continue
+        for kw in dec.keywords:
+            v = kw.value
+            if kw.arg and isinstance(v, ast.Call) and isinstance(v.func, (ast.Attribute, ast.Name)) and \
+                    (v.func.attr if isinstance(v.func, ast.Attribute) else v.func.id) == "ByTarget":
+                per = {k.arg: fold_constant(k.value, module_consts) for k in v.keywords if k.arg}
+                if all(isinstance(x, int) and not isinstance(x, bool) for x in per.values()):
+                    out[kw.arg] = per
+    return out
+
+
+def _hints(info: KernelInfo, targets: list[str], fn: ast.FunctionDef | None = None,
+           module_consts: dict[str, Any] | None = None) -> str:
     per_target: dict[str, list[str]] = {}
-    for key, value in info.compiler_options.items():
+    options = dict(info.compiler_options)
+    if fn is not None:
+        options.update(_decorator_options(fn, module_consts or {}))
+    for key, value in options.items():
         hint = _HINT_KEYS.get(key)
         if hint is None or value is None:
             continue
         if isinstance(value, dict):
-            for t, v in value.items():
-                if isinstance(v, int) and t in targets:
+            # per target, as cuTile Python resolves a ByTarget for the target it compiles: the target's own value,
+            # else the default; every target it names keeps its own hint (sm_100's too)
+            named = [t for t in value if t != "default"]
+            for t in sorted(set(targets) | set(named)):
+                v = value.get(t, value.get("default"))
+                if isinstance(v, int):
                     per_target.setdefault(t, []).append(f"{hint} = {v}")
         elif isinstance(value, int) and not isinstance(value, bool):
             per_target.setdefault("default", []).append(f"{hint} = {value}")  # as the reference: every target
