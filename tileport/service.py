@@ -77,11 +77,8 @@ def start_or_reuse(run: "Runner", ops: Iterable[str | Path], *, repo: str | Path
     """A conversion id per op: the existing one of that op when there is one, else a new one (every new op's bad
     input is refused before any is created)."""
     ops = [Path(op) for op in ops]
-    s = run.store()
-    try:
+    with run.store() as s:
         existing = reusable(s)
-    finally:
-        s.close()
     new = [op for op in ops if op.resolve() not in existing]
     for op in new:
         run.check(op, repo)
@@ -167,11 +164,8 @@ def gate_human_edit(run: "Runner", conversion_id: int, *, commit: bool = False) 
     port's uncommitted edit (`commit_human_edit`). The dashboard's `e` and `tileport build-rust --conversion ID`
     both call this."""
     if commit:
-        store = run.store()
-        try:
+        with run.store() as store:
             commit_human_edit(store, conversion_id)
-        finally:
-            store.close()
     return run.judge_edit(conversion_id)
 
 
@@ -196,23 +190,19 @@ def pack_gate(config: Config, target: str, *, repo: str | Path | None = None, st
               op_path: str | None = None, out: str | Path | None = None, commit: str | None = None,
               root: str | Path | None = None, log=None) -> PackedGate:
     """`tileport gate pack TARGET`: a conversion ID (read from the repository's store) or a port / crate dir."""
-    s = open_store(config, repo, store) if target.isdigit() else None
-    try:
+    if not target.isdigit():
+        return gate_service.pack(config, target, store=None, op_path=op_path, out=out, commit=commit, root=root,
+                                 log=log)
+    with open_store(config, repo, store) as s:
         return gate_service.pack(config, target, store=s, op_path=op_path, out=out, commit=commit, root=root, log=log)
-    finally:
-        if s is not None:
-            s.close()
 
 
 def ingest_results(config: Config, path: str | Path, *, repo: str | Path | None = None,
                    store: str | Path | None = None, conversion_id: int | None = None) -> IngestedResults:
     """`tileport gate ingest results.json`: record D (and E) for the conversion the gate names, only for its
     current head commit (else a one-line UserError and nothing recorded)."""
-    s = open_store(config, repo, store)
-    try:
+    with open_store(config, repo, store) as s:
         return gate_service.ingest(s, config, path, conversion_id=conversion_id)
-    finally:
-        s.close()
 
 
 def gate_busy(store: Store, conversion_id: int) -> str | None:

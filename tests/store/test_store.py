@@ -295,3 +295,16 @@ def test_the_dashboard_rows_show_the_figures_of_an_old_store(old_store):
         assert all(isinstance(e["payload"], dict) for e in events)  # decoded by the store, not by the screens
     finally:
         s.close()
+
+
+def test_a_store_opened_in_a_with_block_is_closed_when_the_block_ends_even_by_an_error(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "s.db"
+    with pytest.raises(RuntimeError), Store(db) as s:
+        cid = s.add_conversion("ops/x.py", None)
+        raise RuntimeError("the caller's own failure")
+    with pytest.raises(sqlite3.ProgrammingError):  # closed: a closed connection refuses every statement
+        s.conversion(cid)
+    with Store(db) as again:  # what was written before the error is kept
+        assert again.conversion(cid)["op_path"] == "ops/x.py"

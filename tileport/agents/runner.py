@@ -170,16 +170,12 @@ class Runner:
         op = Path(op_path)
         base = self.check(op, repo)
         model = self.model or self.config.model.base_url
-        store = self.store()
-        try:
-            with immediate(store):  # a refused worktree rolls the conversion row back: nothing changed
-                cid = store.add_conversion(str(op.resolve()), kernel)
-                wt = create_conversion_worktree(base.root, op.stem, cid, base)
-                store.update_conversion(cid, branch=wt.branch, worktree=str(wt.path), repo=str(base.root),
-                                        base_branch=base.branch, base_commit=base.commit, model=model,
-                                        status="pending")
-        finally:
-            store.close()
+        with self.store() as store, immediate(store):  # a refused worktree rolls the conversion row back
+            cid = store.add_conversion(str(op.resolve()), kernel)
+            wt = create_conversion_worktree(base.root, op.stem, cid, base)
+            store.update_conversion(cid, branch=wt.branch, worktree=str(wt.path), repo=str(base.root),
+                                    base_branch=base.branch, base_commit=base.commit, model=model,
+                                    status="pending")
         return cid
 
     # ---------------------------------------------------------------------------------------- drive
@@ -237,15 +233,12 @@ class Runner:
 
     def _held(self, conversion_id: int, body):
         """body(store, conv, worktree) while this process holds the conversion (its lock, a stop file watched)."""
-        store = self.store()
-        try:
+        with self.store() as store:
             conv = store.conversion(conversion_id)
             wt = open_conversion_worktree(conv)
             with self._exclusive(wt), control.StopWatch(control.run_files(wt.path),
                                                         lambda: self.stop(conversion_id)):
                 return body(store, conv, wt)
-        finally:
-            store.close()
 
     def _drive(self, store: Store, conv: dict, wt: ConversionWorktree, force: str | None) -> Finished:
         """Recover, then (a resume) gate a person's edit at HEAD that no B run judged, then follow the router."""

@@ -65,14 +65,11 @@ def run(args: argparse.Namespace) -> int:
                 raise UserError("--triton pairs one op: tileport run CUTILE_OP.py --triton TRITON_OP.py")
             register_twin(args.ops[0], check_triton_op(args.triton))
         cids = service.start(runner, args.ops, repo=args.repo, kernel=args.kernel)
-        store = runner.store()
-        try:
+        with runner.store() as store:
             for cid in cids:
                 c = store.conversion(cid)
                 print(f"#{cid} {c['op_path']}: branch {c['branch']} at {c['base_branch']}@{c['base_commit'][:10]}, "
                       f"worktree {c['worktree']}, model {c['model']}", flush=True)
-        finally:
-            store.close()
         finished = runner.drive_many(cids, jobs=args.jobs)
     for f in finished:
         print(f"#{f.conversion_id}: {f.status.upper()}" + (f" ({f.reason})" if f.reason else ""), flush=True)
