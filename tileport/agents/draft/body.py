@@ -71,7 +71,8 @@ class BodyTranslator(MemoryOps, CallOps):
         self.inline_depth = 0
         self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype
         self.unsafe_outputs: set[str] = set()  # rank > 3 outputs: `&Tensor` written through an unsafe PartitionMut
-        self.fold_requests: set[str] = set()  # int constants a tile extent computes with: fold them per entry
+        self.fold_requests: set[str] = set()
+        self.local_defs: dict[str, set[str]] = {}  # local name -> the names its assignments read (see request_fold)  # int constants a tile extent computes with: fold them per entry
         self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
         # output -> its view stores: (tile shape, per index component the bid axis / "0" / None, in a loop,
@@ -297,8 +298,10 @@ class BodyTranslator(MemoryOps, CallOps):
         except Unsupported as e:
             raise Unsupported("`if` on a run-time value", stmt, f"its test: {e.what}") from None
         if test.kind == "tile" and test.dtype == "bool" and test.shape in ((), ("1",)):
-            t = test.expr if not test.shape else f"{paren(test.expr)}.reshape(shape![])"
-            cond = f"tile_to_scalar({t})"
+            # each step its own typed let: the cutile JIT reads tile_to_scalar's generics from the binding's type
+            t = self.hoist("", "Tile<bool, { [] }>", test.expr if not test.shape else
+                           f"{paren(test.expr)}.reshape(shape![])")
+            cond = self.hoist("", "bool", f"tile_to_scalar({t})")
         elif test.kind == "scalar" and test.dtype == "bool":
             cond = test.expr
         else:

@@ -186,6 +186,10 @@ class CallOps:
         if recv.kind == "tile" and m == "reshape":
             args = bind_args(node, ["shape"], set())
             return self.reshape(recv, args["shape"], node)
+        if recv.kind == "tile" and m == "item" and not node.args and not node.keywords:
+            if any(d != "1" for d in recv.shape):  # cuTile: Tile.item() is reshape(()), one element only
+                raise Unsupported("`.item()` of a tile with more than one element", node)
+            return Val("tile", f"{paren(recv.expr)}.reshape(shape![])", recv.dtype, ()) if recv.shape else recv
         if recv.kind == "tile" and m == "transpose" and not node.args and not node.keywords:
             return self.transpose(recv, node)
         if recv.kind == "array" and m == "slice":
@@ -258,7 +262,13 @@ class CallOps:
     def request_fold(self, node: ast.AST) -> None:
         """A tile extent computed from ct.Constant ints (`2 * D`): a Rust type cannot spell the arithmetic of const
         generics, so the entry is written per value of those constants (static per variant) and it folds."""
-        self.fold_requests |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in self.generics}
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        seen: set[str] = set()
+        while names - seen:  # through the locals it reads (`count = C * H * W`), to the constants they come from
+            name = (names - seen).pop()
+            seen.add(name)
+            names |= self.local_defs.get(name, set())
+        self.fold_requests |= names & self.generics
 
     def const_int(self, node: ast.expr) -> int:
         v = self.expr(node, "")

@@ -369,6 +369,10 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
         tr.depth = 2
         tr.folded_tests = {k: v for k, v in folded.items() if k.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp("))}
         tr.stride_constants = strides
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                tr.local_defs.setdefault(node.targets[0].id, set()).update(
+                    n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
         return tr
 
     # Two passes: the first counts how often each binding is read (cuTile contracts a product read once, by an
