@@ -194,6 +194,7 @@ def test_a_store_written_by_older_code_reads_as_typed_rows(old_store):
         assert isinstance(va.perf, PerfDetails) and va.perf.worst == "n=1024 f32" and va.perf.worst_ratio == 1.15
         b = queries.stage_runs(s, va.id, "B")[-1]
         assert isinstance(b.details, WriteKernelDetails) and b.details.self_check == "PASS"
+        assert s.conversion(va.id)["triton"] is None  # started before --triton was saved: stage A pairs by name
         assert [p.label for p in queries.ir_pairs(s, va.id)] == ["vector_add sm_90 f32"]
         perf = queries.newest_perf(s, va.id)
         assert [r.config for r in perf.rows] == ["n=1024 f32", "n=4096 f32"] and perf.rows[0].launch["ref"]

@@ -12,7 +12,6 @@ import argparse
 
 from tileport.cli._common import config_from, int_in
 from tileport.errors import UserError
-from tileport.service import exit_code  # noqa: F401  (the one rule; importable from here as before)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,13 +57,9 @@ def run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         finished = [service.resume(runner, args.resume)]
     else:
-        if args.triton:
-            from tileport.validators.analysis.triton.pairing import check_triton_op, register_twin
-
-            if len(args.ops) != 1:
-                raise UserError("--triton pairs one op: tileport run CUTILE_OP.py --triton TRITON_OP.py")
-            register_twin(args.ops[0], check_triton_op(args.triton))
-        cids = service.start(runner, args.ops, repo=args.repo, kernel=args.kernel)
+        if args.triton and len(args.ops) != 1:
+            raise UserError("--triton pairs one op: tileport run CUTILE_OP.py --triton TRITON_OP.py")
+        cids = service.start(runner, args.ops, repo=args.repo, kernel=args.kernel, triton=args.triton)
         with runner.store() as store:
             for cid in cids:
                 c = store.conversion(cid)
