@@ -8,7 +8,8 @@ One row per op: kernels, Rust entries, pairs checked, holes, build result, IR se
 (PASS / PASS_WITH_NOTES / FAIL_FIXABLE / NOT_COMPILED counts) and drafting time. Slow (one cargo build per op).
 
 `--corpus` measures the real-world-style corpus (tests/data/draft_corpus, issue #21) per kernel instead: each kernel is
-drafted alone; "clean" = its draft has no holes other than named cutile-rs gaps; "pass" = complete, built by
+drafted alone; "complete" = its draft has no holes at all (named gaps included); "clean" = no holes other than
+named cutile-rs gaps; "pass" = complete, built by
 cargo and every IR self-check pair PASS / PASS_WITH_NOTES; "traceback" = drafting raised anything but a UserError.
 Figures are printed for the whole corpus and for each part (tuning / untouched / fresh; for another DIR, each
 op file's folder under DIR), then the holes by class (a hole's construct, line and file left out).
@@ -139,13 +140,17 @@ def corpus_main(args) -> int:
         ks = [r for r in sel if r.get("kernel")]
         n = len(ks)
         clean = sum(1 for r in ks if not r["holes"] and not r["error"] and not r["traceback"])
+        complete = sum(1 for r in ks if not r["holes"] and not r["gaps"] and not r["error"] and not r["traceback"])
+        wrong = sum(1 for r in ks if not r["holes"] and not r["gaps"] and not r["error"] and not r["traceback"]
+                    and not r["pass"])
         ok = sum(1 for r in ks if r["pass"])
         tb = sum(1 for r in ks if r["traceback"])
         failed_a = sum(1 for r in sel if r.get("analysis_error"))
         pct = (lambda x: f"{100 * x / n:.0f}%" if n else "-")
         bad = [r for r in ks if r["holes"]]
         avg = f"{sum(len(r['holes']) for r in bad) / len(bad):.1f}" if bad else "-"
-        print(f"{label:<9}: {n} kernels; clean draft (no holes but named gaps) {clean}/{n} ({pct(clean)}); "
+        print(f"{label:<9}: {n} kernels; complete (no holes, no gaps) {complete}/{n} ({pct(complete)}), "
+              f"{wrong} of them not passing; clean draft (no holes but named gaps) {clean}/{n} ({pct(clean)}); "
               f"built + IR self-check pass {ok}/{n} ({pct(ok)}); tracebacks {tb}; analysis failed {failed_a} ops; "
               f"incomplete drafts average {avg} holes")
     classes = Counter(hole_class(h) for r in rows for h in r.get("holes") or [])
