@@ -297,6 +297,9 @@ def library_rows(config: Config, lib, results=None, *, repo: str | Path | None =
                 if draft and f.kind == "cutile":
                     row["draft"] = _draft_state(a)
         c = newest.get(p)
+        if c is not None and row["analysed"] is None and c.stages.get("A"):  # `run DIR`: stage A's verdict
+            row["analysed"] = "yes" if c.stages["A"] in GATE_PASSES[Stage.ANALYZE] else "no"
+            row["why"] = None if row["analysed"] == "yes" else (c.summary or c.error or "")[:300]
         if c is not None:
             row["conversion"] = c.id
             row["compiled"] = c.stages.get("B")
