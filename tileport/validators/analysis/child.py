@@ -116,6 +116,11 @@ def _import_failure(path: Path, e: BaseException, how: str) -> str:
     msg = f"{where}: import failed{how}: {type(e).__name__}: {one_line(e)}"
     if isinstance(e, ModuleNotFoundError) and e.name and e.name.split(".")[0] == "torch":
         msg += f"; this interpreter ({sys.executable}) has no torch: {NO_TORCH_HINT}"
+    elif isinstance(e, ModuleNotFoundError) and e.name and e.name.split(".")[0] != \
+            (package_root(path) or (None, path.stem))[1].split(".")[0]:  # a third-party module, not the op's own
+        top = e.name.split(".")[0]
+        msg += (f"; the op needs {top}: install it where the op is imported ({sys.executable} -m pip install {top}), "
+                "or point tileport at an interpreter that has it (--python, [analysis] python)")
     return msg
 
 
