@@ -3,9 +3,8 @@ rerun, and the one exit-code rule. Entry points parse and render; the decisions 
 
 - The store path rule: `--store` wins (as given); else the config's `store`, a relative one taken relative to the
   repository (`--repo`, else the working directory). So `run --repo R` and `tui --repo R` open the same store.
-- The exit-code rule: 2 bad input (raised as UserError before anything runs), else 1 if any conversion failed or
-  hit a cap, else 3 if any stopped at BLOCKED (the environment), else 0. A failure outranks an environment stop:
-  fixing the environment would not make a failed conversion pass.
+- The exit-code rule (`records.exits`, the one place): 2 bad input (raised as UserError before anything runs),
+  else 1 if any conversion failed or hit a cap, else 3 if any stopped at BLOCKED (the environment), else 0.
 - Gates on a GPU elsewhere (`tileport gate pack|ingest`, the dashboard's `g` / `i`): `pack_gate` and
   `ingest_results` open the store by the same rule and call `tileport.agents.gate_service`, which returns typed
   results (PackedGate, IngestedResults) for the caller to print or render.
@@ -27,9 +26,6 @@ from tileport.agents import gate_service
 if TYPE_CHECKING:
     from tileport.agents.runner import EditJudged, Finished, Runner
 
-EXIT_OK, EXIT_FAILED, EXIT_USER, EXIT_BLOCKED = 0, 1, 2, 3
-EXIT_PRECEDENCE = (EXIT_FAILED, EXIT_BLOCKED)  # the first of these any conversion ended with wins
-
 
 def store_path(config: Config, repo: str | Path | None = None, store: str | Path | None = None) -> Path:
     """The one rule for where a repository's store is (see the module docstring); absolute."""
@@ -49,8 +45,10 @@ def open_store(config: Config, repo: str | Path | None = None, store: str | Path
 
 
 def exit_code(finished: Iterable["Finished"]) -> int:
-    codes = {f.exit_code for f in finished}
-    return next((c for c in EXIT_PRECEDENCE if c in codes), EXIT_OK)
+    """Several conversions' ends as one exit status (`records.exits.combined`)."""
+    from tileport.records import exits
+
+    return exits.combined(f.exit_code for f in finished)
 
 
 def runner(config: Config, *, repo: str | Path | None = None, store: str | Path | None = None,
@@ -77,23 +75,22 @@ def start_or_reuse(run: "Runner", ops: Iterable[str | Path], *, repo: str | Path
     """A conversion id per op: the existing one of that op when there is one, else a new one (every new op's bad
     input is refused before any is created)."""
     ops = [Path(op) for op in ops]
-    s = run.store()
-    try:
+    with run.store() as s:
         existing = reusable(s)
-    finally:
-        s.close()
     new = [op for op in ops if op.resolve() not in existing]
     for op in new:
         run.check(op, repo)
     return [existing.get(op.resolve()) or run.start(op, kernel=kernel, repo=repo) for op in ops]
 
 
-def start(run: "Runner", ops: Iterable[str | Path], *, repo: str | Path = ".", kernel: str | None = None) -> list[int]:
-    """New conversions, one per op: every op's bad input is refused before any conversion exists."""
+def start(run: "Runner", ops: Iterable[str | Path], *, repo: str | Path = ".", kernel: str | None = None,
+          triton: str | Path | None = None) -> list[int]:
+    """New conversions, one per op: every op's bad input is refused before any conversion exists. `triton`: the
+    Triton twin of the (one) op, saved with its conversion: stage A pairs with it wherever it runs."""
     ops = list(ops)
     for op in ops:
-        run.check(op, repo)
-    return [run.start(op, kernel=kernel, repo=repo) for op in ops]
+        run.check(op, repo, triton=triton)
+    return [run.start(op, kernel=kernel, repo=repo, triton=triton) for op in ops]
 
 
 def resume(run: "Runner", conversion_id: int) -> "Finished":
@@ -167,11 +164,8 @@ def gate_human_edit(run: "Runner", conversion_id: int, *, commit: bool = False) 
     port's uncommitted edit (`commit_human_edit`). The dashboard's `e` and `tileport build-rust --conversion ID`
     both call this."""
     if commit:
-        store = run.store()
-        try:
+        with run.store() as store:
             commit_human_edit(store, conversion_id)
-        finally:
-            store.close()
     return run.judge_edit(conversion_id)
 
 
@@ -196,23 +190,19 @@ def pack_gate(config: Config, target: str, *, repo: str | Path | None = None, st
               op_path: str | None = None, out: str | Path | None = None, commit: str | None = None,
               root: str | Path | None = None, log=None) -> PackedGate:
     """`tileport gate pack TARGET`: a conversion ID (read from the repository's store) or a port / crate dir."""
-    s = open_store(config, repo, store) if target.isdigit() else None
-    try:
+    if not target.isdigit():
+        return gate_service.pack(config, target, store=None, op_path=op_path, out=out, commit=commit, root=root,
+                                 log=log)
+    with open_store(config, repo, store) as s:
         return gate_service.pack(config, target, store=s, op_path=op_path, out=out, commit=commit, root=root, log=log)
-    finally:
-        if s is not None:
-            s.close()
 
 
 def ingest_results(config: Config, path: str | Path, *, repo: str | Path | None = None,
                    store: str | Path | None = None, conversion_id: int | None = None) -> IngestedResults:
     """`tileport gate ingest results.json`: record D (and E) for the conversion the gate names, only for its
     current head commit (else a one-line UserError and nothing recorded)."""
-    s = open_store(config, repo, store)
-    try:
+    with open_store(config, repo, store) as s:
         return gate_service.ingest(s, config, path, conversion_id=conversion_id)
-    finally:
-        s.close()
 
 
 def gate_busy(store: Store, conversion_id: int) -> str | None:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from tileport.cli._common import config_from, int_in
 from tileport.errors import UserError
-from tileport.service import exit_code  # noqa: F401  (the one rule; importable from here as before)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,12 +63,8 @@ def run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         finished = [service.resume(runner, args.resume)]
     else:
-        if args.triton:
-            from tileport.validators.analysis.triton.pairing import check_triton_op, register_twin
-
-            if len(args.ops) != 1:
-                raise UserError("--triton pairs one op: tileport run CUTILE_OP.py --triton TRITON_OP.py")
-            register_twin(args.ops[0], check_triton_op(args.triton))
+        if args.triton and len(args.ops) != 1:
+            raise UserError("--triton pairs one op: tileport run CUTILE_OP.py --triton TRITON_OP.py")
         library = None
         if len(args.ops) == 1 and Path(args.ops[0]).is_dir():
             if args.kernel or args.triton:
@@ -77,16 +72,13 @@ def run(args: argparse.Namespace) -> int:
             library = service.find_library(args.ops[0])
             cids = service.library_conversions(runner, library, repo=args.repo)
         else:
-            cids = service.start(runner, args.ops, repo=args.repo, kernel=args.kernel)
-        store = runner.store()
-        try:
+            cids = service.start(runner, args.ops, repo=args.repo, kernel=args.kernel, triton=args.triton)
+        with runner.store() as store:
             for cid in cids:
                 c = store.conversion(cid)
                 print(f"#{cid} {c['op_path']}: branch {c['branch']} at {c['base_branch']}@{c['base_commit'][:10]}, "
                       f"worktree {c['worktree']}, model {c['model']}", flush=True,
                       file=sys.stderr if args.json else sys.stdout)
-        finally:
-            store.close()
         t0 = time.perf_counter()
         finished = runner.drive_many(cids, jobs=args.jobs)
         if library is not None:

@@ -88,6 +88,12 @@ def _v3(db: sqlite_utils.Database) -> None:
     db["perf_rows"].add_column("launch", str)
 
 
+def _v4(db: sqlite_utils.Database) -> None:
+    """The Triton twin a conversion was started with (`tileport run OP --triton T`): stage A pairs with it on every
+    run, in whichever process runs it (a resume, the dashboard's rerun); NULL: a twin is found by name."""
+    db["conversions"].add_column("triton", str)
+
+
 # Migration i (0-based) takes the schema from version i to i+1. Append, never edit.
-MIGRATIONS = (_v1, _v2, _v3)
+MIGRATIONS = (_v1, _v2, _v3, _v4)
 SCHEMA_VERSION = len(MIGRATIONS)

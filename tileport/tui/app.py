@@ -17,6 +17,7 @@ from pathlib import Path
 from textual import work
 from textual.app import App, SuspendNotSupported
 from textual.binding import Binding
+from textual.message import Message
 
 from tileport.config import Config
 from tileport.errors import UserError
@@ -43,6 +44,14 @@ def _clip_words(text: str, width: int) -> str:
         return text
     cut = text.rfind(" ", 0, width)
     return text[: cut if cut > width // 2 else width].rstrip(",;:") + " …"
+
+
+class DrivesChanged(Message):
+    """A drive of this dashboard started or ended (posted from its thread): what "running here" means changed."""
+
+    def __init__(self, conversion_id: int) -> None:
+        super().__init__()
+        self.conversion_id = conversion_id
 
 
 class TileportApp(GateCommands, App):
@@ -75,6 +84,7 @@ class TileportApp(GateCommands, App):
         self.caps = self.config.caps.model_dump()
         self.gate = self.config.perf.geomean_max
         self.actions = Actions(self.store_path, self.config, self.repo, readonly, model=model)
+        self.actions.on_change = lambda cid: self.post_message(DrivesChanged(cid))  # thread-safe, never blocks
         self.store = Store(self.store_path)
         self._last_event = newest_event_id(self.store)
         self.toolchain_text = "toolchain: checking ..."
@@ -269,6 +279,17 @@ class TileportApp(GateCommands, App):
             if ev["kind"] == "stage.finished" and isinstance(self.screen, MainScreen):
                 pass  # the table shows it; toasts are for the conversion the user watches
 
+    def on_drives_changed(self, message: DrivesChanged) -> None:
+        """A drive ended after its last store event (or started): redraw what depends on "running here", which
+        would otherwise keep saying "running" until the next store change."""
+        for screen in self.screen_stack:
+            handler = getattr(screen, "drives_changed", None)
+            if handler is not None and screen.is_mounted:
+                handler(message.conversion_id)
+        if isinstance(self.screen, QuitScreen) and not self.actions.closing:
+            running, queued = self.actions.running_here(), self.actions.queued_here()
+            self.screen.show(self._running_lines(running), len(queued))
+
     # --- navigation --------------------------------------------------------------------------
     def open_conversion(self, conversion_id: int) -> None:
         self.push_screen(ConversionScreen(conversion_id))
@@ -341,8 +362,8 @@ class TileportApp(GateCommands, App):
 
     def _quit_chosen(self, choice: str | None) -> None:
         if choice in ("stop", "background"):
-            self.actions.closing = True  # first: a queued conversion must not start while we stop the others
-            ids, queued = self.actions.running_here(), self.actions.queued_here()
+            # what runs and waits at the moment of choosing (not when q was pressed); from here nothing new starts
+            ids, queued = self.actions.close()
             if not ids and not (queued and choice == "background"):
                 self.exit_text = self._not_started(queued)  # it finished while the dialog was open
                 self.exit(None, 0, self.exit_text)

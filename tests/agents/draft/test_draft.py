@@ -261,11 +261,12 @@ def test_outputs_stored_in_a_loop_become_one_slab_per_block(analyses):
 def test_permuted_scatter_and_persistent_outputs_stay_dynamic_with_a_reason(analyses):
     att = draft_port(analyses("attention"))
     assert "its store index is (bid(1), bid(0), 0): bid(1) indexes axis 0" in att.kernel_rs
-    assert all(f for f in _launch_faults(att).values())
+    # the gate launches such an output whole, with the reference's grid (tileport.validators.gpu.ffi.whole_output)
+    assert all(f == [] for f in _launch_faults(att).values())
     gs = draft_port(analyses("gather_softmax"))
     assert "written by pointer stores (ct.scatter)" in gs.kernel_rs
     pm = draft_port(analyses("persistent_matmul"))
-    assert "no store index is a block id" in pm.kernel_rs and all(f for f in _launch_faults(pm).values())
+    assert "no store index is a block id" in pm.kernel_rs and all(f == [] for f in _launch_faults(pm).values())
 
 
 TWO_STORES_OP = textwrap.dedent('''

@@ -87,6 +87,21 @@ class CorrectnessReport:
         return None if self.cases else "host"
 
 
+TINY_US = 5.0  # a launch under this on both sides is mostly fixed cost (the runner flags it with the same bound)
+
+
+def is_tiny(ref_ms: float | None, port_ms: float | None, ratio: float | None, config_max: float | None,
+            tiny_us: float = TINY_US) -> bool:
+    """Whether a timed row is left out of the geomean as "tiny": only when BOTH medians are under `tiny_us` (a
+    port at 20 us against a reference at 4.9 us is slow, not tiny), and never when its ratio is above
+    `config_max` (a row the per-configuration bound fails is always counted)."""
+    if ref_ms is None or port_ms is None:
+        return False
+    if ratio is not None and config_max is not None and ratio > config_max:
+        return False
+    return max(ref_ms, port_ms) * 1000 < tiny_us
+
+
 @dataclass
 class PerfRow:
     config: str
@@ -165,7 +180,12 @@ def correctness_from_results(results: dict) -> CorrectnessReport:
     return rep
 
 
-def perf_from_results(results: dict) -> PerfReport:
+def perf_from_results(results: dict, config_max: float | None = None) -> PerfReport:
+    """The perf rows of a results.json; "tiny" is judged here (`is_tiny`: both sides under the bound, never a row
+    over `config_max`, default the config's), whatever the runner that wrote the file flagged."""
+    if config_max is None:
+        from tileport.config import PerfGate
+        config_max = PerfGate().config_max
     perf = results.get("perf") or {}
     rep = PerfReport(env_missing=results.get("env_missing"), hw=dict(perf.get("hw") or {}))
     cap = (results.get("env") or {}).get("capability")
@@ -175,7 +195,8 @@ def perf_from_results(results: dict) -> PerfReport:
         rep.rows.append(PerfRow(config=r["config"], ref_ms=r.get("ref_ms"), port_ms=r.get("port_ms"),
                                 ratio=r.get("ratio"), ref_samples=r.get("ref_samples") or [],
                                 port_samples=r.get("port_samples") or [], flags=r.get("flags") or [],
-                                hw=r.get("hw") or {}, tiny=bool(r.get("tiny")), failed=bool(r.get("failed")),
+                                hw=r.get("hw") or {}, failed=bool(r.get("failed")),
+                                tiny=is_tiny(r.get("ref_ms"), r.get("port_ms"), r.get("ratio"), config_max),
                                 launch=r.get("launch") or {}, idle_gap_us=r.get("idle_gap_us") or {}))
     return rep
 

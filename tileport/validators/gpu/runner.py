@@ -23,10 +23,10 @@ Performance (stage E), only for cases that passed: device time of every kernel f
 flush (a bitwise_not over a buffer several times L2's size, verified once per run: a cold read must be slower
 than a warm one), every timed output checked again against torch's reference for those inputs; the number of
 launches and the kernel names per call are asserted from the trace (anything else running is a failure).
-Medians, per-configuration ratio port/reference, every raw sample. Shapes whose median is under `tiny_us`
-are flagged and left out of the geomean. Each side's achieved bandwidth is given as % of a measured device
-copy, and FLOP/s (when the op module defines `flops(shape)`) as % of a measured cuBLAS GEMM. Each row also keeps,
-per side, the launch attributes CUPTI recorded for every timed kernel (grid, block, registers per thread, shared
+Medians, per-configuration ratio port/reference, every raw sample. Shapes whose medians are both under
+`TINY_US` are flagged tiny (left out of the geomean unless over config_max: reports.is_tiny). Each side's
+achieved bandwidth is given as % of a measured device copy, and FLOP/s (when the op module defines
+`flops(shape)`) as % of a measured cuBLAS GEMM. Each row also keeps, per side, the launch attributes CUPTI recorded for every timed kernel (grid, block, registers per thread, shared
 memory, blocks/warps per SM, occupancy estimate), read from the chrome trace of that same profiled run after it
 ends (no extra launch), so a slow configuration can be explained by how it was launched.
 
@@ -222,6 +222,14 @@ class PortLauncher:
         tensors, scalars = [], []
         for p in entry["params"]:
             ref_name = entry["param_map"].get(p["name"], p["name"])
+            if p.get("of") and ref_name not in bound:  # x_dim_0 / x_stride_1 of a pointer parameter's tensor
+                src = bound.get(entry["param_map"].get(p["of"]["param"], p["of"]["param"]))
+                if not isinstance(src, torch.Tensor) or src.dim() <= p["of"]["axis"]:
+                    raise PortError(f"{entry['entry']}: {p['name']} is the {p['of']['what']} of {p['of']['param']} "
+                                    f"on axis {p['of']['axis']}, which the reference launch does not pass", "host")
+                scalars.append(int(src.shape[p["of"]["axis"]] if p["of"]["what"] == "shape"
+                                   else src.stride(p["of"]["axis"])))
+                continue
             if ref_name not in bound:
                 raise PortError(f"{entry['entry']}: parameter {p['name']} has no reference argument {ref_name}", "host")
             value = bound[ref_name]
@@ -237,7 +245,7 @@ class PortLauncher:
                  "i64": "int64"}.get(p["elem"], p["elem"])
             if _torch_dtype_name(value) != want:
                 raise PortError(f"{entry['entry']}: {p['name']} is {_torch_dtype_name(value)}, the port takes {want}", "host")
-            if value.dim() != len(p["dims"]):
+            if p["kind"] != "ptr" and value.dim() != len(p["dims"]):
                 raise PortError(f"{entry['entry']}: {p['name']} has rank {value.dim()}, the port declares {len(p['dims'])}", "host")
             part = []
             if p["kind"] == "out":
@@ -693,8 +701,9 @@ class Runner:
                 row[f"{side}_ms"] = statistics.median(samples)
         if row["ref_ms"] and row["port_ms"]:
             row["ratio"] = row["port_ms"] / row["ref_ms"]
-            if min(row["ref_ms"], row["port_ms"]) * 1000 < TINY_US:
-                row["flags"].append(f"tiny: under {TINY_US:g} us, not in the geomean")
+            if max(row["ref_ms"], row["port_ms"]) * 1000 < TINY_US:  # both sides (reports.is_tiny judges it)
+                row["flags"].append(f"tiny: both sides under {TINY_US:g} us, not in the geomean unless over "
+                                    "config_max")
                 row["tiny"] = True
             row["hw"] = {}
             for side in ("ref", "port"):
