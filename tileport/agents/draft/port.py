@@ -385,7 +385,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     for k, (name, rust_t, host) in enumerate(sig):
         if name in tr.unsafe_outputs and rust_t.startswith("&mut "):
             rt = rust_t.removeprefix("&mut ").join(["&", ""])
-            sig[k] = (name, rt, host.model_copy(update={"rust_type": rt}))
+            sig[k] = (name, rt, host.model_copy(update={"rust_type": rt, "shared_output": True}))
     notes = _static_outputs(tr, sig, int_consts)
     notes += [f"output `{n}` has rank > 3, which cutile-rs 0.5 cannot take as `&mut Tensor` (cutile-compiler "
               "kernel_entry_generator.rs: \"Unable to partition tensors with rank > 3\"): it is a `&Tensor` "
