@@ -168,8 +168,9 @@ class CallOps:
                 self.statement(st, names_assigned_in_loops(body[i + 1:]))
             return self.expr(body[-1].value, hint)
         except Unsupported as e:
-            raise Unsupported(e.what if e.what.endswith(")") and "helper" in e.what else
-                              f"{e.what} (in the helper `{fn.name}`)", node, e.detail, gap=e.gap) from None
+            cls = NeedsDtype if isinstance(e, NeedsDtype) else Unsupported  # the entry still specialises per dtype
+            raise cls(e.what if e.what.endswith(")") and "helper" in e.what else
+                      f"{e.what} (in the helper `{fn.name}`)", node, e.detail, gap=e.gap) from None
         finally:
             self.scopes, self.module_consts, self.name_prefix = saved
             self.inline_depth -= 1
