@@ -619,7 +619,7 @@ class BodyTranslator(MemoryOps, CallOps):
         if a.kind in ("scalar", "py") and b.kind in ("scalar", "py"):
             dtype = self.scalar_dtype(a, b, op)
             x, y = self.as_scalar(a, dtype, node, hint), self.as_scalar(b, dtype, node, hint)
-            return Val("scalar", f"{operand(x)} {sym} {operand(y)}", dtype)
+            return Val("scalar", f"{operand(x)} {sym} {operand(y)}", dtype, extra=_static_of(a, b))
         if op is ast.Div:
             for v in (a, b):
                 if v.kind == "tile" and v.dtype in INTS:
@@ -747,8 +747,8 @@ class BodyTranslator(MemoryOps, CallOps):
     def fold_as_float(self, v: Val, dtype: str) -> None:
         """An int ct.Constant meeting floats: cuTile Python folds it to a float constant (`x / N` divides by the
         constant N.0, no int-to-float conversion), so the entry is written per value of it and it folds."""
-        if v.const_name and dtype in FLOATS:
-            self.fold_requests.add(v.const_name)
+        if dtype in FLOATS and (v.const_name or v.extra.get("static")):
+            self.fold_requests |= {v.const_name} if v.const_name else set(v.extra["static"])
 
     def elementwise(self, a: Val, b: Val, node: ast.AST, render, bool_ok: bool = False,
                     dtype: str | None = None, extra: list[Val] | None = None) -> Val:
@@ -912,6 +912,21 @@ def module_val(name: str, value: Any, node: ast.AST) -> Val:
         return alias
     raise Unsupported(f"name `{name}`", node, "a module-level value that is not a compile-time constant "
                       f"({getattr(value, 'expr', type(value).__name__)})")
+
+
+def _static_of(a: Val, b: Val) -> dict:
+    """extra["static"]: the const generics a scalar computed only from them (and literals) depends on."""
+    deps: set[str] = set()
+    for v in (a, b):
+        if v.kind == "py":
+            continue
+        if v.const_name:
+            deps.add(v.const_name)
+        elif v.extra.get("static"):
+            deps |= set(v.extra["static"])
+        else:
+            return {}
+    return {"static": sorted(deps)} if deps else {}
 
 
 _CMP_SYM = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
