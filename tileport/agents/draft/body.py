@@ -608,6 +608,8 @@ class BodyTranslator(MemoryOps, CallOps):
         op = type(node.op)
         if a.kind == "py" and b.kind == "py":
             return Val("py", value=fold_binop(op, a.value, b.value, node))
+        if op is ast.MatMult:
+            return self.matmul(a, b, node, hint)
         if op in BIT_OPS:
             return self.elementwise(a, b, node, lambda x, y, d: f"{paren(x)} {BIT_OPS[op]} {paren(y)}",
                                     bool_ok=True)
