@@ -333,7 +333,8 @@ def run(req: dict) -> dict:
             from tileport.validators.analysis.capture_plan import configurations
 
             result = cap_mod.capture(module, decl.dtypes, ranks=ranks, tests=tests, op_path=path,
-                                     run_main=_has_main_block(path), tests_limit_s=float(req.get("tests_timeout_s", 120)))
+                                     run_main=_has_main_block(path), tests_limit_s=float(req.get("tests_timeout_s", 120)),
+                                     tests_budget_s=float(req.get("tests_budget_s", 30)))
             t_cap = time.perf_counter() - t0
             plan, objects = _merge_capture(module, path, plan, kernels, metas, static, open_kernels, result,
                                            no_launch=not static.launches and not tests)

@@ -168,7 +168,8 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
         request = {"path": str(path.resolve()), "static": static.model_dump(mode="json"),
                    "declaration": decl.model_dump(mode="json"), "targets": targets,
                    "bytecode_version": config.toolchain.bytecode_version, "out_dir": str(stage), "kernel": kernel,
-                   "tests": [str(p) for p in test_paths], "tests_timeout_s": config.analysis.tests_timeout_s}
+                   "tests": [str(p) for p in test_paths], "tests_timeout_s": config.analysis.tests_timeout_s,
+                   "tests_budget_s": config.analysis.tests_budget_s}
         t_child = time.perf_counter()
         server = shared_warm_child(python) if warm else None
         cpu0 = _children_cpu()
