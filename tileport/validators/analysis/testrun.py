@@ -51,7 +51,13 @@ class SourceExit(BaseException):
         self.code = code
 
 
+_REAL_EXIT = os._exit
+_PID = os.getpid()
+
+
 def _no_exit(code: Any = 0) -> None:
+    if os.getpid() != _PID:  # a process the source forked (multiprocessing) ends as it asks
+        _REAL_EXIT(code)
     raise SourceExit(code)
 
 
@@ -313,6 +319,8 @@ def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str
     pytest_paths = [p for p in paths if kind_of(p) == "test"]
     scripts = [p for p in paths if kind_of(p) != "test"]
     texts = [_text(p) for p in scripts] + [_text(p) for p in pytest_paths if p.is_file()] + [_text(op_path)]
+    global _PID
+    _PID = os.getpid()  # the analysis child (forked from the warm server after this module was imported)
     with cap.active(), rec.active(), _patched(os, "_exit", _no_exit), harness.stubbed(cap, errors, texts):
         if pytest_paths:
             cap.source = "test"
