@@ -28,9 +28,10 @@ def env_blocked(missing: str, *, stage: Stage, **fields: Any) -> StageResult:
 def _packed_for_elsewhere(ctx, missing: str) -> tuple[str, dict]:
     """No GPU here and the op has its own tests: pack its gate (the cdylib, the op's project and tests) for a GPU
     host, and say where, in the BLOCKED(env) line. An op without tests keeps the one-line hint (nothing built)."""
+    from tileport.validators.gpu.carry import has_sources
+
     analysis, spec = inputs(ctx)
-    if not (getattr(analysis, "tests", None) or any(str(s).endswith(" __main__") for s in
-                                                     getattr(getattr(analysis, "capture", None), "sources", []) or [])):
+    if not has_sources(analysis):
         ctx.log(f"#{ctx.conversion_id} {ctx.op} D: blocked before building: {missing}")
         return missing, {}
     from tileport.errors import EnvironmentBlocked, UserError

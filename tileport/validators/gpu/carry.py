@@ -72,6 +72,27 @@ class Carry:
                 "sources": [s.as_dict() for s in self.sources], "sizes": self.sizes(), "left_out": self.left_out}
 
 
+def has_main_block(path: Path) -> bool:
+    """The module has an `if __name__ == "__main__":` block (its own check harness, as in many examples)."""
+    from tileport.validators.analysis.testrun import main_block
+
+    try:
+        return main_block(ast.parse(Path(path).read_text(encoding="utf-8-sig"))) is not None
+    except (OSError, SyntaxError, ValueError):
+        return False
+
+
+def _get(analysis, key):
+    return analysis.get(key) if isinstance(analysis, dict) else getattr(analysis, key, None)
+
+
+def has_sources(analysis) -> bool:
+    """Stage A found tests or scripts of the op, or the op has its own `__main__` block: D can run them."""
+    source = _get(analysis, "source")
+    path = Path(source["path"] if isinstance(source, dict) else source.path)
+    return bool(_get(analysis, "tests")) or has_main_block(path)
+
+
 def package_root(path: Path) -> tuple[Path, str] | None:
     """(directory to put on sys.path, dotted module name) when the op lives in a package, as stage A imports it."""
     from tileport.validators.analysis.child import package_root as pr
@@ -218,7 +239,7 @@ def plan(analysis) -> Carry:
             carry.sources.append(Source("pytest", str(t.relative_to(root))))
         else:
             carry.sources.append(Source("script", str(t.relative_to(root))))
-    if any(str(s).endswith(" __main__") for s in cap_sources):
+    if any(str(s).endswith(" __main__") for s in cap_sources) or has_main_block(op):
         carry.sources.append(Source("main", carry.op_file))
     carry.sources = list(dict.fromkeys(carry.sources))
     # what the sources need: conftests, local helpers (transitively), pytest config at the root
@@ -272,4 +293,4 @@ def copy_into(carry: Carry, dest: Path) -> None:
         shutil.copyfile(carry.root / rel, out)
 
 
-__all__ = ["Carry", "Source", "plan", "copy_into", "project_root"]
+__all__ = ["Carry", "Source", "plan", "copy_into", "project_root", "has_sources", "has_main_block"]

@@ -92,11 +92,9 @@ def op_info(analysis: Any = None, op_path: str | Path | None = None, tolerances:
             info.configurations = list(capture.get("configurations") if isinstance(capture, dict)
                                        else capture.configurations)
         info.harness = bool(info.shapes) and _has_harness(path)
-        cap_sources = (capture.get("sources") if isinstance(capture, dict) else getattr(capture, "sources", [])) \
-            if capture is not None else []
-        if get("tests") or any(str(s).endswith(" __main__") for s in cap_sources or []):
-            from tileport.validators.gpu.carry import plan
+        from tileport.validators.gpu.carry import has_sources, plan
 
+        if has_sources(analysis):
             info.carry = plan(analysis)
             refusal = info.carry.refusal()
             if refusal:
@@ -121,7 +119,8 @@ def op_info(analysis: Any = None, op_path: str | Path | None = None, tolerances:
     return info
 
 
-TRAVELLING = (("testgate", "tp_testgate.py"), ("testchild", "tp_testchild.py"), ("replay", "tp_replay.py"))
+TRAVELLING = (("testgate", "tp_testgate.py"), ("testchild", "tp_testchild.py"), ("replay", "tp_replay.py"),
+              ("perfconfigs", "tp_perfconfigs.py"))
 PROJECT_DIR = "project"
 
 

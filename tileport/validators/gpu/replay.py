@@ -62,6 +62,14 @@ def _parse(text: str) -> dict:
     return {"kind": "none"} if text == "none" else {"kind": "other"}
 
 
+def parse_grid(text) -> tuple[int, ...]:
+    """A grid as capture wrote it: `(4, 1, 1)`, `(4,)` or `4`."""
+    import ast
+
+    g = ast.literal_eval(text) if isinstance(text, str) else text
+    return tuple(int(x) for x in (g if isinstance(g, (tuple, list)) else (g,)))
+
+
 def find_kernel(name: str, modules: list, prefix: str | None):
     import cuda.tile as ct
 
@@ -167,6 +175,7 @@ def main(argv=None) -> int:
     ap.add_argument("--lib", required=True)
     ap.add_argument("--inputs", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--configs", help="the configurations to time (default: gate.json's perf_configs)")
     a = ap.parse_args(argv)
     gate_dir = Path(a.gate_dir).resolve()
     sys.path.insert(0, str(gate_dir))
@@ -194,7 +203,8 @@ def main(argv=None) -> int:
     p = gate.get("perf") or {}
     warmup, reps = int(p.get("warmup", 5)), max(20, int(p.get("repetitions", 20)))
     flusher = R.Flusher(torch)
-    for cfg in gate.get("perf_configs") or []:
+    configs = json.loads(Path(a.configs).read_text()) if a.configs else (gate.get("perf_configs") or [])
+    for cfg in configs:
         row = {"config": cfg["config"], "source": "capture", "kernel": cfg["kernel"], "dtype": cfg["dtype"],
                "size_class": cfg.get("size_class"), "tests": cfg.get("origins", []), "flags": [], "ref_ms": None,
                "port_ms": None, "ratio": None, "ref_samples": [], "port_samples": []}
@@ -202,7 +212,7 @@ def main(argv=None) -> int:
             kernel = find_kernel(cfg["kernel"], [module], prefix)
             if kernel is None:
                 raise LookupError(f"no kernel named {cfg['kernel']} in the op's modules")
-            saved = Path(a.inputs) / f"{cfg['id']}.pt"
+            saved = Path(a.inputs) / f"{cfg.get('inputs_key') or cfg['id']}.pt"
             if saved.exists():
                 blob = torch.load(saved, weights_only=False)
                 args = []
@@ -219,7 +229,7 @@ def main(argv=None) -> int:
                 args, flags = make_args(cfg, torch, cfg["id"] + 1)
                 row["inputs"] = "made from the captured shapes and dtypes"
                 row["flags"] += flags
-            grid = tuple(int(x) for x in (eval(cfg["grid"], {}, {}) if isinstance(cfg["grid"], str) else cfg["grid"]))  # noqa: S307 - a repr of a tuple of ints
+            grid = parse_grid(cfg["grid"])
             sides = {"ref": lambda xs: real(stream, grid, kernel, tuple(xs)),
                      "port": lambda xs: port(stream, grid, kernel, tuple(xs))}
             ok, why = check(cfg, kernel, args, sides, torch, tol)

@@ -32,6 +32,9 @@ from pathlib import Path
 STICKY = ("illegal memory access", "illegal address", "unspecified launch failure", "misaligned address",
           "device-side assert", "cuda_error_launch_failed", "an illegal instruction")
 MAX_SAVE_BYTES = 1 << 30  # recorded inputs per configuration
+MAX_RECORDED = 64  # launches seen in D whose inputs are kept for E when stage A captured none
+MAX_RECORDED_BYTES = 8 << 30
+LAUNCHES_FILE = "launches.jsonl"
 
 
 def grid_text(grid) -> str:
@@ -58,6 +61,21 @@ def pyfunc_name(kernel) -> str:
         ann = getattr(kernel, "_annotated_function", None)
         func = getattr(ann, "pyfunc", kernel)
     return getattr(func, "__name__", str(kernel))
+
+
+def primary_name(kernel, modules) -> str:
+    """The name stage A gives a kernel: the one the op's module binds it to, else its function's."""
+    for m in modules:
+        for n, v in list(vars(m).items()):
+            if v is kernel:
+                return n
+    return pyfunc_name(kernel)
+
+
+def config_key(kernel: str, grid: str, args) -> str:
+    import hashlib
+
+    return "r" + hashlib.sha1(json.dumps([kernel, grid, list(args)]).encode()).hexdigest()[:16]
 
 
 def kernel_names(kernel, modules) -> set[str]:
@@ -107,6 +125,7 @@ class Shim:
         if self.inputs is not None:
             self.saved = {int(p.stem) for p in self.inputs.glob("*.pt") if p.stem.isdigit()}
         self.modules: list = []
+        self.recorded: set[str] = set()
         self.cur = self._fresh()
 
     def _fresh(self) -> dict:
@@ -127,9 +146,45 @@ class Shim:
                 raise
             self.cur["port_launches"] += 1
             return None
-        if self.inputs is not None and self.wanted:
-            self._save(names, grid, args)
+        if self.inputs is not None:
+            if self.wanted:
+                self._save(names, grid, args)
+            self._record(kernel, grid, args)
         return self.real(stream, grid, kernel, args, *a, **kw)
+
+    def _record(self, kernel, grid, args):
+        """Every distinct launch of the reference run, for E when stage A captured none; the inputs of the first
+        MAX_RECORDED are kept."""
+        import torch
+
+        name = primary_name(kernel, self.modules)
+        g, texts = grid_text(grid), [arg_text(x) for x in args]
+        key = config_key(name, g, texts)
+        if key in self.recorded:
+            return
+        self.recorded.add(key)
+        arrays = [t.split("[", 1)[0] for t in texts if "[" in t]
+        with open(self.inputs / LAUNCHES_FILE, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"key": key, "kernel": name, "grid": g, "args": texts,
+                                "dtype": arrays[0] if arrays else "none", "origin": self.progress.current,
+                                "source": "test"}) + "\n")
+        if (self.inputs / f"{key}.pt").exists():
+            return
+        kept = list(self.inputs.glob("r*.pt"))
+        size = sum(x.numel() * x.element_size() for x in args if isinstance(x, torch.Tensor))
+        if len(kept) >= MAX_RECORDED or size > MAX_SAVE_BYTES or \
+                sum(p.stat().st_size for p in kept) + size > MAX_RECORDED_BYTES:
+            return
+        self._write(key, args)
+
+    def _write(self, name, args):
+        import torch
+
+        kept = [x.detach().to("cpu", copy=True) if isinstance(x, torch.Tensor) else x for x in args]
+        strides = [list(x.stride()) if isinstance(x, torch.Tensor) else None for x in args]
+        tmp = self.inputs / f".{name}.tmp"
+        torch.save({"args": kept, "strides": strides, "origin": self.progress.current}, tmp)
+        tmp.replace(self.inputs / f"{name}.pt")
 
     def _save(self, names, grid, args):
         import torch
@@ -141,13 +196,8 @@ class Shim:
                 continue
             size = sum(x.numel() * x.element_size() for x in args if isinstance(x, torch.Tensor))
             self.saved.add(cid)
-            if size > MAX_SAVE_BYTES:
-                return
-            kept = [x.detach().to("cpu", copy=True) if isinstance(x, torch.Tensor) else x for x in args]
-            strides = [list(x.stride()) if isinstance(x, torch.Tensor) else None for x in args]
-            tmp = self.inputs / f".{cid}.tmp"
-            torch.save({"args": kept, "strides": strides, "origin": self.progress.current}, tmp)
-            tmp.replace(self.inputs / f"{cid}.pt")
+            if size <= MAX_SAVE_BYTES:
+                self._write(str(cid), args)
             return
 
 
@@ -272,25 +322,60 @@ def main_block(path: Path):
     return compile(ast.Module(body=body, type_ignores=[]), str(path), "exec") if body else None
 
 
-def run_one(label: str, fn, shim: Shim, progress: Progress, C, torch) -> None:
-    """A script or __main__ block as one test: it passes when it ends without an exception (its own checks judge)."""
-    import runpy  # noqa: F401
+class Comparisons:
+    """In a script or __main__ block, an output comparison that comes out false (`torch.allclose`, `torch.equal`,
+    `Tensor.allclose`) is a failed check even when the script only prints it: its first is kept with its line."""
 
+    NAMES = (("allclose", True), ("equal", True))
+
+    def __init__(self, torch):
+        self.torch, self.failed = torch, None
+
+    def _wrap(self, fn, name):
+        def check(*a, **k):
+            ok = fn(*a, **k)
+            if ok is False and self.failed is None:
+                f = sys._getframe(1)
+                self.failed = f"torch.{name} returned False at {Path(f.f_code.co_filename).name}:{f.f_lineno}"
+            return ok
+        return check
+
+    def __enter__(self):
+        t = self.torch
+        self.saved = [(t, n, getattr(t, n)) for n, _ in self.NAMES] + [(t.Tensor, "allclose", t.Tensor.allclose)]
+        for owner, n, fn in self.saved:
+            setattr(owner, n, self._wrap(fn, n))
+        return self
+
+    def __exit__(self, *exc):
+        for owner, n, fn in self.saved:
+            setattr(owner, n, fn)
+        return False
+
+
+def run_one(label: str, fn, shim: Shim, progress: Progress, C, torch) -> None:
+    """A script or __main__ block as one test: it passes when it ends without an exception and no output comparison
+    in it came out false (its own checks judge)."""
     progress.current = label
     shim.begin()
     progress.write(ev="collected", ids=[label])
     progress.write(ev="start", id=label)
     t0 = time.perf_counter()
     outcome, message = "passed", ""
+    comparisons = Comparisons(torch)
+    sys.argv = [label.split(":", 1)[1]]  # as `python SCRIPT` would see it: no arguments of ours
     try:
-        with C.poisoned_allocations(torch):
+        with C.poisoned_allocations(torch), comparisons:
             fn()
-        torch.cuda.synchronize()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
     except SystemExit as e:
         if e.code not in (None, 0):
             outcome, message = "failed", f"exited with status {e.code}"
     except BaseException as e:  # the op's own code: anything may happen
         outcome, message = "failed", f"{type(e).__name__}: {str(e).strip()[:500]}"
+    if outcome == "passed" and comparisons.failed:
+        outcome, message = "failed", comparisons.failed
     cur = shim.cur
     fail_class = None
     if outcome == "failed" and shim.side == "port":
@@ -345,6 +430,10 @@ def main(argv=None) -> int:
         sys.path.insert(0, str(path.parent))
         import runpy
 
+        try:
+            shim.modules.append(import_op(gate, project))
+        except Exception:  # noqa: BLE001 - the script imports what it needs itself
+            pass
         run_one(f"script:{args.script}", lambda: runpy.run_path(str(path), run_name="__main__"), shim, progress, C,
                 torch)
         return 0

@@ -66,7 +66,8 @@ class SideRun:
     crash with the tests still to run."""
 
     def __init__(self, gate_dir: Path, project: Path, side: str, work: Path, limit_s: float, lib: str | None,
-                 inputs: str | None, log):
+                 inputs: str | None, log, python: str | None = None):
+        self.python = python or sys.executable
         self.gate_dir, self.project, self.side, self.work, self.limit = gate_dir, project, side, work, limit_s
         self.lib, self.inputs, self.log = lib, inputs, log
         self.results: dict[str, dict] = {}
@@ -75,7 +76,7 @@ class SideRun:
         self.n = 0
 
     def _argv(self, source_args: list[str], select: Path | None, progress: Path) -> list[str]:
-        argv = [sys.executable, str(self.gate_dir / "tp_testchild.py"), str(self.gate_dir), "--project",
+        argv = [self.python, str(self.gate_dir / "tp_testchild.py"), str(self.gate_dir), "--project",
                 str(self.project), "--side", self.side, "--progress", str(progress)]
         if select is not None:
             argv += ["--select", str(select)]
@@ -222,10 +223,11 @@ def cases_from(lines: list[dict]) -> list[dict]:
              "seconds": (ln["seconds"] or {}).get("port")} for ln in lines]
 
 
-def run_replay(gate_dir: Path, project: Path, lib: str, inputs: Path, out: Path, timeout_s: float, log) -> dict:
+def run_replay(gate_dir: Path, project: Path, lib: str, inputs: Path, out: Path, timeout_s: float, log,
+               configs: Path) -> dict:
     """Stage E's replay in a child: a crash keeps the rows written before it."""
     argv = [sys.executable, str(gate_dir / "tp_replay.py"), str(gate_dir), "--project", str(project), "--lib", lib,
-            "--inputs", str(inputs), "--out", str(out)]
+            "--inputs", str(inputs), "--out", str(out), "--configs", str(configs)]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(gate_dir)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONUNBUFFERED"] = "1"
@@ -327,19 +329,46 @@ def run(runner, perf: bool = True, project: str | None = None) -> int:
             row["source"] = "harness"
             runner.results["perf"]["rows"].append(row)
             runner.save()
-    if gate.get("perf_configs"):
+    configs, left, origin = perf_configs(gate, inputs)
+    runner.results["perf"]["configs_from"] = origin
+    if configs:
         del runner.flusher  # the replay child makes its own
         torch.cuda.empty_cache()
+        cfile = work / "perf_configs.json"
+        cfile.write_text(json.dumps(configs))
         data = run_replay(gate_dir, proj, str(lib), inputs, work / "replay.json",
-                          float(gate.get("perf_timeout_s") or 1800), log)
+                          float(gate.get("perf_timeout_s") or 1800), log, cfile)
         runner.results["perf"]["rows"].extend(data.get("rows") or [])
         if data.get("error"):
             runner.results["perf"]["replay_error"] = data["error"]
         if data.get("hw_flush") and not (hw.get("flush") or {}).get("verified"):
             hw["flush"] = data["hw_flush"]
-    runner.results["perf"]["left_out"] = list(gate.get("perf_left_out") or [])
+    runner.results["perf"]["left_out"] = left
     runner.save()
     return rc
+
+
+def perf_configs(gate: dict, inputs: Path) -> tuple[list[dict], list[dict], str]:
+    """What E replays: the configurations stage A captured (chosen when packed), else those the reference run of
+    the tests launched here (chosen now by the same rule), with the inputs D kept for them."""
+    if gate.get("perf_configs"):
+        return list(gate["perf_configs"]), list(gate.get("perf_left_out") or []), "stage A's launch capture"
+    import tp_testchild as T
+    import tp_perfconfigs as P
+
+    seen: dict[str, dict] = {}
+    f = inputs / T.LAUNCHES_FILE
+    for ln in (f.read_text().splitlines() if f.exists() else []):
+        try:
+            c = json.loads(ln)
+        except json.JSONDecodeError:
+            continue
+        seen.setdefault(c["key"], c)
+    chosen, left = P.select(list(seen.values()), set(gate.get("kernels") or []))
+    keys = {(c["kernel"], c["grid"], tuple(c["args"])): k for k, c in seen.items()}
+    for c in chosen:
+        c["inputs_key"] = keys.get((c["kernel"], c["grid"], tuple(c["args"])))
+    return chosen, left, "the reference run of the op's tests (D)"
 
 
 def runner_mod(runner):
