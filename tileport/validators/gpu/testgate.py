@@ -351,9 +351,11 @@ def run(runner, perf: bool = True, project: str | None = None) -> int:
 def perf_configs(gate: dict, inputs: Path) -> tuple[list[dict], list[dict], str]:
     """What E replays: the configurations stage A captured (chosen when packed), else those the reference run of
     the tests launched here (chosen now by the same rule), with the inputs D kept for them."""
-    if gate.get("perf_configs"):
-        return list(gate["perf_configs"]), list(gate.get("perf_left_out") or []), "stage A's launch capture"
     import tp_testchild as T
+
+    own = [c for c in gate.get("perf_configs") or [] if c.get("source") != "guess"]
+    if own or (gate.get("perf_configs") and not (inputs / T.LAUNCHES_FILE).exists()):
+        return list(gate["perf_configs"]), list(gate.get("perf_left_out") or []), "stage A's launch capture"
     import tp_perfconfigs as P
 
     seen: dict[str, dict] = {}
@@ -365,6 +367,8 @@ def perf_configs(gate: dict, inputs: Path) -> tuple[list[dict], list[dict], str]
             continue
         seen.setdefault(c["key"], c)
     chosen, left = P.select(list(seen.values()), set(gate.get("kernels") or []))
+    left += [{"config": c["config"], "why": "made by stage A's guessed inputs; the launches the tests made here "
+              "were timed instead"} for c in gate.get("perf_configs") or []]
     keys = {(c["kernel"], c["grid"], tuple(c["args"])): k for k, c in seen.items()}
     for c in chosen:
         c["inputs_key"] = keys.get((c["kernel"], c["grid"], tuple(c["args"])))
