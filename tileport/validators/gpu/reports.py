@@ -100,10 +100,12 @@ class CorrectnessReport:
         if self.not_evaluated:
             why: dict[str, int] = {}
             for c in self.not_evaluated:
-                key = c.message.split(":", 1)[0] if c.message.startswith("not evaluated (reference") else c.message
+                if c.message.startswith("not evaluated (reference"):
+                    key = f"reference {str(c.reference or 'not passed').split(':', 1)[0]}"
+                else:
+                    key = c.message.removeprefix("not evaluated ").strip("()")
                 why[key] = why.get(key, 0) + 1
-            text += f"; {len(self.not_evaluated)} not evaluated (" + "; ".join(
-                f"{n} {k.removeprefix('not evaluated ').strip('()')}" for k, n in why.items()) + ")"
+            text += f"; {len(self.not_evaluated)} not evaluated (" + "; ".join(f"{n} {k}" for k, n in why.items()) + ")"
         return text
 
     @property
