@@ -8,8 +8,6 @@ import git
 import pytest
 
 from tileport.agents.loop import load_prompt
-from tileport.agents.runner import Finished
-from tileport.cli.run import exit_code
 from tileport.errors import UserError
 from tileport.records import CommandRecord
 from tileport.worktrees import git as wgit
@@ -82,7 +80,3 @@ def test_an_existing_branch_is_refused(repo):
         create_conversion_worktree(repo, "op", 1)
 
 
-@pytest.mark.parametrize("statuses,code", [(["done"], 0), (["done", "blocked"], 3), (["blocked", "failed"], 1),
-                                           (["error"], 1), ([], 0)])
-def test_exit_code_of_several_conversions(statuses, code):
-    assert exit_code([Finished(i, s) for i, s in enumerate(statuses)]) == code

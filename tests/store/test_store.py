@@ -194,6 +194,7 @@ def test_a_store_written_by_older_code_reads_as_typed_rows(old_store):
         assert isinstance(va.perf, PerfDetails) and va.perf.worst == "n=1024 f32" and va.perf.worst_ratio == 1.15
         b = queries.stage_runs(s, va.id, "B")[-1]
         assert isinstance(b.details, WriteKernelDetails) and b.details.self_check == "PASS"
+        assert s.conversion(va.id)["triton"] is None  # started before --triton was saved: stage A pairs by name
         assert [p.label for p in queries.ir_pairs(s, va.id)] == ["vector_add sm_90 f32"]
         perf = queries.newest_perf(s, va.id)
         assert [r.config for r in perf.rows] == ["n=1024 f32", "n=4096 f32"] and perf.rows[0].launch["ref"]
@@ -295,3 +296,16 @@ def test_the_dashboard_rows_show_the_figures_of_an_old_store(old_store):
         assert all(isinstance(e["payload"], dict) for e in events)  # decoded by the store, not by the screens
     finally:
         s.close()
+
+
+def test_a_store_opened_in_a_with_block_is_closed_when_the_block_ends_even_by_an_error(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "s.db"
+    with pytest.raises(RuntimeError), Store(db) as s:
+        cid = s.add_conversion("ops/x.py", None)
+        raise RuntimeError("the caller's own failure")
+    with pytest.raises(sqlite3.ProgrammingError):  # closed: a closed connection refuses every statement
+        s.conversion(cid)
+    with Store(db) as again:  # what was written before the error is kept
+        assert again.conversion(cid)["op_path"] == "ops/x.py"

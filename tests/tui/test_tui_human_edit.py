@@ -65,8 +65,12 @@ async def test_e_y_commits_the_edit_runs_b_live_and_records_it_on_the_new_head(e
             if "running" in [k.value for k in t.rows]:
                 seen_running = [str(x) for x in t.get_row("running")]
                 live_lines = [str(line.text) for line in screen.query_one("#live").lines] or live_lines
-            if len(t.rows) == 5 and "running" not in [k.value for k in t.rows]:
-                break
+            # the B run is recorded (its row replaced the running one) and the dashboard's drive of it has ended:
+            # that end comes after the run's last store event, and the merge line must follow it on its own
+            if len(t.rows) == 5 and "running" not in [k.value for k in t.rows] and not app.actions.running(c.cid):
+                await pilot.pause()
+                if "is running" not in str(screen.query_one("#why-not").render()):
+                    break
         await pilot.pause()
         rows = _rows(app.screen.query_one("#timeline-table"))
         why_not = str(app.screen.query_one("#why-not").render())

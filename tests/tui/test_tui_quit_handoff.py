@@ -155,3 +155,59 @@ async def test_leave_running_hands_the_queued_conversions_to_the_background_too(
     finally:
         if _alive(pid):
             os.killpg(pid, signal.SIGTERM)  # the detached process leads its own session and process group
+
+
+async def test_the_quit_dialog_follows_what_starts_while_it_is_open_and_stop_them_stops_that_too(slow_runner):
+    """q while #1 runs; #2 starts before the choice is made (a slot freed, a resume in a worker): the dialog then
+    lists both, and "stop them" stops both, each attempt recorded as interrupted (not only what ran at q)."""
+    from tileport.records import Stage, StageResult
+    from tileport.exec.proc import run_command
+    from tileport.tui import TileportApp
+
+    runner, cid, db, tmp, *_ = slow_runner
+
+    def FAKE_slow_stage(ctx):  # the fixture's slow stage, with a pid file per conversion
+        run_command(["sh", "-c", f"echo $$ > {tmp}/child-{ctx.conversion_id}.pid; exec sleep 60"],
+                    cwd=ctx.worktree.path)
+        return StageResult(stage=Stage.ANALYZE, verdict="PASS")
+
+    runner.stages["A"] = FAKE_slow_stage
+    second = runner.start(_second_op(runner, tmp / "repo"), repo=tmp / "repo")
+    app = TileportApp(db, runner.config, doctor=False, poll_interval=0.05, model="none")
+    app.actions._runner = runner
+
+    async def child_of(c):
+        for _ in range(300):
+            await pilot.pause(0.05)
+            f = tmp / f"child-{c}.pid"
+            if f.is_file() and f.read_text().strip():
+                return int(f.read_text())
+        raise AssertionError(f"#{c}'s slow stage never started its child")
+
+    def dialog() -> str:
+        return " ".join(str(w.render()) for w in app.screen.query("Static"))
+
+    async with app.run_test(size=(160, 45)) as pilot:
+        app._background("resume", cid)
+        first = await child_of(cid)
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "QuitScreen" and "1 conversion running here" in dialog()
+        app._background("resume", second)  # starts behind the open dialog
+        other = await child_of(second)
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if "2 conversions running here" in dialog():
+                break
+        assert "2 conversions running here" in dialog() and f"#{second} second_op" in dialog(), dialog()
+        await pilot.press("s")
+        await _until_exited(app, pilot, 30)
+    assert not app.is_running and not _alive(first) and not _alive(other)
+    assert f"stopped #{cid} #{second}" in app.exit_text, app.exit_text
+    s = Store(db)
+    try:
+        for c in (cid, second):
+            assert s.conversion(c)["status"] == "stopped"
+            assert [e["payload"]["stage"] for e in s.events(c) if e["kind"] == "stage.interrupted"] == ["A"]
+    finally:
+        s.close()

@@ -95,6 +95,7 @@ class StageContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     log: Callable[[str], None] = lambda _msg: None
     examples_dir: Path | None = None  # the worked ports the writer is shown (tileport.service.worked_examples)
+    triton: Path | None = None  # the Triton twin the conversion was started with (`--triton`, saved in the store)
 
     @property
     def reference_dir(self) -> Path:

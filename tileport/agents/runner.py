@@ -34,7 +34,7 @@ from tileport.agents.stages.write_kernel import cargo_seconds
 from tileport.exec.proc import Interrupted, ToolScope, tool_scope
 from tileport.exec.toolchain import from_config
 from tileport.local_models.protocol import CancelToken
-from tileport.records import StageResult
+from tileport.records import StageResult, exits
 from tileport.records.rounds import HUMAN_EDIT, round_start
 from tileport.store import Store, queries, record_run
 from tileport.worktrees import git as wgit
@@ -43,9 +43,6 @@ from tileport.worktrees.conversion import (ConversionWorktree, WorktreeEscape, b
                                            commit_stage, create_conversion_worktree, discard_uncommitted,
                                            open_conversion_worktree, stage_commits, ungated_edit)
 
-EXIT_OK, EXIT_FAILED, EXIT_USER, EXIT_BLOCKED = 0, 1, 2, 3
-STATUS_EXIT = {"done": EXIT_OK, "blocked": EXIT_BLOCKED, "failed": EXIT_FAILED, "error": EXIT_FAILED,
-               "stopped": EXIT_FAILED}
 STOP_STATUS = {router.DONE: "done", router.BLOCKED: "blocked", router.FAILED: "failed"}
 # The named points of one attempt a `checkpoint` is called at (a test kills the process there).
 POINTS = ("started", "ran", "committed", "recorded")
@@ -77,7 +74,7 @@ class Finished:
 
     @property
     def exit_code(self) -> int:
-        return STATUS_EXIT.get(self.status, EXIT_FAILED)
+        return exits.of_status(self.status)
 
 
 @dataclass
@@ -97,7 +94,7 @@ class EditJudged:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.verdict == "COMPILED" else EXIT_BLOCKED if self.verdict == "BLOCKED" else EXIT_FAILED
+        return exits.of_verdict(self.verdict)
 
     @property
     def reason(self) -> str:
@@ -148,11 +145,15 @@ class Runner:
             self.out(line)
 
     # ---------------------------------------------------------------------------------------- start
-    def check(self, op_path: str | Path, repo: str | Path = "."):
+    def check(self, op_path: str | Path, repo: str | Path = ".", *, triton: str | Path | None = None):
         """Every refusal `start` can make, made before anything exists (for several ops: before any starts)."""
         op = Path(op_path)
         if not op.is_file() or op.suffix != ".py":
             raise UserError(f"{op}: not a Python file; pass the cuTile Python op, e.g. examples/vector_add.py")
+        if triton is not None:
+            from tileport.validators.analysis.triton.pairing import check_triton_op
+
+            check_triton_op(triton)
         make_writer(self.model or self.config.model.base_url, self.config)  # a bad --model is bad input
         base = check_repo(repo)
         branch = branch_name(op.stem, self._next_id())
@@ -165,21 +166,19 @@ class Runner:
         """The id the next conversion will get, read without creating the store (checks before anything exists)."""
         return queries.next_conversion_id(self.config.store)
 
-    def start(self, op_path: str | Path, *, kernel: str | None = None, repo: str | Path = ".") -> int:
-        """Create the conversion: checks first (nothing is created for bad input), then row + branch + worktree."""
+    def start(self, op_path: str | Path, *, kernel: str | None = None, repo: str | Path = ".",
+              triton: str | Path | None = None) -> int:
+        """Create the conversion: checks first (nothing is created for bad input), then row + branch + worktree.
+        `triton`: the Triton twin stage A pairs with (saved with the conversion; by default one found by name)."""
         op = Path(op_path)
-        base = self.check(op, repo)
+        base = self.check(op, repo, triton=triton)
         model = self.model or self.config.model.base_url
-        store = self.store()
-        try:
-            with immediate(store):  # a refused worktree rolls the conversion row back: nothing changed
-                cid = store.add_conversion(str(op.resolve()), kernel)
-                wt = create_conversion_worktree(base.root, op.stem, cid, base)
-                store.update_conversion(cid, branch=wt.branch, worktree=str(wt.path), repo=str(base.root),
-                                        base_branch=base.branch, base_commit=base.commit, model=model,
-                                        status="pending")
-        finally:
-            store.close()
+        with self.store() as store, immediate(store):  # a refused worktree rolls the conversion row back
+            cid = store.add_conversion(str(op.resolve()), kernel)
+            wt = create_conversion_worktree(base.root, op.stem, cid, base)
+            store.update_conversion(cid, branch=wt.branch, worktree=str(wt.path), repo=str(base.root),
+                                    base_branch=base.branch, base_commit=base.commit, model=model,
+                                    status="pending", triton=str(Path(triton).resolve()) if triton else None)
         return cid
 
     # ---------------------------------------------------------------------------------------- drive
@@ -237,15 +236,12 @@ class Runner:
 
     def _held(self, conversion_id: int, body):
         """body(store, conv, worktree) while this process holds the conversion (its lock, a stop file watched)."""
-        store = self.store()
-        try:
+        with self.store() as store:
             conv = store.conversion(conversion_id)
             wt = open_conversion_worktree(conv)
             with self._exclusive(wt), control.StopWatch(control.run_files(wt.path),
                                                         lambda: self.stop(conversion_id)):
                 return body(store, conv, wt)
-        finally:
-            store.close()
 
     def _drive(self, store: Store, conv: dict, wt: ConversionWorktree, force: str | None) -> Finished:
         """Recover, then (a resume) gate a person's edit at HEAD that no B run judged, then follow the router."""
@@ -311,7 +307,8 @@ class Runner:
                                    writer, self.limits, attempt=attempt, cap=state.caps[stage],
                                    repair=action.repair, history=runs, cancel=cancel,
                                    log=lambda m, scope=scope: (self.say(m), scope.note(m)),
-                                   examples_dir=self.examples_dir)
+                                   examples_dir=self.examples_dir,
+                                   triton=Path(conv["triton"]) if conv.get("triton") else None)
                 result, action, sha = self._attempt(store, stage, ctx, state, parent, scope)
                 runs = self._runs(store, cid)
             status = STOP_STATUS[action.stop]

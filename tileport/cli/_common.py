@@ -23,20 +23,10 @@ def open_store(config: Config, repo: str | Path | None = None) -> Store:
 
 
 @contextmanager
-def opened_store(config: Config, repo: str | Path | None = None) -> Iterator[Store]:
-    """`open_store`, closed again when the block ends (however it ends)."""
-    store = open_store(config, repo)
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-@contextmanager
 def config_and_store(args: argparse.Namespace) -> Iterator[tuple[Config, Store]]:
     """A subcommand's opening: the config the user asked for and the store it names (closed at the end)."""
     config = config_from(args)
-    with opened_store(config) as store:
+    with open_store(config) as store:
         yield config, store
 
 
@@ -45,7 +35,7 @@ def record_in_store(config: Config, op_path: str, kernel: str | None, result: An
     `tileport run`, so `tileport status` and the dashboard show it."""
     from tileport.agents.record import record_standalone
 
-    with opened_store(config) as store:
+    with open_store(config) as store:
         record_standalone(store, op_path, kernel, result)
 
 

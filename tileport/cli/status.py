@@ -86,8 +86,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from(args)
     caps = config.caps.model_dump()
     cmax = config.perf.config_max
-    store = service.open_store(config, getattr(args, "repo", None))
-    try:
+    with service.open_store(config, getattr(args, "repo", None)) as store:
         if args.id is not None:
             detail = _detail(store, args.id, caps, cmax)
             if args.json:
@@ -136,5 +135,3 @@ def run(args: argparse.Namespace) -> int:
                 if r.get("reference"):
                     print(f"     {r['reference']}")
         return 0
-    finally:
-        store.close()

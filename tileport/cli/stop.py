@@ -33,10 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():  # never create an empty store here: the conversion is in another one
         raise UserError(f"no tileport store at {path}; pass the repository the conversion runs in (--repo DIR) or "
                         "its store (--store DB)")
-    store = Store(path)
-    try:
+    with Store(path) as store:
         outcome = stop_conversion(store, args.id, args.wait)
-    finally:
-        store.close()
     print(outcome.text)
     return 1 if outcome.was_running and not outcome.stopped else 0

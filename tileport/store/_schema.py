@@ -89,6 +89,12 @@ def _v3(db: sqlite_utils.Database) -> None:
 
 
 def _v4(db: sqlite_utils.Database) -> None:
+    """The Triton twin a conversion was started with (`tileport run OP --triton T`): stage A pairs with it on every
+    run, in whichever process runs it (a resume, the dashboard's rerun); NULL: a twin is found by name."""
+    db["conversions"].add_column("triton", str)
+
+
+def _v5(db: sqlite_utils.Database) -> None:
     """Stage D cases from the op's own tests (source, the reference's verdict, port launches, seconds); stage E
     rows keep each side's host wall time per call and where the configuration came from."""
     for col, typ in (("source", str), ("reference", str), ("port_launches", int), ("seconds", float)):
@@ -98,5 +104,5 @@ def _v4(db: sqlite_utils.Database) -> None:
 
 
 # Migration i (0-based) takes the schema from version i to i+1. Append, never edit.
-MIGRATIONS = (_v1, _v2, _v3, _v4)
+MIGRATIONS = (_v1, _v2, _v3, _v4, _v5)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -113,6 +113,13 @@ class Store:
     def close(self) -> None:
         self.db.conn.close()
 
+    def __enter__(self) -> "Store":
+        """`with Store(path) as store:` closes it when the block ends, however it ends."""
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     # events ------------------------------------------------------------------------------------
     def log_event(self, kind: str, conversion_id: int | None = None, **payload: Any) -> int:
         row = {"ts": _iso(utcnow()), "conversion_id": conversion_id, "kind": kind,

@@ -195,6 +195,11 @@ class ConversionScreen(RowDetails, Screen):
         self._refresh_why_not()
         self._draw_tab(self.query_one(TabbedContent).active)
 
+    def drives_changed(self, conversion_id: int) -> None:
+        """This dashboard's drive of the conversion started or ended: the merge line says "running" by that."""
+        if conversion_id == self.conversion_id and self._ready:
+            self._refresh_why_not()
+
     def _refresh_why_not(self) -> None:
         reason = self.app.actions.why_not("merge", self.conversion_id)
         self._update("#why-not", Text(f"merge: {'ready (every gate passed on HEAD, approved)' if reason is None else reason}",

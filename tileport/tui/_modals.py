@@ -97,26 +97,39 @@ class QuitScreen(ModalScreen[str | None]):
         self.running = running
         self.queued = queued
 
-    def compose(self) -> ComposeResult:
+    def _texts(self) -> tuple[str, str, str]:
         n, q = len(self.running), self.queued
         more = f" ({q} more queued)" if q and n else ""
         title = f"{n} conversion{'s' * (n != 1)} running here{more}:" if n else \
-            f"{q} conversion{'s' * (q != 1)} queued here, none running yet:"
+            f"{q} conversion{'s' * (q != 1)} queued here, none running yet:" if q else "nothing runs here any more:"
         queued = f"; the {q} queued do not start" if q else ""
+        listing = "\n".join(f"  {r}" for r in self.running[:8]) + (f"\n  ... and {n - 8} more" if n > 8 else "")
+        helps = (f"s  stop them: their tools are killed now, each attempt recorded as interrupted{queued} "
+                 "(resume later with s or `tileport run --resume ID`)\n"
+                 "b  leave them running in the background: a detached `tileport` process resumes them "
+                 f"{'and runs the queued ones ' if q else ''}(the running attempt starts again); "
+                 "`tileport stop ID` stops one\n"
+                 "esc  cancel: back to the dashboard   (ctrl+c again: stop them)")
+        return title, listing, helps
+
+    def compose(self) -> ComposeResult:
+        title, listing, helps = self._texts()
         with Vertical(id="quit-box"):
             yield Static(title, id="quit-title")
-            yield Static("\n".join(f"  {r}" for r in self.running[:8])
-                         + (f"\n  ... and {n - 8} more" if n > 8 else ""), id="quit-list")
-            yield Static(f"s  stop them: their tools are killed now, each attempt recorded as interrupted{queued} "
-                         "(resume later with s or `tileport run --resume ID`)\n"
-                         "b  leave them running in the background: a detached `tileport` process resumes them "
-                         f"{'and runs the queued ones ' if q else ''}(the running attempt starts again); "
-                         "`tileport stop ID` stops one\n"
-                         "esc  cancel: back to the dashboard   (ctrl+c again: stop them)", id="quit-help")
+            yield Static(listing, id="quit-list")
+            yield Static(helps, id="quit-help")
             with Horizontal(id="quit-buttons"):
                 yield Button("Stop them (s)", id="stop", variant="error")
                 yield Button("Leave running (b)", id="background", variant="primary")
                 yield Button("Cancel (esc)", id="cancel")
+
+    def show(self, running: list[str], queued: int) -> None:
+        """What runs here now (a conversion started or ended while the dialog was open): the choice acts on that."""
+        if (running, queued) == (self.running, self.queued):
+            return
+        self.running, self.queued = running, queued
+        for wid, text in zip(("#quit-title", "#quit-list", "#quit-help"), self._texts()):
+            self.query_one(wid, Static).update(text)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id)

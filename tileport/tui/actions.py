@@ -12,7 +12,7 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tileport.config import Config
 from tileport.errors import UserError
@@ -40,6 +40,9 @@ class Actions:
         self.closing = False  # set when the dashboard quits: nothing new starts (a queued conversion neither)
         self.forced: dict[int, str] = {}  # conversion -> the stage a running rerun asked for (a hand-off keeps it)
         self._queued: list[int] = []  # started here (c, autostart) but waiting for a free slot in the pool
+        # called (from any thread, never under the lock) when a drive here starts or ends: what the screens show
+        # of "running here" (the merge line, the quit dialog) changes then, with no store event to say so
+        self.on_change: Callable[[int], None] | None = None
 
     # --- plumbing ----------------------------------------------------------------------------
     @property
@@ -53,18 +56,12 @@ class Actions:
     def _log(self, line: str) -> None:
         """Runner output becomes `log` events, so every dashboard on this store shows it live."""
         m = _CID.match(line)
-        store = Store(self.store_path)
-        try:
+        with Store(self.store_path) as store:
             store.log_event("log", int(m.group(1)) if m else None, text=line)
-        finally:
-            store.close()
 
     def _with_store(self, fn, *args, **kw):
-        store = Store(self.store_path)
-        try:
+        with Store(self.store_path) as store:
             return fn(store, self.config, *args, **kw)
-        finally:
-            store.close()
 
     def running(self, conversion_id: int) -> bool:
         with self._lock:
@@ -80,6 +77,17 @@ class Actions:
         with self._lock:
             return [c for c in self._queued if c not in self._running]
 
+    def close(self) -> tuple[list[int], list[int]]:
+        """Quitting: from now on no drive starts here; (running, queued) at this moment, read in the same lock, so
+        each conversion is in one of them or starts never (a queued one's drive is refused: it stays queued)."""
+        with self._lock:
+            self.closing = True
+            return sorted(self._running), [c for c in self._queued if c not in self._running]
+
+    def _changed(self, conversion_id: int) -> None:
+        if self.on_change is not None:
+            self.on_change(conversion_id)
+
     def _held_elsewhere(self, conv: dict) -> int | None:
         from tileport.agents.control import conversion_holder
 
@@ -94,13 +102,11 @@ class Actions:
             return None
         if conversion_id is None:
             return "select a conversion first"
-        store = Store(self.store_path)
         try:
-            conv = store.conversion(conversion_id)
+            with Store(self.store_path) as store:
+                conv = store.conversion(conversion_id)
         except UserError as e:
             return str(e)
-        finally:
-            store.close()
         status = conv.get("status")
         if action in ("resume", "rerun"):
             if self.closing:
@@ -152,16 +158,20 @@ class Actions:
     # --- doing ---------------------------------------------------------------------------------
     def _drive(self, conversion_id: int, fn) -> Any:
         with self._lock:
+            if self.closing:  # in the lock `close` takes: what quitting stops or hands off is all that runs
+                raise UserError("the dashboard is quitting")
             if conversion_id in self._running:
                 raise UserError(f"conversion {conversion_id} is already running")
             self._running.add(conversion_id)
             if conversion_id in self._queued:  # in the same lock: never neither queued nor running
                 self._queued.remove(conversion_id)
+        self._changed(conversion_id)
         try:
             return fn()
         finally:
             with self._lock:
                 self._running.discard(conversion_id)
+            self._changed(conversion_id)
 
     def start(self, op_paths: list[str], background_note=None) -> list[int]:
         """Start a conversion per op (or pick up the existing, unfinished one), then drive them from a pool."""
@@ -224,11 +234,8 @@ class Actions:
             raise UserError(READONLY)
         if self._runner is not None and self.running(conversion_id):
             self._runner.stop(conversion_id)  # in-process: at once, without waiting for the stop file poll
-        store = Store(self.store_path)
-        try:
+        with Store(self.store_path) as store:
             return stop_conversion(store, conversion_id, wait_s, resume_hint="s resumes")
-        finally:
-            store.close()
 
     def approve(self, conversion_id: int, comment: str | None = None):
         from tileport.worktrees.approval import ApprovalRefused, approve
@@ -263,11 +270,8 @@ class Actions:
     def why_not_edit(self, conversion_id: int) -> str | None:
         if self.readonly:
             return READONLY
-        store = Store(self.store_path)
-        try:
+        with Store(self.store_path) as store:
             conv = store.conversion(conversion_id)
-        finally:
-            store.close()
         if self.running(conversion_id) or conv.get("status") == "running" or self._held_elsewhere(conv) is not None:
             return (f"conversion {conversion_id} is running a stage that may rewrite kernel.rs; stop it first (x), "
                     "then edit")

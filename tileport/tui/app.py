@@ -17,6 +17,7 @@ from pathlib import Path
 from textual import work
 from textual.app import App, SuspendNotSupported
 from textual.binding import Binding
+from textual.message import Message
 
 from tileport.config import Config
 from tileport.errors import UserError
@@ -43,6 +44,14 @@ def _clip_words(text: str, width: int) -> str:
         return text
     cut = text.rfind(" ", 0, width)
     return text[: cut if cut > width // 2 else width].rstrip(",;:") + " …"
+
+
+class DrivesChanged(Message):
+    """A drive of this dashboard started or ended (posted from its thread): what "running here" means changed."""
+
+    def __init__(self, conversion_id: int) -> None:
+        super().__init__()
+        self.conversion_id = conversion_id
 
 
 class TileportApp(GateCommands, App):
@@ -75,6 +84,7 @@ class TileportApp(GateCommands, App):
         self.caps = self.config.caps.model_dump()
         self.gate = self.config.perf.geomean_max
         self.actions = Actions(self.store_path, self.config, self.repo, readonly, model=model)
+        self.actions.on_change = lambda cid: self.post_message(DrivesChanged(cid))  # thread-safe, never blocks
         self.store = Store(self.store_path)
         self._last_event = newest_event_id(self.store)
         self.toolchain_text = "toolchain: checking ..."
@@ -192,7 +202,12 @@ class TileportApp(GateCommands, App):
             def job():
                 self._mark_run()
                 try:
-                    cids = self.actions.start([str(op)], background_note=self.notify_from_thread)
+                    ops = [str(op)]
+                    if op.is_dir():  # a library: every cuTile op file in it (tileport run DIR)
+                        from tileport import service
+
+                        ops = [str(f.path) for f in service.find_library(op).ops if f.kind == "cutile"]
+                    cids = self.actions.start(ops, background_note=self.notify_from_thread)
                 except UserError as e:
                     self.call_from_thread(self.notify, f"convert: {e}", severity="error", timeout=10)
                 else:
@@ -200,9 +215,11 @@ class TileportApp(GateCommands, App):
                                           f"{', '.join(f'#{c}' for c in cids)} ran; see the list", timeout=8)
             self.run_worker(job, thread=True, group="start", exit_on_error=False)
         repo = self.actions.repo
-        self.push_screen(ReasonScreen(f"Convert which op? The path of a cuTile Python file (its conversion branches "
-                                      f"from the repository {repo}; another repository: `tileport tui --repo DIR`)",
-                                      placeholder="path/to/op.py", required="type the path of a .py file, or escape"),
+        self.push_screen(ReasonScreen(f"Convert which op? The path of a cuTile Python file, or a library's directory "
+                                      f"for every op file in it (its conversion branches from the repository {repo}; "
+                                      f"another repository: `tileport tui --repo DIR`)",
+                                      placeholder="path/to/op.py or path/to/library",
+                                      required="type the path of a .py file or a directory, or escape"),
                          chosen)
 
     def notify_from_thread(self, text: str) -> None:
@@ -261,6 +278,17 @@ class TileportApp(GateCommands, App):
         for ev in events:
             if ev["kind"] == "stage.finished" and isinstance(self.screen, MainScreen):
                 pass  # the table shows it; toasts are for the conversion the user watches
+
+    def on_drives_changed(self, message: DrivesChanged) -> None:
+        """A drive ended after its last store event (or started): redraw what depends on "running here", which
+        would otherwise keep saying "running" until the next store change."""
+        for screen in self.screen_stack:
+            handler = getattr(screen, "drives_changed", None)
+            if handler is not None and screen.is_mounted:
+                handler(message.conversion_id)
+        if isinstance(self.screen, QuitScreen) and not self.actions.closing:
+            running, queued = self.actions.running_here(), self.actions.queued_here()
+            self.screen.show(self._running_lines(running), len(queued))
 
     # --- navigation --------------------------------------------------------------------------
     def open_conversion(self, conversion_id: int) -> None:
@@ -334,8 +362,8 @@ class TileportApp(GateCommands, App):
 
     def _quit_chosen(self, choice: str | None) -> None:
         if choice in ("stop", "background"):
-            self.actions.closing = True  # first: a queued conversion must not start while we stop the others
-            ids, queued = self.actions.running_here(), self.actions.queued_here()
+            # what runs and waits at the moment of choosing (not when q was pressed); from here nothing new starts
+            ids, queued = self.actions.close()
             if not ids and not (queued and choice == "background"):
                 self.exit_text = self._not_started(queued)  # it finished while the dialog was open
                 self.exit(None, 0, self.exit_text)

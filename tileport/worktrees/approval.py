@@ -14,6 +14,7 @@ from pathlib import Path
 from tileport.config import Config
 from tileport.errors import UserError
 from tileport.records import ApprovalRecord, Decision, GateRecord, GateStatus
+from tileport.records.exits import EXIT_FAILED
 from tileport.store import Store, queries
 from tileport.worktrees import _gitcli as g
 from tileport.worktrees.gates import GATE_NAMES, evaluate_gates
@@ -79,7 +80,7 @@ class ApprovalRefused(Exception):
     """An approval the merge rule could never honour: required gates are open on the exact HEAD and no override
     (enabled in config, with a reason) covers them. Nothing was recorded. The CLI prints it as one line, exit 1."""
 
-    exit_code = 1
+    exit_code = EXIT_FAILED
 
     def __init__(self, conversion_id: int, head: str, gates: list[GateRecord], refusals: list[str], hint: str):
         self.conversion_id, self.head, self.gates, self.refusals, self.hint = (conversion_id, head, gates,

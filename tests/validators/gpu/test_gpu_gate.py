@@ -57,12 +57,16 @@ def test_every_port_entry_is_read_with_its_parameter_kinds():
         assert out.dims == ["1", "N"] and ("N", "const") in [(g.name, g.kind) for g in sigs[name].generics]
 
 
-def test_a_pointer_parameter_is_named_as_undecidable_not_guessed():
+def test_a_pointer_parameter_is_read_and_needs_an_unsafe_entry():
     src = """#[cutile::module]
 pub mod m { use cutile::core::*;
   #[cutile::entry()] unsafe fn k<T: ElementType>(z: *mut T, n: i32) {} }"""
-    with pytest.raises(SignatureError, match=r"parameter z: \*mut T .* cannot launch it"):
-        parse_entries(src)
+    (k,) = parse_entries(src)
+    assert [(p.name, p.kind, p.elem) for p in k.params] == [("z", "ptr", "T"), ("n", "scalar", "i32")]
+    with pytest.raises(SignatureError, match=r"entry k: raw pointer parameters need an `unsafe fn` entry"):
+        parse_entries(src.replace("unsafe fn", "fn"))
+    with pytest.raises(SignatureError, match=r"parameter z: Vec<T> is neither .* cannot launch it"):
+        parse_entries(src.replace("*mut T", "Vec<T>"))
 
 
 def test_generics_bind_to_reference_constants_by_name_or_by_value():
@@ -111,13 +115,21 @@ def test_launches_select_the_entry_their_constants_and_dtype_declare():
     assert va.select("vector_add_kernel", {"TILE": 1024}, "float16")["symbols"]["float16"] == "tp_add__f16"
 
 
-def test_dynamic_output_tile_dims_are_a_kernel_fault_named_before_launch():
-    src = (PORTS / "rms_norm" / "kernel.rs").read_text().replace("out: &mut Tensor<E, { [1, N] }>",
-                                                                   "out: &mut Tensor<E, { [-1, -1] }>")
-    b = render_ffi(src, load_spec(PORTS / "rms_norm" / "spec.json"), DTYPES).bindings
-    with pytest.raises(PortError, match=r"rms_norm_chunked: output out: &mut Tensor with dynamic tile dims") as e:
-        PortLauncher(SimpleNamespace(bindings=b)).select("rms_norm_kernel", {"TILE_N": 2048, "CHUNKS": 4}, "float16")
-    assert e.value.fail_class == "kernel"  # unlaunchable on cutile 0.5
+def test_an_output_with_every_tile_dim_dynamic_is_launched_whole_and_a_mixed_one_is_a_kernel_fault():
+    kernel = (PORTS / "rms_norm" / "kernel.rs").read_text()
+    spec = load_spec(PORTS / "rms_norm" / "spec.json")
+    whole = render_ffi(kernel.replace("out: &mut Tensor<E, { [1, N] }>", "out: &mut Tensor<E, { [-1, -1] }>"), spec,
+                       DTYPES)
+    chunked = PortLauncher(SimpleNamespace(bindings=whole.bindings)).select(
+        "rms_norm_kernel", {"TILE_N": 2048, "CHUNKS": 4}, "float16")
+    assert chunked["entry"] == "rms_norm_chunked" and not chunked["kernel_faults"] and not chunked["slab_checks"]
+    assert "let a_out = value(Out::<f16>::whole::<2>(&ts[2], &ctx, \"out\")?);" in whole.rust
+    mixed = render_ffi(kernel.replace("out: &mut Tensor<E, { [1, N] }>", "out: &mut Tensor<E, { [1, -1] }>"), spec,
+                       DTYPES).bindings
+    with pytest.raises(PortError, match=r"rms_norm_chunked: output out: &mut Tensor with tile dims \['1', '-1'\], "
+                                        r"static and dynamic mixed") as e:
+        PortLauncher(SimpleNamespace(bindings=mixed)).select("rms_norm_kernel", {"TILE_N": 2048, "CHUNKS": 4}, "float16")
+    assert e.value.fail_class == "kernel"  # the kernel writer declares it one way or the other
 
 
 def test_a_slab_dim_only_the_port_fixes_is_checked_against_the_extent_in_the_generated_launcher():

@@ -50,7 +50,8 @@ def run(ctx) -> StageResult:
     try:
         a = analyze_op(ctx.op_path, out_dir=ctx.reference_dir, kernel=ctx.kernel, config=ctx.config,
                        toolchain=ctx.toolchain, workers=1, warm=True)
-        a = analyze_twin(a, config=ctx.config)  # a Triton twin by name (or --triton): the reference choice
+        # the Triton twin saved with the conversion (--triton), else one found by name: the reference choice
+        a = analyze_twin(a, config=ctx.config, saved=ctx.triton)
     except UserError as e:
         return result_from_error(e, attempt=ctx.attempt, started_at=started)
     return result_from_analysis(a, attempt=ctx.attempt, started_at=started)

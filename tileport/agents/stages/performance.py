@@ -12,7 +12,7 @@ STAGE = Stage.PERFORMANCE
 
 
 ROW_KEYS = ("config", "ref_ms", "port_ms", "ratio", "flags", "tiny", "failed", "hw", "launch", "idle_gap_us",
-            "host_us", "source")
+            "ir_diff", "host_us", "source")
 
 
 def _row(r) -> dict:

@@ -13,18 +13,24 @@ concrete types). How a cuTile Python launch maps onto a port entry is read from 
   is bound at launch to that tensor's extent on its axis;
 * a reference constant no generic takes (softmax `FUSE_SCALE`, rms_norm `CHUNKS` for the single-pass entry) is
   structural: a launch selects this entry only with one of the values its variants declare;
-* port parameter names map to the reference's through `params` (vector_add `z` -> `out`), else by name;
+* port parameter names map to the reference's through `params` (vector_add `z` -> `out`), else by name; a raw
+  pointer `x_ptr` (`*mut T`, an `unsafe` entry) serves the reference's tensor `x`, and scalars `x_dim_<i>` /
+  `x_stride_<i>` the reference does not pass are read from that tensor;
+* an output whose tile dims are all dynamic (`&mut Tensor<E, {[-1, -1]}>`) is the whole tensor inside the kernel
+  (written by `ct.scatter`, permuted `(bid(1), bid(0))` stores, persistent loops over tiles): it is launched with
+  the reference's grid, whatever that grid is (`Out` in the prelude says why cutile allows it);
 * an output slab dim only the port fixes (rms_norm / softmax chunked `&mut Tensor<E, {[1, N]}>`, N the row length
   of the variant) must tile the output's extent exactly with the launch grid: the launcher refuses any other
   extent before it launches, with one message naming the dim and what the entry was built for.
 
-Where none of these decides (an ambiguous constant, a pointer parameter) the binding carries `undecided` with
+Where none of these decides (an ambiguous constant) the binding carries `undecided` with
 the reason, and the launch of that entry fails as a host fault naming it: the place to ask a model.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from importlib import resources
 
@@ -109,6 +115,8 @@ def entry_bindings(sig: EntrySig, spec: DumpSpec, dtypes: list[str]) -> dict:
     for r in refs:
         params_map.update(r.params)
     type_params = {g.name for g in sig.generics if g.kind == "type"}
+    params = [dict(p.__dict__) for p in sig.params]
+    _pointer_facts(params, params_map)
     if not kernels:
         undecided.append(f"entry {sig.name}: no spec variant names its reference kernel")
     elem_types = {p.elem for p in sig.params if p.kind != "scalar"}
@@ -121,20 +129,54 @@ def entry_bindings(sig: EntrySig, spec: DumpSpec, dtypes: list[str]) -> dict:
         concrete = sorted(elem_types - type_params)
         rust_dtypes = concrete[:1] or ["f32"]
     slab_checks = _slab_checks(sig, binds, refs)
-    kernel_faults = [f"output {p.name}: &mut Tensor with dynamic tile dims {p.dims}; cutile 0.5 launches an output "
-                     "only as a partition whose shape equals the declared tile shape, so declare it static"
-                     for p in sig.params if p.kind == "out" and any(d.strip() == "-1" for d in p.dims)]
+    kernel_faults = [f"output {p.name}: &mut Tensor with tile dims {p.dims}, static and dynamic mixed; cutile 0.5 "
+                     "launches an output either as a partition of its declared static tile shape or, when every "
+                     "dim is dynamic (-1), as the whole tensor: declare all dims static or all dynamic"
+                     for p in sig.params if p.kind == "out" and _dynamic_dims(p) and not whole_output(p)]
     for p in sig.params:
         if p.kind != "scalar" and p.elem not in type_params and p.elem not in TORCH_DTYPES:
             undecided.append(f"parameter {p.name}: element type {p.elem} is not a known dtype")
     return {
         "module": sig.module, "entry": sig.name, "unsafe": sig.unsafe,
-        "generics": binds, "params": [p.__dict__ for p in sig.params],
+        "generics": binds, "params": params,
         "type_params": sorted(type_params),
         "reference_kernels": kernels, "structural": structural, "param_map": params_map,
         "symbols": {TORCH_DTYPES[d]: symbol(sig.name, d) for d in rust_dtypes},
         "undecided": undecided, "kernel_faults": kernel_faults, "slab_checks": slab_checks,
     }
+
+
+_FACT = re.compile(r"^(\w+?)_(dim|stride)_(\d+)$")
+
+
+def _pointer_facts(params: list[dict], params_map: dict[str, str]) -> None:
+    """A raw pointer parameter `x_ptr` (or `x`) serves the reference's tensor `x`; scalars named as cutile's entry
+    wrapper names a tensor's extents (`x_dim_0`, `x_stride_1`) and absent from the reference launch are read from
+    that tensor at launch (`of` on the scalar's binding)."""
+    ptrs = {}
+    for p in params:
+        if p["kind"] == "ptr":
+            base = p["name"].removesuffix("_ptr")
+            if p["name"] not in params_map and base != p["name"]:
+                params_map[p["name"]] = base
+            ptrs[base] = p["name"]
+            ptrs[p["name"]] = p["name"]
+    for p in params:
+        m = _FACT.match(p["name"]) if p["kind"] == "scalar" else None
+        if m and m.group(1) in ptrs and p["name"] not in params_map:
+            p["of"] = {"param": ptrs[m.group(1)], "what": "shape" if m.group(2) == "dim" else "stride",
+                       "axis": int(m.group(3))}
+
+
+def _dynamic_dims(p) -> bool:
+    return any(d.strip() == "-1" for d in p.dims)
+
+
+def whole_output(p) -> bool:
+    """An output the kernel sees whole: `&mut Tensor<E, {[-1, ...]}>`, every tile dim dynamic. cutile-compiler gives
+    a nested `partition_mut` of it no block offset (the outer tile has a dynamic dim), so its stores index the
+    whole tensor (scatter, permuted or persistent stores); the launcher binds it with the reference's grid."""
+    return p.kind == "out" and bool(p.dims) and all(d.strip() == "-1" for d in p.dims)
 
 
 def _slab_checks(sig: EntrySig, binds: list[dict], refs: list) -> list[dict]:
@@ -195,12 +237,15 @@ def _slab_check_rust(entry: str, c: dict) -> list[str]:
 def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks: list[dict] = ()) -> str:
     tensors = [p for p in sig.params if p.kind != "scalar"]
     scalars = [p for p in sig.params if p.kind == "scalar"]
+    sym = symbol(sig.name, rust_dtype)
     body = [
         f"    let n_t = {len(tensors)}i32;",
         f"    let n_s = {len(scalars)}i32;",
+        f"    let key = launch_key(\"{sym}\", generics, grid, tensors, ntensors.clamp(0, n_t) as usize, scalars, "
+        "nscalars.clamp(0, n_s) as usize);",
         "    let (stream, grid, generics, tensors, scalars) = (stream as usize, grid as usize, generics as usize, "
         "tensors as usize, scalars as usize);",
-        "    guarded(err, errlen, move || {",
+        "    guarded(err, errlen, key, move || {",
         "        if ntensors != n_t || nscalars != n_s {",
         f"            return Err(Refused(1, format!(\"{sig.name}: {{ntensors}} tensors and {{nscalars}} scalars given, "
         f"the entry takes {{n_t}} and {{n_s}}\")));",
@@ -208,8 +253,8 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks
         f"        let ts = std::slice::from_raw_parts(tensors as *const TpTensor, {max(len(tensors), 1)});",
         "        for (i, t) in ts.iter().take(n_t as usize).enumerate() {",
         "            for d in 0..(t.ndim.clamp(0, TP_MAX_RANK as i64) as usize) {",
-        "                fits_i32(t.shape[d], &format!(\"tensor {i} shape[{d}]\"))?;",
-        "                fits_i32(t.strides[d], &format!(\"tensor {i} stride[{d}]\"))?;",
+        "                fits_i32_as(t.shape[d], || format!(\"tensor {i} shape[{d}]\"))?;",
+        "                fits_i32_as(t.strides[d], || format!(\"tensor {i} stride[{d}]\"))?;",
         "            }",
         "        }",
         "        let g = std::slice::from_raw_parts(grid as *const u32, 3);",
@@ -238,22 +283,26 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks
         else:
             elem = rust_dtype if p.elem in type_params else p.elem
             rank = len(p.dims)
-            t = f"tensor::<{elem}>(&ts[{ti}], &ctx, \"{p.name}\", {rank})?"
             if p.kind == "in":
-                body.append(f"        let {var} = Arc::new({t});")
+                body.append(f"        let {var} = value(In::<{elem}>::new(&ts[{ti}], &ctx, \"{p.name}\", {rank})?);")
+            elif p.kind == "ptr":
+                body.append(f"        let {var} = device_pointer::<{elem}>(&ts[{ti}], \"{p.name}\")?;")
+            elif whole_output(p):
+                body.append(f"        let {var} = value(Out::<{elem}>::whole::<{rank}>(&ts[{ti}], &ctx, \"{p.name}\")?);")
             else:
-                body.append(f"        let {var} = {t}.partition(part::<{rank}>(&ts[{ti}], \"{p.name}\")?);")
+                body.append(f"        let {var} = value(Out::<{elem}>::tiles::<{rank}>(&ts[{ti}], &ctx, \"{p.name}\", "
+                            f"part::<{rank}>(&ts[{ti}], \"{p.name}\")?)?);")
             ti += 1
         args.append(var)
     call = f"crate::kernel::{sig.module}::{sig.name}({', '.join(args)})"
     body += [
         f"        let launch = unsafe {{ {call} }}.generics(gens).grid((g[0], g[1], g[2]))",
         "            .compile_options(CompileOptions::default().debug_info(DebugInfoLevel::None));",
-        f"        launch.sync_on(&stream).map_err(|e| Refused(1, format!(\"{sig.name}: {{e:?}}\")))?;",
+        f"        unsafe {{ launch.async_on(&stream) }}.map_err(|e| Refused(1, format!(\"{sig.name}: {{e:?}}\")))?;",
         "        Ok(())",
         "    })",
     ]
-    head = (f"#[no_mangle]\npub unsafe extern \"C\" fn {symbol(sig.name, rust_dtype)}(\n"
+    head = (f"#[no_mangle]\npub unsafe extern \"C\" fn {sym}(\n"
             "    stream: *mut c_void, device: i32, grid: *const u32, generics: *const c_char,\n"
             "    tensors: *const TpTensor, ntensors: i32, scalars: *const TpScalar, nscalars: i32,\n"
             "    err: *mut c_char, errlen: usize,\n) -> i32 {\n")

@@ -123,6 +123,21 @@ class CorrectnessReport:
         return None if self.evaluated else "host"  # nothing evaluated: the port never ran under a passing test
 
 
+TINY_US = 5.0  # a launch under this on both sides is mostly fixed cost (the runner flags it with the same bound)
+
+
+def is_tiny(ref_ms: float | None, port_ms: float | None, ratio: float | None, config_max: float | None,
+            tiny_us: float = TINY_US) -> bool:
+    """Whether a timed row is left out of the geomean as "tiny": only when BOTH medians are under `tiny_us` (a
+    port at 20 us against a reference at 4.9 us is slow, not tiny), and never when its ratio is above
+    `config_max` (a row the per-configuration bound fails is always counted)."""
+    if ref_ms is None or port_ms is None:
+        return False
+    if ratio is not None and config_max is not None and ratio > config_max:
+        return False
+    return max(ref_ms, port_ms) * 1000 < tiny_us
+
+
 @dataclass
 class PerfRow:
     config: str
@@ -139,6 +154,7 @@ class PerfRow:
     idle_gap_us: dict = field(default_factory=dict)  # side -> median idle time before the first timed kernel
     host_us: dict = field(default_factory=dict)  # side -> {call_us, return_us}: wall time per call from Python
     source: str = "harness"  # harness (make_inputs) | capture (a launch stage A captured from the tests)
+    ir_diff: dict = field(default_factory=dict)  # the IR gate on the bytecode both JITs compiled (gpu.bytecode)
 
     def model_dump(self, mode: str = "json") -> dict:
         return asdict(self)
@@ -212,8 +228,16 @@ def correctness_from_results(results: dict) -> CorrectnessReport:
     return rep
 
 
-def perf_from_results(results: dict) -> PerfReport:
+def perf_from_results(results: dict, config_max: float | None = None) -> PerfReport:
+    """The perf rows of a results.json; "tiny" is judged here (`is_tiny`: both sides under the bound, never a row
+    over `config_max`, default the config's), whatever the runner that wrote the file flagged."""
+    if config_max is None:
+        from tileport.config import PerfGate
+        config_max = PerfGate().config_max
     perf = results.get("perf") or {}
+    if any("bytecode" in r and "ir_diff" not in r for r in perf.get("rows", [])):
+        from tileport.validators.gpu.bytecode import annotate
+        annotate(results)  # the IR each side's JIT compiled, diffed once: kept in the rows (`ir_diff`)
     rep = PerfReport(env_missing=results.get("env_missing"), hw=dict(perf.get("hw") or {}),
                      left_out=list(perf.get("left_out") or []))
     cap = (results.get("env") or {}).get("capability")
@@ -223,9 +247,11 @@ def perf_from_results(results: dict) -> PerfReport:
         rep.rows.append(PerfRow(config=r["config"], ref_ms=r.get("ref_ms"), port_ms=r.get("port_ms"),
                                 ratio=r.get("ratio"), ref_samples=r.get("ref_samples") or [],
                                 port_samples=r.get("port_samples") or [], flags=r.get("flags") or [],
-                                hw=r.get("hw") or {}, tiny=bool(r.get("tiny")), failed=bool(r.get("failed")),
+                                hw=r.get("hw") or {}, failed=bool(r.get("failed")),
+                                tiny=is_tiny(r.get("ref_ms"), r.get("port_ms"), r.get("ratio"), config_max),
                                 launch=r.get("launch") or {}, idle_gap_us=r.get("idle_gap_us") or {},
-                                host_us=r.get("host_us") or {}, source=r.get("source") or "harness"))
+                                ir_diff=r.get("ir_diff") or {}, host_us=r.get("host_us") or {},
+                                source=r.get("source") or "harness"))
     return rep
 
 

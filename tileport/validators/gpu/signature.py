@@ -2,9 +2,10 @@
 
 Only what a host needs: the entry name, its generic parameters (element-type parameters and `const N: i32`), and
 per parameter whether it is an input tensor (`&Tensor<T, {[dims]}>`), an output tensor (`&mut Tensor<...>`, which
-cutile launches as a partition of the tensor) or a scalar (`i32`, `f32`, ...), with the tile dimensions as written
-(integers, const-generic names, or -1). Anything else (raw pointers, const array generics) is reported as a reason
-the template cannot decide; nothing is guessed.
+cutile launches as a partition of the tensor, or whole when every dim is -1), a raw device pointer (`*mut T` /
+`*const T` in an `unsafe` entry, which cutile launches as a `DevicePointer<T>`) or a scalar (`i32`, `f32`, ...), with
+the tile dimensions as written (integers, const-generic names, or -1). Anything else (const array generics, other
+types) is reported as a reason the template cannot decide; nothing is guessed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class SignatureError(ValueError):
 @dataclass
 class Param:
     name: str
-    kind: str  # "in" (&Tensor) | "out" (&mut Tensor) | "scalar"
+    kind: str  # "in" (&Tensor) | "out" (&mut Tensor) | "ptr" (*mut T / *const T) | "scalar"
     elem: str  # element type as written: a type parameter name (E) or a concrete type (f32); scalars: the type
     dims: list[str] = field(default_factory=list)  # tile shape as written: "-1", "128", "TILE_N"
 
@@ -47,6 +48,7 @@ class EntrySig:
 
 _ENTRY = re.compile(r"#\[\s*cutile::entry\s*(\([^\]]*\))?\s*\]\s*(pub\s+)?(unsafe\s+)?fn\s+([A-Za-z_]\w*)\s*")
 _MODULE = re.compile(r"#\[\s*cutile::module[^\]]*\]\s*(pub\s+)?mod\s+([A-Za-z_]\w*)")
+_POINTER = re.compile(r"^\*\s*(?:mut|const)\s+([A-Za-z_]\w*)$")
 _TENSOR = re.compile(r"^&\s*(mut\s+)?Tensor\s*<\s*([A-Za-z_]\w*)\s*,\s*\{\s*\[(.*)\]\s*\}\s*>$", re.S)
 
 
@@ -122,8 +124,11 @@ def _param(text: str, entry: str) -> Param:
         return Param(name, "out" if t.group(1) else "in", t.group(2), dims)
     if ty in SCALAR_TYPES:
         return Param(name, "scalar", ty)
-    raise SignatureError(f"entry {entry}: parameter {name}: {ty} is neither &Tensor, &mut Tensor nor a scalar; "
-                         "the host template cannot launch it")
+    ptr = _POINTER.match(ty)
+    if ptr:
+        return Param(name, "ptr", ptr.group(1))
+    raise SignatureError(f"entry {entry}: parameter {name}: {ty} is neither &Tensor, &mut Tensor, a raw pointer nor a "
+                         "scalar; the host template cannot launch it")
 
 
 def parse_entries(source: str) -> list[EntrySig]:
@@ -146,6 +151,9 @@ def parse_entries(source: str) -> list[EntrySig]:
             raise SignatureError(f"entry {m.group(4)}: no parameter list")
         inner, i = _balanced(src, i, "(", ")")
         params = [_param(t, m.group(4)) for t in _split_top(inner)]
+        if any(p.kind == "ptr" for p in params) and not m.group(3):
+            raise SignatureError(f"entry {m.group(4)}: raw pointer parameters need an `unsafe fn` entry (cutile "
+                                 "launches them only from unsafe entries)")
         entries.append(EntrySig(module, m.group(4), generics, params, unsafe=bool(m.group(3))))
     if not entries:
         raise SignatureError("kernel.rs has no #[cutile::entry] function")

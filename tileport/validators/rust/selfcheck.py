@@ -27,6 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tileport.errors import UserError
+from tileport.records.exits import EXIT_FAILED, EXIT_OK
 from tileport.validators.analysis.schema import Analysis
 from tileport.validators.rust.build import RustBuildResult
 from tileport.validators.rust.reference import analysis_path, find_build, find_instance
@@ -80,7 +81,7 @@ class SelfCheckReport(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.verdict == Verdict.FAIL_FIXABLE else 0
+        return EXIT_FAILED if self.verdict == Verdict.FAIL_FIXABLE else EXIT_OK
 
     def pair(self, entry: str, variant: str, target: str | None = None) -> PairResult:
         for p in self.pairs:

@@ -7,6 +7,9 @@ from enum import Enum
 
 from pydantic import BaseModel, Field, model_validator
 
+from tileport.records.exits import EXIT_FAILED, EXIT_OK
+
+
 class Verdict(str, Enum):
     PASS = "PASS"
     PASS_WITH_NOTES = "PASS_WITH_NOTES"
@@ -147,4 +150,4 @@ class IRDiffReport(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.verdict == Verdict.FAIL_FIXABLE else 0
+        return EXIT_FAILED if self.verdict == Verdict.FAIL_FIXABLE else EXIT_OK

@@ -2,7 +2,8 @@
 
 Pairing by name: in a tree with both kinds (`ops/cutile/<op>.py` beside `ops/triton/<op>.py`, or `examples/<op>.py`
 beside `examples/triton/<op>.py`), a cuTile Python op's twin is the Triton module of the same name. An explicit
-`--triton PATH` wins over the name rule.
+`--triton PATH` wins over the name rule: `tileport run` saves it with the conversion (the store's `triton`), and
+stage A passes it on each run (`find_twin(op, explicit=...)`), so a rerun in another process pairs the same way.
 
 The choice: on a GPU host both sides are timed by `bench.py` (the perf gate's harness, paired configurations);
 per cuTile Python variant the faster side over the configurations that exercise it is that variant's
@@ -26,14 +27,6 @@ from tileport.validators.analysis.triton.detect import is_triton_source
 from tileport.validators.analysis.triton.model import ReferenceChoice, VariantChoice
 
 HARNESS = "the performance gate's harness: CUPTI device time, L2 flushed, paired configurations"
-_EXPLICIT: dict[str, str] = {}  # resolved cuTile op path -> Triton twin given with --triton (this process)
-
-
-def register_twin(cutile: str | Path, triton: str | Path) -> None:
-    """`--triton PATH` for `tileport run`: stage A of that op's conversion pairs with it."""
-    _EXPLICIT[str(Path(cutile).resolve())] = str(Path(triton).resolve())
-
-
 def _candidates(op: Path) -> list[Path]:
     d = op.parent
     out = [d / "triton" / op.name]
@@ -42,10 +35,10 @@ def _candidates(op: Path) -> list[Path]:
     return out
 
 
-def find_twin(op: str | Path) -> tuple[Path, str] | None:
-    """(the Triton twin, how it was paired) of a cuTile Python op, or None."""
+def find_twin(op: str | Path, explicit: str | Path | None = None) -> tuple[Path, str] | None:
+    """(the Triton twin, how it was paired) of a cuTile Python op, or None; `explicit`: the twin the conversion was
+    started with (`--triton`), which wins over the name rule."""
     op = Path(op)
-    explicit = _EXPLICIT.get(str(op.resolve()))
     if explicit:
         return Path(explicit), "option"
     for c in _candidates(op):
@@ -159,15 +152,16 @@ def attach(cutile: Analysis, choice: ReferenceChoice) -> Analysis:
 
 
 def analyze_twin(cutile: Analysis, *, triton_path: str | Path | None = None, config=None, python: str | None = None,
-                 bench: dict | None = None) -> Analysis:
-    """Analyse the Triton twin (explicit, else found by name) into `<cutile out>/triton/` and attach the choice;
-    the cuTile analysis unchanged when there is no twin."""
+                 bench: dict | None = None, saved: str | Path | None = None) -> Analysis:
+    """Analyse the Triton twin (`triton_path`: given now, its failure raised; else `saved` with the conversion, else
+    found by name: a failure to analyse those is noted and cuTile Python stays the reference) into
+    `<cutile out>/triton/` and attach the choice; the cuTile analysis unchanged when there is no twin."""
     from tileport.validators.analysis.triton.pipeline import analyze_triton_op
 
     if triton_path is not None:
         twin, how = check_triton_op(triton_path), "option"
     else:
-        found = find_twin(cutile.source.path)
+        found = find_twin(cutile.source.path, saved)
         if found is None:
             return cutile
         twin, how = found

@@ -4,8 +4,25 @@
 // device pointers with shapes and strides (TpTensor), scalars (TpScalar), the launch grid, the generic arguments
 // as a comma-separated string, its CUDA stream and device ordinal. Tensors are borrowed (`Tensor::borrow_raw_parts`:
 // cutile never frees them), the stream is borrowed (`Stream::borrow_raw`: the launch runs on the caller's stream),
-// the context is the device's primary context (`Context::new`, the one torch uses). A launch synchronises its
-// stream (`sync_on`). Shapes and strides must fit in i32 (cutile 0.5): a larger value is refused, never truncated.
+// the context is the device's primary context (`Context::new`, the one torch uses).
+//
+// The host path is as cheap as a launch can be: a launch is enqueued on the caller's stream and returns without
+// synchronising (`async_on`: the caller's stream orders it against the torch work around it, and the caller's
+// tensors outlive it as every torch kernel's do; a device fault surfaces at the caller's next synchronise). The
+// compiled function is cached by cutile per launch site (its `LaunchSite`: no key hashing, no JIT cache lookup on
+// a repeated launch). Only the first launch of a signature (entry, generics, shapes, strides, pointer alignment,
+// integer scalars) runs on a thread with a 64 MB stack, because cutile's JIT recurses deeply while it compiles;
+// every later launch of that signature runs on the caller's thread.
+//
+// An output declared `&mut Tensor<E, {[-1, ...]}>` (every tile dim dynamic) is the whole tensor inside the kernel:
+// cutile-compiler gives a nested `partition_mut` of it no block offset when the outer tile has a dynamic dim
+// (`compile_nested_mutable_access_offset_metadata`), so its stores index the whole output, as cuTile Python's
+// `ct.scatter`, permuted `(bid(1), bid(0))` stores and persistent loops over tiles do. cutile's `Partition`
+// binding would tie the launch grid to a partition grid of it; `Out::whole` binds it with the launch grid the
+// reference chose instead (see `Out`). Every tensor is specialised on what cuTile Python's JIT assumes about it
+// (`reference_spec`), so both sides compile under the same facts. Raw pointer parameters (`*mut T`) are passed as `DevicePointer<T>`.
+//
+// Shapes and strides must fit in i32 (cutile 0.5): a larger value is refused, never truncated.
 // Device code is always optimised (tileiras --opt-level 3, no device debug info), as cuTile Python compiles it:
 // cutile's default follows the cargo profile of cutile-compiler, and a debug build would otherwise JIT every
 // kernel with --opt-level 0 --device-debug (measured on an H200: a 4096^3 matmul 61x slower).
@@ -13,14 +30,21 @@
 // NUL-terminated into `err`.
 #![allow(unused_unsafe, unused_mut, unused_imports, unused_variables, clippy::all)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, c_void, CStr};
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use cutile::cuda_async::device_buffer::DevicePointer;
+use cutile::cuda_async::device_operation::{value, DeviceOp, ExecutionContext};
+use cutile::cuda_async::error::DeviceError;
+use cutile::cuda_async::launch::AsyncKernelLaunchBuilder;
 use cutile::cuda_core::{Context, Stream};
+use cutile::error::Error as CutileError;
 use cutile::half::{bf16, f16};
 use cutile::prelude::*;
-use cutile::tensor::Tensor;
+use cutile::tensor::{GridBound, KernelInput, KernelInputStored, KernelOutput, KernelOutputStored, Partition,
+                     SpecializationBits, Tensor};
 use cutile::tile_kernel::{CompileOptions, DebugInfoLevel, TileKernel};
 
 pub const TP_MAX_RANK: usize = 8;
@@ -49,8 +73,13 @@ impl From<String> for Refused {
 }
 
 fn fits_i32(v: i64, what: &str) -> Result<i32, Refused> {
+    fits_i32_as(v, || what.to_string())
+}
+
+/// `fits_i32` naming the value only when it does not fit (no string built on a launch that goes through).
+fn fits_i32_as(v: i64, what: impl FnOnce() -> String) -> Result<i32, Refused> {
     i32::try_from(v).map_err(|_| {
-        Refused(2, format!("{what} = {v} does not fit in i32 (cutile 0.5 shapes, strides and scalars are i32); refused, not truncated"))
+        Refused(2, format!("{} = {v} does not fit in i32 (cutile 0.5 shapes, strides and scalars are i32); refused, not truncated", what()))
     })
 }
 
@@ -81,8 +110,8 @@ unsafe fn tensor<T: DType>(t: &TpTensor, ctx: &Arc<Context>, what: &str, rank: u
     let mut shape = Vec::with_capacity(rank);
     let mut strides = Vec::with_capacity(rank);
     for i in 0..rank {
-        shape.push(fits_i32(t.shape[i], &format!("{what}.shape[{i}]"))?);
-        strides.push(fits_i32(t.strides[i], &format!("{what}.stride[{i}]"))?);
+        shape.push(fits_i32_as(t.shape[i], || format!("{what}.shape[{i}]"))?);
+        strides.push(fits_i32_as(t.strides[i], || format!("{what}.stride[{i}]"))?);
     }
     Ok(Tensor::<T>::borrow_raw_parts(t.ptr as _, ctx.clone(), shape, strides))
 }
@@ -121,34 +150,255 @@ unsafe fn write_err(err: *mut c_char, len: usize, msg: &str) {
     *err.add(n) = 0;
 }
 
-/// Runs one launch on a thread with a large stack (cutile's JIT recurses deeply), catching panics.
-unsafe fn guarded<F: FnOnce() -> Result<(), Refused> + Send>(err: *mut c_char, len: usize, f: F) -> i32 {
+/// The launch signatures (entry symbol, generics, tensor shapes/strides/pointer alignment, integer scalars, grid)
+/// launched before: cutile compiled their specialisation then, so a repeat needs no JIT and no large stack.
+fn seen() -> &'static Mutex<HashSet<u64>> {
+    static SEEN: OnceLock<Mutex<HashSet<u64>>> = OnceLock::new();
+    SEEN.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+/// What decides cutile's specialisation of one launch (and a little more), hashed.
+unsafe fn launch_key(symbol: &str, generics: *const c_char, grid: *const u32, tensors: *const TpTensor, nt: usize,
+                     scalars: *const TpScalar, ns: usize) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    symbol.hash(&mut h);
+    if !generics.is_null() {
+        CStr::from_ptr(generics).to_bytes().hash(&mut h);
+    }
+    if !grid.is_null() {
+        std::slice::from_raw_parts(grid, 3).hash(&mut h);
+    }
+    if !tensors.is_null() {
+        for t in std::slice::from_raw_parts(tensors, nt) {
+            let r = t.ndim.clamp(0, TP_MAX_RANK as i64) as usize;
+            (t.ptr.trailing_zeros().min(12), t.ndim, &t.shape[..r], &t.strides[..r], &t.part[..r]).hash(&mut h);
+        }
+    }
+    if !scalars.is_null() {
+        for s in std::slice::from_raw_parts(scalars, ns) {
+            (s.i, s.f.to_bits()).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+fn outcome_code(err: *mut c_char, len: usize, r: Result<Result<(), Refused>, Box<dyn std::any::Any + Send>>) -> i32 {
+    match r {
+        Ok(Ok(())) => 0,
+        Ok(Err(Refused(code, msg))) => {
+            unsafe { write_err(err, len, &msg) };
+            code
+        }
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic with a non-string payload".into());
+            unsafe { write_err(err, len, &format!("panic: {msg}")) };
+            3
+        }
+    }
+}
+
+/// Runs one launch, catching panics: on the caller's thread when this signature was launched before (`key` in
+/// `seen`), else on a thread with a large stack (cutile's JIT recurses deeply while it compiles).
+unsafe fn guarded<F: FnOnce() -> Result<(), Refused> + Send>(err: *mut c_char, len: usize, key: u64, f: F) -> i32 {
+    let warm = seen().lock().map(|s| s.contains(&key)).unwrap_or(false);
+    if warm {
+        return outcome_code(err, len, std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    }
     let outcome = std::thread::scope(|s| {
         std::thread::Builder::new()
             .stack_size(64 << 20)
             .spawn_scoped(s, move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)))
             .map(|h| h.join())
     });
-    match outcome {
-        Ok(Ok(Ok(Ok(())))) => 0,
-        Ok(Ok(Ok(Err(Refused(code, msg))))) => {
-            write_err(err, len, &msg);
-            code
-        }
-        Ok(Ok(Err(p))) | Ok(Err(p)) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panic with a non-string payload".into());
-            write_err(err, len, &format!("panic: {msg}"));
-            3
-        }
+    let code = match outcome {
+        Ok(Ok(r)) => outcome_code(err, len, r),
+        Ok(Err(p)) => outcome_code(err, len, Err(p)),
         Err(e) => {
             write_err(err, len, &format!("cannot start the launch thread: {e}"));
             1
         }
+    };
+    if code == 0 {
+        if let Ok(mut s) = seen().lock() {
+            s.insert(key);
+        }
     }
+    code
+}
+
+/// What cuTile Python's JIT assumes about a tensor argument, for the same tensor: a dim's extent divisible by 16
+/// (else nothing), a stride divisible by 16 bytes' worth of elements (else nothing), the base address's alignment
+/// up to 16 bytes (cuda.tile: `ArrayConstraint` shape_divisible_by / stride_divisible_by / base_addr_divisible_by;
+/// the kernel symbols the H200 ran, e.g. `..._A2f16_1i16v8l0_2t1_p16_...` for a [1024, 1000] f16 row: 16 on the
+/// rows, nothing on 1000). cutile's own rule (`compute_spec`: the largest power of two up to 16) claims more, e.g.
+/// div_by<8> on a row of 1000, and tileiras 13.5 compiles that row softmax to 256 threads x 255 registers where
+/// the reference's assumptions give 128 x 28 (measured: 19-22 us against 4.7-6.5 us). A port is compared with its
+/// reference, so it is specialised on exactly what the reference is; every claim here is one cutile's rule also
+/// makes (16 | d implies its divisor is 16), so nothing is assumed that the tensor does not satisfy.
+fn reference_spec(t: &TpTensor, base: &SpecializationBits, elem_bytes: usize) -> SpecializationBits {
+    let mut spec = base.clone();
+    let rank = (t.ndim.clamp(0, TP_MAX_RANK as i64) as usize).min(spec.shape_div.len()).min(spec.stride_div.len());
+    let stride_unit = if elem_bytes > 0 && 16 % elem_bytes == 0 { (16 / elem_bytes) as i64 } else { 1 };
+    for i in 0..rank {
+        let d = t.shape[i];
+        spec.shape_div[i].divisor = if d % 16 == 0 { 16 } else { 1 };
+        let s = t.strides[i];
+        spec.stride_div[i].divisor = if stride_unit > 1 && s % stride_unit == 0 { stride_unit as i32 } else { 1 };
+    }
+    spec
+}
+
+/// A `&Tensor` input, specialised as the reference's JIT specialises it (`reference_spec`).
+pub struct In<T: DType> {
+    t: Arc<Tensor<T>>,
+    spec: SpecializationBits,
+}
+
+impl<T: DType> In<T> {
+    unsafe fn new(tp: &TpTensor, ctx: &Arc<Context>, what: &str, rank: usize) -> Result<Self, Refused> {
+        let t = Arc::new(tensor::<T>(tp, ctx, what, rank)?);
+        let spec = reference_spec(tp, t.spec(), std::mem::size_of::<T>());
+        Ok(In { t, spec })
+    }
+}
+
+unsafe impl<T: DType> KernelInputStored for In<T> {
+    fn retain(&self, ctx: &ExecutionContext) -> Result<(), DeviceError> {
+        KernelInputStored::retain(&self.t, ctx)
+    }
+    fn push_kernel_args(&self, launcher: &mut AsyncKernelLaunchBuilder) {
+        KernelInputStored::push_kernel_args(&self.t, launcher)
+    }
+    fn shape(&self) -> &[i32] {
+        KernelInputStored::shape(&self.t)
+    }
+    fn strides(&self) -> &[i32] {
+        KernelInputStored::strides(&self.t)
+    }
+    fn spec(&self) -> &SpecializationBits {
+        &self.spec
+    }
+    fn dtype_str(&self) -> &'static str {
+        KernelInputStored::dtype_str(&self.t)
+    }
+}
+
+impl<T: DType> KernelInput<T> for In<T> {
+    type Stored = In<T>;
+    type Returned = In<T>;
+    fn prepare(self) -> Self::Stored {
+        self
+    }
+    fn recover(stored: Self::Stored) -> Self::Returned {
+        stored
+    }
+}
+
+/// A `&mut Tensor` output, specialised as the reference's JIT specialises it (`reference_spec`), bound either as
+/// cutile's partition of it or whole.
+///
+/// Whole: an output declared `&mut Tensor<E, {[-1, ...]}>` (every tile dim dynamic). cutile's own bindings tie
+/// the grid to the output: `Partition` reports `GridBound::Exact(partition grid)` (or `AtMost` with
+/// `partition_prefix`), and its launcher checks the bound partition shape against the declared tile shape. For an
+/// all-dynamic declared shape that check reads -1 per dim (`TensorParamType.shape`, compared as
+/// `expected as i64 == given as i64`), which no real partition dim equals. Inside the kernel such an output is
+/// the whole tensor (the entry wrapper builds a view of the full tensor, and a nested `partition_mut` gets no
+/// block offset when the outer tile has a dynamic dim), so every block may store anywhere in it: the grid is a
+/// fact of the kernel's own indexing, not of a partition. This binding says so: the partition shape it reports is
+/// the declared one (-1 per dim, as usize), its grid bound accepts any launch grid, and the kernel arguments are
+/// exactly `Partition`'s (pointer, shape, strides, then the partition dims and strides, here the whole tensor).
+/// Safety: the pointer covers every element of the shape and strides it reports (a borrowed torch tensor), and
+/// the kernel's stores stay inside that view as cuTile Python's do (the reference launched the same indices).
+pub struct Out<T: DType> {
+    part: Partition<Tensor<T>>,
+    whole: Option<Vec<usize>>,
+    spec: SpecializationBits,
+}
+
+impl<T: DType> Out<T> {
+    /// The output partitioned into tiles of `shape` (the declared static tile shape), one per block.
+    unsafe fn tiles<const R: usize>(tp: &TpTensor, ctx: &Arc<Context>, what: &str, shape: [usize; R])
+                                    -> Result<Self, Refused> {
+        let t = tensor::<T>(tp, ctx, what, R)?;
+        let spec = reference_spec(tp, t.spec(), std::mem::size_of::<T>());
+        Ok(Out { part: t.partition(shape), whole: None, spec })
+    }
+
+    /// The output bound whole (every declared tile dim dynamic).
+    unsafe fn whole<const R: usize>(tp: &TpTensor, ctx: &Arc<Context>, what: &str) -> Result<Self, Refused> {
+        let t = tensor::<T>(tp, ctx, what, R)?;
+        let spec = reference_spec(tp, t.spec(), std::mem::size_of::<T>());
+        let mut shape = [1usize; R];
+        for i in 0..R {
+            shape[i] = tp.shape[i].max(1) as usize;
+        }
+        Ok(Out { part: t.partition(shape), whole: Some(vec![usize::MAX; R]), spec })
+    }
+}
+
+unsafe impl<T: DType> KernelOutputStored<T> for Out<T> {
+    fn retain(&self, ctx: &ExecutionContext) -> Result<(), DeviceError> {
+        KernelOutputStored::retain(&self.part, ctx)
+    }
+    fn push_kernel_args(&self, launcher: &mut AsyncKernelLaunchBuilder) {
+        KernelOutputStored::push_kernel_args(&self.part, launcher)
+    }
+    fn grid(&self) -> Result<(u32, u32, u32), CutileError> {
+        KernelOutputStored::grid(&self.part)
+    }
+    fn grid_bound(&self) -> Result<GridBound, CutileError> {
+        if self.whole.is_some() {
+            Ok(GridBound::AtMost((u32::MAX, u32::MAX, u32::MAX)))
+        } else {
+            KernelOutputStored::grid_bound(&self.part)
+        }
+    }
+    fn dtype_str(&self) -> &'static str {
+        KernelOutputStored::dtype_str(&self.part)
+    }
+    fn partition_shape_as_i32(&self) -> Vec<i32> {
+        match &self.whole {
+            Some(d) => vec![-1; d.len()],
+            None => KernelOutputStored::partition_shape_as_i32(&self.part),
+        }
+    }
+    fn partition_shape(&self) -> &[usize] {
+        match &self.whole {
+            Some(d) => d,
+            None => KernelOutputStored::partition_shape(&self.part),
+        }
+    }
+    fn strides_hint(&self) -> Vec<i32> {
+        KernelOutputStored::strides_hint(&self.part)
+    }
+    fn spec(&self) -> &SpecializationBits {
+        &self.spec
+    }
+    fn shape_as_i32(&self) -> Vec<i32> {
+        KernelOutputStored::shape_as_i32(&self.part)
+    }
+}
+
+impl<T: DType> KernelOutput<T> for Out<T> {
+    type Stored = Out<T>;
+    type Returned = Out<T>;
+    fn prepare(self) -> Self::Stored {
+        self
+    }
+    fn recover(stored: Self::Stored) -> Self::Returned {
+        stored
+    }
+}
+
+unsafe fn device_pointer<T>(t: &TpTensor, what: &str) -> Result<DevicePointer<T>, Refused> {
+    if t.ptr == 0 {
+        return Err(Refused(1, format!("{what}: null device pointer")));
+    }
+    Ok(DevicePointer::<T>::from_cu_deviceptr(t.ptr as _))
 }
 
 #[no_mangle]

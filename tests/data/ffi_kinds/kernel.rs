@@ -1,0 +1,38 @@
+// Output kinds the generated launcher takes beyond one tile per block (tests/validators/gpu/test_ffi_kinds.py):
+// a permuted store into a whole output (every tile dim dynamic), and a raw device pointer with its extents.
+#[cutile::module]
+pub mod kinds {
+    use cutile::core::*;
+
+    // out[bn, bm] = x[bm, bn]^T: block (bm, bn) writes the tile at (bn, bm), so the launch grid is not a
+    // partition grid of `out` (a permuted store, as cuTile Python's transpose).
+    #[cutile::entry()]
+    fn permuted<E: ElementType, const TILE: i32>(x: &Tensor<E, { [-1, -1] }>, out: &mut Tensor<E, { [-1, -1] }>) {
+        let xs: Partition<E, { [TILE, TILE] }> = x.partition(shape![TILE, TILE]);
+        let mut os: PartitionMut<E, { [TILE, TILE] }> = out.partition_mut(shape![TILE, TILE]);
+        let bm: i32 = program_id(0);
+        let bn: i32 = program_id(1);
+        let t: Tile<E, { [TILE, TILE] }> = xs.load([bm, bn]);
+        os.store(t.transpose(), [bn, bm]);
+    }
+
+    // out = x through a raw pointer: the launcher passes the reference's `out` as a DevicePointer and fills
+    // out_dim_0 / out_stride_0 from it.
+    #[cutile::entry(unchecked_accesses = true)]
+    unsafe fn through_pointer<E: ElementType, const TILE: i32>(
+        x: &Tensor<E, { [-1] }>,
+        out_ptr: *mut E,
+        out_dim_0: i32,
+        out_stride_0: i32,
+    ) {
+        let shape: Shape<{ [-1] }> = Shape::<{ [-1] }> { dims: &[out_dim_0] };
+        let strides: Array<{ [-1] }> = Array::<{ [-1] }> { dims: &[out_stride_0] };
+        let base: PointerTile<*mut E, { [] }> = pointer_to_tile(out_ptr);
+        let mut out: Tensor<E, { [-1] }> = make_tensor_view(base, shape, strides, new_token_unordered());
+        let xs: Partition<E, { [TILE] }> = x.partition(shape![TILE]);
+        let mut os: PartitionMut<E, { [TILE] }> = out.partition_mut(shape![TILE]);
+        let b: i32 = program_id(0);
+        let t: Tile<E, { [TILE] }> = xs.load([b]);
+        os.store(t, [b]);
+    }
+}

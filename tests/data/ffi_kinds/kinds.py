@@ -1,0 +1,50 @@
+"""Two output kinds a launcher must take beyond one view tile per block, for the port in this directory
+(kernel.rs): a permuted store (block (bm, bn) writes tile (bn, bm) of `t`) and an output the port reaches through
+a raw device pointer (`copy`). tests/validators/gpu/test_ffi_kinds.py builds it; on a GPU `tileport gate pack
+tests/data/ffi_kinds --op tests/data/ffi_kinds/kinds.py` then `tileport gate run` judges it.
+"""
+
+import cuda.tile as ct
+
+TILEPORT = {
+    "dtypes": ["float32"],
+    "shapes": [{"m": 1000, "n": 300}, {"m": 64, "n": 4096}],
+}
+
+
+@ct.kernel
+def transpose_kernel(x, out, TILE: ct.Constant[int]):
+    bm = ct.bid(0)
+    bn = ct.bid(1)
+    t = ct.load(x, index=(bm, bn), shape=(TILE, TILE), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, index=(bn, bm), tile=ct.transpose(t))
+
+
+@ct.kernel
+def copy_kernel(x, out, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    ct.store(out, index=(b,), tile=ct.load(x, index=(b,), shape=(TILE,)))
+
+
+def kinds(x):
+    import torch
+
+    m, n = x.shape
+    t = torch.empty((n, m), dtype=x.dtype, device=x.device)
+    stream = torch.cuda.current_stream()
+    ct.launch(stream, (ct.cdiv(m, 64), ct.cdiv(n, 64), 1), transpose_kernel, (x, t, 64))
+    flat = x.reshape(-1)
+    c = torch.empty_like(flat)
+    ct.launch(stream, (ct.cdiv(flat.numel(), 1024), 1, 1), copy_kernel, (flat, c, 1024))
+    return t, c.view(m, n)
+
+
+def make_inputs(shape, dtype, device="cuda", seed=0):
+    import torch
+
+    g = torch.Generator(device=device).manual_seed(seed)
+    return {"x": torch.randn((shape["m"], shape["n"]), generator=g, device=device).to(getattr(torch, dtype))}
+
+
+def reference(x):
+    return x.t().contiguous(), x.clone()

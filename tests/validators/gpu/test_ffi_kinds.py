@@ -1,0 +1,82 @@
+"""The output kinds the generated launcher takes beyond one view tile per block (issue 31 item 4): outputs every
+tile dim of which is dynamic (written by ct.scatter, permuted (bid(1), bid(0)) stores, persistent loops over tiles)
+are launched whole with the reference's grid; raw pointer parameters are passed as device pointers with their
+extents read from the reference's tensor. The port in tests/data/ffi_kinds has one of each; on a GPU it is judged
+by `tileport gate` against tests/data/ffi_kinds/kinds.py (docs/gpu-runs.md).
+"""
+
+from __future__ import annotations
+
+import lzma
+from types import SimpleNamespace
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+from tileport.validators.gpu.ffi import render_ffi
+from tileport.validators.gpu.runner import PortLauncher, classify_message
+from tileport.validators.rust.spec import load_spec
+
+KINDS = REPO / "tests" / "data" / "ffi_kinds"
+HELDOUT = REPO / "tests" / "data" / "draft_heldout"
+
+
+def _kinds():
+    return render_ffi((KINDS / "kernel.rs").read_text(), load_spec(KINDS / "spec.json"), ["float32"])
+
+
+def test_a_permuted_store_output_is_bound_whole_and_launched_on_the_callers_stream_without_a_sync():
+    f = _kinds()
+    entry = PortLauncher(SimpleNamespace(bindings=f.bindings)).select(
+        "transpose_kernel", {"TILE": 64}, "float32")
+    assert entry["entry"] == "permuted" and not entry["kernel_faults"] and not entry["undecided"]
+    fn = f.rust[f.rust.index("fn tp_permuted__f32"):]
+    fn = fn[:fn.index("\n}\n")]
+    assert "let a_out = value(Out::<f32>::whole::<2>(&ts[1], &ctx, \"out\")?);" in fn
+    assert "launch.async_on(&stream)" in fn and ".sync_on(" not in fn
+    # every tensor is specialised on what cuTile Python's JIT assumes about it (prelude: reference_spec)
+    assert "let a_x = value(In::<f32>::new(&ts[0], &ctx, \"x\", 2)?);" in fn
+    assert "spec.shape_div[i].divisor = if d % 16 == 0 { 16 } else { 1 };" in f.rust
+    # the prelude's binding accepts the reference's grid: no partition grid is imposed on a whole output
+    assert "GridBound::AtMost((u32::MAX, u32::MAX, u32::MAX))" in f.rust
+
+
+def test_a_pointer_parameter_serves_the_reference_tensor_and_its_extents_come_from_it():
+    f = _kinds()
+    e = next(e for e in f.bindings["entries"] if e["entry"] == "through_pointer")
+    assert e["param_map"] == {"out_ptr": "out"} and not e["undecided"]
+    params = {p["name"]: p for p in e["params"]}
+    assert params["out_ptr"]["kind"] == "ptr"
+    assert params["out_dim_0"]["of"] == {"param": "out_ptr", "what": "shape", "axis": 0}
+    assert params["out_stride_0"]["of"] == {"param": "out_ptr", "what": "stride", "axis": 0}
+    assert "let a_out_ptr = device_pointer::<f32>(&ts[1], \"out_ptr\")?;" in f.rust
+
+
+@pytest.mark.parametrize("op", ["transpose", "embedding", "masked_axpby"])
+def test_held_out_drafts_with_scatter_or_permuted_outputs_have_a_launchable_entry(op, tmp_path):
+    r = run_cli("draft", str(HELDOUT / f"{op}.py"), "--out", str(tmp_path / op), timeout=300)
+    assert r.returncode == 0, r.stderr + r.stdout
+    f = render_ffi((tmp_path / op / "kernel.rs").read_text(), load_spec(tmp_path / op / "spec.json"), ["float32"])
+    assert f.bindings["entries"] and all(not e["kernel_faults"] for e in f.bindings["entries"])
+    assert "Out::<" in f.rust and "::whole::<" in f.rust
+
+
+@pytest.mark.slow
+def test_the_kinds_launcher_builds_and_refuses_a_wrong_call_in_one_line_without_a_gpu(tmp_path):
+    gate = tmp_path / "gate-kinds"
+    r = run_cli("gate", "pack", str(KINDS), "--op", str(KINDS / "kinds.py"), "--out", str(gate), timeout=1500)
+    assert r.returncode == 0, r.stderr + r.stdout
+    so = tmp_path / "libport.so"
+    with lzma.open(gate / "lib" / "libport.so.xz") as f:
+        so.write_bytes(f.read())
+    from tileport.validators.gpu.runner import PortLibrary
+    lib = PortLibrary(so)
+    x = {"ptr": 4096, "shape": [1000, 300], "strides": [300, 1]}
+    out = {"ptr": 8192, "shape": [300, 1000], "strides": [1000, 1], "part": [64, 64]}
+    rc, msg = lib.call("tp_permuted__f32", stream=0, device=0, grid=(16, 5, 1), generics=["f32", "64"], tensors=[x],
+                       scalars=[])
+    assert rc == 1 and msg == "permuted: 1 tensors and 0 scalars given, the entry takes 2 and 0", msg
+    rc, msg = lib.call("tp_permuted__f32", stream=0, device=0, grid=(16, 5, 1), generics=["f32", "64"],
+                       tensors=[x, out], scalars=[])
+    if rc != 0:  # no driver here: the launch stops at the context, as an environment fault
+        assert rc == 1 and classify_message(msg, "host") == "env", msg
