@@ -24,7 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "export reference Tile IR bytecode, its text (tileirdisasm) and a cubin (tileiras) per "
                     "kernel x variant x dtype x target; write analysis.json. With no OP: every op in examples/.",
     )
-    p.add_argument("op", nargs="?", metavar="OP.py", help="the op module (default: every op in examples/)")
+    p.add_argument("op", nargs="?", metavar="OP.py|DIR",
+                   help="the op module, or a library's directory: every op file in it (modules defining @ct.kernel or "
+                        "@triton.jit kernels) analysed with its own tests, then a summary table per op "
+                        "(default: every op in examples/)")
     p.add_argument("--kernel", metavar="NAME", help="only this kernel's variants (needs OP)")
     p.add_argument("--out", metavar="DIR",
                    help="output directory (default out/<op>/; with no OP, the root for out/<op>/ dirs)")
@@ -47,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "analysed too, and the per-variant reference choice recorded")
     p.add_argument("--reference-timings", metavar="BENCH.json",
                    help="the pair benchmark's results from a GPU host: the faster side per variant becomes its reference")
+    p.add_argument("--parallel", type=int_in(1, 64), metavar="N",
+                   help="with DIR: ops analysed at once, each in its own process (default: 2, at most the CPUs)")
+    p.add_argument("--json", action="store_true", help="with DIR: the summary as one JSON document")
     p.set_defaults(func=run)
 
 
@@ -121,6 +127,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--tests needs an OP: tileport analyze OP.py --tests tests/test_op.py")
     if args.op is None and (args.triton or args.reference_timings):
         raise UserError("--triton and --reference-timings need an OP: tileport analyze OP.py --triton TRITON_OP.py")
+    if args.op is not None and Path(args.op).is_dir():
+        return _library(args, config, common)
+    if args.json or args.parallel:
+        raise UserError("--json and --parallel go with a library's directory: tileport analyze DIR --json")
     if args.op is not None:
         from tileport.cli._triton import analyze_triton_cli, is_triton_op
 
@@ -176,3 +186,28 @@ def run(args: argparse.Namespace) -> int:
     if len(ok) != len(outcomes):
         raise UserError(f"{len(outcomes) - len(ok)} of {len(outcomes)} ops failed (see FAILED above)")
     return 0
+
+
+def _library(args: argparse.Namespace, config, common: dict) -> int:
+    """`tileport analyze DIR`: every op file of the library, its summary table (or --json)."""
+    import os
+    import time
+
+    from tileport import service
+    from tileport.cli._library import print_rows
+
+    if args.kernel or args.triton or args.reference_timings:
+        raise UserError("--kernel, --triton and --reference-timings name one op; with a directory every op is analysed")
+    lib = service.find_library(args.op)
+    parallel = args.parallel or max(1, min(2, os.cpu_count() or 1))
+    out_root = Path(args.out) if args.out else Path("out") / Path(args.op).resolve().name
+    if not args.json:
+        print(f"tileport analyze: {len(lib.ops)} op files in {_rel(lib.root)} ({len(lib.kernel_only)} kernel-only, "
+              f"analysed through the tests that launch them; {len(lib.skipped)} wrappers/helpers reached through "
+              f"those tests) -> {_rel(out_root)}/, {parallel} at a time", flush=True)
+    t0 = time.perf_counter()
+    kw = {k: v for k, v in common.items() if k != "config"}
+    results = service.analyze_library(config, lib, out_root=out_root, parallel=parallel, **kw)
+    rows = service.library_rows(config, lib, results)
+    print_rows(rows, lib.root, time.perf_counter() - t0, parallel, as_json=args.json)
+    return 0 if all(r["analysed"] == "yes" for r in rows) else 1

@@ -8,13 +8,14 @@ and `service.X` loads the module that holds X the first time it is asked for.
 - `decisions`    approve / override / reject / merge / rebase, and their refusals
 - `oneshot`      `tileport analyze` / `build-rust` as one-stage runs through the stages themselves; `ir-diff`
 - `environment`  the doctor's checks, the offline bundle, a local model server
+- `library`      a whole library: its op files, stage A on each, a conversion per op, the summary rows
 """
 
 from __future__ import annotations
 
 from importlib import import_module
 
-_MODULES = ("conversions", "edits", "gates", "decisions", "oneshot", "environment")
+_MODULES = ("conversions", "edits", "gates", "decisions", "oneshot", "environment", "library")
 _WHERE = {
     "conversions": ("Store", "Limits", "StopOutcome", "ConversionRunner", "EditJudged", "Finished", "READONLY", "WRITES",
                     "store_path", "configured", "open_store", "exit_code", "runner", "reusable", "start_or_reuse",
@@ -31,6 +32,7 @@ _WHERE = {
                 "BuildRust", "init_spec", "load_analysis", "draft", "draft_triton", "LiftIncomplete", "RustBuildResult",
                 "ir_diff"),
 }
+_WHERE["library"] = ("find_library", "analyze_library", "GATE_ORDER", "library_rows", "library_conversions")
 _OWNER = {name: module for module, names in _WHERE.items() for name in names}
 __all__ = sorted([*_OWNER, *_MODULES])
 

@@ -203,7 +203,12 @@ class TileportApp(GateCommands, App):
             def job():
                 self._mark_run()
                 try:
-                    cids = self.actions.start([str(op)], background_note=self.notify_from_thread)
+                    ops = [str(op)]
+                    if op.is_dir():  # a library: every cuTile op file in it (tileport run DIR)
+                        from tileport import service
+
+                        ops = [str(f.path) for f in service.find_library(op).ops if f.kind == "cutile"]
+                    cids = self.actions.start(ops, background_note=self.notify_from_thread)
                 except UserError as e:
                     self.call_from_thread(self.notify, f"convert: {e}", severity="error", timeout=10)
                 else:
@@ -211,9 +216,11 @@ class TileportApp(GateCommands, App):
                                           f"{', '.join(f'#{c}' for c in cids)} ran; see the list", timeout=8)
             self.run_worker(job, thread=True, group="start", exit_on_error=False)
         repo = self.actions.repo
-        self.push_screen(ReasonScreen(f"Convert which op? The path of a cuTile Python file (its conversion branches "
-                                      f"from the repository {repo}; another repository: `tileport tui --repo DIR`)",
-                                      placeholder="path/to/op.py", required="type the path of a .py file, or escape"),
+        self.push_screen(ReasonScreen(f"Convert which op? The path of a cuTile Python file, or a library's directory "
+                                      f"for every op file in it (its conversion branches from the repository {repo}; "
+                                      f"another repository: `tileport tui --repo DIR`)",
+                                      placeholder="path/to/op.py or path/to/library",
+                                      required="type the path of a .py file or a directory, or escape"),
                          chosen)
 
     def notify_from_thread(self, text: str) -> None:

@@ -123,7 +123,7 @@ def test_an_output_with_every_tile_dim_dynamic_is_launched_whole_and_a_mixed_one
     chunked = PortLauncher(SimpleNamespace(bindings=whole.bindings)).select(
         "rms_norm_kernel", {"TILE_N": 2048, "CHUNKS": 4}, "float16")
     assert chunked["entry"] == "rms_norm_chunked" and not chunked["kernel_faults"] and not chunked["slab_checks"]
-    assert "let a_out = value(WholeOutput::<f16>::new::<2>(&ts[2], &ctx, \"out\")?);" in whole.rust
+    assert "let a_out = value(Out::<f16>::whole::<2>(&ts[2], &ctx, \"out\")?);" in whole.rust
     mixed = render_ffi(kernel.replace("out: &mut Tensor<E, { [1, N] }>", "out: &mut Tensor<E, { [1, -1] }>"), spec,
                        DTYPES).bindings
     with pytest.raises(PortError, match=r"rms_norm_chunked: output out: &mut Tensor with tile dims \['1', '-1'\], "

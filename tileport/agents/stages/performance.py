@@ -11,7 +11,8 @@ from tileport.records import FailClass, PerfDetails, Stage, StageResult, utcnow
 STAGE = Stage.PERFORMANCE
 
 
-ROW_KEYS = ("config", "ref_ms", "port_ms", "ratio", "flags", "tiny", "failed", "hw", "launch", "idle_gap_us")
+ROW_KEYS = ("config", "ref_ms", "port_ms", "ratio", "flags", "tiny", "failed", "hw", "launch", "idle_gap_us",
+            "ir_diff")
 
 
 def _row(r) -> dict:

@@ -247,9 +247,10 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
                          f"own tests/scripts ({len(capture.sources)} run), constants from launches")
         elif not decl.present:
             notes.append("no TILEPORT declaration: dtypes float16/float32, constants from launches, no shapes")
+        source = _kernel_source(path, plan, reply.get("kernel_files") or {}, notes)
         analysis = Analysis(
             op=path.stem,
-            source=SourceInfo(path=str(path.resolve()), sha256=sha256_file(path), bytes=path.stat().st_size),
+            source=SourceInfo(path=str(source), sha256=sha256_file(source), bytes=source.stat().st_size),
             out_dir=str(final), targets=targets, bytecode_version=config.toolchain.bytecode_version,
             tools=ToolInfo(python=sys.version.split()[0], cuda_tile=reply.get("cuda_tile"),
                            tileiras=tool_version(str(toolchain.tileiras)) if toolchain.tileiras else None,
@@ -269,6 +270,25 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
         analysis.timings.total_s = round(time.perf_counter() - t0, 4)
         (stage / "analysis.json").write_text(analysis.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return analysis
+
+
+def _kernel_source(path: Path, plan: Plan, kernel_files: dict[str, str], notes: list[str]) -> Path:
+    """The op's source: the module itself, or, when it defines none of the kernels it launches (a wrapper: an
+    autograd.Function, an nn.Module, a launch helper), the module that defines most of them, so the analysis names
+    the source its kernels are read from (the draft translates them from there)."""
+    here = str(path.resolve())
+    analysed = [k.name for k in plan.kernels if any(v.kernel == k.name for v in plan.variants)]
+    files = [kernel_files[k] for k in analysed if k in kernel_files]
+    if not files or here in files:
+        return path
+    best = max(dict.fromkeys(files), key=files.count)
+    p = Path(best)
+    if not p.is_file():
+        return path
+    others = sorted({Path(f).name for f in files if f != best})
+    notes.append(f"{path.name} defines no kernel it launches: its kernels are read from {best}"
+                 + (f" (also launched, from other modules: {', '.join(others)})" if others else ""))
+    return p
 
 
 def _tolerances(config: Config, decl, capture: CaptureInfo | None) -> tuple[dict[str, ToleranceSpec], dict[str, str]]:

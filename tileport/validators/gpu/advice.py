@@ -73,10 +73,15 @@ def row_advice(row: dict, gate: float, arch: str = "sm_90") -> list[str]:
         return []
     launch = row.get("launch") or {}
     port, ref = _first(launch.get("port")), _first(launch.get("ref"))
-    if not port:
-        return []
     out = []
     where = f"{row.get('config')} ({ratio:.3f}x)"
+    ir = row.get("ir_diff")
+    if isinstance(ir, dict) and ir:  # what the two JITs compiled for this configuration, through one IR gate
+        from tileport.validators.gpu.bytecode import summary
+
+        out.append(f"{where}: the IR each side's JIT compiled for it on the GPU: {summary(ir)}")
+    if not port:
+        return out
     hint = _occupancy_hint(row, gate, arch)
     if hint:
         out.append(f"{where}: the port's kernel {hint['kernel']} holds {hint['registers']} registers x "

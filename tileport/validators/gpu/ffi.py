@@ -18,7 +18,7 @@ concrete types). How a cuTile Python launch maps onto a port entry is read from 
   `x_stride_<i>` the reference does not pass are read from that tensor;
 * an output whose tile dims are all dynamic (`&mut Tensor<E, {[-1, -1]}>`) is the whole tensor inside the kernel
   (written by `ct.scatter`, permuted `(bid(1), bid(0))` stores, persistent loops over tiles): it is launched with
-  the reference's grid, whatever that grid is (`WholeOutput` in the prelude says why cutile allows it);
+  the reference's grid, whatever that grid is (`Out` in the prelude says why cutile allows it);
 * an output slab dim only the port fixes (rms_norm / softmax chunked `&mut Tensor<E, {[1, N]}>`, N the row length
   of the variant) must tile the output's extent exactly with the launch grid: the launcher refuses any other
   extent before it launches, with one message naming the dim and what the entry was built for.
@@ -283,16 +283,15 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks
         else:
             elem = rust_dtype if p.elem in type_params else p.elem
             rank = len(p.dims)
-            t = f"tensor::<{elem}>(&ts[{ti}], &ctx, \"{p.name}\", {rank})?"
             if p.kind == "in":
-                body.append(f"        let {var} = Arc::new({t});")
+                body.append(f"        let {var} = value(In::<{elem}>::new(&ts[{ti}], &ctx, \"{p.name}\", {rank})?);")
             elif p.kind == "ptr":
                 body.append(f"        let {var} = device_pointer::<{elem}>(&ts[{ti}], \"{p.name}\")?;")
             elif whole_output(p):
-                body.append(f"        let {var} = value(WholeOutput::<{elem}>::new::<{rank}>(&ts[{ti}], &ctx, "
-                            f"\"{p.name}\")?);")
+                body.append(f"        let {var} = value(Out::<{elem}>::whole::<{rank}>(&ts[{ti}], &ctx, \"{p.name}\")?);")
             else:
-                body.append(f"        let {var} = {t}.partition(part::<{rank}>(&ts[{ti}], \"{p.name}\")?);")
+                body.append(f"        let {var} = value(Out::<{elem}>::tiles::<{rank}>(&ts[{ti}], &ctx, \"{p.name}\", "
+                            f"part::<{rank}>(&ts[{ti}], \"{p.name}\")?)?);")
             ti += 1
         args.append(var)
     call = f"crate::kernel::{sig.module}::{sig.name}({', '.join(args)})"

@@ -116,6 +116,7 @@ class PerfRow:
     failed: bool = False
     launch: dict = field(default_factory=dict)  # side -> CUPTI launch attributes per kernel (runner.launch_attributes)
     idle_gap_us: dict = field(default_factory=dict)  # side -> median idle time before the first timed kernel
+    ir_diff: dict = field(default_factory=dict)  # the IR gate on the bytecode both JITs compiled (gpu.bytecode)
 
     def model_dump(self, mode: str = "json") -> dict:
         return asdict(self)
@@ -187,6 +188,9 @@ def perf_from_results(results: dict, config_max: float | None = None) -> PerfRep
         from tileport.config import PerfGate
         config_max = PerfGate().config_max
     perf = results.get("perf") or {}
+    if any("bytecode" in r and "ir_diff" not in r for r in perf.get("rows", [])):
+        from tileport.validators.gpu.bytecode import annotate
+        annotate(results)  # the IR each side's JIT compiled, diffed once: kept in the rows (`ir_diff`)
     rep = PerfReport(env_missing=results.get("env_missing"), hw=dict(perf.get("hw") or {}))
     cap = (results.get("env") or {}).get("capability")
     if isinstance(cap, (list, tuple)) and len(cap) == 2:
@@ -197,7 +201,8 @@ def perf_from_results(results: dict, config_max: float | None = None) -> PerfRep
                                 port_samples=r.get("port_samples") or [], flags=r.get("flags") or [],
                                 hw=r.get("hw") or {}, failed=bool(r.get("failed")),
                                 tiny=is_tiny(r.get("ref_ms"), r.get("port_ms"), r.get("ratio"), config_max),
-                                launch=r.get("launch") or {}, idle_gap_us=r.get("idle_gap_us") or {}))
+                                launch=r.get("launch") or {}, idle_gap_us=r.get("idle_gap_us") or {},
+                                ir_diff=r.get("ir_diff") or {}))
     return rep
 
 

@@ -43,6 +43,7 @@ import lzma
 import os
 import shutil
 import statistics
+import struct
 import sys
 import tempfile
 import time
@@ -83,8 +84,55 @@ def classify_message(message: str, default: str) -> str:
 # ----------------------------------------------------------------------------------------------- the library
 
 
+_TENSOR_PACK = struct.Struct("<Qq" + "q" * (3 * MAX_RANK))  # TpTensor: ptr, ndim, shape, strides, part
+_SCALAR_PACK = struct.Struct("<qd")  # TpScalar: i, f
+_GRID_PACK = struct.Struct("<III")
+_PAD = (0,) * MAX_RANK
+
+
+class _Caller:
+    """One entry symbol's C function with its argument buffers allocated once: a launch packs its tensors, scalars
+    and grid into them (struct.pack_into) and calls. Reentrant calls (another thread inside) get fresh buffers."""
+
+    def __init__(self, fn, nt: int, ns: int):
+        self.fn, self.busy = fn, False
+        self.bufs = self._alloc(nt, ns)
+
+    @staticmethod
+    def _alloc(nt: int, ns: int):
+        return ((TpTensor * max(1, nt))(), (TpScalar * max(1, ns))(), (ctypes.c_uint32 * 3)(),
+                ctypes.create_string_buffer(ERR_LEN))
+
+    def __call__(self, stream: int, device: int, grid, generics: bytes, tensors, scalars) -> tuple[int, str]:
+        nt, ns = len(tensors), len(scalars)
+        tarr, sarr, g, err = self.bufs
+        fresh = self.busy or len(tarr) < nt or len(sarr) < ns
+        if fresh:
+            tarr, sarr, g, err = self._alloc(nt, ns)
+        self.busy = True
+        try:
+            for k, (ptr, shape, strides, part) in enumerate(tensors):
+                r = len(shape)
+                _TENSOR_PACK.pack_into(tarr, k * _TENSOR_PACK.size, ptr, r, *shape, *_PAD[r:], *strides, *_PAD[r:],
+                                       *part, *_PAD[len(part):])
+            for k, v in enumerate(scalars):
+                f = float(v)
+                _SCALAR_PACK.pack_into(sarr, k * _SCALAR_PACK.size,
+                                       int(v) if f.is_integer() and abs(f) < 2**63 else 0, f)
+            _GRID_PACK.pack_into(g, 0, *grid)
+            rc = self.fn(stream, device, g, generics, tarr, nt, sarr, ns, err, ERR_LEN)
+            return rc, (err.value.decode("utf-8", "replace") if rc else "")
+        finally:
+            if not fresh:
+                self.busy = False
+
+
 class PortLibrary:
-    """The port's cdylib through ctypes. Loading needs no GPU (nothing runs until a launch)."""
+    """The port's cdylib through ctypes. Loading needs no GPU (nothing runs until a launch).
+
+    `launch` is the hot path (a symbol's buffers allocated once, packed with struct); `call` takes dicts and is
+    kept for callers that build one launch by hand. `plans` is where PortLauncher keeps, per launch signature
+    (kernel, argument dtypes and ranks, constants), what it decided on the first launch."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = str(path)
@@ -94,6 +142,10 @@ class PortLibrary:
         self.abi = int(self.lib.tp_abi_version())
         self.bindings = json.loads(self.lib.tp_bindings().decode())
         self._fns: dict[str, object] = {}
+        self._callers: dict[str, _Caller] = {}
+        self.plans: dict = {}
+        self.dumps: BytecodeDumps | None = None  # set by the runner: attribute compiled bytecode to launches
+        self.compiled: dict[tuple, str] = {}  # (symbol, generics, shapes) -> the bytecode file its launch compiled
 
     def function(self, symbol: str):
         fn = self._fns.get(symbol)
@@ -106,26 +158,31 @@ class PortLibrary:
             self._fns[symbol] = fn
         return fn
 
+    def launch(self, symbol: str, stream: int, device: int, grid: tuple[int, int, int], generics: bytes,
+               tensors: list[tuple], scalars: list) -> tuple[int, str]:
+        """One launch: tensors as (ptr, shape, strides, part) tuples, generics as b"a,b"; returns (rc, message)."""
+        caller = self._callers.get(symbol)
+        if caller is None:
+            caller = self._callers[symbol] = _Caller(self.function(symbol), len(tensors), len(scalars))
+        if self.dumps is None:
+            return caller(stream, device, grid, generics, tensors, scalars)
+        t0 = time.perf_counter()
+        before = self.dumps.index.stat().st_size if self.dumps else 0
+        got = caller(stream, device, grid, generics, tensors, scalars)
+        if time.perf_counter() - t0 > 0.005 and self.dumps.index.stat().st_size > before:  # this launch compiled
+            with open(self.dumps.index, "rb") as f:
+                f.seek(before)
+                new = [line.split(b" ", 1)[0].decode() for line in f.read().splitlines() if line.strip()]
+            if new:
+                self.compiled[(symbol, generics.decode(), tuple(tuple(t[1]) for t in tensors))] = new[-1]
+        return got
+
     def call(self, symbol: str, *, stream: int, device: int, grid: tuple[int, int, int], generics: list[str],
              tensors: list[dict], scalars: list[float | int]) -> tuple[int, str]:
         """Raw call: tensors as {ptr, shape, strides, part}; returns (rc, message)."""
-        tarr = (TpTensor * max(1, len(tensors)))()
-        for slot, t in zip(tarr, tensors):
-            slot.ptr = int(t["ptr"])
-            slot.ndim = len(t["shape"])
-            for i, (n, s) in enumerate(zip(t["shape"], t["strides"])):
-                slot.shape[i], slot.strides[i] = int(n), int(s)
-            for i, p in enumerate(t.get("part") or []):
-                slot.part[i] = int(p)
-        sarr = (TpScalar * max(1, len(scalars)))()
-        for slot, v in zip(sarr, scalars):
-            slot.f = float(v)
-            slot.i = int(v) if float(v).is_integer() and abs(float(v)) < 2**63 else 0
-        g = (ctypes.c_uint32 * 3)(*[int(x) for x in grid])
-        err = ctypes.create_string_buffer(ERR_LEN)
-        rc = self.function(symbol)(ctypes.c_void_p(stream), device, g, ",".join(generics).encode(), tarr,
-                                   len(tensors), sarr, len(scalars), err, ERR_LEN)
-        return int(rc), err.value.decode("utf-8", "replace")
+        return self.launch(symbol, int(stream), device, tuple(int(x) for x in grid), ",".join(generics).encode(),
+                           [(int(t["ptr"]), [int(n) for n in t["shape"]], [int(x) for x in t["strides"]],
+                             [int(x) for x in (t.get("part") or [])]) for t in tensors], list(scalars))
 
 
 def _is_constant(annotation) -> bool:
@@ -189,14 +246,28 @@ class PortLauncher:
         return best
 
     def __call__(self, stream, grid, kernel, args):
+        """Serve one reference launch with the port. The first launch of a signature (kernel, argument dtypes and
+        ranks, constants) selects the entry and checks every argument (`_plan`); later ones reuse that plan and
+        only read pointers, shapes and strides (the host path of issue 34: no signature inspection, no entry
+        selection, no dict building per call)."""
+        sig = _signature(kernel)
+        key = _plan_key(sig, args)
+        plans = getattr(self.library, "plans", None)
+        plan = plans.get(key) if plans is not None else None
+        if plan is None:
+            plan = self._plan(sig, grid, args)
+            if plans is not None:
+                plans[key] = plan
+        plan.launch(self, stream, grid, args)
+
+    def _plan(self, sig: tuple, grid, args) -> "_Plan":
         import torch
 
-        func = getattr(kernel, "_pyfunc", kernel)
-        name = getattr(func, "__name__", str(kernel))
-        params = list(inspect.signature(func).parameters.values())
+        func, name, params, _ = sig
         if len(params) != len(args):
             raise PortError(f"{name}: launched with {len(args)} arguments, its signature has {len(params)}", "host")
         bound = {p.name: a for p, a in zip(params, args)}
+        index = {p.name: i for i, p in enumerate(params)}
         constants = {p.name: bound[p.name] for p in params if _is_constant(p.annotation)}
         tensors_in = [a for a in args if isinstance(a, torch.Tensor)]
         if not tensors_in:
@@ -205,30 +276,34 @@ class PortLauncher:
         entry = self.select(name, constants, dtype)
         rust_dtype = entry["symbols"][dtype].rsplit("__", 1)[1]
         gvals: dict[str, str] = {}
+        generics: list = []  # per generic: its text, or (argument index, axis) of a tensor extent
         for g in entry["generics"]:
             if g["from"] == "dtype":
                 gvals[g["name"]] = rust_dtype
             elif g["from"] == "constant":
                 gvals[g["name"]] = str(int(_const(constants[g["constant"]])))
             elif g["from"] == "extent":  # an output slab spanning this axis: the output's extent there
-                t = bound.get(entry["param_map"].get(g["param"], g["param"]))
+                ref = entry["param_map"].get(g["param"], g["param"])
+                t = bound.get(ref)
                 if not isinstance(t, torch.Tensor) or t.dim() <= g["axis"]:
                     raise PortError(f"{entry['entry']}: {g['name']} is the extent of {g['param']} on axis "
                                     f"{g['axis']}, which the reference launch does not pass", "host")
-                gvals[g["name"]] = str(int(t.shape[g["axis"]]))
+                generics.append((index[ref], g["axis"]))
+                gvals[g["name"]] = None
+                continue
             else:
                 gvals[g["name"]] = str(g["value"])
-        grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])
-        tensors, scalars = [], []
+            generics.append(gvals[g["name"]])
+        steps = []  # per port parameter: ("of", i, what, axis) | ("scalar", i) | ("tensor", i, part rule)
         for p in entry["params"]:
             ref_name = entry["param_map"].get(p["name"], p["name"])
             if p.get("of") and ref_name not in bound:  # x_dim_0 / x_stride_1 of a pointer parameter's tensor
-                src = bound.get(entry["param_map"].get(p["of"]["param"], p["of"]["param"]))
+                src_name = entry["param_map"].get(p["of"]["param"], p["of"]["param"])
+                src = bound.get(src_name)
                 if not isinstance(src, torch.Tensor) or src.dim() <= p["of"]["axis"]:
                     raise PortError(f"{entry['entry']}: {p['name']} is the {p['of']['what']} of {p['of']['param']} "
                                     f"on axis {p['of']['axis']}, which the reference launch does not pass", "host")
-                scalars.append(int(src.shape[p["of"]["axis"]] if p["of"]["what"] == "shape"
-                                   else src.stride(p["of"]["axis"])))
+                steps.append(("of", index[src_name], p["of"]["what"], p["of"]["axis"]))
                 continue
             if ref_name not in bound:
                 raise PortError(f"{entry['entry']}: parameter {p['name']} has no reference argument {ref_name}", "host")
@@ -236,7 +311,7 @@ class PortLauncher:
             if p["kind"] == "scalar":
                 if isinstance(value, torch.Tensor):
                     raise PortError(f"{entry['entry']}: {p['name']} is a scalar in the port, a tensor in the reference", "host")
-                scalars.append(value)
+                steps.append(("scalar", index[ref_name]))
                 continue
             if not isinstance(value, torch.Tensor):
                 raise PortError(f"{entry['entry']}: {p['name']} is a tensor in the port, {type(value).__name__} in the reference", "host")
@@ -247,29 +322,93 @@ class PortLauncher:
                 raise PortError(f"{entry['entry']}: {p['name']} is {_torch_dtype_name(value)}, the port takes {want}", "host")
             if p["kind"] != "ptr" and value.dim() != len(p["dims"]):
                 raise PortError(f"{entry['entry']}: {p['name']} has rank {value.dim()}, the port declares {len(p['dims'])}", "host")
-            part = []
+            part: list = []  # per dim: a size, ("gen", generic index), ("grid", axis) or ("shape", axis)
             if p["kind"] == "out":
+                names = [g["name"] for g in entry["generics"]]
                 for i, d in enumerate(p["dims"]):
                     if d.lstrip("-").isdigit() and int(d) > 0:
                         part.append(int(d))
                     elif d in gvals:
-                        part.append(int(gvals[d]))
+                        part.append(int(gvals[d]) if gvals[d] is not None else ("gen", names.index(d)))
                     elif i < 3:  # a dynamic dim: the block's share of it along the grid
-                        part.append(max(1, -(-value.shape[i] // grid3[i])))
+                        part.append(("grid", i))
                     else:
-                        part.append(value.shape[i])
-            tensors.append({"ptr": value.data_ptr(), "shape": list(value.shape), "strides": list(value.stride()),
-                            "part": part})
-        device = tensors_in[0].device.index or 0
+                        part.append(("shape", i))
+            steps.append(("tensor", index[ref_name], part))
+        return _Plan(symbol=entry["symbols"][dtype], entry=entry["entry"], generics=generics, steps=steps,
+                     device=tensors_in[0].device.index or 0)
+
+
+def _signature(kernel) -> tuple:
+    """(function, name, parameters, constant positions) of a cuTile kernel, read once per kernel."""
+    func = getattr(kernel, "_pyfunc", kernel)
+    got = _SIGNATURES.get(id(func))
+    if got is None or got[0] is not func:
+        params = list(inspect.signature(func).parameters.values())
+        got = _SIGNATURES[id(func)] = (func, getattr(func, "__name__", str(kernel)), params,
+                                       tuple(i for i, p in enumerate(params) if _is_constant(p.annotation)))
+    return got
+
+
+_SIGNATURES: dict[int, tuple] = {}
+
+
+def _plan_key(sig: tuple, args) -> tuple:
+    """What a plan depends on: the kernel, each argument's kind (tensor dtype and rank, scalar type), the
+    constants' values and the first tensor's device."""
+    consts = sig[3]
+    kinds = []
+    for i, a in enumerate(args):
+        dt = getattr(a, "dtype", None)
+        if dt is not None and hasattr(a, "data_ptr"):
+            kinds.append((dt, a.dim(), a.get_device()))
+        else:
+            kinds.append((type(a), a if i in consts else None))
+    return (id(sig[0]), len(args), tuple(kinds))
+
+
+class _Plan:
+    """What the first launch of a signature decided; `launch` reads only what changes between calls."""
+
+    __slots__ = ("symbol", "entry", "generics", "steps", "device", "_gen_bytes", "_gen_list")
+
+    def __init__(self, symbol: str, entry: str, generics: list, steps: list, device: int):
+        self.symbol, self.entry, self.generics, self.steps, self.device = symbol, entry, generics, steps, device
+        fixed = all(isinstance(g, str) for g in generics)
+        self._gen_list = list(generics) if fixed else None
+        self._gen_bytes = ",".join(generics).encode() if fixed else None
+
+    def launch(self, launcher: "PortLauncher", stream, grid, args) -> None:
+        grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])
+        gens = self._gen_list
+        if gens is None:
+            gens = [g if isinstance(g, str) else str(int(args[g[0]].shape[g[1]])) for g in self.generics]
+        gen_bytes = self._gen_bytes if self._gen_bytes is not None else ",".join(gens).encode()
+        tensors, scalars = [], []
+        for step in self.steps:
+            kind = step[0]
+            if kind == "tensor":
+                t = args[step[1]]
+                shape = tuple(t.shape)
+                part = step[2]
+                if part and not all(isinstance(x, int) for x in part):
+                    part = [x if isinstance(x, int) else int(gens[x[1]]) if x[0] == "gen"
+                            else max(1, -(-shape[x[1]] // grid3[x[1]])) if x[0] == "grid" else shape[x[1]]
+                            for x in part]
+                tensors.append((t.data_ptr(), shape, t.stride(), part))
+            elif kind == "scalar":
+                scalars.append(args[step[1]])
+            else:  # "of": an extent of a tensor the port takes by pointer
+                t = args[step[1]]
+                scalars.append(int(t.shape[step[3]] if step[2] == "shape" else t.stride(step[3])))
         raw_stream = getattr(stream, "cuda_stream", stream)
-        generics = [gvals[g["name"]] for g in entry["generics"]]
-        symbol = entry["symbols"][dtype]
-        rc, msg = self.library.call(symbol, stream=int(raw_stream or 0), device=device, grid=grid3,
-                                    generics=generics, tensors=tensors, scalars=scalars)
-        self.calls.append({"symbol": symbol, "entry": entry["entry"], "generics": generics, "grid": list(grid3)})
+        rc, msg = launcher.library.launch(self.symbol, int(raw_stream or 0), self.device, grid3, gen_bytes, tensors,
+                                          scalars)
+        launcher.calls.append({"symbol": self.symbol, "entry": self.entry, "generics": gens, "grid": list(grid3),
+                               "shapes": [tuple(t[1]) for t in tensors]})
         if rc != 0:
             default = "kernel" if ("illegal" in msg.lower() or "jit" in msg.lower()) else "host"
-            raise PortError(f"{symbol}({','.join(generics)}) rc={rc}: {msg}", classify_message(msg, default))
+            raise PortError(f"{self.symbol}({','.join(gens)}) rc={rc}: {msg}", classify_message(msg, default))
 
 
 class LaunchRecorder:
@@ -311,6 +450,125 @@ class _Patched:
         for n in self.names:
             setattr(self.module, n, self.real)
         return False
+
+
+# ----------------------------------------------------------------------------------------------- bytecode
+
+
+_TILEIRAS_WRAPPER = """#!/bin/sh
+# Written by tileport's gate runner: keeps the Tile IR bytecode cutile asks tileiras to compile (and the flags it
+# passes), then runs the real tileiras with the same arguments.
+for a in "$@"; do
+  case "$a" in
+    *.bc|*.tileirbc|*.bytecode) f="@DIR@/$(basename "$a")"; cp "$a" "$f" 2>/dev/null && echo "$f $*" >> "@DIR@/index" ;;
+  esac
+done
+exec "@REAL@" "$@"
+"""
+
+
+class BytecodeDumps:
+    """The Tile IR bytecode each side's JIT really compiled in this run, for every specialisation it launched.
+
+    cuTile Python writes each module it compiles to `CUDA_TILE_DUMP_BYTECODE` (read when cuda.tile is imported:
+    `enable` must run first). cutile 0.5 has no such switch for a file (`CUTILE_DUMP` prints text to stderr), but
+    it runs tileiras through `CUTILE_TILEIRAS_PATH` (`run_tileiras` in cutile-compiler's cuda_tile_runtime_utils):
+    a wrapper there keeps the bytecode it is given and the flags, then runs the real tileiras. PortLibrary.launch
+    attributes each new port file to the launch that compiled it (`compiled`)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.ref_dir, self.port_dir = self.root / "ref", self.root / "port"
+        self.ref_dir.mkdir(parents=True, exist_ok=True)
+        self.port_dir.mkdir(parents=True, exist_ok=True)
+        self.index = self.port_dir / "index"
+        self.index.touch()
+
+    def enable_reference(self) -> None:
+        """Before cuda.tile is imported: its bytecode to ref/, and (tileiras found on PATH, where cuda.tile looks
+        for it on a GPU host without the tileiras pip package) its tileiras flags to ref-tileiras/index."""
+        os.environ["CUDA_TILE_DUMP_BYTECODE"] = str(self.ref_dir)
+        real = shutil.which("tileiras")
+        if real:
+            bin_dir = self.root / "ref-bin"
+            log_dir = self.root / "ref-tileiras"
+            bin_dir.mkdir(exist_ok=True)
+            log_dir.mkdir(exist_ok=True)
+            self._wrapper(bin_dir / "tileiras", log_dir, real)
+            disasm = Path(real).with_name("tileirdisasm")
+            if disasm.is_file() and not (bin_dir / "tileirdisasm").exists():
+                (bin_dir / "tileirdisasm").symlink_to(disasm)
+            os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+
+    def enable_port(self, real_tileiras: str) -> str:
+        real_tileiras = str(Path(real_tileiras).resolve())
+        if Path(real_tileiras).parent == (self.root / "ref-bin").resolve():  # found through the reference's wrapper
+            real_tileiras = str(Path(os.readlink(self.root / "ref-bin" / "tileiras.real")))
+        wrapper = self._wrapper(self.root / "tileiras", self.port_dir, real_tileiras)
+        os.environ["CUTILE_TILEIRAS_PATH"] = str(wrapper)
+        return str(wrapper)
+
+    @staticmethod
+    def _wrapper(path: Path, log_dir: Path, real: str) -> Path:
+        path.write_text(_TILEIRAS_WRAPPER.replace("@DIR@", str(log_dir)).replace("@REAL@", real))
+        path.chmod(0o755)
+        real_link = path.with_name(path.name + ".real")
+        if not real_link.exists():
+            real_link.symlink_to(real)
+        return path
+
+    def tileiras_args(self, side: str) -> str | None:
+        """The flags the first tileiras run of a side was given (the bytecode path left out)."""
+        index = self.index if side == "port" else self.root / "ref-tileiras" / "index"
+        try:
+            first = index.read_text().splitlines()[0]
+        except (OSError, IndexError):
+            return None
+        return " ".join(a for a in first.split(" ")[1:] if not a.endswith((".bc", ".bytecode", ".tileirbc",
+                                                                             ".cubin")))
+
+    def reference(self, kernel_name: str) -> bytes | None:
+        """The bytecode whose entry is this JIT symbol (the kernel name CUPTI recorded)."""
+        needle = kernel_name.encode()
+        for f in sorted(self.ref_dir.glob("*.tileirbc")):
+            data = f.read_bytes()
+            if needle in data:
+                return data
+        return None
+
+
+def bytecode_evidence(dumps: "BytecodeDumps | None", library, ref_kernels: list[str], port_calls: list[dict],
+                      store: dict) -> dict:
+    """Per side, the bytecode of each kernel one call of this configuration launches (by sha256 into `store`,
+    base64), or why it is missing; what the IR gate diffs on the CPU side (tileport.validators.gpu.bytecode)."""
+    import base64
+    import hashlib
+
+    def keep(data: bytes | None) -> str | None:
+        if not data:
+            return None
+        h = hashlib.sha256(data).hexdigest()[:16]
+        store.setdefault(h, base64.b64encode(data).decode())
+        return h
+
+    if dumps is None:
+        return {"missing": "bytecode dumps were off in this run"}
+    out = {"ref": [keep(dumps.reference(k)) for k in ref_kernels], "port": []}
+    compiled = getattr(library, "compiled", {})
+    for c in port_calls:
+        path = compiled.get((c["symbol"], ",".join(c["generics"]), tuple(c.get("shapes") or ())))
+        data = None
+        if path:
+            try:
+                data = Path(path).read_bytes()
+            except OSError:
+                data = None
+        out["port"].append(keep(data))
+    for side in ("ref", "port"):
+        args = dumps.tileiras_args(side)
+        if args:
+            out[f"{side}_tileiras_args"] = args
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- measurement
@@ -491,6 +749,7 @@ class Runner:
         self.dir = gate_dir
         self.gate = json.loads((gate_dir / "gate.json").read_text())
         self.out = out
+        self.dumps: BytecodeDumps | None = None  # main() turns them on before cuda.tile is imported
         self.results: dict = {"gate": {k: self.gate.get(k) for k in ("conversion_id", "commit", "op", "created_at")},
                               "env_missing": None, "cases": [], "perf": {"rows": []}, "started_at": time.time()}
 
@@ -516,6 +775,8 @@ class Runner:
         if not tileiras or not os.access(tileiras, os.X_OK):
             return "tileiras: not found (put tileiras >= 13.3 on PATH or set CUTILE_TILEIRAS_PATH)"
         os.environ.setdefault("CUTILE_TILEIRAS_PATH", tileiras)
+        if self.dumps is not None:
+            self.dumps.enable_port(os.environ["CUTILE_TILEIRAS_PATH"])
         for var in ("CUDA_HOME", "CUDA_PATH"):
             if os.environ.get(var):
                 return (f"{var}={os.environ[var]} is set: tileiras would use that CUDA's ptxas/libnvvm and fail "
@@ -536,6 +797,7 @@ class Runner:
         with lzma.open(so) as f, open(target, "wb") as out:
             shutil.copyfileobj(f, out, 1 << 20)
         self.library = PortLibrary(target)
+        self.library.dumps = self.dumps
         if self.library.abi != self.gate["abi"]:
             raise PortError(f"library ABI {self.library.abi} != gate ABI {self.gate['abi']}", "host")
         self.module = C.load_module(self.dir / self.gate["op_file"])
@@ -646,6 +908,9 @@ class Runner:
             for want in launched[side]:
                 if not any(want in n for n in names):
                     row["flags"].append(f"{side}: no kernel named like {want} in the trace ({names[:4]})")
+        # the bytecode each side's JIT compiled for this configuration (issue 34: the IR the reference really runs)
+        row["bytecode"] = bytecode_evidence(self.dumps, self.library, expect["ref"], port_calls,
+                                            self.results.setdefault("bytecode", {}))
         if row.get("failed"):
             return row
         nbytes = sum(l["bytes"] for l in ref_launches)
@@ -779,9 +1044,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("gate_dir")
     ap.add_argument("--out", default=None, help="results file (default GATE_DIR/results.json)")
     ap.add_argument("--no-perf", action="store_true", help="correctness only")
+    ap.add_argument("--no-bytecode", action="store_true", help="do not keep the bytecode each side's JIT compiled")
     args = ap.parse_args(argv)
     gate_dir = Path(args.gate_dir).resolve()
     runner = Runner(gate_dir, Path(args.out) if args.out else gate_dir / "results.json")
+    if not args.no_bytecode:  # before cuda.tile is imported: it reads CUDA_TILE_DUMP_BYTECODE then
+        runner.dumps = BytecodeDumps(Path(tempfile.mkdtemp(prefix="tp-bytecode-")))
+        runner.dumps.enable_reference()
     try:
         rc = runner.run(perf=not args.no_perf)
     except Exception as exc:

@@ -18,8 +18,9 @@
 // cutile-compiler gives a nested `partition_mut` of it no block offset when the outer tile has a dynamic dim
 // (`compile_nested_mutable_access_offset_metadata`), so its stores index the whole output, as cuTile Python's
 // `ct.scatter`, permuted `(bid(1), bid(0))` stores and persistent loops over tiles do. cutile's `Partition`
-// binding would tie the launch grid to a partition grid of it; `WholeOutput` binds it with the launch grid the
-// reference chose instead (see its comment). Raw pointer parameters (`*mut T`) are passed as `DevicePointer<T>`.
+// binding would tie the launch grid to a partition grid of it; `Out::whole` binds it with the launch grid the
+// reference chose instead (see `Out`). Every tensor is specialised on what cuTile Python's JIT assumes about it
+// (`reference_spec`), so both sides compile under the same facts. Raw pointer parameters (`*mut T`) are passed as `DevicePointer<T>`.
 //
 // Shapes and strides must fit in i32 (cutile 0.5): a larger value is refused, never truncated.
 // Device code is always optimised (tileiras --opt-level 3, no device debug info), as cuTile Python compiles it:
@@ -42,7 +43,8 @@ use cutile::cuda_core::{Context, Stream};
 use cutile::error::Error as CutileError;
 use cutile::half::{bf16, f16};
 use cutile::prelude::*;
-use cutile::tensor::{GridBound, KernelOutput, KernelOutputStored, Partition, SpecializationBits, Tensor};
+use cutile::tensor::{GridBound, KernelInput, KernelInputStored, KernelOutput, KernelOutputStored, Partition,
+                     SpecializationBits, Tensor};
 use cutile::tile_kernel::{CompileOptions, DebugInfoLevel, TileKernel};
 
 pub const TP_MAX_RANK: usize = 8;
@@ -228,11 +230,81 @@ unsafe fn guarded<F: FnOnce() -> Result<(), Refused> + Send>(err: *mut c_char, l
     code
 }
 
-/// A `&mut Tensor<E, {[-1, ...]}>` output bound whole, with the launch grid the caller chose.
+/// What cuTile Python's JIT assumes about a tensor argument, for the same tensor: a dim's extent divisible by 16
+/// (else nothing), a stride divisible by 16 bytes' worth of elements (else nothing), the base address's alignment
+/// up to 16 bytes (cuda.tile: `ArrayConstraint` shape_divisible_by / stride_divisible_by / base_addr_divisible_by;
+/// the kernel symbols the H200 ran, e.g. `..._A2f16_1i16v8l0_2t1_p16_...` for a [1024, 1000] f16 row: 16 on the
+/// rows, nothing on 1000). cutile's own rule (`compute_spec`: the largest power of two up to 16) claims more, e.g.
+/// div_by<8> on a row of 1000, and tileiras 13.5 compiles that row softmax to 256 threads x 255 registers where
+/// the reference's assumptions give 128 x 28 (measured: 19-22 us against 4.7-6.5 us). A port is compared with its
+/// reference, so it is specialised on exactly what the reference is; every claim here is one cutile's rule also
+/// makes (16 | d implies its divisor is 16), so nothing is assumed that the tensor does not satisfy.
+fn reference_spec(t: &TpTensor, base: &SpecializationBits, elem_bytes: usize) -> SpecializationBits {
+    let mut spec = base.clone();
+    let rank = (t.ndim.clamp(0, TP_MAX_RANK as i64) as usize).min(spec.shape_div.len()).min(spec.stride_div.len());
+    let stride_unit = if elem_bytes > 0 && 16 % elem_bytes == 0 { (16 / elem_bytes) as i64 } else { 1 };
+    for i in 0..rank {
+        let d = t.shape[i];
+        spec.shape_div[i].divisor = if d % 16 == 0 { 16 } else { 1 };
+        let s = t.strides[i];
+        spec.stride_div[i].divisor = if stride_unit > 1 && s % stride_unit == 0 { stride_unit as i32 } else { 1 };
+    }
+    spec
+}
+
+/// A `&Tensor` input, specialised as the reference's JIT specialises it (`reference_spec`).
+pub struct In<T: DType> {
+    t: Arc<Tensor<T>>,
+    spec: SpecializationBits,
+}
+
+impl<T: DType> In<T> {
+    unsafe fn new(tp: &TpTensor, ctx: &Arc<Context>, what: &str, rank: usize) -> Result<Self, Refused> {
+        let t = Arc::new(tensor::<T>(tp, ctx, what, rank)?);
+        let spec = reference_spec(tp, t.spec(), std::mem::size_of::<T>());
+        Ok(In { t, spec })
+    }
+}
+
+unsafe impl<T: DType> KernelInputStored for In<T> {
+    fn retain(&self, ctx: &ExecutionContext) -> Result<(), DeviceError> {
+        KernelInputStored::retain(&self.t, ctx)
+    }
+    fn push_kernel_args(&self, launcher: &mut AsyncKernelLaunchBuilder) {
+        KernelInputStored::push_kernel_args(&self.t, launcher)
+    }
+    fn shape(&self) -> &[i32] {
+        KernelInputStored::shape(&self.t)
+    }
+    fn strides(&self) -> &[i32] {
+        KernelInputStored::strides(&self.t)
+    }
+    fn spec(&self) -> &SpecializationBits {
+        &self.spec
+    }
+    fn dtype_str(&self) -> &'static str {
+        KernelInputStored::dtype_str(&self.t)
+    }
+}
+
+impl<T: DType> KernelInput<T> for In<T> {
+    type Stored = In<T>;
+    type Returned = In<T>;
+    fn prepare(self) -> Self::Stored {
+        self
+    }
+    fn recover(stored: Self::Stored) -> Self::Returned {
+        stored
+    }
+}
+
+/// A `&mut Tensor` output, specialised as the reference's JIT specialises it (`reference_spec`), bound either as
+/// cutile's partition of it or whole.
 ///
-/// cutile's own bindings tie the grid to the output: `Partition` reports `GridBound::Exact(partition grid)` (or
-/// `AtMost` with `partition_prefix`), and its launcher checks the bound partition shape against the declared tile
-/// shape. For an all-dynamic declared shape that check reads -1 per dim (`TensorParamType.shape`, compared as
+/// Whole: an output declared `&mut Tensor<E, {[-1, ...]}>` (every tile dim dynamic). cutile's own bindings tie
+/// the grid to the output: `Partition` reports `GridBound::Exact(partition grid)` (or `AtMost` with
+/// `partition_prefix`), and its launcher checks the bound partition shape against the declared tile shape. For an
+/// all-dynamic declared shape that check reads -1 per dim (`TensorParamType.shape`, compared as
 /// `expected as i64 == given as i64`), which no real partition dim equals. Inside the kernel such an output is
 /// the whole tensor (the entry wrapper builds a view of the full tensor, and a nested `partition_mut` gets no
 /// block offset when the outer tile has a dynamic dim), so every block may store anywhere in it: the grid is a
@@ -241,23 +313,34 @@ unsafe fn guarded<F: FnOnce() -> Result<(), Refused> + Send>(err: *mut c_char, l
 /// exactly `Partition`'s (pointer, shape, strides, then the partition dims and strides, here the whole tensor).
 /// Safety: the pointer covers every element of the shape and strides it reports (a borrowed torch tensor), and
 /// the kernel's stores stay inside that view as cuTile Python's do (the reference launched the same indices).
-pub struct WholeOutput<T: DType> {
+pub struct Out<T: DType> {
     part: Partition<Tensor<T>>,
-    declared: Vec<usize>,
+    whole: Option<Vec<usize>>,
+    spec: SpecializationBits,
 }
 
-impl<T: DType> WholeOutput<T> {
-    unsafe fn new<const R: usize>(tp: &TpTensor, ctx: &Arc<Context>, what: &str) -> Result<Self, Refused> {
+impl<T: DType> Out<T> {
+    /// The output partitioned into tiles of `shape` (the declared static tile shape), one per block.
+    unsafe fn tiles<const R: usize>(tp: &TpTensor, ctx: &Arc<Context>, what: &str, shape: [usize; R])
+                                    -> Result<Self, Refused> {
         let t = tensor::<T>(tp, ctx, what, R)?;
+        let spec = reference_spec(tp, t.spec(), std::mem::size_of::<T>());
+        Ok(Out { part: t.partition(shape), whole: None, spec })
+    }
+
+    /// The output bound whole (every declared tile dim dynamic).
+    unsafe fn whole<const R: usize>(tp: &TpTensor, ctx: &Arc<Context>, what: &str) -> Result<Self, Refused> {
+        let t = tensor::<T>(tp, ctx, what, R)?;
+        let spec = reference_spec(tp, t.spec(), std::mem::size_of::<T>());
         let mut shape = [1usize; R];
         for i in 0..R {
             shape[i] = tp.shape[i].max(1) as usize;
         }
-        Ok(WholeOutput { part: t.partition(shape), declared: vec![usize::MAX; R] })
+        Ok(Out { part: t.partition(shape), whole: Some(vec![usize::MAX; R]), spec })
     }
 }
 
-unsafe impl<T: DType> KernelOutputStored<T> for WholeOutput<T> {
+unsafe impl<T: DType> KernelOutputStored<T> for Out<T> {
     fn retain(&self, ctx: &ExecutionContext) -> Result<(), DeviceError> {
         KernelOutputStored::retain(&self.part, ctx)
     }
@@ -268,31 +351,41 @@ unsafe impl<T: DType> KernelOutputStored<T> for WholeOutput<T> {
         KernelOutputStored::grid(&self.part)
     }
     fn grid_bound(&self) -> Result<GridBound, CutileError> {
-        Ok(GridBound::AtMost((u32::MAX, u32::MAX, u32::MAX)))
+        if self.whole.is_some() {
+            Ok(GridBound::AtMost((u32::MAX, u32::MAX, u32::MAX)))
+        } else {
+            KernelOutputStored::grid_bound(&self.part)
+        }
     }
     fn dtype_str(&self) -> &'static str {
         KernelOutputStored::dtype_str(&self.part)
     }
     fn partition_shape_as_i32(&self) -> Vec<i32> {
-        vec![-1; self.declared.len()]
+        match &self.whole {
+            Some(d) => vec![-1; d.len()],
+            None => KernelOutputStored::partition_shape_as_i32(&self.part),
+        }
     }
     fn partition_shape(&self) -> &[usize] {
-        &self.declared
+        match &self.whole {
+            Some(d) => d,
+            None => KernelOutputStored::partition_shape(&self.part),
+        }
     }
     fn strides_hint(&self) -> Vec<i32> {
         KernelOutputStored::strides_hint(&self.part)
     }
     fn spec(&self) -> &SpecializationBits {
-        KernelOutputStored::spec(&self.part)
+        &self.spec
     }
     fn shape_as_i32(&self) -> Vec<i32> {
         KernelOutputStored::shape_as_i32(&self.part)
     }
 }
 
-impl<T: DType> KernelOutput<T> for WholeOutput<T> {
-    type Stored = WholeOutput<T>;
-    type Returned = WholeOutput<T>;
+impl<T: DType> KernelOutput<T> for Out<T> {
+    type Stored = Out<T>;
+    type Returned = Out<T>;
     fn prepare(self) -> Self::Stored {
         self
     }

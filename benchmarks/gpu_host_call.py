@@ -1,0 +1,156 @@
+"""Host cost of one call, port vs reference, per op and configuration, on a GPU host (issue 34 item 3).
+
+For every packed gate (`scripts/gpu-gate-drafts.sh pack DEST` or `gpu-gate-ports.sh pack DEST`) and each of its
+dtype x shape x variant configurations, with the op module's own inputs (`make_inputs`):
+
+* op call: the op's host wrapper as a user calls it (its own allocations included), with `ct.launch` being cuTile
+  Python's (reference) or the port's library (port): median wall time until the call returns (`ret`, what the
+  caller's thread pays: Python -> launch -> return) and until a synchronise after it (`sync`, which adds the
+  kernel), over --reps calls, each after a synchronise so no call waits on the previous one's queue;
+* launch: the wrapper's launches alone, replayed with the same arguments (`ct.launch(stream, grid, kernel,
+  args)` against the port's launcher with the same arguments), median until return.
+
+Each side is warmed first (JIT compile, the port's first-launch plan). Prints one line per configuration and, per
+op, the median over its configurations; exit 0.
+
+    python benchmarks/gpu_host_call.py DEST/gates [--reps 200] [--max-configs N] [--json OUT.json]
+
+Runs where the gate runs (torch, cuda.tile, a GPU, tileiras on PATH); it imports the gate's own runner.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import lzma
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _per_call(fn, sync, reps: int) -> tuple[float, float]:
+    """Median us until fn returns, and until a synchronise after it, each call starting on an idle stream."""
+    ret, full = [], []
+    for _ in range(reps):
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        t1 = time.perf_counter()
+        sync()
+        t2 = time.perf_counter()
+        ret.append((t1 - t0) * 1e6)
+        full.append((t2 - t0) * 1e6)
+    return statistics.median(ret), statistics.median(full)
+
+
+class _Capture:
+    """ct.launch that records each launch's arguments and runs the real one."""
+
+    def __init__(self, real):
+        self.real, self.launches = real, []
+
+    def __call__(self, stream, grid, kernel, args):
+        self.launches.append((stream, grid, kernel, args))
+        return self.real(stream, grid, kernel, args)
+
+
+def bench_gate(gate_dir: Path, reps: int, max_configs: int = 0) -> list[dict]:
+    import torch
+    import cuda.tile as ct
+
+    gate = json.loads((gate_dir / "gate.json").read_text())
+    R = _load(gate_dir / "runner.py", f"tp_runner_{gate_dir.name}")
+    module = _load(gate_dir / gate["op_file"], f"tp_op_{gate_dir.name}")
+    so = Path(tempfile.mkdtemp(prefix="tp-hostcall-")) / "libport.so"
+    with lzma.open(gate_dir / gate["library"]) as f, open(so, "wb") as out:
+        shutil.copyfileobj(f, out, 1 << 20)
+    lib = R.PortLibrary(so)
+    wrapper = getattr(module, gate["op"])
+    variants = module.check_variants() if callable(getattr(module, "check_variants", None)) else [{}]
+    sync = torch.cuda.synchronize
+    rows = []
+    configs = [(d, sh, v) for d in gate["dtypes"] for sh in gate["shapes"] for v in variants]
+    if max_configs and len(configs) > max_configs:  # evenly spread over dtypes and shapes
+        configs = [configs[round(i * (len(configs) - 1) / max(1, max_configs - 1))] for i in range(max_configs)]
+    for dtype, shape, variant in configs:
+        label = ",".join(f"{k}={v}" for k, v in shape.items()) + "".join(f" {k}={v}" for k, v in variant.items())
+        row = {"op": gate["op"], "config": f"{dtype} [{label}]"}
+        inputs = cap = None
+        try:
+            inputs = module.make_inputs(dict(shape), dtype, device="cuda", seed=0)
+            cap = _Capture(ct.launch)
+            with R._Patched(ct, module, cap):
+                wrapper(**inputs, **variant)  # reference warm-up (JIT) and its launches
+            launcher = R.PortLauncher(lib)
+            with R._Patched(ct, module, launcher):
+                wrapper(**inputs, **variant)  # port warm-up (JIT, plans)
+                sync()
+                row["port_ret_us"], row["port_sync_us"] = _per_call(
+                    lambda: wrapper(**inputs, **variant), sync, reps)
+                row["port_launch_us"] = _per_call(
+                    lambda: [launcher(*l) for l in cap.launches], sync, reps)[0]
+            row["ref_ret_us"], row["ref_sync_us"] = _per_call(lambda: wrapper(**inputs, **variant), sync, reps)
+            row["ref_launch_us"] = _per_call(lambda: [ct.launch(*l) for l in cap.launches], sync, reps)[0]
+            row["launches"] = len(cap.launches)
+            launcher.calls.clear()
+        except Exception as exc:  # one configuration's failure is a line, not the end of the run
+            row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        rows.append(row)
+        print(_line(row), flush=True)
+        del inputs, cap
+    return rows
+
+
+def _line(r: dict) -> str:
+    if "error" in r:
+        return f"{r['op']:<18} {r['config']:<34} ERROR {r['error']}"
+    return (f"{r['op']:<18} {r['config']:<34} call ref {r['ref_ret_us']:7.1f} port {r['port_ret_us']:7.1f} us "
+            f"({r['port_ret_us'] / r['ref_ret_us']:.2f}x) | +sync ref {r['ref_sync_us']:7.1f} port "
+            f"{r['port_sync_us']:7.1f} | launch x{r['launches']} ref {r['ref_launch_us']:6.1f} port "
+            f"{r['port_launch_us']:6.1f} us ({r['port_launch_us'] / r['ref_launch_us']:.2f}x)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("gates", help="a directory of packed gates (DEST/gates) or one gate directory")
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--json", default=None, help="also write every row here")
+    ap.add_argument("--max-configs", type=int, default=0, help="at most this many configurations per op (0: all)")
+    args = ap.parse_args(argv)
+    root = Path(args.gates)
+    gates = [root] if (root / "gate.json").is_file() else sorted(p for p in root.iterdir() if (p / "gate.json").is_file())
+    rows = []
+    for g in gates:
+        try:
+            rows += bench_gate(g, args.reps, args.max_configs)
+        except Exception as exc:
+            print(f"{g.name}: ERROR {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+    print("\nper op (median over its configurations): call us ref / port (port/ref) | launch us ref / port (port/ref)")
+    for op in dict.fromkeys(r["op"] for r in rows):
+        ok = [r for r in rows if r["op"] == op and "error" not in r]
+        if not ok:
+            continue
+        med = {k: statistics.median(r[k] for r in ok) for k in ("ref_ret_us", "port_ret_us", "ref_launch_us",
+                                                              "port_launch_us")}
+        print(f"{op:<18} call {med['ref_ret_us']:7.1f} / {med['port_ret_us']:7.1f} "
+              f"({med['port_ret_us'] / med['ref_ret_us']:.2f}x) | launch {med['ref_launch_us']:6.1f} / "
+              f"{med['port_launch_us']:6.1f} ({med['port_launch_us'] / med['ref_launch_us']:.2f}x) "
+              f"[{len(ok)} configs]")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
