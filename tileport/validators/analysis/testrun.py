@@ -51,7 +51,13 @@ class SourceExit(BaseException):
         self.code = code
 
 
+_REAL_EXIT = os._exit
+_PID = os.getpid()
+
+
 def _no_exit(code: Any = 0) -> None:
+    if os.getpid() != _PID:  # a process the source forked (multiprocessing) ends as it asks
+        _REAL_EXIT(code)
     raise SourceExit(code)
 
 
@@ -219,7 +225,7 @@ class _Plugin:
                                        f"{' '.join(last.removeprefix('E').split())[:200]}")
 
 
-def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float) -> None:
+def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float, budget: float = BUDGET_S) -> None:
     label = ", ".join(p.name for p in paths)
     try:
         import pytest
@@ -227,7 +233,7 @@ def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float
         errors.append(f"tests {label}: pytest is not installed in {sys.executable}; pip install pytest there "
                       "(the op's tests run in the analysis interpreter)")
         return
-    plugin = _Plugin(cap, errors, label, budget_s=min(BUDGET_S, limit / 4))
+    plugin = _Plugin(cap, errors, label, budget_s=min(budget, limit / 4))
     args = [str(p) for p in paths] + ["-q", "-s", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header",
                                       "-W", "ignore", "--tb=no", "-rN",
                                       "--continue-on-collection-errors"]
@@ -302,7 +308,8 @@ def _text(path: Path) -> str:
 
 
 def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str], run_main: bool,
-                limit_s: float = SOURCE_LIMIT_S) -> tuple[list[str], list[TestTolerance], list[str]]:
+                limit_s: float = SOURCE_LIMIT_S, budget_s: float = BUDGET_S
+                ) -> tuple[list[str], list[TestTolerance], list[str]]:
     """Run the tests and scripts (then the op's `__main__` block when `run_main`); returns
     (errors, tolerances, labels of the sources run)."""
     errors: list[str] = []
@@ -312,10 +319,12 @@ def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str
     pytest_paths = [p for p in paths if kind_of(p) == "test"]
     scripts = [p for p in paths if kind_of(p) != "test"]
     texts = [_text(p) for p in scripts] + [_text(p) for p in pytest_paths if p.is_file()] + [_text(op_path)]
+    global _PID
+    _PID = os.getpid()  # the analysis child (forked from the warm server after this module was imported)
     with cap.active(), rec.active(), _patched(os, "_exit", _no_exit), harness.stubbed(cap, errors, texts):
         if pytest_paths:
             cap.source = "test"
-            _run_pytest(cap, pytest_paths, errors, limit_s)
+            _run_pytest(cap, pytest_paths, errors, limit_s, budget_s)
             ran.extend(str(p) for p in pytest_paths)
         for s in scripts:
             cap.source = "bench"
