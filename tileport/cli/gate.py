@@ -52,19 +52,17 @@ def run_pack(args: argparse.Namespace) -> int:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from tileport.validators.gpu import gate
-    from tileport.validators.gpu.reports import correctness_from_results, perf_from_results
+    from tileport import service
+    from tileport.records.exits import EXIT_BLOCKED
 
-    config = config_from(args)
-    results, cmd = gate.run_local(Path(args.dir), timeout=args.timeout or config.gpu.timeout_s, perf=not args.no_perf,
-                                  project=args.project)
+    ran = service.run_here(config_from(args), args.dir, timeout=args.timeout, perf=not args.no_perf,
+                           project=args.project)
+    results, corr, perf = ran.results, ran.correctness, ran.perf
     if args.json:
         print(json.dumps(results, indent=1, default=str))
-    corr = correctness_from_results(results)
-    perf = perf_from_results(results)
     if corr.env_missing:
         print(f"BLOCKED(env): {corr.env_missing}")
-        return 3
+        return EXIT_BLOCKED
     if not args.json:
         for c in corr.cases:
             why = "" if c.status == "PASS" else f": {c.message[:200]}" if not c.evaluated else \
@@ -84,7 +82,7 @@ def run_run(args: argparse.Namespace) -> int:
     print(corr.summary() + (f"; geomean port/ref {gm:.3f} ({perf.band})" if gm else "")
           + ("" if perf.complete or not perf.rows else "; INCOMPLETE: a configuration was not measured or the L2 "
              "flush was not verified (the gate fails)")
-          + f"; results in {Path(args.dir) / gate.RESULTS_FILE}")
+          + f"; results in {ran.results_file}")
     return 0 if corr.all_pass else 1
 
 

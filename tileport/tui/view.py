@@ -9,12 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tileport.records import PASSING, Decision, PerfDetails, Stage
 from tileport.records.verdicts import BLOCKED
-from tileport.store import Store, queries
+from tileport.store import queries
 from tileport.validators.gpu.reports import launch_summary
+
+if TYPE_CHECKING:
+    from tileport.service import Store
 
 STAGE_NAMES = {
     Stage.ANALYZE.value: "analyze", Stage.WRITE_KERNEL.value: "write kernel",
