@@ -42,3 +42,11 @@ def test_without_a_checkout_the_project_copy_travels(tmp_path):
     _, cmds = gate_mod.run_remote(g, "bash -c", remote_dir=str(remote), timeout=120, python=sys.executable)
     assert (remote / "gate-op" / "project" / "tests" / "test_op.py").is_file()
     assert "--project" not in " ".join(cmds[1].argv)
+
+
+def test_a_bad_project_is_one_line(tmp_path):
+    from tests.conftest import run_cli
+
+    g = make_tests_gate(tmp_path)
+    r = run_cli("gate", "run", str(g), "--project", str(tmp_path / "nowhere"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--project" in r.stderr and "no such directory" in r.stderr

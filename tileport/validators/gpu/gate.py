@@ -205,7 +205,13 @@ def run_local(gate_dir: Path, *, timeout: float, python: str | None = None, perf
     """Run the gate here in a child process: a crash or a hang fails this conversion only. `project`: the op's
     project checked out here, instead of the pack's copy."""
     gate_dir = Path(gate_dir).resolve()
-    read_gate(gate_dir)
+    manifest = read_gate(gate_dir)
+    if project is not None:
+        if not manifest.get("tests"):
+            raise UserError(f"{gate_dir}: --project is for a gate of an op with tests; this one has none")
+        if not Path(project).is_dir():
+            raise UserError(f"--project {project}: no such directory; pass the op's project checked out here")
+        project = str(Path(project).resolve())
     results = gate_dir / RESULTS_FILE
     if results.exists():
         results.unlink()
