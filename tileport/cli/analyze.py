@@ -10,8 +10,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from tileport.agents.stages.analyze import result_from_analysis
-from tileport.cli._common import config_from, int_in, record_in_store
+from tileport import service
+from tileport.cli._common import config_from, int_in
 from tileport.errors import UserError
 from tileport.records import utcnow
 
@@ -108,14 +108,8 @@ def _print_op(a) -> None:
     print(f"wrote {_rel(Path(a.out_dir) / 'analysis.json')}")
 
 
-def _record(config, op: str, kernel: str | None, result) -> None:
-    """Stage A's verdict goes to the store, which `tileport status` and the dashboard read."""
-    record_in_store(config, str(Path(op).resolve()), kernel, result)
-
-
 def run(args: argparse.Namespace) -> int:
-    from tileport.validators.analysis.corpus import analyze_examples, find_examples
-    from tileport.validators.analysis.pipeline import analyze_op, check_targets
+    from tileport.service import analyze_examples, check_targets, find_examples
 
     config = config_from(args)
     if args.op is None and args.targets and args.targets[-1].endswith(".py"):
@@ -138,23 +132,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json or args.parallel:
         raise UserError("--json and --parallel go with a library's directory: tileport analyze DIR --json")
     if args.op is not None:
-        from tileport.cli._triton import analyze_triton_cli, is_triton_op, pair_cli
+        from tileport.cli._triton import analyze_triton_cli, is_triton_op
 
         started = utcnow()
         if args.triton and not is_triton_op(args.op):  # bad input refused before any work
-            from tileport.validators.analysis.triton.pairing import check_triton_op
-
-            check_triton_op(args.triton)
+            service.check_triton_op(args.triton)
         if args.reference_timings and not is_triton_op(args.op):
-            from tileport.validators.analysis.triton.pairing import read_bench
-
-            read_bench(args.reference_timings)
+            service.read_bench(args.reference_timings)
         if (t := analyze_triton_cli(args, config, python, started)) is not None:
             return t
         # Bad input raises before anything is written, the store included: nothing half-written.
-        a = analyze_op(args.op, out_dir=args.out, kernel=args.kernel, **common)
-        a = pair_cli(a, args, config, python)
-        _record(config, args.op, args.kernel, result_from_analysis(a, started_at=started))
+        bench = service.read_bench(args.reference_timings) if args.reference_timings else None
+        a = service.analyze(config, args.op, out_dir=args.out, kernel=args.kernel, triton=args.triton, bench=bench,
+                            started_at=started, **{k: v for k, v in common.items() if k != "config"})
         _print_op(a)
         return 0
     if args.kernel:
@@ -176,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         if tty:
             print(" " * (name_w + 8), end="\r", file=sys.stderr, flush=True)
         if o.analysis is not None:
-            _record(config, str(o.path), None, result_from_analysis(o.analysis))
+            service.record_analysis(config, o.path, None, o.analysis)
             k, v, i, n = _counts(o.analysis)
             t = o.analysis.timings
             print(f"  {o.path.stem:<{name_w}}  {k:>7}  {v:>8}  {i:>9}  {n:>9}  {_fmt_s(t.total_s):>7}  "

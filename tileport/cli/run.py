@@ -45,7 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tileport import service
-    from tileport.agents.context import Limits
 
     for name in ("jobs", "model_jobs", "cargo_jobs", "gpu_jobs"):
         if getattr(args, name) < 1:
@@ -54,11 +53,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--resume ID continues one conversion; drop the OP arguments")
     if args.resume is None and not args.ops:
         raise UserError("nothing to run: pass OP.py (e.g. tileport run examples/vector_add.py) or --resume ID")
-    from tileport.validators.analysis.testfind import with_tests
-
-    config = with_tests(config_from(args), args.tests)
+    config = service.with_tests(config_from(args), args.tests)
     runner = service.runner(config, repo=args.repo, model=args.model,
-                            limits=Limits.of(model=args.model_jobs, cargo=args.cargo_jobs, gpu=args.gpu_jobs),
+                            limits=service.Limits.of(model=args.model_jobs, cargo=args.cargo_jobs, gpu=args.gpu_jobs),
                             out=lambda line: print(line, flush=True, file=sys.stderr if args.json else sys.stdout))
     if args.resume is not None:
         finished = [service.resume(runner, args.resume)]

@@ -21,7 +21,8 @@ from textual.message import Message
 
 from tileport.config import Config
 from tileport.errors import UserError
-from tileport.store import Store, queries
+from tileport import service
+from tileport.store import queries
 from tileport.tui._conversion_screen import ConversionScreen, event_line
 from tileport.tui._gate_actions import GateCommands
 from tileport.tui._main_screen import MainScreen
@@ -85,7 +86,7 @@ class TileportApp(GateCommands, App):
         self.gate = self.config.perf.geomean_max
         self.actions = Actions(self.store_path, self.config, self.repo, readonly, model=model)
         self.actions.on_change = lambda cid: self.post_message(DrivesChanged(cid))  # thread-safe, never blocks
-        self.store = Store(self.store_path)
+        self.store = service.open_store(self.config, store=self.store_path)  # the read model's connection
         self._last_event = newest_event_id(self.store)
         self.toolchain_text = "toolchain: checking ..."
         self.events_seen = 0  # for the benchmark and tests: events rendered so far
@@ -247,7 +248,7 @@ class TileportApp(GateCommands, App):
 
     @work(thread=True, group="doctor")
     def _doctor(self) -> None:
-        from tileport.exec.doctor import run_checks
+        from tileport.service.environment import run_checks
 
         checks = {c.name: c for c in run_checks(self.config)}
         gpu = checks.get("gpu")

@@ -129,3 +129,30 @@ def test_each_cause_of_the_issue_is_analysed(library_run):
     gemv = _analysis(out, "coreops/coreops/ops/gemv.py")
     assert {v["constants"]["K_BLOCKS"] for v in gemv["variants"]} == {8, 3}
     assert rows["coreops/coreops/ops/scale_dlpack.py"]["analysed"] == "yes"
+
+
+def test_past_the_budget_only_tests_of_a_new_signature_run(torch_python, tmp_path):  # noqa: F811
+    from tileport.config import Config
+    from tileport.validators.analysis import analyze_op
+
+    config = Config()
+    config = config.model_copy(update={"analysis": config.analysis.model_copy(update={"tests_budget_s": 0.0})})
+    a = analyze_op(LIB / "tilelib" / "kernels" / "softmax.py", targets=["sm_90"], out_dir=tmp_path / "out",
+                   run_tileiras=False, python=torch_python, config=config)
+    # 9 forward tests (3 shapes x 3 dtypes) and a backward test: one per dtype and function runs, all kernels seen
+    assert any("tests not run" in e and "new launch signature" in e for e in a.capture.errors)
+    assert {v.kernel for v in a.variants} == {"softmax_fwd_kernel", "softmax_bwd_kernel"}
+    assert {i.dtype for v in a.variants for i in v.instances} == {"float16", "bfloat16", "float32"}
+    # one forward test per dtype, plus the backward test's forward (all 9 + 1 without the budget)
+    assert len([c for c in a.capture.configurations if c.kernel == "softmax_fwd_kernel"]) == 4
+
+
+def test_a_script_picking_its_kernel_by_a_flag_runs_once_per_other_choice():
+    from tileport.validators.analysis.testrun import choice_argvs
+
+    text = ('import argparse\nap = argparse.ArgumentParser()\n'
+            'ap.add_argument("--kernel", choices=["native", "swizzle", "persistent"], default="native")\n'
+            'ap.add_argument("--sizes", type=int, nargs="+")\n'
+            'ap.add_argument("--mode", choices=("a", "b"))\n')
+    assert choice_argvs(text) == [["--kernel", "swizzle"], ["--kernel", "persistent"], ["--mode", "a"], ["--mode", "b"]]
+    assert choice_argvs("def broken(:\n") == []

@@ -499,7 +499,7 @@ def call_op(cap: Any, module: ModuleType, torch_dtypes: list, device: str, deadl
 
 def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str, int | None]] | None = None,
             time_budget_s: float = 120.0, tests: list[str] | None = None, op_path: Path | None = None,
-            run_main: bool = False, tests_limit_s: float = 120.0) -> dict[str, Any]:
+            run_main: bool = False, tests_limit_s: float = 120.0, tests_budget_s: float = 30.0) -> dict[str, Any]:
     """Run the op's own tests / scripts / `__main__` block (when given), else its entry points with built inputs;
     returns {launches: [Launch], tried, errors, mode, seconds, tolerances, sources}.
     ranks: kernel function -> parameter -> the array rank its body implies (inputs of other ranks are retried)."""
@@ -516,7 +516,8 @@ def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str,
     if (tests or run_main) and op_path is not None:
         from tileport.validators.analysis.testrun import run_sources
 
-        errors, tolerances, sources = run_sources(cap, module, op_path, list(tests or []), run_main, tests_limit_s)
+        errors, tolerances, sources = run_sources(cap, module, op_path, list(tests or []), run_main, tests_limit_s,
+                                                  tests_budget_s)
         cap.errors.extend(errors)
         cap.tried.extend(sources)
     if not cap.launches:  # else the op's own code paths launched: no guessed inputs

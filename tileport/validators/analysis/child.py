@@ -194,18 +194,36 @@ def export_all(kernels: dict[Any, Any], plan, params_by_kernel: dict[str, list[d
     for v in list(plan.variants):
         if select is not None and not select(v):
             continue
+        if len(v.instances) > 1:  # a dtype cuda-tile rejects (a kernel written for one dtype) drops that instance
+            for inst in list(v.instances):
+                try:
+                    results.update(_export_variant(kernels, v.model_copy(update={"instances": [inst]}),
+                                                   params_by_kernel, req, out_dir))
+                except ChildError as e:
+                    for target in req["targets"]:
+                        (out_dir / target / f"{inst.stem}.tileirbc").unlink(missing_ok=True)
+                    if len(v.instances) > 1:
+                        v.instances.remove(inst)
+                        plan.notes.append(f"{inst.dtype} instance dropped: {e.message}")
+                    else:
+                        _drop(plan, v, e, out_dir, req)
+            continue
         try:
             results.update(_export_variant(kernels, v, params_by_kernel, req, out_dir))
         except ChildError as e:
-            for inst in v.instances:
-                for target in req["targets"]:
-                    (out_dir / target / f"{inst.stem}.tileirbc").unlink(missing_ok=True)
-            plan.variants.remove(v)
-            if any(x.kernel == v.kernel for x in plan.variants):
-                plan.notes.append(f"variant dropped: {e.message}")
-            else:
-                plan.failed[v.kernel] = e.message
+            _drop(plan, v, e, out_dir, req)
     return results
+
+
+def _drop(plan, v, e: "ChildError", out_dir: Path, req: dict) -> None:
+    for inst in v.instances:
+        for target in req["targets"]:
+            (out_dir / target / f"{inst.stem}.tileirbc").unlink(missing_ok=True)
+    plan.variants.remove(v)
+    if any(x.kernel == v.kernel for x in plan.variants):
+        plan.notes.append(f"variant dropped: {e.message}")
+    else:
+        plan.failed[v.kernel] = e.message
 
 
 def _export_variant(kernels: dict[Any, Any], v, params_by_kernel: dict[str, list[dict]], req: dict,
@@ -315,7 +333,8 @@ def run(req: dict) -> dict:
             from tileport.validators.analysis.capture_plan import configurations
 
             result = cap_mod.capture(module, decl.dtypes, ranks=ranks, tests=tests, op_path=path,
-                                     run_main=_has_main_block(path), tests_limit_s=float(req.get("tests_timeout_s", 120)))
+                                     run_main=_has_main_block(path), tests_limit_s=float(req.get("tests_timeout_s", 120)),
+                                     tests_budget_s=float(req.get("tests_budget_s", 30)))
             t_cap = time.perf_counter() - t0
             plan, objects = _merge_capture(module, path, plan, kernels, metas, static, open_kernels, result,
                                            no_launch=not static.launches and not tests)

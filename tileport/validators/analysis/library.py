@@ -183,6 +183,10 @@ def analyze_library(lib: Library, *, out_root: Path, jobs: int = 1, on_done: Cal
             r = OpResult(f.path, f.kind, a, None, time.perf_counter() - t0, tests)
         except UserError as e:  # EnvironmentBlocked included: a one-line reason per op
             r = OpResult(f.path, f.kind, None, " ".join(str(e).split()), time.perf_counter() - t0)
+        except Exception as e:  # a tileport bug on this op: said on its line, the other ops still analysed
+            r = OpResult(f.path, f.kind, None, f"tileport failed on it: {type(e).__name__}: "
+                         f"{' '.join(str(e).split())[:200]} (a tileport bug; please report it with the op)",
+                         time.perf_counter() - t0)
         if on_done is not None:
             on_done(r)
         return r

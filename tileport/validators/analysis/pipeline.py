@@ -168,7 +168,8 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
         request = {"path": str(path.resolve()), "static": static.model_dump(mode="json"),
                    "declaration": decl.model_dump(mode="json"), "targets": targets,
                    "bytecode_version": config.toolchain.bytecode_version, "out_dir": str(stage), "kernel": kernel,
-                   "tests": [str(p) for p in test_paths], "tests_timeout_s": config.analysis.tests_timeout_s}
+                   "tests": [str(p) for p in test_paths], "tests_timeout_s": config.analysis.tests_timeout_s,
+                   "tests_budget_s": config.analysis.tests_budget_s}
         t_child = time.perf_counter()
         server = shared_warm_child(python) if warm else None
         cpu0 = _children_cpu()
@@ -241,6 +242,9 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
         own = [c.dtype for c in (capture.configurations if capture else []) if c.source != "guess" and c.dtype != "none"]
         if own and not decl.present:  # the dtypes the op's own tests and scripts run it with
             decl = decl.model_copy(update={"dtypes": list(dict.fromkeys(own))})
+        kept = [d for d in decl.dtypes if any(i.dtype == d for v in variants for i in v.instances)]
+        if not decl.present and kept and kept != decl.dtypes:  # a guessed dtype cuda-tile rejects is not the op's
+            decl = decl.model_copy(update={"dtypes": kept})
         tolerances, tolerance_sources = _tolerances(config, decl, capture)
         if not decl.present and own:
             notes.append(f"no TILEPORT declaration: dtypes {'/'.join(decl.dtypes)} and configurations from the op's "

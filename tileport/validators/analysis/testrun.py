@@ -51,7 +51,13 @@ class SourceExit(BaseException):
         self.code = code
 
 
+_REAL_EXIT = os._exit
+_PID = os.getpid()
+
+
 def _no_exit(code: Any = 0) -> None:
+    if os.getpid() != _PID:  # a process the source forked (multiprocessing) ends as it asks
+        _REAL_EXIT(code)
     raise SourceExit(code)
 
 
@@ -219,7 +225,7 @@ class _Plugin:
                                        f"{' '.join(last.removeprefix('E').split())[:200]}")
 
 
-def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float) -> None:
+def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float, budget: float = BUDGET_S) -> None:
     label = ", ".join(p.name for p in paths)
     try:
         import pytest
@@ -227,7 +233,7 @@ def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float
         errors.append(f"tests {label}: pytest is not installed in {sys.executable}; pip install pytest there "
                       "(the op's tests run in the analysis interpreter)")
         return
-    plugin = _Plugin(cap, errors, label, budget_s=min(BUDGET_S, limit / 4))
+    plugin = _Plugin(cap, errors, label, budget_s=min(budget, limit / 4))
     args = [str(p) for p in paths] + ["-q", "-s", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header",
                                       "-W", "ignore", "--tb=no", "-rN",
                                       "--continue-on-collection-errors"]
@@ -274,10 +280,38 @@ def main_block(tree: ast.Module) -> ast.Module | None:
     return ast.Module(body=body, type_ignores=[]) if body else None
 
 
-def _run_script(cap: Capture, label: str, run: Any, errors: list[str], limit: float) -> None:
+MAX_CHOICE_RUNS = 8
+
+
+def choice_argvs(text: str) -> list[list[str]]:
+    """A script's command lines besides its default one: each other value of an `add_argument("--opt",
+    choices=[...])` with literal choices (a benchmark picking its kernel or provider by a flag), one at a time."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[list[str]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+                and node.args and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("--")):
+            continue
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        try:
+            choices = ast.literal_eval(kw["choices"]) if "choices" in kw else None
+            default = ast.literal_eval(kw["default"]) if "default" in kw else None
+        except ValueError:
+            continue
+        if not isinstance(choices, (list, tuple)) or ("nargs" in kw):
+            continue
+        out.extend([str(node.args[0].value), str(c)] for c in choices if c != default and c is not None)
+    return out[:MAX_CHOICE_RUNS]
+
+
+def _run_script(cap: Capture, label: str, run: Any, errors: list[str], limit: float,
+                args: list[str] | None = None) -> None:
     cap.entry = label
     argv = sys.argv
-    sys.argv = [label]
+    sys.argv = [label, *(args or [])]
     try:
         with _time_limit(limit):
             run()
@@ -302,7 +336,8 @@ def _text(path: Path) -> str:
 
 
 def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str], run_main: bool,
-                limit_s: float = SOURCE_LIMIT_S) -> tuple[list[str], list[TestTolerance], list[str]]:
+                limit_s: float = SOURCE_LIMIT_S, budget_s: float = BUDGET_S
+                ) -> tuple[list[str], list[TestTolerance], list[str]]:
     """Run the tests and scripts (then the op's `__main__` block when `run_main`); returns
     (errors, tolerances, labels of the sources run)."""
     errors: list[str] = []
@@ -312,14 +347,18 @@ def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str
     pytest_paths = [p for p in paths if kind_of(p) == "test"]
     scripts = [p for p in paths if kind_of(p) != "test"]
     texts = [_text(p) for p in scripts] + [_text(p) for p in pytest_paths if p.is_file()] + [_text(op_path)]
+    global _PID
+    _PID = os.getpid()  # the analysis child (forked from the warm server after this module was imported)
     with cap.active(), rec.active(), _patched(os, "_exit", _no_exit), harness.stubbed(cap, errors, texts):
         if pytest_paths:
             cap.source = "test"
-            _run_pytest(cap, pytest_paths, errors, limit_s)
+            _run_pytest(cap, pytest_paths, errors, limit_s, budget_s)
             ran.extend(str(p) for p in pytest_paths)
         for s in scripts:
             cap.source = "bench"
-            _run_script(cap, s.name, lambda s=s: runpy.run_path(str(s), run_name="__main__"), errors, limit_s)
+            for args in [[], *choice_argvs(_text(s))]:
+                _run_script(cap, " ".join([s.name, *args]), lambda s=s: runpy.run_path(str(s), run_name="__main__"),
+                            errors, limit_s, args)
             ran.append(str(s))
         if run_main:
             try:
@@ -330,7 +369,9 @@ def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str
             if block is not None:
                 cap.source = "main"
                 code = compile(block, str(op_path), "exec")
-                _run_script(cap, f"{op_path.name} __main__", lambda: exec(code, vars(module)), errors, limit_s)
+                for args in [[], *choice_argvs(_text(op_path))]:
+                    _run_script(cap, " ".join([f"{op_path.name} __main__", *args]),
+                                lambda: exec(code, vars(module)), errors, limit_s, args)
                 ran.append(f"{op_path.name} __main__")
     cap.source = "guess"
     return errors, rec.tolerances, ran
