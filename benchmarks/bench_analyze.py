@@ -14,12 +14,12 @@ own time per module. Target: under 2 s per example excluding tileiras.
 
     .venv/bin/python benchmarks/bench_analyze.py [--repeat 3] [--targets sm_90 sm_100] [op ...]
 
-With `--corpus DIR [--python PY]` it instead analyses every op file under DIR (files with a
-`ct.launch` or `@ct.kernel`; packages included) once, unmodified, in interpreter PY, and prints per
-op whether it was analysed whole (every kernel it launches), the kernels analysed / missing, the
-static-path time and the launch-capture time, how many configurations came from the op's own tests / `__main__`
-/ scripts and whether tolerances did, then the totals; `--tests PATH` gives a source to every op and `--no-discover`
-turns off finding tests/**/test_<op>.py:
+With `--corpus DIR [--python PY] [--parallel N]` it instead analyses every cuTile op file under DIR (as
+`tileport analyze DIR` finds them: modules defining @ct.kernel; tests, wrappers and helpers are not ops) once,
+unmodified, N at a time, in interpreter PY, and prints per op whether it was analysed whole (every kernel it
+launches), the kernels analysed / missing, the static-path time and the launch-capture time, how many configurations
+came from the op's own tests / `__main__` / scripts and whether tolerances did, then the totals with the slowest op
+and the wall time; `--tests PATH` gives a source to every op and `--no-discover` turns off finding its tests:
 
     .venv/bin/python benchmarks/bench_analyze.py --corpus tests/data/heldout_ops --python ~/.cache/tileport/torch-venv/bin/python
 """
@@ -63,29 +63,25 @@ def _median_run(path: Path, out_base: Path, repeat: int, warm: bool, **kwargs):
     return runs[len(runs) // 2]
 
 
-TEST_DIRS = {"tests", "test", "bench", "benchmarks"}
-
-
 def corpus_ops(root: Path) -> list[Path]:
-    """Op files under root: modules that define a kernel, outside test and benchmark trees (those launch the ops;
-    helpers with a launch but no kernel are not ops)."""
-    return sorted(p for p in root.rglob("*.py")
-                  if "ct.kernel" in p.read_text(encoding="utf-8")
-                  and not TEST_DIRS & set(p.relative_to(root).parts[:-1])
-                  and not p.name.startswith(("test_", "bench_")))
+    """The cuTile op files of a library, as `tileport analyze DIR` finds them (modules defining @ct.kernel; tests,
+    wrappers and helpers are not ops)."""
+    from tileport.validators.analysis.library import find_library
+
+    return [f.path for f in find_library(root).ops if f.kind == "cutile"]
 
 
 def run_corpus(root: Path, python: str | None, targets: list[str], tests: list[str] | None = None,
-               discover: bool = True) -> int:
-    import re
+               discover: bool = True, parallel: int = 1) -> int:
+    from tileport.validators.analysis.library import Library, analyze_library, find_library
 
-    from tileport.errors import UserError
-
-    ops = corpus_ops(root)
+    lib = find_library(root)
+    lib = Library(root=lib.root, ops=[f for f in lib.ops if f.kind == "cutile"], skipped=lib.skipped)
     config = Config()
-    print(f"tileport analyze on {len(ops)} op files under {root} (unmodified), python {python or sys.executable}, "
-          f"targets {', '.join(targets)}, no tileiras; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    print(f"tests: {', '.join(tests or []) or 'none given'}; discovery of tests/**/test_<op>.py {'on' if discover else 'off'}")
+    print(f"tileport analyze on {len(lib.ops)} op files under {root} (unmodified), python {python or sys.executable}, "
+          f"targets {', '.join(targets)}, no tileiras; {parallel} at a time on {os.cpu_count()} CPUs, load "
+          f"{os.getloadavg()[0]:.1f}")
+    print(f"tests: {', '.join(tests or []) or 'none given'}; discovery of the op's tests {'on' if discover else 'off'}")
     print(f"{'op':<32} {'result':<8} {'kernels':>7} {'missing':>7} {'other':>7} {'capture':>8} {'total':>7} "
           f"{'own cfgs':>8} {'tol':>4}  note")
     print("  (own cfgs: distinct launches from the op's own tests / __main__ / scripts; tol: dtypes whose tolerance "
@@ -93,43 +89,48 @@ def run_corpus(root: Path, python: str | None, targets: list[str], tests: list[s
     print("  (other: wall time outside capture: static inspection, the child's imports (torch included), exports, "
           "tileirdisasm)")
     t_all = time.perf_counter()
-    whole = kernels = missing = 0
+    stats = {"whole": 0, "kernels": 0, "missing": 0, "captured": 0, "own": 0, "tracebacks": 0}
     others: list[float] = []
-    captured = own_total = 0
     cap_times: list[float] = []
+    totals: list[tuple[float, str]] = []
+
+    def done(r) -> None:
+        name = str(r.path.relative_to(root))
+        totals.append((r.seconds, name))
+        if r.analysis is None:
+            stats["tracebacks"] += "Traceback" in (r.error or "")
+            print(f"{name:<32} {'FAILED':<8} {0:>7} {'?':>7} {'':>7} {'':>8} {r.seconds:>6.2f}s "
+                  f"{'':>8} {'':>4}  {(r.error or '')[:220]}", flush=True)
+            return
+        a = r.analysis
+        got = len({v.kernel for v in a.variants})
+        miss = len(getattr(a, "unresolved", []) or [])
+        stats["kernels"] += got
+        stats["missing"] += miss
+        stats["whole"] += miss == 0
+        t = a.timings
+        cap = getattr(t, "capture_s", 0.0) or 0.0
+        others.append(t.total_s - cap)
+        stats["captured"] += a.capture is not None
+        own = [c for c in a.configurations() if c.source != "guess"]
+        stats["own"] += len(own)
+        if a.capture is not None:
+            cap_times.append(cap)
+        tol = sum(1 for s in a.tolerance_sources.values() if s.startswith("tests:"))
+        print(f"{name:<32} {'ok' if miss == 0 else 'partial':<8} {got:>7} {miss:>7} {t.total_s - cap:>6.2f}s "
+              f"{cap:>7.2f}s {t.total_s:>6.2f}s {len(own):>8} {tol:>4}  "
+              f"{'; '.join(u.kernel for u in getattr(a, 'unresolved', []) or [])}", flush=True)
+
     with tempfile.TemporaryDirectory(prefix="tileport-bench-") as tmp:
-        for path in ops:
-            name = str(path.relative_to(root))
-            t0 = time.perf_counter()
-            try:
-                a = analyze_op(path, out_dir=Path(tmp) / re.sub(r"\W", "_", name), targets=targets, config=config,
-                               run_tileiras=False, python=python, tests=tests, discover_tests=discover)
-            except UserError as e:
-                print(f"{name:<32} {'FAILED':<8} {0:>7} {'?':>7} {'':>7} {'':>8} {time.perf_counter() - t0:>6.2f}s "
-                      f"{'':>8} {'':>4}  {' '.join(str(e).split())[:220]}", flush=True)
-                continue
-            got = len({v.kernel for v in a.variants})
-            miss = len(getattr(a, "unresolved", []) or [])
-            kernels += got
-            missing += miss
-            whole += miss == 0
-            t = a.timings
-            cap = getattr(t, "capture_s", 0.0) or 0.0
-            others.append(t.total_s - cap)
-            captured += a.capture is not None
-            own = [c for c in a.configurations() if c.source != "guess"]
-            own_total += len(own)
-            if a.capture is not None:
-                cap_times.append(cap)
-            tol = sum(1 for s in a.tolerance_sources.values() if s.startswith("tests:"))
-            print(f"{name:<32} {'ok' if miss == 0 else 'partial':<8} {got:>7} {miss:>7} {t.total_s - cap:>6.2f}s "
-                  f"{cap:>7.2f}s {t.total_s:>6.2f}s {len(own):>8} {tol:>4}  "
-                  f"{'; '.join(u.kernel for u in getattr(a, 'unresolved', []) or [])}", flush=True)
-    print(f"{whole} of {len(ops)} op files analysed whole, {kernels} kernels analysed, {missing} reported missing; "
-          f"{captured} ran launch capture ({own_total} configurations from the ops' own code); capture time per op "
-          f"max {max(cap_times, default=0):.2f} s, mean {sum(cap_times) / max(1, len(cap_times)):.2f} s; time outside "
-          f"capture max {max(others, default=0):.2f} s per op; corpus total {time.perf_counter() - t_all:.1f} s wall "
-          f"on {os.cpu_count()} CPUs")
+        analyze_library(lib, out_root=Path(tmp), jobs=parallel, on_done=done, targets=targets, config=config,
+                        run_tileiras=False, python=python, tests=tests, discover_tests=discover)
+    slowest = max(totals, default=(0.0, "-"))
+    print(f"{stats['whole']} of {len(lib.ops)} op files analysed whole, {stats['kernels']} kernels analysed, "
+          f"{stats['missing']} reported missing, {stats['tracebacks']} tracebacks; {stats['captured']} ran launch "
+          f"capture ({stats['own']} configurations from the ops' own code); capture time per op max "
+          f"{max(cap_times, default=0):.2f} s, mean {sum(cap_times) / max(1, len(cap_times)):.2f} s; time outside "
+          f"capture max {max(others, default=0):.2f} s per op; slowest op {slowest[1]} {slowest[0]:.1f} s; corpus "
+          f"total {time.perf_counter() - t_all:.1f} s wall, {parallel} at a time on {os.cpu_count()} CPUs")
     return 0
 
 
@@ -139,13 +140,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", metavar="PY", help="interpreter for the child (with torch) in --corpus mode")
     ap.add_argument("--tests", action="append", metavar="PATH",
                     help="in --corpus mode: a pytest file/dir or script given to every op (repeatable)")
-    ap.add_argument("--no-discover", action="store_true", help="in --corpus mode: no tests/**/test_<op>.py discovery")
+    ap.add_argument("--no-discover", action="store_true", help="in --corpus mode: no discovery of the op's tests")
+    ap.add_argument("--parallel", type=int, default=1, metavar="N",
+                    help="in --corpus mode: ops analysed at once (tileport analyze DIR uses 2)")
     ap.add_argument("ops", nargs="*", help="op names or paths (default: every example)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per example and mode; the median is reported")
     ap.add_argument("--targets", nargs="+", default=["sm_90", "sm_100"])
     args = ap.parse_args(argv)
     if args.corpus:
-        return run_corpus(Path(args.corpus), args.python, args.targets, args.tests, not args.no_discover)
+        return run_corpus(Path(args.corpus), args.python, args.targets, args.tests, not args.no_discover,
+                          args.parallel)
 
     examples = find_examples()
     by_name = {p.stem: p for p in examples}

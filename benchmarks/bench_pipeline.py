@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from tileport.agents.context import Limits  # noqa: E402
 from tileport import service  # noqa: E402
-from tileport.agents.runner import Runner  # noqa: E402
+from tileport.agents.runner import ConversionRunner  # noqa: E402
 from tileport.config import Config  # noqa: E402
 
 
@@ -51,7 +51,7 @@ def make_repo(root: Path, n: int) -> Path:
     return repo
 
 
-def run(repo: Path, ops: list[str], model: str, jobs: int) -> tuple[float, Runner, list]:
+def run(repo: Path, ops: list[str], model: str, jobs: int) -> tuple[float, ConversionRunner, list]:
     config = Config(targets=["sm_90"], store=str(repo / ".tileport" / "tileport.db"))
     runner = service.runner(config, model=model, limits=Limits.of(model=2, cargo=1, gpu=1), out=lambda _l: None)
     t0 = time.perf_counter()
@@ -59,7 +59,7 @@ def run(repo: Path, ops: list[str], model: str, jobs: int) -> tuple[float, Runne
     return time.perf_counter() - t0, runner, finished
 
 
-def overhead_table(title: str, runners: list[Runner]) -> list[float]:
+def overhead_table(title: str, runners: list[ConversionRunner]) -> list[float]:
     rows = [t for runner in runners for ts in runner.timing.values() for t in ts]
     print(f"  {title}: {len(rows)} stage attempts")
     print(f"    {'stage':<6} {'n':>3} {'overhead median ms':>19} {'max ms':>8} {'git commit median ms':>21} "

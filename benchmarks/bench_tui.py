@@ -146,7 +146,7 @@ def _pct(xs: list[float], q: float) -> float:
 
 async def latency(args) -> None:
     from tileport.agents import stages
-    from tileport.agents.runner import Runner
+    from tileport.agents.runner import ConversionRunner
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-tui-latency-"))
     repo = tmp / "repo"
@@ -159,7 +159,7 @@ async def latency(args) -> None:
     subprocess.run(["git", "commit", "-qm", "base"], cwd=repo, check=True)
     db = tmp / "tileport.db"
     config = Config(store=str(db))
-    runner = Runner(config, model="none", out=lambda _l: None,
+    runner = ConversionRunner(config, model="none", out=lambda _l: None,
                     stages={**stages.default_stages(), "A": FAKE_busy_stage})
     cids = [runner.start(repo / f"op{i}.py", repo=repo) for i in range(args.running)]
     app = TileportApp(db, config, doctor=False, poll_interval=0.25, model="none")

@@ -92,3 +92,76 @@ def test_the_store_internals_check_sees_a_connection_and_an_import(tmp_path):
     bad.write_text("import sqlite_utils\nfrom sqlite3 import connect\ndef f(store):\n    with store.db.atomic():\n"
                    "        pass\n")
     assert sorted(_store_internals(bad)) == ["line 1: imports sqlite_utils", "line 2: imports sqlite3", "line 4: .db"]
+
+
+# --- the faces: cli/ and tui/ call the service, read the store's read model and render ---------------------------
+FACES = ("cli", "tui")
+# what a face may import besides `tileport.service`, `tileport.store.queries`, records/, the contract's config,
+# errors and limits, and the faces themselves: read-only renderers, by name (they format or read, decide nothing)
+RENDERERS = {
+    "tileport.validators.rust.diagnostics": {"render_text", "live_line"},
+    "tileport.validators.rust.selfcheck": {"format_self_check"},
+    "tileport.validators.tileir.report": {"format_report"},
+    "tileport.validators.analysis.triton.record": {"reference_summary"},
+    "tileport.validators.gpu.reports": {"launch_summary"},
+    "tileport.exec.sandbox": {"tool_argv"},
+    "tileport.agents.transcripts": {"load_transcript", "tool_arguments"},
+}
+# (face file, what it imports) pairs still to route through the service; only ever shrinks
+NOT_YET: set[tuple[str, str]] = set()
+
+
+def _face_may_import(module: str, name: str | None) -> bool:
+    parts = module.split(".")
+    if parts[0] != "tileport":
+        return True
+    if parts == ["tileport"] and name is None:
+        return True  # `import tileport`: the package itself (its path), no floor
+    top = parts[1] if len(parts) > 1 else name
+    if top in ("service", "records", "config", "errors", "limits", *FACES, "__version__"):
+        return True
+    if module == "tileport.store.queries" or (module == "tileport.store" and name == "queries"):
+        return True
+    return name is not None and name in RENDERERS.get(module, ())
+
+
+def face_imports(path: Path) -> list[str]:
+    """What a face module imports that it may not: 'module' or 'module.name', one per import."""
+    wrong = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            wrong += [f"{node.module}.{a.name}" for a in node.names if not _face_may_import(node.module, a.name)]
+        elif isinstance(node, ast.Import):
+            wrong += [a.name for a in node.names if not _face_may_import(a.name, None)]
+    return wrong
+
+
+def test_the_faces_import_only_the_service_the_read_model_records_and_renderers():
+    """`cli/` and `tui/` decide nothing: every verb is `tileport.service`'s (one door), the store is read through
+    `store.queries`, and what else they import is a read-only renderer named in RENDERERS."""
+    found = {(str(path.relative_to(PKG)), what) for face in FACES for path in sorted((PKG / face).rglob("*.py"))
+             for what in face_imports(path)}
+    assert found <= NOT_YET, "\n".join(f"{f} imports {w} (route it through tileport.service)"
+                                       for f, w in sorted(found - NOT_YET))
+    assert not NOT_YET - found, f"routed meanwhile: drop from NOT_YET: {sorted(NOT_YET - found)}"
+
+
+def test_the_face_check_sees_a_verb_reached_past_the_service(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from tileport.worktrees.merge import merge\nimport tileport.agents.runner\n"
+                   "from tileport.store import Store, queries\nfrom tileport import service\n"
+                   "from tileport.validators.rust.selfcheck import format_self_check, self_check\n")
+    assert face_imports(bad) == ["tileport.worktrees.merge.merge", "tileport.agents.runner", "tileport.store.Store",
+                                 "tileport.validators.rust.selfcheck.self_check"]
+
+
+def test_the_service_face_is_lazy():
+    """`from tileport import service` costs nothing at start-up: the verbs' modules load when first asked for."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from tileport import service; assert not [m for m in sys.modules if m.startswith("
+            "('tileport.agents', 'tileport.service.'))], sorted(sys.modules); service.store_path; "
+            "assert 'tileport.service.conversions' in sys.modules and 'tileport.agents.runner' not in sys.modules")
+    r = subprocess.run([sys.executable, "-c", code], cwd=PKG.parent, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]

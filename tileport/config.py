@@ -145,6 +145,9 @@ class AnalysisSettings(_Section):
     tests: list[str] = Field(default_factory=list)
     discover_tests: bool = True  # look for tests/**/test_<op>.py in the op's project
     tests_timeout_s: float = Field(default=120.0, gt=0, le=3600)  # per test run / script, inside the child's limit
+    # past this many seconds of a test session, only tests of a new launch signature run (at most a quarter of
+    # tests_timeout_s; see validators/analysis/testrun.signature_key)
+    tests_budget_s: float = Field(default=30.0, ge=0, le=3600)
 
 
 class SandboxSection(_Section):
@@ -162,6 +165,10 @@ class GpuSection(_Section):
     remote_dir: str = "/tmp/tileport-gates"
     python: str = "python3"  # the GPU host's Python (torch + cuda.tile)
     timeout_s: float = Field(1800.0, gt=0)  # one conversion's GPU run, in a child process
+    test_timeout_s: float = Field(300.0, gt=0)  # one of the op's own tests on the GPU host (killed past it: it fails)
+    # The op's project checked out on the GPU host (with command_prefix): the op's tests run there, in place,
+    # instead of from the copy the pack carries (the pack then travels without its project/ tree).
+    remote_checkout: str = ""
 
 
 class Config(_Section):

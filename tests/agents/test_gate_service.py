@@ -134,3 +134,16 @@ def test_a_port_that_does_not_build_is_one_line_with_the_errors_kept_for_the_cli
     assert r.returncode == 2 and "TP-FORBIDDEN-MACRO" in r.stdout  # the errors, then the one line
     assert r.stderr.strip() == f"tileport: error: {e.value}"
     assert not (tmp_path / "g").exists()
+
+
+def test_results_packed_before_ds_blocked_record_are_for_the_head_when_only_stage_records_moved(conv, tmp_path):
+    """D packs its gate on a machine without a GPU, then commits its BLOCKED record: results for the commit before
+    still judge the head's port; anything else committed since (a port edit) makes them stale."""
+    packed_at = conv.head()
+    conv.stage_commit("D", path="ports/op/.tileport/runs/D-1.json")  # only the stage record moved
+    done = service.ingest_results(config(conv), results_file(tmp_path / "a.json", conv.cid, packed_at))
+    assert done.commit == conv.head() != packed_at
+    assert [r.verdict for r in done.runs] == ["ALL_PASS"]
+    conv.stage_commit("B", path="ports/op/kernel.rs")  # the port changed after the pack
+    with pytest.raises(UserError, match="results are for commit"):
+        service.ingest_results(config(conv), results_file(tmp_path / "b.json", conv.cid, packed_at))

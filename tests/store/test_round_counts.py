@@ -4,7 +4,7 @@ attempts then a human edit's gates read B1/2, as the router sees them, not B3/2 
 
 from __future__ import annotations
 
-from tileport.agents.runner import Runner
+from tileport.agents.runner import ConversionRunner
 from tileport.config import Config
 from tileport.records import FailClass, Stage, StageResult
 from tileport.store import Store, queries
@@ -29,7 +29,7 @@ def test_counters_start_a_new_round_at_the_human_edit_as_the_router_does(tmp_pat
     cid = seeded(tmp_path / "t.db")
     s = Store(tmp_path / "t.db")
     summary = queries.conversion_summary(s, cid)
-    state, action = Runner(Config(store=str(tmp_path / "t.db")))._replay(queries.stage_runs(s, cid))
+    state, action = ConversionRunner(Config(store=str(tmp_path / "t.db")))._replay(queries.stage_runs(s, cid))
     assert summary.attempts == dict(state.attempts) == {"B": 1}
     assert action.stage == "D" and summary.round_commit == "e" * 40  # the header: "retries since edit eeee…"
     assert summary.attempts_text(Config().caps.model_dump()) == {"B": "1/2"}  # `tileport status`

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tileport.agents import control
-from tileport.agents.runner import Runner
+from tileport.agents.runner import ConversionRunner
 from tileport.config import Config
 from tileport.exec.proc import run_command
 from tileport.records import Stage, StageResult
@@ -69,7 +69,7 @@ def slow_runner(tmp_path, monkeypatch):
     table = {**default_stages(), "A": FAKE_slow_stage}  # injected into the runner; swapped below for resume
     repo = _repo(tmp_path)
     db = tmp_path / "store.db"
-    runner = Runner(Config(store=str(db)), model="none", out=lambda _l: None, stages=table)
+    runner = ConversionRunner(Config(store=str(db)), model="none", out=lambda _l: None, stages=table)
     cid = runner.start(repo / "slow_op.py", repo=repo)
     return runner, cid, db, tmp_path, started, lambda: table.__setitem__("A", FAKE_fast_stage), pids
 

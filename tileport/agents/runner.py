@@ -111,7 +111,7 @@ Printer = Callable[[str], None]
 
 
 @dataclass
-class Runner:
+class ConversionRunner:
     config: Config
     model: str | None = None  # --model: URL | scripted:TRANSCRIPT | none (default: the config's endpoint)
     limits: Limits = field(default_factory=Limits)

@@ -5,17 +5,19 @@ from __future__ import annotations
 import argparse
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from tileport.config import Config, load_config
-from tileport.store import Store
+
+if TYPE_CHECKING:
+    from tileport.service import Store
 
 
 def config_from(args: argparse.Namespace) -> Config:
     return load_config(getattr(args, "config", None))
 
 
-def open_store(config: Config, repo: str | Path | None = None) -> Store:
+def open_store(config: Config, repo: str | Path | None = None) -> "Store":
     """The repository's store by the one rule (`tileport.service.store_path`)."""
     from tileport import service
 
@@ -23,7 +25,7 @@ def open_store(config: Config, repo: str | Path | None = None) -> Store:
 
 
 @contextmanager
-def config_and_store(args: argparse.Namespace) -> Iterator[tuple[Config, Store]]:
+def config_and_store(args: argparse.Namespace) -> Iterator[tuple[Config, "Store"]]:
     """A subcommand's opening: the config the user asked for and the store it names (closed at the end)."""
     config = config_from(args)
     with open_store(config) as store:
@@ -32,11 +34,10 @@ def config_and_store(args: argparse.Namespace) -> Iterator[tuple[Config, Store]]
 
 def record_in_store(config: Config, op_path: str, kernel: str | None, result: Any) -> None:
     """A one-stage subcommand's verdict (`analyze`, `build-rust`) into the store, through the same path as
-    `tileport run`, so `tileport status` and the dashboard show it."""
-    from tileport.agents.record import record_standalone
+    `tileport run` (`service.record`), so `tileport status` and the dashboard show it."""
+    from tileport import service
 
-    with open_store(config) as store:
-        record_standalone(store, op_path, kernel, result)
+    service.record(config, op_path, kernel, result)
 
 
 def int_in(lo: int, hi: int):

@@ -10,10 +10,9 @@ from tileport.errors import UserError
 
 
 def is_triton_op(path: str | Path) -> bool:
-    from tileport.validators.analysis.triton.pairing import _is_triton_file
+    from tileport import service
 
-    p = Path(path)
-    return p.is_file() and p.suffix == ".py" and _is_triton_file(p)
+    return service.is_triton_op(path)
 
 
 def analyze_triton_cli(args: argparse.Namespace, config, python, started) -> int | None:
@@ -23,23 +22,12 @@ def analyze_triton_cli(args: argparse.Namespace, config, python, started) -> int
     if args.triton or args.reference_timings:
         raise UserError(f"{args.op} is the Triton op; pass the cuTile Python op first: "
                         f"tileport analyze CUTILE_OP.py --triton {args.op}")
-    from tileport.agents.stages.analyze import result_from_analysis
-    from tileport.cli._common import record_in_store
-    from tileport.validators.analysis.triton.pipeline import analyze_triton_op
+    from tileport import service
 
-    a = analyze_triton_op(args.op, out_dir=args.out, kernel=args.kernel, config=config, python=python)
-    record_in_store(config, str(Path(args.op).resolve()), args.kernel, result_from_analysis(a, started_at=started))
+    a = service.analyze_triton(config, args.op, out_dir=args.out, kernel=args.kernel, python=python,
+                               started_at=started)
     print_triton(a)
     return 0
-
-
-def pair_cli(a, args: argparse.Namespace, config, python):
-    from tileport.validators.analysis.triton.pairing import analyze_twin, find_twin, read_bench
-
-    bench = read_bench(args.reference_timings) if getattr(args, "reference_timings", None) else None
-    if bench is not None and not args.triton and find_twin(args.op) is None:
-        raise UserError("--reference-timings: this op has no Triton twin; pass it with --triton TRITON_OP.py")
-    return analyze_twin(a, triton_path=args.triton, config=config, python=python, bench=bench)
 
 
 def print_triton(a) -> None:
@@ -74,16 +62,15 @@ def print_reference(r) -> None:
 
 def draft_triton_cli(op: Path, args: argparse.Namespace, config) -> int:
     """`tileport draft TRITON_OP.py`: analyse it (source.kind triton), lift it to cuTile Python, draft that."""
-    from tileport.agents.draft.triton_lift import LiftIncomplete, draft_triton
-    from tileport.validators.analysis.triton.pipeline import analyze_triton_op, default_triton_out_dir
+    from tileport import service
 
     print(f"analysing the Triton op {op} ...", flush=True)
-    a = analyze_triton_op(op, out_dir=default_triton_out_dir(op), kernel=args.kernel, config=config)
+    a = service.analyze_triton(config, op, kernel=args.kernel, record=False)
     out = Path(args.out) if args.out else Path(a.out_dir) / "draft"
     try:
-        draft, lifted, notes = draft_triton(a, Path(a.out_dir).parent / f"{a.op}.triton-lift", config=config,
-                                            kernel=args.kernel)
-    except LiftIncomplete as e:
+        draft, lifted, notes = service.draft_triton(a, Path(a.out_dir).parent / f"{a.op}.triton-lift", config=config,
+                                                    kernel=args.kernel)
+    except service.LiftIncomplete as e:
         for hole in e.holes:
             print(str(hole))
         print(f"{len(e.holes)} hole(s) the lifted kernel cannot compile without (see {e.lifted}); no draft written: "

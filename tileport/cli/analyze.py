@@ -10,8 +10,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from tileport.agents.stages.analyze import result_from_analysis
-from tileport.cli._common import config_from, int_in, record_in_store
+from tileport import service
+from tileport.cli._common import config_from, int_in
 from tileport.errors import UserError
 from tileport.records import utcnow
 
@@ -24,7 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "export reference Tile IR bytecode, its text (tileirdisasm) and a cubin (tileiras) per "
                     "kernel x variant x dtype x target; write analysis.json. With no OP: every op in examples/.",
     )
-    p.add_argument("op", nargs="?", metavar="OP.py", help="the op module (default: every op in examples/)")
+    p.add_argument("op", nargs="?", metavar="OP.py|DIR",
+                   help="the op module, or a library's directory: every op file in it (modules defining @ct.kernel or "
+                        "@triton.jit kernels) analysed with its own tests, then a summary table per op "
+                        "(default: every op in examples/)")
     p.add_argument("--kernel", metavar="NAME", help="only this kernel's variants (needs OP)")
     p.add_argument("--out", metavar="DIR",
                    help="output directory (default out/<op>/; with no OP, the root for out/<op>/ dirs)")
@@ -47,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "analysed too, and the per-variant reference choice recorded")
     p.add_argument("--reference-timings", metavar="BENCH.json",
                    help="the pair benchmark's results from a GPU host: the faster side per variant becomes its reference")
+    p.add_argument("--parallel", type=int_in(1, 64), metavar="N",
+                   help="with DIR: ops analysed at once, each in its own process (default: 2, at most the CPUs)")
+    p.add_argument("--json", action="store_true", help="with DIR: the summary as one JSON document")
     p.set_defaults(func=run)
 
 
@@ -102,14 +108,8 @@ def _print_op(a) -> None:
     print(f"wrote {_rel(Path(a.out_dir) / 'analysis.json')}")
 
 
-def _record(config, op: str, kernel: str | None, result) -> None:
-    """Stage A's verdict goes to the store, which `tileport status` and the dashboard read."""
-    record_in_store(config, str(Path(op).resolve()), kernel, result)
-
-
 def run(args: argparse.Namespace) -> int:
-    from tileport.validators.analysis.corpus import analyze_examples, find_examples
-    from tileport.validators.analysis.pipeline import analyze_op, check_targets
+    from tileport.service import analyze_examples, check_targets, find_examples
 
     config = config_from(args)
     if args.op is None and args.targets and args.targets[-1].endswith(".py"):
@@ -127,24 +127,24 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--tests needs an OP: tileport analyze OP.py --tests tests/test_op.py")
     if args.op is None and (args.triton or args.reference_timings):
         raise UserError("--triton and --reference-timings need an OP: tileport analyze OP.py --triton TRITON_OP.py")
+    if args.op is not None and Path(args.op).is_dir():
+        return _library(args, config, common)
+    if args.json or args.parallel:
+        raise UserError("--json and --parallel go with a library's directory: tileport analyze DIR --json")
     if args.op is not None:
-        from tileport.cli._triton import analyze_triton_cli, is_triton_op, pair_cli
+        from tileport.cli._triton import analyze_triton_cli, is_triton_op
 
         started = utcnow()
         if args.triton and not is_triton_op(args.op):  # bad input refused before any work
-            from tileport.validators.analysis.triton.pairing import check_triton_op
-
-            check_triton_op(args.triton)
+            service.check_triton_op(args.triton)
         if args.reference_timings and not is_triton_op(args.op):
-            from tileport.validators.analysis.triton.pairing import read_bench
-
-            read_bench(args.reference_timings)
+            service.read_bench(args.reference_timings)
         if (t := analyze_triton_cli(args, config, python, started)) is not None:
             return t
         # Bad input raises before anything is written, the store included: nothing half-written.
-        a = analyze_op(args.op, out_dir=args.out, kernel=args.kernel, **common)
-        a = pair_cli(a, args, config, python)
-        _record(config, args.op, args.kernel, result_from_analysis(a, started_at=started))
+        bench = service.read_bench(args.reference_timings) if args.reference_timings else None
+        a = service.analyze(config, args.op, out_dir=args.out, kernel=args.kernel, triton=args.triton, bench=bench,
+                            started_at=started, **{k: v for k, v in common.items() if k != "config"})
         _print_op(a)
         return 0
     if args.kernel:
@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         if tty:
             print(" " * (name_w + 8), end="\r", file=sys.stderr, flush=True)
         if o.analysis is not None:
-            _record(config, str(o.path), None, result_from_analysis(o.analysis))
+            service.record_analysis(config, o.path, None, o.analysis)
             k, v, i, n = _counts(o.analysis)
             t = o.analysis.timings
             print(f"  {o.path.stem:<{name_w}}  {k:>7}  {v:>8}  {i:>9}  {n:>9}  {_fmt_s(t.total_s):>7}  "
@@ -186,3 +186,28 @@ def run(args: argparse.Namespace) -> int:
     if len(ok) != len(outcomes):
         raise UserError(f"{len(outcomes) - len(ok)} of {len(outcomes)} ops failed (see FAILED above)")
     return 0
+
+
+def _library(args: argparse.Namespace, config, common: dict) -> int:
+    """`tileport analyze DIR`: every op file of the library, its summary table (or --json)."""
+    import os
+    import time
+
+    from tileport import service
+    from tileport.cli._library import print_rows
+
+    if args.kernel or args.triton or args.reference_timings:
+        raise UserError("--kernel, --triton and --reference-timings name one op; with a directory every op is analysed")
+    lib = service.find_library(args.op)
+    parallel = args.parallel or max(1, min(2, os.cpu_count() or 1))
+    out_root = Path(args.out) if args.out else Path("out") / Path(args.op).resolve().name
+    if not args.json:
+        print(f"tileport analyze: {len(lib.ops)} op files in {_rel(lib.root)} ({len(lib.kernel_only)} kernel-only, "
+              f"analysed through the tests that launch them; {len(lib.skipped)} wrappers/helpers reached through "
+              f"those tests) -> {_rel(out_root)}/, {parallel} at a time", flush=True)
+    t0 = time.perf_counter()
+    kw = {k: v for k, v in common.items() if k != "config"}
+    results = service.analyze_library(config, lib, out_root=out_root, parallel=parallel, **kw)
+    rows = service.library_rows(config, lib, results)
+    print_rows(rows, lib.root, time.perf_counter() - t0, parallel, as_json=args.json)
+    return 0 if all(r["analysed"] == "yes" for r in rows) else 1

@@ -15,7 +15,7 @@ import sys
 
 from tileport.cli._common import config_and_store, int_in
 from tileport.records import ApprovalRecord, Decision
-from tileport.worktrees.approval import PAST, ApprovalRefused, approve, override
+from tileport.service import PAST, ApprovalRefused, approve, override
 
 
 def register(sub: argparse._SubParsersAction) -> None:

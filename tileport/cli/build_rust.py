@@ -28,16 +28,16 @@ import json
 import sys
 from pathlib import Path
 
-from tileport.agents.stages import write_kernel
-from tileport.cli._common import config_from, int_in, record_in_store, seconds
-from tileport.errors import EnvironmentBlocked, UserError
-from tileport.records import utcnow
-from tileport.validators.rust.reference import (analysis_path, derive_spec, load_analysis, port_tensor_params,
-                                               sync_spec)
-from tileport.validators.rust.selfcheck import format_self_check, no_build_report, self_check
-from tileport.validators.rust.spec import SPEC_FILENAME, load_spec
-from tileport.validators.rust import diagnostics as dg
-from tileport.validators.rust.build import BuildOptions, RustBuildResult, build_crate, prepare_crate, shared_target_dir
+from typing import TYPE_CHECKING
+
+from tileport import service
+from tileport.cli._common import config_from, int_in, seconds
+from tileport.errors import UserError
+from tileport.validators.rust.diagnostics import render_text
+from tileport.validators.rust.selfcheck import format_self_check
+
+if TYPE_CHECKING:
+    from tileport.service import RustBuildResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -79,9 +79,8 @@ def run(args: argparse.Namespace) -> int:
     if args.init_spec:
         return init_spec(args)
     config = config_from(args)
-    opts = BuildOptions.of(
+    opts = service.build_options(
         config,
-        target_dir=shared_target_dir(),
         offline=False if args.fetch else None,
         cargo_timeout=args.timeout,
         disasm=not args.no_disasm,
@@ -89,22 +88,9 @@ def run(args: argparse.Namespace) -> int:
         deny_unsafe=args.deny_unsafe,
         artifacts_dir=Path(args.artifacts) if args.artifacts else None,
     )
-    analysis = load_analysis(args.reference) if args.reference else None  # bad input before a long build
-    layout = prepare_crate(args.dir, spec_path=args.spec, out=args.out)
-    op_path = analysis.source.path if analysis is not None else str(Path(args.dir).resolve())
-    started = utcnow()
-    try:
-        result = build_crate(layout, opts)
-    except EnvironmentBlocked as e:
-        record_in_store(config, op_path, None, write_kernel.result_from_blocked(e, started_at=started))
-        raise
-    report = None
-    if analysis is not None:
-        report = (self_check(result, analysis, layout.spec, analysis_file=args.reference,
-                             tileirdisasm=opts.toolchain.tileirdisasm if opts.toolchain else None)
-                  if result.jobs else no_build_report(result, analysis, args.reference))
-    stage_result = write_kernel.result_from_build(result, report, started_at=started)
-    record_in_store(config, op_path, None, stage_result)
+    # stage B's judge (build, IR self-check), recorded as its verdict: what a conversion's B attempt runs
+    done = service.build_rust(config, args.dir, opts, reference=args.reference, spec=args.spec, out=args.out)
+    result, report, stage_result = done.build, done.report, done.stage_result
     if args.json:
         payload = result.model_dump(mode="json")
         if report is not None:
@@ -126,49 +112,22 @@ def run(args: argparse.Namespace) -> int:
 def gate_conversion(args: argparse.Namespace) -> int:
     """--conversion ID: the gates of `service.gate_human_edit`; the runner prints their progress and verdict line
     as `tileport run` prints a stage's."""
-    from tileport import service
-
     run = service.runner(config_from(args), repo=args.repo, store=args.store)
     return service.gate_human_edit(run, args.conversion, commit=args.commit).exit_code
 
 
 def init_spec(args: argparse.Namespace) -> int:
     """--init-spec: derive spec.json variants from the analysis (no build)."""
-    analysis = load_analysis(args.init_spec)
-    src = Path(args.dir)
-    if src.is_file():
-        src = src.parent
-    existing = Path(args.spec) if args.spec else next(
-        (src / n for n in ("spec.json", SPEC_FILENAME) if (src / n).is_file()), None)
-    kernel_rs = src / "kernel.rs"
-    port_params = port_tensor_params(kernel_rs.read_text(encoding="utf-8", errors="replace")) \
-        if kernel_rs.is_file() else None
-    if existing is None:
-        spec = derive_spec(analysis, port_params=port_params)
-        target = src / "spec.json"
-        target.write_text(spec.to_json(), encoding="utf-8")
-        n = sum(len(e.variants) for e in spec.entries)
-        print(f"wrote {target}: {len(spec.entries)} entr{'y' if len(spec.entries) == 1 else 'ies'}, {n} variant(s) "
-              f"from {analysis_path(args.init_spec)}; rename entries/generics/parameters to the port's")
-        return 0
-    if existing.suffix != ".json":
-        raise UserError(f"--init-spec rewrites JSON specs only; {existing} is not one")
-    spec, changes = sync_spec(load_spec(existing), analysis, port_params)
-    if all(v.reference is None for e in spec.entries for v in e.variants):
-        print(f"{existing}: no variant names a reference; nothing synced (add \"reference\" keys, or move the "
-              "spec away to write a fresh skeleton)")
-        return 1
-    existing.write_text(spec.to_json(), encoding="utf-8")
-    for line in changes:
+    lines, code = service.init_spec(args.dir, args.init_spec, spec=args.spec)
+    for line in lines:
         print(line)
-    print(f"{existing}: {len(changes)} change(s) from {analysis_path(args.init_spec)}")
-    return 1 if any("not synced" in c for c in changes) else 0
+    return code
 
 
-def print_human(result: RustBuildResult) -> None:
+def print_human(result: "RustBuildResult") -> None:
     out = sys.stdout
     if result.diagnostics:
-        print(dg.render_text(result.diagnostics), file=out)
+        print(render_text(result.diagnostics), file=out)
         print(file=out)
     for job in result.jobs:
         mark = "ok  " if job.ok else "FAIL"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tileport.exec import doctor
+from tileport.service.environment import doctor
 from tileport.cli._common import config_from
 
 

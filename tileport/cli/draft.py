@@ -37,8 +37,7 @@ def _current(analysis_json: Path, op: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tileport.agents.draft import draft_port
-    from tileport.validators.rust.reference import load_analysis
+    from tileport import service
 
     op = Path(args.op)
     if not op.is_file():
@@ -52,19 +51,16 @@ def run(args: argparse.Namespace) -> int:
 
         return draft_triton_cli(op, args, config_from(args))
     if args.analysis:
-        analysis = load_analysis(args.analysis)
+        analysis = service.load_analysis(args.analysis)
     else:
         default = Path("out") / op.stem
         if _current(default / "analysis.json", op):
-            analysis = load_analysis(default)
+            analysis = service.load_analysis(default)
         else:
-            from tileport.validators.analysis.pipeline import analyze_op
-
             config = config_from(args)
             print(f"analysing {op} (no current analysis in {default}/) ...", flush=True)
-            analysis = analyze_op(str(op), out_dir=str(default), kernel=args.kernel, targets=list(config.targets),
-                                  config=config, run_tileiras=True, workers=None)
-    draft = draft_port(analysis, kernel=args.kernel)
+            analysis = service.analyze_op(config, op, out_dir=default, kernel=args.kernel)
+    draft = service.draft(analysis, kernel=args.kernel)
     out = Path(args.out) if args.out else Path(analysis.out_dir) / "draft"
     entries = ", ".join(f"{e.name} ({len(e.variants)} variant{'s' * (len(e.variants) != 1)})"
                         for e in draft.spec.entries)

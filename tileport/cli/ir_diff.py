@@ -11,7 +11,6 @@ import re
 import sys
 
 from tileport.cli._common import config_from, int_in
-from tileport.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,17 +40,11 @@ def target_in_path(path: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tileport.validators.tileir.diff import diff_modules
-    from tileport.validators.tileir.report import format_report, load_module
+    from tileport import service
+    from tileport.validators.tileir.report import format_report
 
-    from tileport.exec.toolchain import from_config
-
-    disasm = from_config(config_from(args)).tileirdisasm
-    ref = load_module(args.ref, disasm)
-    gen = load_module(args.gen, disasm)
-    if args.target and not re.fullmatch(r"sm_[0-9]+[a-z]?", args.target):
-        raise UserError(f"--target {args.target!r} is not a GPU target: give one like sm_90 or sm_100")
-    report = diff_modules(ref, gen, target=args.target or target_in_path(args.ref))
+    report = service.ir_diff(args.ref, args.gen, config=config_from(args),
+                             target=args.target or target_in_path(args.ref))
     if args.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:

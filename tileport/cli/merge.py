@@ -9,7 +9,7 @@ import json
 import sys
 
 from tileport.cli._common import config_and_store, int_in
-from tileport.worktrees.merge import check_merge, merge, rebase
+from tileport.service import check_merge, merge, rebase
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -12,19 +12,13 @@ from urllib.parse import urlparse
 from tileport.cli._common import config_from, int_in, seconds
 from tileport.config import check_url
 from tileport.errors import UserError
-from tileport.local_models.protocol import EndpointInfo
-from tileport.local_models.server import (
-    DEFAULT_STARTUP_TIMEOUT_S,
-    SETUP_SCRIPT,
-    ServeOptions,
-    VllmServer,
-    check_model_dir,
-    cpu_fallback_paths,
-    cpu_fallback_ready,
-    port_in_use,
-    probe_endpoint,
-    resolve_vllm_python,
-)
+from tileport.service.environment import EndpointInfo, model_server as _server
+
+(DEFAULT_STARTUP_TIMEOUT_S, SETUP_SCRIPT, ServeOptions, VllmServer, check_model_dir, cpu_fallback_paths,
+ cpu_fallback_ready, port_in_use, probe_endpoint, resolve_vllm_python) = (
+    _server.DEFAULT_STARTUP_TIMEOUT_S, _server.SETUP_SCRIPT, _server.ServeOptions, _server.VllmServer,
+    _server.check_model_dir, _server.cpu_fallback_paths, _server.cpu_fallback_ready, _server.port_in_use,
+    _server.probe_endpoint, _server.resolve_vllm_python)
 
 CPU_FALLBACK_MAX_MODEL_LEN = 2048
 

@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from tileport.exec import offline
+from tileport.service.environment import bundle as offline
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_pack(args: argparse.Namespace) -> int:
-    from tileport.offline.pack import DEFAULT_PLATFORM, PackOptions, pack
+    from tileport.service.environment import DEFAULT_PLATFORM, PackOptions, pack_bundle as pack
 
     opts = PackOptions(python_version=args.python_version, platforms=args.platforms or [DEFAULT_PLATFORM],
                        gpu=not args.no_gpu, system=not args.no_system, rust=not args.no_rust,

@@ -7,7 +7,7 @@ import json
 
 from tileport.cli._common import config_and_store, int_in
 from tileport.cli.approve import describe
-from tileport.worktrees.approval import reject
+from tileport.service import reject
 
 
 def register(sub: argparse._SubParsersAction) -> None:

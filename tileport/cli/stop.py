@@ -9,7 +9,6 @@ import argparse
 
 from tileport.cli._common import config_from, int_in, seconds
 from tileport.errors import UserError
-from tileport.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,14 +25,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tileport import service
-    from tileport.agents.control import stop_conversion
 
     config = config_from(args)
     path = service.store_path(config, args.repo, args.store)
     if not path.is_file():  # never create an empty store here: the conversion is in another one
         raise UserError(f"no tileport store at {path}; pass the repository the conversion runs in (--repo DIR) or "
                         "its store (--store DB)")
-    with Store(path) as store:
-        outcome = stop_conversion(store, args.id, args.wait)
+    with service.open_store(config, store=path) as store:
+        outcome = service.stop_conversion(store, args.id, args.wait)
     print(outcome.text)
     return 1 if outcome.was_running and not outcome.stopped else 0

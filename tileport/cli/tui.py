@@ -81,18 +81,15 @@ SCRATCH = Path(".tileport") / "examples-repo"
 def run_default(argv_config: str | None = None) -> int:
     """`tileport` with no arguments: the bundled examples, converted live in a scratch repository with the
     embedded defaults (no model: the deterministic draft writer; no GPU: D stops at BLOCKED(env))."""
+    from tileport import service
     from tileport.config import load_config
-    from tileport.validators.analysis.corpus import find_examples
-    from tileport.worktrees.scratch import examples_repo
 
     config = load_config(argv_config)
-    root, ops = examples_repo(SCRATCH, find_examples())
+    root, ops = service.examples_repo(SCRATCH)
     store = root / ".tileport" / "tileport.db"
     config = config.model_copy(update={"store": str(store)})
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         # no terminal (piped, CI): the same conversions, headless, one line per verdict
-        from tileport import service
-
         print(f"tileport: no terminal for the dashboard; converting {len(ops)} examples headless in {root} "
               f"(store {store}; `tileport tui --repo {root}` to watch)")
         runner = service.runner(config, repo=root, model="none")

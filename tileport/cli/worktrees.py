@@ -12,7 +12,7 @@ import argparse
 import json
 
 from tileport.cli._common import config_and_store, int_in, seconds
-from tileport.worktrees.lifecycle import list_worktrees, prune, recover
+from tileport.service import list_worktrees, prune, recover
 
 
 def register(sub: argparse._SubParsersAction) -> None:

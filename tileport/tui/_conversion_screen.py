@@ -288,9 +288,9 @@ class ConversionScreen(RowDetails, Screen):
         run = row.running if row else None
         t = self.query_one("#timeline-table", DataTable)
         if self._live is None and row is not None and row.worktree:
-            from tileport.agents.control import run_files
+            from tileport import service
 
-            self._live = LiveTail(run_files(row.worktree).live)
+            self._live = LiveTail(service.live_file(row.worktree))
         live = self.query_one("#live", RichLog)
         if self._live is not None and run is not None:
             fresh, lines = self._live.read_new()
@@ -450,12 +450,11 @@ class ConversionScreen(RowDetails, Screen):
 
     @work(thread=True, exclusive=True, group="ir-diff")
     def _diff(self, pair) -> None:
+        from tileport import service
         from tileport.errors import UserError
-        from tileport.validators.tileir.diff import diff_modules
-        from tileport.validators.tileir.report import load_module
 
         try:
-            report = diff_modules(load_module(pair.reference), load_module(pair.port))
+            report = service.ir_diff(pair.reference, pair.port)
         except (UserError, OSError) as e:
             self.app.call_from_thread(self.query_one("#ir-view", IRDiffView).show_message, f"cannot diff: {e}")
             return

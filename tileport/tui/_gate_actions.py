@@ -16,7 +16,7 @@ from rich.text import Text
 
 from tileport import service
 from tileport.errors import UserError
-from tileport.exec.proc import ToolScope, tool_scope
+from tileport.service.gates import ToolScope, tool_scope
 from tileport.tui.actions import READONLY
 
 

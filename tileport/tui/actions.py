@@ -1,9 +1,9 @@
-"""What the dashboard can ask for, and why it may not: a thin seam to the runner and the approval rules.
+"""What the dashboard can ask for, and why it may not: a thin seam to `tileport.service`.
 
-The dashboard owns no pipeline logic. Every action calls the functions the CLI calls
-(`tileport.agents.runner.Runner`, `tileport.worktrees.approval` / `merge`), and every "may I?" is
-answered from the same rules (the merge rule's refusals, the runner's caps), so the dashboard and
-`tileport approve` / `merge` refuse for the same reasons. A read-only dashboard refuses every write.
+The dashboard owns no pipeline logic. Every action calls the service verbs the CLI calls, and every "may I?" is
+`service.why_not` (the merge rule's refusals, the runner's caps, who holds the conversion), told only what the
+dashboard alone knows (what it drives itself, read-only, quitting); so the dashboard and `tileport approve` /
+`merge` refuse for the same reasons. A read-only dashboard refuses every write.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from tileport import service
 from tileport.config import Config
 from tileport.errors import UserError
-from tileport.store import Store
 
-READONLY = "read-only dashboard (started with --readonly): use the CLI or a writable dashboard"
-WRITES = {"start", "resume", "stop", "rerun", "approve", "reject", "merge"}
+READONLY = service.READONLY
 _CID = re.compile(r"^#(\d+) ")
 
 
@@ -48,19 +47,17 @@ class Actions:
     @property
     def runner(self):
         if self._runner is None:
-            from tileport import service
-
             self._runner = service.runner(self.config, model=self.model, out=self._log)
         return self._runner
 
     def _log(self, line: str) -> None:
         """Runner output becomes `log` events, so every dashboard on this store shows it live."""
         m = _CID.match(line)
-        with Store(self.store_path) as store:
+        with service.open_store(self.config) as store:
             store.log_event("log", int(m.group(1)) if m else None, text=line)
 
     def _with_store(self, fn, *args, **kw):
-        with Store(self.store_path) as store:
+        with service.open_store(self.config) as store:
             return fn(store, self.config, *args, **kw)
 
     def running(self, conversion_id: int) -> bool:
@@ -88,72 +85,12 @@ class Actions:
         if self.on_change is not None:
             self.on_change(conversion_id)
 
-    def _held_elsewhere(self, conv: dict) -> int | None:
-        from tileport.agents.control import conversion_holder
-
-        return conversion_holder(conv)
-
     # --- "why not?" -------------------------------------------------------------------------------
     def why_not(self, action: str, conversion_id: int | None = None, **kw: Any) -> str | None:
-        """One line saying why `action` is not possible now, or None when it is."""
-        if self.readonly and action in WRITES:
-            return READONLY
-        if action == "start":
-            return None
-        if conversion_id is None:
-            return "select a conversion first"
-        try:
-            with Store(self.store_path) as store:
-                conv = store.conversion(conversion_id)
-        except UserError as e:
-            return str(e)
-        status = conv.get("status")
-        if action in ("resume", "rerun"):
-            if self.closing:
-                return "the dashboard is quitting"
-            if self.running(conversion_id):
-                return f"conversion {conversion_id} is running; stop it first (x)"
-            if not conv.get("worktree"):
-                return f"conversion {conversion_id} has no worktree (it was recorded by `tileport analyze`)"
-            pid = self._held_elsewhere(conv)
-            if pid is not None:
-                return f"conversion {conversion_id} is run by another tileport process ({pid}); stop it first (x)"
-            if action == "resume" and status in ("done", "blocked", "failed") and self._ungated(conversion_id):
-                return None  # a person's edit at HEAD has no B run: resuming gates it, then routes on from it
-            if action == "resume" and status in ("done", "merged", "rejected"):
-                return f"conversion {conversion_id} is {status}; rerun a stage (r) to change it"
-            if action == "resume" and status in ("blocked", "failed"):
-                why = f": {conv['error']}" if conv.get("error") else ""
-                return (f"conversion {conversion_id} stopped {status.upper()}{why}; resuming would stop at the same "
-                        "verdict: fix the cause and rerun a stage (r)")
-            return None
-        if action == "stop":
-            if self.running(conversion_id) or self._held_elsewhere(conv) is not None:
-                return None
-            return f"conversion {conversion_id} is not running (status {status or '?'})"
-        if action in ("approve", "reject", "merge"):
-            if not conv.get("branch") or not conv.get("repo"):
-                return f"conversion {conversion_id} has no branch to {action}"
-            if self.running(conversion_id):
-                return f"conversion {conversion_id} is running; decide once it stops on a commit"
-            if action == "reject":
-                return None  # a rejection is recorded whatever the gates say
-            if action == "approve":  # the rule `tileport approve` applies: no approval while a gate is open
-                from tileport.worktrees.approval import check_approval
-
-                try:
-                    refused = self._with_store(check_approval, conversion_id)
-                except UserError as e:
-                    return str(e)
-                return None if refused is None else "; ".join(refused.refusals)
-            from tileport.worktrees.merge import check_merge
-
-            try:
-                outcome = self._with_store(check_merge, conversion_id)
-            except UserError as e:
-                return str(e)
-            return "; ".join(outcome.refusals) if outcome.refusals else None
-        return f"unknown action {action!r}"
+        """One line saying why `action` is not possible now, or None when it is (`service.why_not`)."""
+        running = conversion_id is not None and self.running(conversion_id)
+        return self._with_store(service.why_not, action, conversion_id, running_here=running,
+                                readonly=self.readonly, closing=self.closing, **kw)
 
     # --- doing ---------------------------------------------------------------------------------
     def _drive(self, conversion_id: int, fn) -> Any:
@@ -177,8 +114,6 @@ class Actions:
         """Start a conversion per op (or pick up the existing, unfinished one), then drive them from a pool."""
         if self.readonly:
             raise UserError(READONLY)
-        from tileport import service
-
         for op in op_paths:  # a bad path is refused before anything starts, in one line
             if not Path(op).is_file():
                 raise UserError(f"{op}: no such file; give the path of a cuTile Python op (.py)")
@@ -213,7 +148,7 @@ class Actions:
         reason = self.why_not("resume", conversion_id)
         if reason:
             raise UserError(reason)
-        return self._drive(conversion_id, lambda: self.runner.resume(conversion_id))
+        return self._drive(conversion_id, lambda: service.resume(self.runner, conversion_id))
 
     def rerun(self, conversion_id: int, stage: str):
         reason = self.why_not("rerun", conversion_id)
@@ -221,47 +156,39 @@ class Actions:
             raise UserError(reason)
         self.forced[conversion_id] = stage
         try:
-            return self._drive(conversion_id, lambda: self.runner.rerun_stage(conversion_id, stage))
+            return self._drive(conversion_id, lambda: service.rerun(self.runner, conversion_id, stage))
         finally:
             self.forced.pop(conversion_id, None)
 
     def stop(self, conversion_id: int, wait_s: float = 15.0):
         """Kill the running tool of `conversion_id` (this dashboard's or another process's) and wait for the
         attempt to be recorded as interrupted; returns what really happened (control.StopOutcome)."""
-        from tileport.agents.control import stop_conversion
-
         if self.readonly:
             raise UserError(READONLY)
         if self._runner is not None and self.running(conversion_id):
-            self._runner.stop(conversion_id)  # in-process: at once, without waiting for the stop file poll
-        with Store(self.store_path) as store:
-            return stop_conversion(store, conversion_id, wait_s, resume_hint="s resumes")
+            service.stop(self._runner, conversion_id)  # in-process: at once, without waiting for the stop file poll
+        return self._with_store(lambda store, _config: service.stop_conversion(store, conversion_id, wait_s,
+                                                                               resume_hint="s resumes"))
 
     def approve(self, conversion_id: int, comment: str | None = None):
-        from tileport.worktrees.approval import ApprovalRefused, approve
-
         reason = self.why_not("approve", conversion_id)
         if reason:
             raise UserError(reason)
         try:
-            return self._with_store(approve, conversion_id, comment)
-        except ApprovalRefused as refused:  # a gate changed between the check and the decision
+            return self._with_store(service.approve, conversion_id, comment)
+        except service.ApprovalRefused as refused:  # a gate changed between the check and the decision
             raise UserError("; ".join(refused.refusals)) from None
 
     def reject(self, conversion_id: int, reason_text: str):
-        from tileport.worktrees.approval import reject
-
         reason = self.why_not("reject", conversion_id)
         if reason:
             raise UserError(reason)
-        return self._with_store(reject, conversion_id, reason_text)
+        return self._with_store(service.reject, conversion_id, reason_text)
 
     def merge(self, conversion_id: int):
-        from tileport.worktrees.merge import merge
-
         if self.readonly:
             raise UserError(READONLY)
-        outcome = self._with_store(merge, conversion_id)
+        outcome = self._with_store(service.merge, conversion_id)
         if not outcome.merged:
             raise UserError("; ".join(outcome.refusals) or "merge refused")
         return outcome
@@ -270,23 +197,16 @@ class Actions:
     def why_not_edit(self, conversion_id: int) -> str | None:
         if self.readonly:
             return READONLY
-        with Store(self.store_path) as store:
-            conv = store.conversion(conversion_id)
-        if self.running(conversion_id) or conv.get("status") == "running" or self._held_elsewhere(conv) is not None:
-            return (f"conversion {conversion_id} is running a stage that may rewrite kernel.rs; stop it first (x), "
-                    "then edit")
-        return None
+        running = self.running(conversion_id)
+        return self._with_store(lambda store, _config: service.why_not_edit(store, conversion_id,
+                                                                            running_here=running))
 
     def edited(self, conversion_id: int) -> bool:
         """Whether the port directory has uncommitted changes (a person's edit)."""
-        from tileport import service
-
         return bool(self._with_store(lambda store, _config: service.edited_files(store, conversion_id)))
 
     def commit_human_edit(self, conversion_id: int) -> str:
         """Commit the person's edit of the port as a human attempt (service.commit_human_edit); the new HEAD."""
-        from tileport import service
-
         if self.readonly:
             raise UserError(READONLY)
         return self._with_store(lambda store, _config: service.commit_human_edit(store, conversion_id))
@@ -294,8 +214,6 @@ class Actions:
     def gate_human_edit(self, conversion_id: int):
         """Stage B's gates on the committed edit, recorded as a B run on that commit (service.gate_human_edit);
         driven like a stage here, so the conversion shows as running and `x` stops it."""
-        from tileport import service
-
         if self.readonly:
             raise UserError(READONLY)
         def gates():
@@ -315,16 +233,8 @@ class Actions:
 
         return {cid for cid, stage in self.forced.items() if stage == GATES}
 
-    def _ungated(self, conversion_id: int) -> bool:
-        try:
-            return self.ungated_head(conversion_id) is not None
-        except UserError:  # its worktree is gone or moved: resume says so itself
-            return False
-
     def ungated_head(self, conversion_id: int) -> str | None:
         """The HEAD commit when no B run judged it (an edit committed without its gates, or gates stopped)."""
-        from tileport import service
-
         return self._with_store(lambda store, _config: service.ungated_head(store, conversion_id))
 
     def do(self, action: str, *args: Any) -> Any:
@@ -333,12 +243,9 @@ class Actions:
 
 def describe(action: str, conversion_id: int, result: Any) -> str:
     """One line saying what an action really did, from what it returned."""
-    from tileport.agents.control import StopOutcome
-    from tileport.agents.runner import EditJudged, Finished
-
-    if isinstance(result, (StopOutcome, EditJudged)):
+    if isinstance(result, (service.StopOutcome, service.EditJudged)):
         return result.text
-    if isinstance(result, Finished):
+    if isinstance(result, service.Finished):
         return (f"{action} #{conversion_id}: {result.status.upper()}" + (f" ({result.reason})" if result.reason else ""))
     if action in ("approve", "reject") and result is not None:
         commit = getattr(result, "commit", "") or ""

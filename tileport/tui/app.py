@@ -21,7 +21,8 @@ from textual.message import Message
 
 from tileport.config import Config
 from tileport.errors import UserError
-from tileport.store import Store, queries
+from tileport import service
+from tileport.store import queries
 from tileport.tui._conversion_screen import ConversionScreen, event_line
 from tileport.tui._gate_actions import GateCommands
 from tileport.tui._main_screen import MainScreen
@@ -85,7 +86,7 @@ class TileportApp(GateCommands, App):
         self.gate = self.config.perf.geomean_max
         self.actions = Actions(self.store_path, self.config, self.repo, readonly, model=model)
         self.actions.on_change = lambda cid: self.post_message(DrivesChanged(cid))  # thread-safe, never blocks
-        self.store = Store(self.store_path)
+        self.store = service.open_store(self.config, store=self.store_path)  # the read model's connection
         self._last_event = newest_event_id(self.store)
         self.toolchain_text = "toolchain: checking ..."
         self.events_seen = 0  # for the benchmark and tests: events rendered so far
@@ -202,7 +203,12 @@ class TileportApp(GateCommands, App):
             def job():
                 self._mark_run()
                 try:
-                    cids = self.actions.start([str(op)], background_note=self.notify_from_thread)
+                    ops = [str(op)]
+                    if op.is_dir():  # a library: every cuTile op file in it (tileport run DIR)
+                        from tileport import service
+
+                        ops = [str(f.path) for f in service.find_library(op).ops if f.kind == "cutile"]
+                    cids = self.actions.start(ops, background_note=self.notify_from_thread)
                 except UserError as e:
                     self.call_from_thread(self.notify, f"convert: {e}", severity="error", timeout=10)
                 else:
@@ -210,9 +216,11 @@ class TileportApp(GateCommands, App):
                                           f"{', '.join(f'#{c}' for c in cids)} ran; see the list", timeout=8)
             self.run_worker(job, thread=True, group="start", exit_on_error=False)
         repo = self.actions.repo
-        self.push_screen(ReasonScreen(f"Convert which op? The path of a cuTile Python file (its conversion branches "
-                                      f"from the repository {repo}; another repository: `tileport tui --repo DIR`)",
-                                      placeholder="path/to/op.py", required="type the path of a .py file, or escape"),
+        self.push_screen(ReasonScreen(f"Convert which op? The path of a cuTile Python file, or a library's directory "
+                                      f"for every op file in it (its conversion branches from the repository {repo}; "
+                                      f"another repository: `tileport tui --repo DIR`)",
+                                      placeholder="path/to/op.py or path/to/library",
+                                      required="type the path of a .py file or a directory, or escape"),
                          chosen)
 
     def notify_from_thread(self, text: str) -> None:
@@ -240,7 +248,7 @@ class TileportApp(GateCommands, App):
 
     @work(thread=True, group="doctor")
     def _doctor(self) -> None:
-        from tileport.exec.doctor import run_checks
+        from tileport.service.environment import run_checks
 
         checks = {c.name: c for c in run_checks(self.config)}
         gpu = checks.get("gpu")

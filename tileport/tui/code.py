@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileport.exec.proc import run_command
+from tileport import service
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,7 @@ class EntryMap:
 
 
 def _git(worktree: Path, *args: str) -> tuple[bool, str]:
-    r = run_command(["git", *args], cwd=worktree, timeout=30)
-    return r.ok, (r.stdout if r.ok else r.stderr.strip())
+    return service.read_git(worktree, *args)
 
 
 def port_dir(op_path: str) -> str:

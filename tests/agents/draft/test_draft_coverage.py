@@ -92,11 +92,12 @@ def row_status(name: str) -> str:
 
 def test_every_translated_function_is_built_by_a_test_against_the_reference_ir():
     # the kernels that tests build and IR-self-check: tests/agents/draft/test_draft_build_core.py (default suite), the examples,
-    # tests/data/draft_heldout and tests/data/draft_corpus (tests/agents/draft/test_draft_build.py, heavy)
+    # tests/data/draft_heldout and tests/data/draft_corpus (tests/agents/draft/test_draft_build.py, heavy), and
+    # tests/data/draft_realworld (tests/agents/draft/test_draft_realworld.py: every complete draft built, slow)
     repo = Path(__file__).resolve().parents[3]
     sources = [p.read_text(encoding="utf-8") for p in
                [*repo.glob("examples/*.py"), *repo.glob("tests/data/draft_heldout/*.py"),
-                *repo.glob("tests/data/draft_corpus/**/*.py"), repo / "tests" / "agents" / "draft" / "test_draft_build_core.py"]]
+                *repo.glob("tests/data/draft_corpus/**/*.py"), *repo.glob("tests/data/draft_realworld/**/*.py"), repo / "tests" / "agents" / "draft" / "test_draft_build_core.py"]]
     text = "\n".join(sources)
     untested = [name for name, row in coverage.FUNCTIONS.items()
                 if row.status in (T, A) and name not in ("kernel", "function")

@@ -381,3 +381,15 @@ def test_failed_rerun_keeps_the_previous_result_intact(tmp_path):
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["res", "vector_add.py"]  # no staging dirs left
     assert load_analysis(out).source.sha256 == first.source.sha256
+
+
+def test_a_guessed_dtype_the_kernel_cannot_take_drops_that_instance_only(tmp_path):
+    """A kernel written for float32 (it stores a float32 tile into its output) is analysed for float32; the guessed
+    float16 instance cuda-tile rejects is dropped with a note, not the whole op (issue #32, KernelBench goldens)."""
+    op = tmp_path / "f32_only.py"
+    op.write_text('import cuda.tile as ct\n\nTILE = 256\n\n\n@ct.kernel\ndef exp_rows(x, out):\n'
+                  '    r = ct.bid(0)\n    t = ct.load(x, index=(r, 0), shape=(1, TILE)).astype(ct.float32)\n'
+                  '    ct.store(out, index=(r, 0), tile=ct.exp(t))\n')
+    a = analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "out", run_tileiras=False)
+    assert [i.dtype for v in a.variants for i in v.instances] == ["float32"] and a.dtypes == ["float32"]
+    assert any(n.startswith("float16 instance dropped:") and "cuda-tile rejected kernel exp_rows" in n for n in a.notes)

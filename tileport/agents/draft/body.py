@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from tileport.agents.draft.calls import CallOps
 from tileport.agents.draft.memory import MemoryOps
+from tileport.agents.draft.placeholder import infer
 from tileport.validators.analysis.static import DTypeRef, FunctionRef, ModuleRef, fold_constant
 from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, RUST_DTYPE, Array, Lost, NeedsDtype, Unsupported,
                                           Val, View, literal, paren, shape_macro, tile_type)
@@ -69,6 +70,9 @@ class BodyTranslator(MemoryOps, CallOps):
         self.name_prefix = ""  # set while a helper function is inlined: its locals get their own names
         self.inline_depth = 0
         self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype
+        self.unsafe_outputs: set[str] = set()  # rank > 3 outputs: `&Tensor` written through an unsafe PartitionMut
+        self.fold_requests: set[str] = set()
+        self.local_defs: dict[str, set[str]] = {}  # local name -> the names its assignments read (see request_fold)  # int constants a tile extent computes with: fold them per entry
         self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
         # output -> its view stores: (tile shape, per index component the bid axis / "0" / None, in a loop,
@@ -156,16 +160,17 @@ class BodyTranslator(MemoryOps, CallOps):
             try:
                 self.statement(stmt, later_loops)
             except Unsupported as e:
-                self.hole(e, stmt)
+                self.hole(e, stmt, later_loops)
             except Lost as lost:
                 self.hole(Unsupported(f"a statement using `{lost.name}`, which an earlier hole leaves undefined",
-                                      stmt, "write it with the hole it depends on", gap=lost.gap), stmt)
+                                      stmt, "write it with the hole it depends on", gap=lost.gap), stmt, later_loops)
             except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError,
                     RecursionError) as e:  # a translator bug on odd input: a hole that says so, never a traceback
                 self.hole(Unsupported("a statement the draft translator failed on", stmt,
-                                      f"{type(e).__name__}: {str(e)[:120]} (a tileport bug; please report it)"), stmt)
+                                      f"{type(e).__name__}: {str(e)[:120]} (a tileport bug; please report it)"), stmt,
+                          later_loops)
 
-    def hole(self, e: Unsupported, stmt: ast.stmt) -> None:
+    def hole(self, e: Unsupported, stmt: ast.stmt, later_loops: set[str] = frozenset()) -> None:
         if isinstance(e, NeedsDtype):
             self.needs_dtype = True
         node = e.node or stmt
@@ -182,9 +187,47 @@ class BodyTranslator(MemoryOps, CallOps):
         self.emit(f"// TILEPORT-HOLE {token} BEGIN {' '.join(reason.split())}")
         for i, line in enumerate(self.src_lines(stmt)):
             self.emit(f"// {'python: ' if i == 0 else '        '}{line}")
-        self.emit(f"tileport_hole_{token};")
+        self.pending.clear()  # a deferred product read by the hole's statement is the writer's to write
+        typed = self.placeholder(stmt, token, later_loops)
+        if typed is None:
+            self.emit(f"tileport_hole_{token};")
         self.emit(f"// TILEPORT-HOLE {token} END")
-        self.mark_lost(stmt, e.gap)
+        if typed is None:
+            self.mark_lost(stmt, e.gap)
+
+    def placeholder(self, stmt: ast.stmt, token: str, later_loops: set[str]) -> str | None:
+        """`x = <expr>` as a hole: `x` bound to a typed placeholder (the region's last line, which fails rustc naming
+        the hole), so later statements translate; None when the statement is not one assignment or its type
+        cannot be told (see placeholder.py)."""
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name, value = stmt.targets[0].id, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            name, value = stmt.target.id, stmt.value
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            name = stmt.target.id
+            value = ast.copy_location(ast.BinOp(left=ast.Name(name, ast.Load()), op=stmt.op, right=stmt.value), stmt)
+        else:
+            return None
+        typed = infer(self, value)
+        if typed is None or not typed[1] or (typed[0] == "tile" and not all(typed[2])):
+            return None
+        kind, dtype, shape = typed
+        rust_t = tile_type(dtype, shape) if kind == "tile" else dtype
+        current = self.find_outer(name)
+        if current is not None and current[0].kind in ("tile", "scalar") and current[0].extra.get("mut") and \
+                (current[0].dtype, current[0].shape) == (dtype, shape if kind == "tile" else current[0].shape):
+            self.emit(f"{current[0].expr} = tileport_hole_{token};")  # a carried value keeps its binding
+            return rust_t
+        mut = "mut " if name in later_loops else ""
+        rname = self.fresh(self.name_prefix + rust_name(name)) if self.name_prefix else rust_name(name)
+        self.emit(f"let {mut}{rname}: {rust_t} = tileport_hole_{token};")
+        self.define_in_loops(rname)
+        self.prologue.used_names.add(rname)
+        if mut:
+            self.mut_names.add(rname)
+        self.scopes[-1].names[name] = Val(kind, rname, dtype, shape if kind == "tile" else (),
+                                          extra={"mut": bool(mut), "hole": token})
+        return rust_t
 
     def mark_lost(self, stmt: ast.stmt, gap: bool = False) -> None:
         for node in ast.walk(stmt):
@@ -234,8 +277,8 @@ class BodyTranslator(MemoryOps, CallOps):
         if isinstance(stmt, ast.If):
             cond = self.fold_condition(stmt.test)
             if cond is None:
-                raise Unsupported("`if` on a run-time value", stmt,
-                                  "only branches on ct.Constant parameters fold into variants")
+                self.runtime_if(stmt)
+                return
             self.block(stmt.body if cond else stmt.orelse)
             return
         if isinstance(stmt, ast.For):
@@ -245,6 +288,64 @@ class BodyTranslator(MemoryOps, CallOps):
             self.emit("return;")
             return
         raise Unsupported(f"`{type(stmt).__name__.lower()}` statement", stmt)
+
+    def runtime_if(self, stmt: ast.If) -> None:
+        """`if` on a run-time scalar (cutile lowers a Rust `if` on a bool scalar to the same structured if).
+        Values the branches reassign are carried: a `let mut` copy before the `if`, assigned inside; a name a
+        branch defines anew is local to it (a later read of it is a hole)."""
+        try:
+            test = self.expr(stmt.test, "")
+        except Unsupported as e:
+            raise Unsupported("`if` on a run-time value", stmt, f"its test: {e.what}") from None
+        if test.kind == "tile" and test.dtype == "bool" and test.shape in ((), ("1",)):
+            # each step its own typed let: the cutile JIT reads tile_to_scalar's generics from the binding's type
+            t = self.hoist("", "Tile<bool, { [] }>", test.expr if not test.shape else
+                           f"{paren(test.expr)}.reshape(shape![])")
+            cond = self.hoist("", "bool", f"tile_to_scalar({t})")
+        elif test.kind == "scalar" and test.dtype == "bool":
+            cond = test.expr
+        else:
+            raise Unsupported("`if` on a run-time value that is not a boolean scalar", stmt,
+                              f"its test is {describe(test)}")
+        if any(isinstance(n, (ast.Return, ast.Break, ast.Continue)) for st in stmt.body + stmt.orelse
+               for n in ast.walk(st)):
+            raise Unsupported("a return / break / continue inside an `if` on a run-time value", stmt)
+        for name in sorted(assigned_names(stmt.body + stmt.orelse)):
+            found = self.find_outer(name)
+            if found is None or found[0].kind not in ("tile", "scalar") or found[0].extra.get("mut"):
+                continue
+            old = found[0]
+            rname = self.fresh(rust_name(name))
+            self.emit(f"let mut {rname}: {tile_type(old.dtype, old.shape) if old.kind == 'tile' else old.dtype} "
+                      f"= {old.expr};")
+            self.define_in_loops(rname)
+            self.mut_names.add(rname)
+            self.scopes[found[1]].names[name] = Val(old.kind, rname, old.dtype, old.shape, extra={"mut": True})
+        self.flush_all_pending()
+        self.emit(f"if {cond} {{")
+        for i, branch in enumerate((stmt.body, stmt.orelse)):
+            if i == 1:
+                if not branch:
+                    break
+                self.emit("} else {")
+            self.depth += 1
+            self.scopes.append(Scope())
+            self.block(branch)
+            self.flush_all_pending()
+            self.scopes.pop()
+            self.depth -= 1
+        self.emit("}")
+
+    def flush_all_pending(self) -> None:
+        """Deferred products are written before a branch: a use inside it must not move them into it."""
+        for d in list(self.pending):
+            self.pending.remove(d)
+            if d.extra.get("fused"):
+                continue
+            name = self.fresh(d.extra["name"])
+            self.emit(f"let {name}: {tile_type(d.dtype, d.shape)} = {d.expr};")
+            d.expr = name
+            d.extra.pop("mul", None)
 
     def unpack(self, target: ast.Tuple, value: ast.expr, later_loops: set[str], stmt: ast.stmt) -> None:
         """`a, b = x, y` and `m, n = arr.shape`: one assignment per name (when no right side reads a target)."""
@@ -257,7 +358,17 @@ class BodyTranslator(MemoryOps, CallOps):
             parts = [ast.copy_location(ast.Subscript(value=value, slice=ast.Constant(i), ctx=ast.Load()), value)
                      for i in range(len(names))]
         else:
-            raise Unsupported("unpacking a value that is not a tuple or an array's shape", stmt)
+            v = self.expr(value, "")  # a helper returning a tuple (`bidx, bidy = swizzle_2d(...)`), a constant tuple
+            if v.kind == "py" and isinstance(v.value, tuple) and len(v.value) == len(names):
+                vals = [Val("py", value=x) for x in v.value]
+            elif v.kind == "tuple" and len(v.value) == len(names):
+                vals = list(v.value)
+            else:
+                raise Unsupported("unpacking a value that is not a tuple of as many items", stmt)
+            for name, item in zip(names, vals):
+                self.last_hoist = None  # an item's temporary may be read by another item: keep every line
+                self.bind(name, item, value, later_loops, stmt)
+            return
         read = {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name)}
         if read & set(names):
             raise Unsupported("a swap-style unpacking (a right side reads a target)", stmt)
@@ -270,6 +381,8 @@ class BodyTranslator(MemoryOps, CallOps):
             return self.folded_tests[key]
         try:
             v = self.expr(test, "")
+        except NeedsDtype:
+            raise  # static once the entry is written per concrete dtype
         except (Unsupported, Lost):
             return None
         if v.kind == "py":
@@ -277,7 +390,11 @@ class BodyTranslator(MemoryOps, CallOps):
         return None
 
     def assign(self, name: str, node: ast.expr, later_loops: set[str], stmt: ast.stmt) -> None:
-        v = self.expr(node, rust_name(name))
+        self.bind(name, self.expr(node, rust_name(name)), node, later_loops, stmt)
+
+    def bind(self, name: str, v: Val, node: ast.expr, later_loops: set[str], stmt: ast.stmt) -> None:
+        if v.kind == "tuple":
+            raise Unsupported(f"binding a tuple of run-time values to `{name}`", stmt)
         if self.last_hoist and v.expr == self.last_hoist[0] and len(self.lines) == self.last_hoist[2]:
             # the value's own typed temporary is the last line: bind the Python name directly instead
             self.lines.pop()
@@ -394,7 +511,7 @@ class BodyTranslator(MemoryOps, CallOps):
 
     def expr(self, node: ast.expr, hint: str) -> Val:
         if isinstance(node, ast.Constant):
-            if isinstance(node.value, (bool, int, float)):
+            if node.value is None or isinstance(node.value, (bool, int, float)):
                 return Val("py", value=node.value)
             raise Unsupported(f"the constant {node.value!r}", node)
         if isinstance(node, ast.Name):
@@ -418,6 +535,10 @@ class BodyTranslator(MemoryOps, CallOps):
             if all(v.kind == "py" for v in vals):
                 res = all(v.value for v in vals) if isinstance(node.op, ast.And) else any(v.value for v in vals)
                 return Val("py", value=res)
+            if all(v.kind in ("scalar", "py") and (v.kind != "scalar" or v.dtype == "bool") for v in vals):
+                sym = " && " if isinstance(node.op, ast.And) else " || "
+                return Val("scalar", sym.join(operand(v.expr) if v.kind == "scalar" else
+                                              ("true" if v.value else "false") for v in vals), "bool")
             raise Unsupported("`and`/`or` on run-time values", node, "use & and | on boolean tiles")
         if isinstance(node, ast.Attribute):
             return self.attribute(node)
@@ -451,6 +572,8 @@ class BodyTranslator(MemoryOps, CallOps):
 
     def subscript(self, node: ast.Subscript) -> Val:
         base = self.expr(node.value, "")
+        if base.kind == "tile" and _is_expand_index(node.slice):
+            return self.expand_index(base, node)
         idx = self.expr(node.slice, "")
         if base.kind == "shape_of" and idx.kind == "py" and isinstance(idx.value, int):
             arr: Array = base.value
@@ -460,12 +583,33 @@ class BodyTranslator(MemoryOps, CallOps):
             return Val("py", value=base.value[idx.value])
         raise Unsupported("indexing (`x[...]`) other than array.shape[i]", node)
 
+    def expand_index(self, base: Val, node: ast.Subscript) -> Val:
+        """`t[:, None]`, `t[None, :]`, `t[None]`, `t[..., None]`: cuTile's Tile.__getitem__ is expand_dims (a new
+        axis of extent 1 at each None; `:` keeps an axis; `...` stands for the axes not named)."""
+        items = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        kept = sum(1 for i in items if isinstance(i, ast.Slice))
+        ell = [k for k, i in enumerate(items) if isinstance(i, ast.Constant) and i.value is Ellipsis]
+        if len(ell) > 1 or kept > len(base.shape) or (not ell and kept != len(base.shape) and kept):
+            raise Unsupported("a tile index other than `:` / None / `...` per axis", node)
+        if ell:
+            fill = len(base.shape) - kept
+            items = items[:ell[0]] + [ast.Slice()] * fill + items[ell[0] + 1:]
+        elif not kept:
+            items = items + [ast.Slice()] * len(base.shape)
+        shape: list[str] = []
+        axes = iter(base.shape)
+        for i in items:
+            shape.append("1" if isinstance(i, ast.Constant) and i.value is None else next(axes))
+        return Val("tile", f"{paren(base.expr)}.reshape({shape_macro(tuple(shape))})", base.dtype, tuple(shape))
+
     # binary arithmetic, with NumPy-style broadcasting made explicit
     def binop(self, node: ast.BinOp, hint: str) -> Val:
         a, b = self.expr(node.left, ""), self.expr(node.right, "")
         op = type(node.op)
         if a.kind == "py" and b.kind == "py":
             return Val("py", value=fold_binop(op, a.value, b.value, node))
+        if op is ast.MatMult:
+            return self.matmul(a, b, node, hint)
         if op in BIT_OPS:
             return self.elementwise(a, b, node, lambda x, y, d: f"{paren(x)} {BIT_OPS[op]} {paren(y)}",
                                     bool_ok=True)
@@ -477,7 +621,7 @@ class BodyTranslator(MemoryOps, CallOps):
         if a.kind in ("scalar", "py") and b.kind in ("scalar", "py"):
             dtype = self.scalar_dtype(a, b, op)
             x, y = self.as_scalar(a, dtype, node, hint), self.as_scalar(b, dtype, node, hint)
-            return Val("scalar", f"{operand(x)} {sym} {operand(y)}", dtype)
+            return Val("scalar", f"{operand(x)} {sym} {operand(y)}", dtype, extra=_static_of(a, b))
         if op is ast.Div:
             for v in (a, b):
                 if v.kind == "tile" and v.dtype in INTS:
@@ -519,6 +663,13 @@ class BodyTranslator(MemoryOps, CallOps):
     def int_divmod(self, op: type, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
         if not (a.kind in ("scalar", "py") and b.kind in ("scalar", "py")):
             return self.tile_divmod(op, a, b, node, hint)
+        for v, side in ((a, node.left), (b, getattr(node, "right", None))):
+            if v.kind == "scalar" and v.const_name:
+                # a const generic on a 0-d tile (scalar_to_tile) is no scalar element to the cutile JIT (measured:
+                # "expected a scalar element type"); cuTile folds the constant: fold it per entry
+                self.fold_requests.add(v.const_name)
+            elif v.kind == "scalar" and side is not None:
+                self.fold_if_static(side)  # `tiles_n = ct.cdiv(N, TILE_N)`: constant per variant, folded by cuTile
         x, y = self.as_scalar(a, "i32", node, hint), self.as_scalar(b, "i32", node, hint)
         if (a.kind == "scalar" and a.dtype != "i32") or (b.kind == "scalar" and b.dtype != "i32"):
             raise Unsupported(f"the operator {opname(op)} on floats", node)
@@ -532,8 +683,12 @@ class BodyTranslator(MemoryOps, CallOps):
         else:
             r = self.hoist("", t0, f"remi({tx}, {ty})")
             zero = self.hoist("", t0, "scalar_to_tile(0i32)")
-            fix = self.hoist("", "Tile<bool, { [] }>",
-                             f"(lt_tile({r}, {zero}) ^ lt_tile({ty}, {zero})) & ne_tile({r}, {zero})")
+            if b.kind == "py":  # a constant divisor's sign is known: cuTile folds `y < 0` to a constant
+                neg = self.hoist("", "Tile<bool, { [] }>",
+                                 f"constant({'true' if b.value < 0 else 'false'}, shape![])")
+            else:
+                neg = f"lt_tile({ty}, {zero})"
+            fix = self.hoist("", "Tile<bool, { [] }>", f"(lt_tile({r}, {zero}) ^ {neg}) & ne_tile({r}, {zero})")
             t = self.hoist("", t0, f"select({fix}, {r} + {ty}, {r})")
         return Val("scalar", self.hoist(hint, "i32", f"tile_to_scalar({t})"), "i32")
 
@@ -571,7 +726,31 @@ class BodyTranslator(MemoryOps, CallOps):
             raise Unsupported("a tile where a scalar is needed", node)
         if v.dtype == dtype:
             return v.expr
+        self.fold_as_float(v, dtype)
         return self.hoist(f"{hint}_{dtype}" if hint else "", dtype, f"convert_scalar({v.expr})")
+
+    def fold_if_static(self, node: ast.AST) -> None:
+        """When `node` computes from ct.Constant ints and module constants only (through the locals it reads),
+        ask for those constants to be folded: cuTile Python folds the value, and so does the entry."""
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        seen: set[str] = set()
+        leaves: set[str] = set()
+        while names - seen:
+            name = (names - seen).pop()
+            seen.add(name)
+            if name in self.local_defs:
+                names |= self.local_defs[name]
+            else:
+                leaves.add(name)
+        if leaves and all(n in self.generics or n in self.module_consts or n in ("ct", "min", "max")
+                          for n in leaves) and leaves & self.generics:
+            self.fold_requests |= leaves & self.generics
+
+    def fold_as_float(self, v: Val, dtype: str) -> None:
+        """An int ct.Constant meeting floats: cuTile Python folds it to a float constant (`x / N` divides by the
+        constant N.0, no int-to-float conversion), so the entry is written per value of it and it folds."""
+        if dtype in FLOATS and (v.const_name or v.extra.get("static")):
+            self.fold_requests |= {v.const_name} if v.const_name else set(v.extra["static"])
 
     def elementwise(self, a: Val, b: Val, node: ast.AST, render, bool_ok: bool = False,
                     dtype: str | None = None, extra: list[Val] | None = None) -> Val:
@@ -580,6 +759,13 @@ class BodyTranslator(MemoryOps, CallOps):
         tiles = [v for v in vals if v.kind == "tile"]
         if not tiles:
             raise Unsupported("an elementwise op on scalars only", node)
+        if dtype is None and len({t.dtype for t in tiles}) > 1:
+            # cuTile Python promotes mixed operands (promote_dtypes: f16/bf16 with f32 -> f32, narrower ints to the
+            # wider) and casts the other with astype: the same convert_tile here
+            dtype = self.promoted(tiles, node)
+            a, b = (self.cast_to(v, dtype) for v in (a, b))
+            extra = [self.cast_to(v, dtype) for v in (extra or [])]
+            tiles = [v for v in [a, b] + extra if v.kind == "tile"]
         dtype = dtype or tiles[0].dtype
         for t in tiles:
             if t.dtype != dtype:
@@ -589,6 +775,21 @@ class BodyTranslator(MemoryOps, CallOps):
         shape = broadcast_shapes([t.shape for t in tiles], node)
         exprs = [self.to_tile(v, dtype, shape, node) for v in (a, b)]
         return Val("tile", render(exprs[0], exprs[1], dtype), dtype, shape, extra={"operands": exprs})
+
+    def promoted(self, tiles: list[Val], node: ast.AST) -> str:
+        dts = {t.dtype for t in tiles}
+        if OP_DTYPE in dts:
+            raise NeedsDtype("mixed dtypes with the op dtype", node, "promotion needs a concrete dtype")
+        for order in (("f16", "f32", "f64"), ("bf16", "f32", "f64"), ("i8", "i16", "i32", "i64"),
+                      ("u8", "u16", "u32", "u64")):
+            if dts <= set(order):
+                return max(dts, key=order.index)
+        raise Unsupported("mixing tile dtypes without astype", node, " vs ".join(sorted(dts)))
+
+    def cast_to(self, v: Val, dtype: str) -> Val:
+        if v.kind != "tile" or v.dtype == dtype:
+            return v
+        return self.tile(dtype, v.shape, f"convert_tile({v.expr})")
 
     def to_tile(self, v: Val, dtype: str, shape: tuple[str, ...], node: ast.AST) -> str:
         if v.kind == "tile":
@@ -617,6 +818,7 @@ class BodyTranslator(MemoryOps, CallOps):
             if v.dtype != dtype:
                 if dtype == OP_DTYPE or dtype == "bool":
                     raise Unsupported(f"a {v.dtype} scalar combined with a {dtype} tile", node)
+                self.fold_as_float(v, dtype)
                 s = self.hoist("", dtype, f"convert_scalar({v.expr})")
             if not shape:
                 return self.hoist("", tile_type(dtype, ()), f"scalar_to_tile({s})")
@@ -654,16 +856,39 @@ class BodyTranslator(MemoryOps, CallOps):
         raise Unsupported(f"the unary operator {type(node.op).__name__}", node)
 
     def compare(self, op: ast.cmpop, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            return Val("py", value=self.is_none(a, b, node) == isinstance(op, ast.Is))
+        if a.kind == "dtype" and b.kind == "dtype" and isinstance(op, (ast.Eq, ast.NotEq)):
+            if (a.value == OP_DTYPE) != (b.value == OP_DTYPE):
+                # a dtype switch on the op dtype (`ct.tfloat32 if A.dtype == ct.float32 else A.dtype`): static per
+                # variant, so the entry is written once per concrete dtype and the test folds there
+                raise NeedsDtype("a test of the op dtype", node, "the entry is specialised per dtype")
+            return Val("py", value=(a.value == b.value) == isinstance(op, ast.Eq))
         if a.kind == "py" and b.kind == "py":
             return Val("py", value=fold_compare(op, a.value, b.value))
         if type(op) not in CMP_FUNCS:
             raise Unsupported(f"the comparison {type(op).__name__}", node)
         if a.kind != "tile" and b.kind != "tile":
+            if a.kind in ("scalar", "py") and b.kind in ("scalar", "py"):
+                dtype = self.scalar_dtype(a, b)
+                x, y = self.as_scalar(a, dtype, node, ""), self.as_scalar(b, dtype, node, "")
+                return Val("scalar", f"{operand(x)} {_CMP_SYM[type(op)]} {operand(y)}", "bool")
             raise Unsupported("a comparison of run-time scalars", node)
         dtype = a.dtype if a.kind == "tile" else b.dtype
         fn = CMP_FUNCS[type(op)]
         res = self.elementwise(a, b, node, lambda x, y, d: f"{fn}({x}, {y})", bool_ok=True, dtype=dtype)
         return Val("tile", res.expr, "bool", res.shape)
+
+    def is_none(self, a: Val, b: Val, node: ast.AST) -> bool:
+        """`x is None` with either side the constant None: static per variant. An array parameter is a tensor in
+        every variant the draft writes (a launch passing None fixes that parameter to the constant None)."""
+        for x, y in ((a, b), (b, a)):
+            if y.kind == "py" and y.value is None:
+                if x.kind == "py":
+                    return x.value is None
+                if x.kind in ("array", "tile", "scalar", "view", "dtype", "enum"):
+                    return False
+        raise Unsupported("an `is` test that is not against None", node)
 
     # ---- calls -------------------------------------------------------------------------------
 
@@ -684,8 +909,50 @@ def module_val(name: str, value: Any, node: ast.AST) -> Val:
         return Val("function", value=value)
     if isinstance(value, ModuleRef):
         return Val("module", value=value)
+    alias = _tile_alias(value)
+    if alias is not None:
+        return alias
     raise Unsupported(f"name `{name}`", node, "a module-level value that is not a compile-time constant "
                       f"({getattr(value, 'expr', type(value).__name__)})")
+
+
+def _static_of(a: Val, b: Val) -> dict:
+    """extra["static"]: the const generics a scalar computed only from them (and literals) depends on."""
+    deps: set[str] = set()
+    for v in (a, b):
+        if v.kind == "py":
+            continue
+        if v.const_name:
+            deps.add(v.const_name)
+        elif v.extra.get("static"):
+            deps |= set(v.extra["static"])
+        else:
+            return {}
+    return {"static": sorted(deps)} if deps else {}
+
+
+_CMP_SYM = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+def _is_expand_index(index: ast.expr) -> bool:
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    plain = all((isinstance(i, ast.Slice) and i.lower is None and i.upper is None and i.step is None)
+                or (isinstance(i, ast.Constant) and (i.value is None or i.value is Ellipsis)) for i in items)
+    return plain and any(isinstance(i, ast.Constant) and i.value is None for i in items)
+
+
+def _tile_alias(value: Any) -> Val | None:
+    """A module-level alias of a cuda.tile enum member or dtype (`PAD_ZERO = ct.PaddingMode.ZERO`): stage A's
+    evaluator keeps its source text; the member it names is the value (the same one cuTile Python reads)."""
+    text = getattr(value, "expr", None)
+    if not isinstance(text, str):
+        return None
+    parts = text.split(".")
+    if len(parts) >= 3 and parts[-2] in ("PaddingMode", "RoundingMode") and parts[0] in ("ct", "cuda", "tile"):
+        return Val("enum", value=(parts[-2], parts[-1]))
+    if len(parts) >= 2 and parts[-1] in RUST_DTYPE and parts[0] in ("ct", "cuda", "tile"):
+        return Val("dtype", value=RUST_DTYPE[parts[-1]])
+    return None
 
 
 __all__ = ["BodyTranslator", "INDENT", "Lost", "Unsupported", "rust_name"]

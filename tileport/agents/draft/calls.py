@@ -6,8 +6,8 @@ import ast
 import os
 from typing import Any
 
-from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, Unsupported, Val, View, gap, literal, paren,
-                                          shape_macro)
+from tileport.agents.draft.values import (FLOATS, INTS, OP_DTYPE, NeedsDtype, Unsupported, Val, View, gap,
+                                          literal, paren, shape_macro)
 from tileport.agents.draft.syntax import (ROUNDING, PADDING, UNARY_MATH, REDUCTIONS, ct_name, call_label, bind_args,
                                           broadcast_shapes, canonical_ct, names_assigned_in_loops)
 from tileport.agents.draft.coverage import FUNCTIONS
@@ -36,6 +36,13 @@ def helper_def(ref: FunctionRef) -> tuple[ast.FunctionDef | None, dict[str, Any]
             _HELPERS.clear()
         _HELPERS[key] = (fn, env)
     return _HELPERS[key]
+
+
+def _sum_dims(a: str, b: str) -> str | None:
+    """Two tile extents added (a literal when both are); None when a type could not spell the sum."""
+    if a.isdigit() and b.isdigit():
+        return str(int(a) + int(b))
+    return None
 
 
 class CallOps:
@@ -161,8 +168,9 @@ class CallOps:
                 self.statement(st, names_assigned_in_loops(body[i + 1:]))
             return self.expr(body[-1].value, hint)
         except Unsupported as e:
-            raise Unsupported(e.what if e.what.endswith(")") and "helper" in e.what else
-                              f"{e.what} (in the helper `{fn.name}`)", node, e.detail, gap=e.gap) from None
+            cls = NeedsDtype if isinstance(e, NeedsDtype) else Unsupported  # the entry still specialises per dtype
+            raise cls(e.what if e.what.endswith(")") and "helper" in e.what else
+                      f"{e.what} (in the helper `{fn.name}`)", node, e.detail, gap=e.gap) from None
         finally:
             self.scopes, self.module_consts, self.name_prefix = saved
             self.inline_depth -= 1
@@ -179,6 +187,10 @@ class CallOps:
         if recv.kind == "tile" and m == "reshape":
             args = bind_args(node, ["shape"], set())
             return self.reshape(recv, args["shape"], node)
+        if recv.kind == "tile" and m == "item" and not node.args and not node.keywords:
+            if any(d != "1" for d in recv.shape):  # cuTile: Tile.item() is reshape(()), one element only
+                raise Unsupported("`.item()` of a tile with more than one element", node)
+            return Val("tile", f"{paren(recv.expr)}.reshape(shape![])", recv.dtype, ()) if recv.shape else recv
         if recv.kind == "tile" and m == "transpose" and not node.args and not node.keywords:
             return self.transpose(recv, node)
         if recv.kind == "array" and m == "slice":
@@ -244,8 +256,20 @@ class CallOps:
             elif v.kind == "scalar" and v.const_name:
                 out.append(v.const_name)
             else:
+                self.request_fold(item)
                 raise Unsupported("a tile shape that is not made of constants", item)
         return tuple(out)
+
+    def request_fold(self, node: ast.AST) -> None:
+        """A tile extent computed from ct.Constant ints (`2 * D`): a Rust type cannot spell the arithmetic of const
+        generics, so the entry is written per value of those constants (static per variant) and it folds."""
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        seen: set[str] = set()
+        while names - seen:  # through the locals it reads (`count = C * H * W`), to the constants they come from
+            name = (names - seen).pop()
+            seen.add(name)
+            names |= self.local_defs.get(name, set())
+        self.fold_requests |= names & self.generics
 
     def const_int(self, node: ast.expr) -> int:
         v = self.expr(node, "")
@@ -278,6 +302,123 @@ class CallOps:
         if v.kind == "py" and isinstance(v.value, bool):
             return v.value
         raise Unsupported("a mode flag that is not a constant bool", node)
+
+    def ct_exp(self, node: ast.Call, hint: str) -> Val:
+        return self._rounded_unary("exp", node)
+
+    def ct_tanh(self, node: ast.Call, hint: str) -> Val:
+        return self._rounded_unary("tanh", node)
+
+    def _rounded_unary(self, name: str, node: ast.Call) -> Val:
+        """ct.exp / ct.tanh, with `rounding_mode=` as cutile's <name>_with_rounding (FULL / APPROX, f32 only)."""
+        args = bind_args(node, ["x"], {"rounding_mode"})
+        x = self.expr(args["x"], "")
+        if x.kind != "tile" or not x.is_float:
+            raise Unsupported(f"ct.{name} on a {x.kind}", node)
+        r = self.rounding(args.get("rounding_mode"))
+        if r is None:
+            return Val("tile", f"{name}({x.expr})", x.dtype, x.shape)
+        if r not in ("Full", "Approx") or x.dtype not in ("f32", OP_DTYPE):
+            raise Unsupported(f"ct.{name}(..., rounding_mode={r}) on {x.dtype}", node,
+                              "cuTile allows FULL / APPROX on float32 only")
+        if x.dtype == OP_DTYPE:
+            raise NeedsDtype(f"ct.{name} with a rounding mode", node, "float32 only: specialised per dtype")
+        return Val("tile", f"unsafe {{ {name}_with_rounding({x.expr}, rounding::{r}) }}", x.dtype, x.shape)
+
+    def _shift(self, node: ast.Call, left: bool, hint: str) -> Val:
+        args = bind_args(node, ["x", "y"], set())
+        a, b = self.expr(args["x"], ""), self.expr(args["y"], "")
+        if a.kind != "tile" and b.kind != "tile":
+            raise Unsupported("a shift of scalars only", node)
+
+        def render(x: str, y: str, d: str) -> str:
+            if d not in INTS:
+                raise Unsupported("a shift of non-integer tiles", node)
+            # shri is arithmetic for signed and logical for unsigned element types, as cuTile Python's
+            return f"shli({x}, {y}, overflow::None)" if left else f"shri({x}, {y})"
+        return self.elementwise(a, b, node, render)
+
+    def ct_bitwise_rshift(self, node: ast.Call, hint: str) -> Val:
+        return self._shift(node, False, hint)
+
+    def ct_bitwise_lshift(self, node: ast.Call, hint: str) -> Val:
+        # measured: cutile 0.5's shli(.., overflow::None) writes no overflow attribute and its bytecode writer fails
+        # ("missing attribute 'overflow' on op ShLI"); cuTile Python writes overflow = none
+        raise gap("ct.bitwise_lshift", node, "shli with overflow none (the bytecode writer needs the attribute)",
+                  "a multiply by 2**n for a constant shift, or shli(x, y, overflow::NoWrap) where no bit is lost")
+
+    def ct_bitcast(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "dtype"], set())
+        x, d = self.expr(args["x"], ""), self.expr(args["dtype"], "")
+        if x.kind != "tile" or d.kind != "dtype":
+            raise Unsupported("ct.bitcast of a non-tile or to something that is not a dtype", node)
+        if d.value == x.dtype:
+            return x
+        if OP_DTYPE in (x.dtype, d.value):
+            raise NeedsDtype("ct.bitcast of the op dtype", node, "the bit width needs a concrete dtype")
+        return self.tile(d.value, x.shape, f"bitcast({x.expr})", hint)
+
+    def ct_cat(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["tiles", "axis"], set())
+        items = args["tiles"].elts if isinstance(args["tiles"], (ast.Tuple, ast.List)) else None
+        if items is None or len(items) != 2:
+            raise Unsupported("ct.cat of something other than two tiles", node)
+        a, b = (self.expr(i, "") for i in items)
+        if a.kind != "tile" or b.kind != "tile" or a.dtype != b.dtype or len(a.shape) != len(b.shape):
+            raise Unsupported("ct.cat of tiles of two dtypes or ranks", node)
+        axis = self.const_int(args["axis"])
+        axis = axis + len(a.shape) if axis < 0 else axis
+        if not all(x == y for k, (x, y) in enumerate(zip(a.shape, b.shape)) if k != axis):
+            raise Unsupported("ct.cat of tiles whose other axes differ", node)
+        ext = _sum_dims(a.shape[axis], b.shape[axis])
+        if ext is None:
+            self.fold_requests |= {d for d in (a.shape[axis], b.shape[axis]) if d in self.generics}
+            raise Unsupported("ct.cat along an axis whose extents are not literals", node,
+                              f"{a.shape[axis]} + {b.shape[axis]} is not a literal in a tile type")
+        shape = a.shape[:axis] + (ext,) + a.shape[axis + 1:]
+        return self.tile(a.dtype, shape, f"cat({a.expr}, {b.expr}, {axis}i32)", hint)
+
+    def ct_extract(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "index", "shape"], set())
+        x = self.expr(args["x"], "")
+        if x.kind != "tile":
+            raise Unsupported("ct.extract of a scalar", node)
+        shape = self.dims(args["shape"])
+        items = args["index"].elts if isinstance(args["index"], ast.Tuple) else [args["index"]]
+        if len(items) != len(x.shape) or len(shape) != len(x.shape):
+            raise Unsupported("ct.extract with an index or shape of another rank", node)
+        idx = []
+        for item in items:
+            v = self.expr(item, "")
+            if v.kind == "py" and isinstance(v.value, int) and not isinstance(v.value, bool):
+                idx.append(self.hoist("", "Tile<i32, { [] }>", f"constant({v.value}i32, shape![])"))
+            elif v.kind == "scalar" and v.dtype == "i32":
+                idx.append(self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({v.expr})"))
+            else:
+                raise Unsupported("a ct.extract index that is not an int32 scalar", item)
+        return self.tile(x.dtype, shape, f"extract({x.expr}, [{', '.join(idx)}])", hint)
+
+    def ct_matmul(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "y"], set())
+        return self.matmul(self.expr(args["x"], ""), self.expr(args["y"], ""), node, hint)
+
+    def matmul(self, x: Val, y: Val, node: ast.AST, hint: str) -> Val:
+        """`x @ y` / ct.matmul of 2-D tiles as cuTile Python lowers it: mma into a zero accumulator of the input
+        dtype's first mma accumulator type (f16 -> f16, bf16/f32/tf32 -> f32, i8 -> i32), then astype back."""
+        if x.kind != "tile" or y.kind != "tile" or len(x.shape) != 2 or len(y.shape) != 2:
+            raise Unsupported("a matmul of tiles that are not both 2-D", node)
+        if x.dtype != y.dtype:
+            raise Unsupported("a matmul of two dtypes", node)
+        if OP_DTYPE == x.dtype:
+            raise NeedsDtype("a matmul of the op dtype", node, "its accumulator type depends on the dtype")
+        acc_t = {"f16": "f16", "bf16": "f32", "f32": "f32", "tf32": "f32", "f64": "f64", "i8": "i32", "u8": "i32",
+                 "f8e4m3fn": "f16", "f8e5m2": "f16"}.get(x.dtype)
+        if acc_t is None or x.shape[1] != y.shape[0]:
+            raise Unsupported("a matmul of this dtype or of shapes that do not chain", node)
+        shape = (x.shape[0], y.shape[1])
+        acc = self.tile(acc_t, shape, f"constant({literal(0, acc_t, node)}, {shape_macro(shape)})")
+        r = self.tile(acc_t, shape, f"mma({x.expr}, {y.expr}, {acc.expr})", hint)
+        return r if acc_t == x.dtype else self.tile(x.dtype, shape, f"convert_tile({r.expr})", hint)
 
     def ct_bid(self, node: ast.Call, hint: str) -> Val:
         axis = self.const_int(bind_args(node, ["axis"], set())["axis"])

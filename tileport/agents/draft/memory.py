@@ -34,25 +34,60 @@ class MemoryOps:
         raise Unsupported(call_label(call), call)
 
     def store(self, args: dict[str, ast.expr], call: ast.Call) -> None:
-        for k in ("order", "latency"):
-            if k in args:
-                raise Unsupported(f"ct.store(..., {k}=)", call)
-        if "allow_tma" in args:
-            tma = self.tma_hint(args["allow_tma"], "ct.store")
-            if tma is False:
-                raise Unsupported("ct.store(..., allow_tma=False)", call,
-                                  "write store_view_tko_mut(..., tma::Disabled) on the output's PartitionMut")
+        tma = self.tma_hint(args["allow_tma"], "ct.store") if "allow_tma" in args else None
+        latency = self.latency(args.get("latency"), "ct.store")
+        order = self.order(args.get("order"))
         arr = self.expr(args["array"], "")
         if arr.kind != "array":
             raise Unsupported("ct.store into something that is not a kernel array parameter", args["array"])
         tile = self.expr(args["tile"], f"{arr.value.name}_tile")
+        if tile.kind == "scalar" or tile.kind == "py":  # a scalar stored as a tile of the index's rank (cuTile)
+            tile = self.scalar_store_tile(tile, arr.value, args["tile"])
         if tile.kind != "tile":
             raise Unsupported("ct.store of a scalar", args["tile"])
-        view = self.view_for(arr.value, tile.shape, "None", None, mutable=True, node=call)
-        self.view_store(view, args["index"], args["tile"], call, tile)
+        if len(tile.shape) == 0 and arr.value.ndim > 0:  # a 0-d tile: cuTile stores it as a tile of ones
+            ones = ("1",) * arr.value.ndim
+            tile = Val("tile", f"{paren(tile.expr)}.reshape({shape_macro(ones)})", tile.dtype, ones)
+        shape = tile.shape
+        if order is not None and order != tuple(range(len(shape))):
+            # cuTile stores through a partition view with a dim_map; cutile 0.5's mutable views have none
+            # (_core.rs: make_partition_view_mut takes no dim_map, unlike make_partition_view)
+            raise gap("ct.store(..., order=) with a permutation", call, "mutable partition view with a dim_map",
+                      "permute the tile (ct.permute / transpose) and store it into the plain view at the permuted "
+                      "index: the same values, through another view")
+        view = self.view_for(arr.value, shape, "None", None, mutable=True, node=call)
+        self.view_store(view, args["index"], args["tile"], call, tile, hints=(latency, tma))
+
+    def scalar_store_tile(self, v: Val, arr: Array, node: ast.expr) -> Val:
+        dtype = arr.dtype
+        if v.kind == "py":
+            return self.tile(dtype, (), f"constant({literal(v.value, dtype, node)}, shape![])")
+        if v.dtype != dtype:
+            raise Unsupported("a store that converts dtype implicitly", node)
+        return self.tile(dtype, (), f"scalar_to_tile({v.expr})")
+
+    def latency(self, node: ast.expr | None, what: str) -> int | None:
+        if node is None:
+            return None
+        lv = self.expr(node, "")
+        if lv.kind == "py" and lv.value is None:
+            return None
+        if lv.kind == "py" and isinstance(lv.value, int) and not isinstance(lv.value, bool) and 1 <= lv.value <= 10:
+            return lv.value
+        raise Unsupported(f"{what}(..., latency=) that is not a constant int in 1..10", node)
+
+    def order(self, node: ast.expr | None) -> tuple[int, ...] | None:
+        if node is None:
+            return None
+        v = self.expr(node, "")
+        if v.kind == "py" and isinstance(v.value, tuple) and all(isinstance(o, int) for o in v.value):
+            return tuple(int(o) for o in v.value)
+        if v.kind == "py" and v.value == "C":
+            return None
+        raise Unsupported("an order that is not a constant tuple", node)
 
     def view_store(self, view: View, index_node: ast.expr, tile_node: ast.expr, call: ast.Call,
-                   tile: Val | None = None) -> None:
+                   tile: Val | None = None, hints: tuple = (None, None)) -> None:
         if not view.mutable:
             view = self.view_for(view.array, view.shape, "None", None, mutable=True, node=call)
         tile = tile or self.expr(tile_node, f"{view.array.name}_tile")
@@ -62,15 +97,29 @@ class MemoryOps:
             raise Unsupported("a stored tile whose shape differs from the view's tile", tile_node,
                               f"{tile.shape} vs {view.shape}")
         if tile.dtype != view.array.dtype:
-            raise Unsupported("a store that converts dtype implicitly", tile_node)
+            # cuTile's store casts implicitly (implicit_cast: astype where promotion allows): convert_tile
+            if OP_DTYPE in (tile.dtype, view.array.dtype):
+                raise NeedsDtype("a store that converts to or from the op dtype", tile_node,
+                                 "the entry is specialised per dtype")
+            tile = self.tile(view.array.dtype, tile.shape, f"convert_tile({tile.expr})",
+                             f"{view.array.name}_tile")
         items = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
         if len(items) != len(view.shape):
             raise Unsupported("an index whose length differs from the array's rank", index_node)
         vals = [self.expr(i, "") for i in items]
         index = [self.index_scalar(v, i) for v, i in zip(vals, items)]
+        latency, tma = hints
+        if latency is None and tma is not False:
+            self.out_stores.setdefault(view.array.name, []).append(
+                (view.shape, [_block_axis(v) for v in vals], bool(self.loops), view.var, tile.expr, index))
+            self.emit(f"{view.var}.store({tile.expr}, [{', '.join(index)}]);")
+            return
+        # a store with cuTile's latency / allow_tma=False hints: the op under PartitionMut::store, with them
         self.out_stores.setdefault(view.array.name, []).append(
-            (view.shape, [_block_axis(v) for v in vals], bool(self.loops), view.var, tile.expr, index))
-        self.emit(f"{view.var}.store({tile.expr}, [{', '.join(index)}]);")
+            (view.shape, [_block_axis(v) for v in vals], True, view.var, tile.expr, index))
+        lat = f"Some({latency})" if latency is not None else "None"
+        self.emit(f"unsafe {{ store_view_tko_mut(&mut {view.var}, {tile.expr}, [{', '.join(index)}], "
+                  f"ordering::Weak, scope::TileBlock, {lat}, tma::{'Disabled' if tma is False else 'Enabled'}) }};")
 
     def index_list(self, node: ast.expr, rank: int) -> list[str]:
         items = node.elts if isinstance(node, ast.Tuple) else [node]
@@ -79,6 +128,10 @@ class MemoryOps:
         return [self.index_scalar(self.expr(i, ""), i) for i in items]
 
     def index_scalar(self, v: Val, node: ast.AST, bound: bool = False) -> str:
+        if v.kind == "tile" and v.dtype == "i32" and all(d == "1" for d in v.shape):
+            # a 0-d tile (a `shape=()` load, `.item()`) is a scalar in cuTile Python
+            t = v.expr if not v.shape else f"{paren(v.expr)}.reshape(shape![])"
+            v = Val("scalar", self.hoist("", "i32", f"tile_to_scalar({t})"), "i32")
         if v.kind == "py" and isinstance(v.value, int) and not isinstance(v.value, bool):
             return f"{v.value}i32"
         if v.kind == "scalar" and v.dtype == "i32":
@@ -92,9 +145,11 @@ class MemoryOps:
         """The hoisted partition of `arr` with this tile shape, padding and dim order (created once)."""
         if len(shape) != arr.ndim:
             raise Unsupported("a tile shape whose rank differs from the array's", node)
-        if mutable and len(shape) > 3:  # the cutile JIT: "Unable to partition tensors with rank > 3"
-            raise gap(f"a store into a rank-{len(shape)} array", node, "store partition of rank > 3",
-                      "collapse the leading axes on the host (a rank-3 view of the output) and store into that")
+        if mutable and len(shape) > 3:
+            # cutile-compiler 0.5.0 kernel_entry_generator.rs:133-138 refuses a `&mut Tensor` parameter of rank > 3
+            # ("Unable to partition tensors with rank > 3"); the output is taken as `&Tensor` and written through
+            # an unsafe PartitionMut of it (make_partition_view_mut), the view cuTile Python stores through
+            self.unsafe_outputs.add(arr.name)
         if mutable and not arr.mutable:
             raise Unsupported("a store into an array that is also loaded", node)
         if arr.mutable and not mutable:
@@ -110,7 +165,11 @@ class MemoryOps:
             name = self.fresh(f"{arr.name}_tiles")
         self.prologue.view_names.add(name)
         ty = f"<{arr.dtype}, {{ [{', '.join(shape)}] }}>"
-        if mutable:
+        ref = f"&{arr.name}" if arr.in_body else arr.name  # a sliced view is a Tensor value, parameters references
+        if mutable and arr.name in self.unsafe_outputs:
+            line = (f"let mut {name}: PartitionMut{ty} = unsafe {{ make_partition_view_mut({arr.name}, "
+                    f"{shape_macro(shape)}, padding::None, {arr.name}.token()) }};")
+        elif mutable:
             line = f"let mut {name}: PartitionMut{ty} = {arr.name}.partition_mut({shape_macro(shape)});"
         elif order is not None and order != tuple(range(len(shape))):
             if padding not in ("Zero", "any"):
@@ -121,10 +180,10 @@ class MemoryOps:
         elif padding == "Zero":
             line = f"let {name}: Partition{ty} = {arr.name}.partition({shape_macro(shape)});"
         elif padding == "any" and not mutable:  # counting tiles (num_tiles): a view without padding, as cuTile
-            line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({arr.name}, {shape_macro(shape)}, "
+            line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({ref}, {shape_macro(shape)}, "
                     f"padding::None, dim_map::Identity, {arr.name}.token()) }};")
         else:
-            line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({arr.name}, {shape_macro(shape)}, "
+            line = (f"let {name}: Partition{ty} = unsafe {{ make_partition_view({ref}, {shape_macro(shape)}, "
                     f"padding::{padding}, dim_map::Identity, {arr.name}.token()) }};")
         if arr.in_body:
             self.emit(line)
@@ -155,8 +214,7 @@ class MemoryOps:
         bounds checks per index (unless check_bounds=False) and-ed with the mask, a tile of pointers, then one
         load_ptr_tko (always with a padding value) or store_ptr_tko."""
         what = "ct.scatter" if store else "ct.gather"
-        if "latency" in args:
-            raise Unsupported(f"{what}(..., latency=)", node)
+        latency = self.latency(args.get("latency"), what) or 0  # Latency::<0>: no hint, as cuTile writes none
         arr_v = self.expr(args["array"], "")
         if arr_v.kind != "array":
             raise Unsupported(f"{what} on something that is not a kernel array parameter", args["array"])
@@ -229,13 +287,16 @@ class MemoryOps:
         if store:
             val = self.to_tile(value, arr.dtype, shape, node)
             self.emit(f"unsafe {{ store_ptr_tko({ptr}, {val}, ordering::Weak, None::<scope::Device>, {mask_arg}, "
-                      f"Some({tok}), Latency::<0>) }};")
+                      f"Some({tok}), Latency::<{latency}>) }};")
             return Val("none")
-        if len(shape) >= 2 and masks:  # measured: cutile 0.5 reshapes the padding scalar to rank 1 and broadcasts
-            # it to the tile's rank, which tileiras rejects ('cuda_tile.broadcast' op ... same rank)
+        if len(shape) >= 2 and masks:
+            # cutile-compiler 0.5.0 compile_cuda_tile_op.rs (compile_load_ptr_tko) reshapes a scalar padding value
+            # to shape [1] and broadcasts that to the result's rank, which tileiras rejects for rank >= 2
+            # ('cuda_tile.broadcast' needs the same rank); written at rank 1 instead, the load pairs with no
+            # reference op (measured: the IR check's memory.tile_shape error), so it stays a named gap
             raise gap(f"ct.gather of a rank-{len(shape)} tile with a padding value", node,
-                      "valid lowering of a load_ptr_tko padding value for tiles of rank >= 2",
-                      "flatten the indices to a rank-1 gather and reshape the result")
+                      "valid lowering of a load_ptr_tko padding value for tiles of rank >= 2 (compile_load_ptr_tko "
+                      "broadcasts it from rank 1)", "flatten the indices to a rank-1 gather and reshape the result")
         pad_v = self.expr(args["padding_value"], "") if "padding_value" in args else Val("py", value=0)
         if pad_v.kind != "py":
             raise Unsupported("a gather padding_value that is not a constant", args.get("padding_value", node))
@@ -249,7 +310,7 @@ class MemoryOps:
         self.define_in_loops(out)
         self.emit(f"let ({out}, _): ({tile_type(arr.dtype, shape)}, Token) = unsafe {{ load_ptr_tko({ptr}, "
                   f"ordering::Weak, None::<scope::Device>, {mask_arg}, Some({pad}), Some({tok}), "
-                  f"Latency::<0>) }};")
+                  f"Latency::<{latency}>) }};")
         return Val("tile", out, arr.dtype, shape)
 
     def slice(self, arr: Array, node: ast.Call, hint: str) -> Val:
@@ -281,8 +342,17 @@ class MemoryOps:
         off64 = self.hoist(f"{name}_offset", "Tile<i64, { [] }>", f"exti({off})")
         base = self.hoist(f"{arr.name}_base", f"PointerTile<*mut {arr.dtype}, {{ [] }}>", f"get_tensor_base({arr.name})")
         moved = f"addptr_tile({base}, {off64})"
-        if start_v.kind == "py" and start_v.value == 0:  # an unmoved base keeps the array's alignment
-            moved = f"unsafe {{ assume_div_by::<_, 16>({moved}) }}"
+        if start_v.kind == "scalar" and start_v.const_name:
+            self.fold_requests.add(start_v.const_name)  # a static start: its alignment is known per variant
+        if start_v.kind == "py" and (start_v.value == 0 or consts[axis] == 1):
+            # the moved base keeps the alignment cuTile Python proves: the array's 16 bytes, less what a static
+            # offset (start elements of a unit stride) takes from it
+            if start_v.value and arr.dtype not in ELEM_BYTES:
+                raise NeedsDtype("a slice's alignment", node, "the element size needs a concrete dtype")
+            nbytes = start_v.value * ELEM_BYTES.get(arr.dtype, 1)
+            div = 16 if nbytes == 0 else min(16, nbytes & -nbytes)
+            if div > 1:
+                moved = f"unsafe {{ assume_div_by::<_, {div}>({moved}) }}"
         new_base = self.hoist(f"{name}_base", f"PointerTile<*mut {arr.dtype}, {{ [] }}>", moved)
         self.emit(f"let {name}: Tensor<{arr.dtype}, {{ [{dyn}] }}> = "
                   f"unsafe {{ make_tensor_view({new_base}, {shape}, {strides}, {arr.name}.token()) }};")
@@ -337,6 +407,16 @@ class MemoryOps:
         if arr.kind != "array":
             raise Unsupported("ct.load from something that is not a kernel array parameter", args["array"])
         shape = self.dims(args["shape"])
+        if not shape and arr.value.ndim > 0:
+            # `shape=()`: one element, as cuTile loads it: a tile of ones at that index, reshaped to 0-d
+            ones = ("1",) * arr.value.ndim
+            sub = ast.copy_location(ast.Call(func=node.func, args=[args["array"], args["index"],
+                                                                   ast.Tuple([ast.Constant(1)] * arr.value.ndim,
+                                                                             ast.Load())],
+                                             keywords=[k for k in node.keywords if k.arg not in ("shape", "index",
+                                                                                                 "array")]), node)
+            one = self.ct_load(sub, "")
+            return self.tile(one.dtype, (), f"{paren(one.expr)}.reshape(shape![])", hint)
         padding = self.padding(args.get("padding_mode"), node)
         order = None
         if "order" in args:
@@ -353,11 +433,22 @@ class MemoryOps:
             expr = (f"load_view_tko{mut}(&{view.var}, {at}, ordering::Weak, scope::TileBlock, {lat}, tma::Disabled)")
             if view.mutable:
                 expr = f"unsafe {{ {expr} }}"
+        elif view.mutable:  # a load of an output (through its PartitionMut): an unordered load, unsafe in cutile
+            lat = f"Some({latency})" if latency is not None else "None"
+            expr = (f"unsafe {{ load_view_tko_mut(&{view.var}, {at}, ordering::Weak, scope::TileBlock, {lat}, "
+                    f"tma::Enabled) }}")
         elif latency is not None:
             expr = f"{view.var}.load_pipelined::<{latency}>({at})"
         else:
             expr = f"{view.var}.load({at})"
         return self.tile(arr.value.dtype, shape, expr, hint)
+
+
+def _item(index: ast.expr, k: int) -> ast.expr:
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    if k >= len(items):
+        raise Unsupported("an index whose length differs from the order's", index)
+    return items[k]
 
 
 def _block_axis(v: Val):

@@ -17,7 +17,7 @@ from typing import Any
 from tileport.agents.draft.body import INDENT, BodyTranslator, rust_name
 from tileport.agents.draft.syntax import canonical_ct
 from tileport.agents.draft.model import Draft, Hole, HostContract, HostEntry, HostParam, HostVariant
-from tileport.agents.draft.values import OP_DTYPE, RUST_DTYPE, Array, Unsupported, Val, shape_macro
+from tileport.agents.draft.values import INTS, OP_DTYPE, RUST_DTYPE, Array, Unsupported, Val, shape_macro
 from tileport.errors import UserError
 from tileport.validators.analysis.schema import Analysis, KernelInfo, Variant as RefVariant
 from tileport.validators.analysis.static import Unknown, fold_constant, module_values
@@ -72,10 +72,11 @@ def _draft_port(analysis: Analysis, kernel: str | None) -> Draft:
         if fn is None or not variants:
             continue
         fn = canonical_ct(fn, tree, module_consts)
-        for group, folded in _groups(fn, info, variants, module_consts):
+        for group, folded in _fold_shape_constants(fn, info, _groups(fn, info, variants, module_consts),
+                                                   module_consts, lines, path.name, analysis.targets):
             base_name = _entry_name(info.name, folded, used_entry_names)
             dtypes: list[str | None] = [None]
-            if _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, path.name, analysis.targets):
+            if _probe(fn, info, group, folded, module_consts, lines, path.name, analysis.targets).needs_dtype:
                 dtypes = sorted({i.dtype for v in group for i in v.instances})
             for dtype in dtypes:
                 entry_name = base_name if dtype is None else _limited(f"{base_name}_{RUST_DTYPE.get(dtype, dtype)}")
@@ -139,12 +140,33 @@ def _number_holes(kernel_rs: str, holes: list[Hole]) -> tuple[str, list[Hole]]:
     return kernel_rs, sorted(numbered, key=lambda h: int(h.id[1:]))
 
 
-def _needs_concrete_dtype(fn, info, group, folded, module_consts, lines, file, targets) -> bool:
-    """A first translation, generic over E: does the body need a literal of the op dtype?"""
+def _probe(fn, info, group, folded, module_consts, lines, file, targets) -> BodyTranslator:
+    """A first translation, generic over E: does the body need a literal of the op dtype (`needs_dtype`), or tile
+    extents computed from int constants (`fold_requests`)?"""
     probe: set[int] = set()
     _, _, _, _, tr = _entry(fn, info, group, folded, module_consts, lines, file, "probe", lambda e: None, targets,
                             probe, None)
-    return tr.needs_dtype
+    return tr
+
+
+def _fold_shape_constants(fn, info, groups, module_consts, lines, file, targets):
+    """Split each group by the values of the int constants its tile extents compute with (fold_requests): those
+    constants are folded in the entry (static per variant, named in its name), the rest stay const generics."""
+    out = []
+    pending = list(groups)
+    while pending:
+        group, folded = pending.pop(0)
+        asked = _probe(fn, info, group, folded, module_consts, lines, file, targets).fold_requests - set(folded)
+        names = sorted(n for n in asked if all(isinstance(v.constants.get(n), int)
+                                               and not isinstance(v.constants.get(n), bool) for v in group))
+        if not names:
+            out.append((group, folded))
+            continue
+        by_value: dict[tuple, list[RefVariant]] = {}
+        for v in group:
+            by_value.setdefault(tuple(v.constants[n] for n in names), []).append(v)
+        pending[:0] = [(sub, {**folded, **dict(zip(names, values))}) for values, sub in by_value.items()]
+    return out
 
 
 def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype, seen_holes,
@@ -230,9 +252,24 @@ def _groups(fn: ast.FunctionDef, info: KernelInfo, variants: list[RefVariant], m
         for name, value in v.constants.items():
             if isinstance(value, (bool, float)):
                 folded[name] = value
+        folded.update(_variant_hints(v))
         key = tuple(sorted((k, repr(val)) for k, val in folded.items()))
         groups.setdefault(key, ([], folded))[0].append(v)
     return list(groups.values())
+
+
+HINT = "hint:"  # a folded key naming a per-launch compiler hint (`ct.kernel(fn, num_ctas=2)` per launch)
+
+
+def _variant_hints(v: RefVariant) -> dict[str, int]:
+    """Hints stage A recorded for this variant's launches (in its name, `num_ctas=2,occupancy=1`), when the kernel is
+    re-wrapped per launch: the entry is written per hint value, as each reference was compiled."""
+    out: dict[str, int] = {}
+    for part in v.name.split(","):
+        key, _, text = part.partition("=")
+        if key in _HINT_KEYS and key not in v.constants and text.strip().lstrip("-").isdigit():
+            out[f"{HINT}{key}"] = int(text)
+    return out
 
 
 def _entry_name(kernel: str, folded: dict[str, Any], used: set[str]) -> str:
@@ -306,7 +343,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     params: dict[str, Val] = {}
     sig: list[tuple[str, str, HostParam]] = []
     uses_e = False
-    int_consts = [p.name for p in info.params if p.kind == "constant" and not isinstance(folded.get(p.name), (bool, float))
+    int_consts = [p.name for p in info.params if p.kind == "constant" and p.name not in folded
                   and all(isinstance(v.constants.get(p.name), int) and not isinstance(v.constants.get(p.name), bool)
                           for v in group)]
     non_int = {p.name: group[0].constants.get(p.name) for p in info.params
@@ -315,6 +352,9 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
         rname = rust_name(p.name)
         if p.kind == "array":
             fixed = p.dtype or (inst.param_dtypes.get(p.name) if inst.param_dtypes.get(p.name) != inst.dtype else None)
+            seen = {i.param_dtypes.get(p.name) for v in group for i in v.instances}
+            if fixed is None and len(seen) == 1 and RUST_DTYPE.get(next(iter(seen)) or "", "") in INTS:
+                fixed = next(iter(seen))  # an index array (int in every variant) is not of the op's float dtype
             dtype = RUST_DTYPE.get(fixed, fixed) if fixed else (RUST_DTYPE.get(concrete, concrete) if concrete
                                                                   else OP_DTYPE)
             uses_e |= dtype == OP_DTYPE
@@ -344,6 +384,10 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
         tr.depth = 2
         tr.folded_tests = {k: v for k, v in folded.items() if k.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp("))}
         tr.stride_constants = strides
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                tr.local_defs.setdefault(node.targets[0].id, set()).update(
+                    n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
         return tr
 
     # Two passes: the first counts how often each binding is read (cuTile contracts a product read once, by an
@@ -353,10 +397,19 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     tr = translator(on_hole)
     tr.known_uses, tr.known_fusable = first.uses, first.fusable
     tr.run(list(fn.body))
+    for k, (name, rust_t, host) in enumerate(sig):
+        if name in tr.unsafe_outputs and rust_t.startswith("&mut "):
+            rt = rust_t.removeprefix("&mut ").join(["&", ""])
+            sig[k] = (name, rt, host.model_copy(update={"rust_type": rt, "shared_output": True}))
     notes = _static_outputs(tr, sig, int_consts)
+    notes += [f"output `{n}` has rank > 3, which cutile-rs 0.5 cannot take as `&mut Tensor` (cutile-compiler "
+              "kernel_entry_generator.rs: \"Unable to partition tensors with rank > 3\"): it is a `&Tensor` "
+              "written through an unsafe PartitionMut (make_partition_view_mut); the launcher passes it as an input "
+              "and reads it back as the output" for n in sorted(tr.unsafe_outputs)]
     used_generics = [c for c in int_consts if _uses_name(tr, c)] + list(tr.slab_extents)
     generic_decl = ([f"E: ElementType"] if uses_e else []) + [f"const {c}: i32" for c in used_generics]
-    hints = _hints(info, targets)
+    hints = _hints(info, targets, fn, module_consts, {k[len(HINT):]: v for k, v in folded.items()
+                                                      if k.startswith(HINT)})
     keys = [hints] if hints else []
     # cuTile Python never traps on a view access (out-of-range tiles are padded / clipped); without this the
     # cutile JIT adds a bounds assert wherever it cannot prove a computed tile index in range. An output kept with
@@ -401,7 +454,7 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
     notes = []
     tr.slab_extents = {}
     for k, (name, rust_t, host) in enumerate(sig):
-        if host.kind != "tensor" or not host.output:
+        if host.kind != "tensor" or not host.output or name in tr.unsafe_outputs:
             continue
         plan, why = _static_plan(tr, name, int_consts)
         if plan is None:
@@ -478,6 +531,9 @@ def _static_plan(tr: BodyTranslator, name: str, int_consts: list[str]):
         if not any(whole):
             return None, ("it is stored several times per block at the same block tile, which cutile's per-block "
                           "partition cannot express")
+    var = stores[0][3]
+    if any(f"(&{var}," in line for line in tr.prologue.lines + tr.lines):
+        return None, "the kernel also loads it (through the same view): a per-block partition would move those loads"
     pat = re.compile(rf"\b{re.escape(name)}\b")
     macro = shape_macro(shape)
     views = [line for line in tr.prologue.lines + tr.lines if line.endswith(f"= {name}.partition_mut({macro});")]
@@ -508,15 +564,41 @@ def _entry_comment(info: KernelInfo, folded: dict[str, Any], generics: list[str]
     return [text + "."]
 
 
-def _hints(info: KernelInfo, targets: list[str]) -> str:
+def _decorator_options(fn: ast.FunctionDef, module_consts: dict[str, Any]) -> dict[str, Any]:
+    """`@ct.kernel(occupancy=ct.ByTarget(sm_90=1, default=2), ...)` read from the source: per-target hints as
+    {target or "default": value} (stage A's capture keeps only plain values), plain ints as they are."""
+    out: dict[str, Any] = {}
+    for dec in fn.decorator_list:
+        if not isinstance(dec, ast.Call):
+            continue
+        for kw in dec.keywords:
+            v = kw.value
+            if kw.arg and isinstance(v, ast.Call) and isinstance(v.func, (ast.Attribute, ast.Name)) and \
+                    (v.func.attr if isinstance(v.func, ast.Attribute) else v.func.id) == "ByTarget":
+                per = {k.arg: fold_constant(k.value, module_consts) for k in v.keywords if k.arg}
+                if all(isinstance(x, int) and not isinstance(x, bool) for x in per.values()):
+                    out[kw.arg] = per
+    return out
+
+
+def _hints(info: KernelInfo, targets: list[str], fn: ast.FunctionDef | None = None,
+           module_consts: dict[str, Any] | None = None, per_launch: dict[str, int] | None = None) -> str:
     per_target: dict[str, list[str]] = {}
-    for key, value in info.compiler_options.items():
+    options = dict(info.compiler_options)
+    if fn is not None:
+        options.update(_decorator_options(fn, module_consts or {}))
+    options.update(per_launch or {})
+    for key, value in options.items():
         hint = _HINT_KEYS.get(key)
         if hint is None or value is None:
             continue
         if isinstance(value, dict):
-            for t, v in value.items():
-                if isinstance(v, int) and t in targets:
+            # per target, as cuTile Python resolves a ByTarget for the target it compiles: the target's own value,
+            # else the default; every target it names keeps its own hint (sm_100's too)
+            named = [t for t in value if t != "default"]
+            for t in sorted(set(targets) | set(named)):
+                v = value.get(t, value.get("default"))
+                if isinstance(v, int):
                     per_target.setdefault(t, []).append(f"{hint} = {v}")
         elif isinstance(value, int) and not isinstance(value, bool):
             per_target.setdefault("default", []).append(f"{hint} = {value}")  # as the reference: every target

@@ -119,6 +119,13 @@ def _balanced_call(expr: str) -> bool:
     return depth == 0
 
 
+def _half_bits(v: float, dtype: str) -> int:
+    import struct
+    if dtype == "f16":
+        return struct.unpack("<H", struct.pack("<e", v))[0]
+    return struct.unpack("<I", struct.pack("<f", v))[0] >> 16  # bf16: the top half of the f32 (truncated)
+
+
 def literal(value: Any, dtype: str, node: ast.AST | None = None) -> str:
     """A Python number as a Rust literal of `dtype`."""
     if dtype == "bool":
@@ -135,8 +142,13 @@ def literal(value: Any, dtype: str, node: ast.AST | None = None) -> str:
         if dtype not in ("f32", "f64"):
             if v == 0:
                 return f"{dtype}::ZERO"
-            raise Unsupported(f"the Python number {v!r} as a {dtype} literal", node,
-                              "cutile has no f16/bf16 literal syntax")
+            if v == 1:
+                return f"{dtype}::ONE"
+            # rustc has no f16/bf16 literal and the cutile 0.5 JIT names only ZERO / ONE / INFINITY / E of them
+            # (cutile-compiler 0.5.0 compiler/shared_utils.rs get_float_const)
+            bits = hex(_half_bits(v, dtype))
+            raise gap(f"the Python number {v!r} as a {dtype} literal", node, f"{dtype} literal other than ZERO / ONE",
+                      f"bitcast(constant({bits}i16, shape![])) (its bit pattern), or convert_tile of an f32 constant")
         text = repr(v)
         return f"{text}{dtype}"
     if dtype in INTS:

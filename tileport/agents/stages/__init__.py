@@ -1,6 +1,6 @@
 """The stages, one module each: the only code that turns tool results into `StageResult`s.
 
-Each module has `run(ctx: StageContext) -> StageResult`. The runner is given its stages (`Runner(stages=...)`);
+Each module has `run(ctx: StageContext) -> StageResult`. The runner is given its stages (`ConversionRunner(stages=...)`);
 `default_stages()` is the real set, keyed by the anchor's letters. A test gives named fakes instead.
 """
 

@@ -41,17 +41,26 @@ def result_from_error(error: UserError, *, attempt: int = 1, started_at: datetim
                        finished_at=utcnow(), details=AnalyzeDetails(error=str(error)).dump(), summary=str(error))
 
 
-def run(ctx) -> StageResult:
-    """Analyse the conversion's op into its worktree (`ctx.reference_dir`)."""
+def analyze(op_path: str | Path, *, config, triton: str | Path | None = None, saved: str | Path | None = None,
+            bench: dict | None = None, python: str | None = None, **kw) -> Analysis:
+    """Stage A's analysis, wherever it runs (a conversion's attempt, `tileport analyze OP`): the op's kernels,
+    variants and reference Tile IR (`validators.analysis.pipeline.analyze_op`; kw: out_dir, kernel, targets,
+    toolchain, workers, warm, run_tileiras, tests, discover_tests), then its Triton twin and the reference choice:
+    the twin given now (`triton`; its failure raised), else the one saved with the conversion (`saved`), else one
+    found by name (their failure noted, cuTile Python the reference). `bench`: the pair benchmark's timings."""
     from tileport.validators.analysis.pipeline import analyze_op
     from tileport.validators.analysis.triton.pairing import analyze_twin
 
+    a = analyze_op(op_path, config=config, python=python, **kw)
+    return analyze_twin(a, triton_path=triton, config=config, python=python, bench=bench, saved=saved)
+
+
+def run(ctx) -> StageResult:
+    """Analyse the conversion's op into its worktree (`ctx.reference_dir`)."""
     started = utcnow()
     try:
-        a = analyze_op(ctx.op_path, out_dir=ctx.reference_dir, kernel=ctx.kernel, config=ctx.config,
-                       toolchain=ctx.toolchain, workers=1, warm=True)
-        # the Triton twin saved with the conversion (--triton), else one found by name: the reference choice
-        a = analyze_twin(a, config=ctx.config, saved=ctx.triton)
+        a = analyze(ctx.op_path, out_dir=ctx.reference_dir, kernel=ctx.kernel, config=ctx.config,
+                    toolchain=ctx.toolchain, workers=1, warm=True, saved=ctx.triton)
     except UserError as e:
         return result_from_error(e, attempt=ctx.attempt, started_at=started)
     return result_from_analysis(a, attempt=ctx.attempt, started_at=started)

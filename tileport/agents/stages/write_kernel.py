@@ -178,10 +178,10 @@ class _Builder:
         from tileport.agents.writers import BuildCheck
         from tileport.errors import EnvironmentBlocked, UserError
         from tileport.validators.rust import diagnostics as dg
-        from tileport.validators.rust.build import BuildOptions, build_crate
+        from tileport.validators.rust.build import BuildOptions
         from tileport.validators.rust.crate import write_crate
         from tileport.validators.rust.policy import check_port_dir, read_plain
-        from tileport.validators.rust.selfcheck import format_self_check, no_build_report, self_check
+        from tileport.validators.rust.selfcheck import format_self_check
         from tileport.validators.rust.spec import load_spec
 
         p = self.ctx.paths
@@ -207,13 +207,11 @@ class _Builder:
                                cargo_slot=self.ctx.limits.cargo, cargo_jobs=max(1, cpu_budget() // slots),
                                log=lambda msg: self.ctx.log(f"#{self.ctx.conversion_id} {self.ctx.op} B: {msg}"))
         try:
-            build = build_crate(layout, opts)
+            build, report = build_and_check(layout, opts, self.analysis)
             self.commands.extend(build.commands)
         except EnvironmentBlocked as e:
             self.last = BuildCheck(False, f"BLOCKED: {e}", blocked=str(e))
             return self.last
-        report = (self_check(build, self.analysis, layout.spec, tileirdisasm=self.ctx.toolchain.tileirdisasm)
-                  if build.jobs else no_build_report(build, self.analysis, None))
         text = dg.render_text(build.diagnostics)
         errors = len(build.errors)
         status = "OK:" if build.ok else f"FAILED at {build.stage}:"
@@ -222,6 +220,22 @@ class _Builder:
             text += "\n\n" + format_self_check(report, notes=False)
         self.last = BuildCheck(build.ok, text, build, report)
         return self.last
+
+
+def build_and_check(layout, opts, analysis, analysis_file: str | Path | None = None):
+    """Stage B's judge, wherever it runs (an attempt, B's gates on a person's edit, `tileport build-rust DIR`):
+    (the build of the crate, the IR self-check of every variant against the reference analysis; None without an
+    analysis). Raises EnvironmentBlocked when a tool the build needs is missing."""
+    from tileport.validators.rust.build import build_crate
+    from tileport.validators.rust.selfcheck import no_build_report, self_check
+
+    build = build_crate(layout, opts)
+    if analysis is None:
+        return build, None
+    tileirdisasm = opts.toolchain.tileirdisasm if opts.toolchain else None
+    report = (self_check(build, analysis, layout.spec, analysis_file=analysis_file, tileirdisasm=tileirdisasm)
+              if build.jobs else no_build_report(build, analysis, analysis_file))
+    return build, report
 
 
 def run(ctx) -> StageResult:

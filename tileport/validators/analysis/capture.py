@@ -25,6 +25,7 @@ Imports torch lazily; `available()` says whether it can run here.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import itertools
 import re
@@ -80,7 +81,9 @@ def describe_arg(a: Any) -> dict[str, Any]:
         return {"kind": "float", "value": a}
     if a is None:
         return {"kind": "none"}
-    return {"kind": "other", "type": type(a).__name__}
+    from tileport.validators.analysis.fakearrays import describe
+
+    return describe(a) or {"kind": "other", "type": type(a).__name__}
 
 
 def caller_outside(file: str, depth: int = 3) -> str:
@@ -152,6 +155,14 @@ class Capture:
         best = Measurement(config=configs[0], mean_us=0.0, num_samples=0, error_margin_us=0.0)
         return TuningResult(best=best, successes=[best], failures=[])
 
+    def _rebound(self, val: Any) -> Any:
+        """The intercepting twin of a launcher bound to cuTile's own `launch`, else None."""
+        if val is self._orig_launch:
+            return self.launch
+        if isinstance(val, functools.partial) and val.func is self._orig_launch:
+            return functools.partial(self.launch, *val.args, **(val.keywords or {}))
+        return None
+
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
         import torch
@@ -161,21 +172,30 @@ class Capture:
         with contextlib.ExitStack() as stack:
             stack.enter_context(_patched(self.ct, "launch", self.launch))
             stack.enter_context(_patched(tune, "exhaustive_search", self.exhaustive_search))
-            # modules that did `from cuda.tile import launch` / `from cuda.tile.tune import exhaustive_search`
+            # modules that did `from cuda.tile import launch` / `from cuda.tile.tune import exhaustive_search`, and
+            # launchers bound before capture began: `functools.partial(ct.launch, ...)`, class attributes
             for mod in list(sys.modules.values()):
                 d = getattr(mod, "__dict__", None)
                 if not d or mod is self.ct or mod is tune or getattr(mod, "__name__", "").startswith(("cuda.", "torch")):
                     continue
                 for name, val in list(d.items()):
-                    if val is self._orig_launch:
-                        stack.enter_context(_patched(mod, name, self.launch))
+                    if (new := self._rebound(val)) is not None:
+                        stack.enter_context(_patched(mod, name, new))
                     elif getattr(val, "__name__", None) == "exhaustive_search" and \
                             getattr(val, "__module__", "").startswith("cuda.tile.tune"):
                         stack.enter_context(_patched(mod, name, self.exhaustive_search))
+                    elif isinstance(val, type) and getattr(val, "__module__", None) == mod.__name__:
+                        for attr, cval in list(vars(val).items()):
+                            inner = cval.__func__ if isinstance(cval, staticmethod) else cval
+                            if (new := self._rebound(inner)) is not None:
+                                stack.enter_context(_patched(val, attr, staticmethod(new)))
             if not self.real_gpu:
                 from tileport.validators.analysis.fakecuda import fake_cuda
 
                 self.fake = stack.enter_context(fake_cuda())
+                from tileport.validators.analysis.fakegrad import custom_functions
+
+                stack.enter_context(custom_functions())  # autograd is off on fake tensors: run backward kernels too
             yield
 
 
@@ -479,7 +499,7 @@ def call_op(cap: Any, module: ModuleType, torch_dtypes: list, device: str, deadl
 
 def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str, int | None]] | None = None,
             time_budget_s: float = 120.0, tests: list[str] | None = None, op_path: Path | None = None,
-            run_main: bool = False, tests_limit_s: float = 120.0) -> dict[str, Any]:
+            run_main: bool = False, tests_limit_s: float = 120.0, tests_budget_s: float = 30.0) -> dict[str, Any]:
     """Run the op's own tests / scripts / `__main__` block (when given), else its entry points with built inputs;
     returns {launches: [Launch], tried, errors, mode, seconds, tolerances, sources}.
     ranks: kernel function -> parameter -> the array rank its body implies (inputs of other ranks are retried)."""
@@ -496,7 +516,8 @@ def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str,
     if (tests or run_main) and op_path is not None:
         from tileport.validators.analysis.testrun import run_sources
 
-        errors, tolerances, sources = run_sources(cap, module, op_path, list(tests or []), run_main, tests_limit_s)
+        errors, tolerances, sources = run_sources(cap, module, op_path, list(tests or []), run_main, tests_limit_s,
+                                                  tests_budget_s)
         cap.errors.extend(errors)
         cap.tried.extend(sources)
     if not cap.launches:  # else the op's own code paths launched: no guessed inputs

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tileport.validators.analysis.plan import InstancePlan, KernelMeta, Plan, VariantPlan, fmt_value, slug_value
+from tileport.validators.analysis.plan import (InstancePlan, KernelMeta, Plan, VariantPlan, bounded_stem, fmt_value,
+                                              slug_value)
 from tileport.validators.analysis.schema import KernelInfo, LaunchInfo, MemoryOp, ParamInfo
 from tileport.validators.analysis.static import StaticInfo
 
@@ -28,10 +29,12 @@ def kernel_name(module: Any, k: Any) -> tuple[str, Any | None]:
     """(name, the module-level kernel it derives from or None)."""
     import cuda.tile as ct
 
+    fn = k._annotated_function.pyfunc
+    if vars(module).get(fn.__name__) is k:  # its def's name before any alias
+        return fn.__name__, k
     for name, obj in vars(module).items():
         if obj is k:
             return name, obj
-    fn = k._annotated_function.pyfunc
     for name, obj in vars(module).items():
         if isinstance(obj, ct.kernel) and obj._annotated_function.pyfunc is fn:
             return name, obj
@@ -165,7 +168,7 @@ def captured_plan(module: Any, launches: list, static: StaticInfo, kernel_meta_f
         if not any(i.param_dtypes == pdt for i in v.instances):
             slug = "__".join(f"{c}-{slug_value(x)}" for c, x in values.items())
             dup = sum(1 for i in v.instances if i.dtype == op_dtype)
-            stem = "__".join(x for x in (name, slug, op_dtype + (f"_{dup + 1}" if dup else "")) if x)
+            stem = bounded_stem("__".join(x for x in (name, slug, op_dtype + (f"_{dup + 1}" if dup else "")) if x))
             v.instances.append(InstancePlan(dtype=op_dtype, param_dtypes=pdt, stem=stem))
     plan = Plan(kernels=list(infos.values()), launches=_dedupe(out_launches), variants=list(variants.values()),
                 notes=notes)

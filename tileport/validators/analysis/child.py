@@ -116,6 +116,11 @@ def _import_failure(path: Path, e: BaseException, how: str) -> str:
     msg = f"{where}: import failed{how}: {type(e).__name__}: {one_line(e)}"
     if isinstance(e, ModuleNotFoundError) and e.name and e.name.split(".")[0] == "torch":
         msg += f"; this interpreter ({sys.executable}) has no torch: {NO_TORCH_HINT}"
+    elif isinstance(e, ModuleNotFoundError) and e.name and e.name.split(".")[0] != \
+            (package_root(path) or (None, path.stem))[1].split(".")[0]:  # a third-party module, not the op's own
+        top = e.name.split(".")[0]
+        msg += (f"; the op needs {top}: install it where the op is imported ({sys.executable} -m pip install {top}), "
+                "or point tileport at an interpreter that has it (--python, [analysis] python)")
     return msg
 
 
@@ -169,7 +174,14 @@ def find_kernels(module, path: Path) -> dict[str, Any]:
             fn = obj._annotated_function.pyfunc
             if Path(fn.__code__.co_filename).resolve() == path:
                 found[name] = obj
-    return found
+    # an alias (`gemm_kernel = _gemm_kernel`) is the same kernel: one name each, its def's name when it has one
+    by_obj: dict[int, str] = {}
+    for name, obj in found.items():
+        have = by_obj.get(id(obj))
+        if have is None or (name == obj._annotated_function.pyfunc.__name__ and
+                            have != obj._annotated_function.pyfunc.__name__):
+            by_obj[id(obj)] = name
+    return {name: obj for name, obj in found.items() if by_obj[id(obj)] == name}
 
 
 def export_all(kernels: dict[Any, Any], plan, params_by_kernel: dict[str, list[dict]], req: dict,
@@ -182,18 +194,36 @@ def export_all(kernels: dict[Any, Any], plan, params_by_kernel: dict[str, list[d
     for v in list(plan.variants):
         if select is not None and not select(v):
             continue
+        if len(v.instances) > 1:  # a dtype cuda-tile rejects (a kernel written for one dtype) drops that instance
+            for inst in list(v.instances):
+                try:
+                    results.update(_export_variant(kernels, v.model_copy(update={"instances": [inst]}),
+                                                   params_by_kernel, req, out_dir))
+                except ChildError as e:
+                    for target in req["targets"]:
+                        (out_dir / target / f"{inst.stem}.tileirbc").unlink(missing_ok=True)
+                    if len(v.instances) > 1:
+                        v.instances.remove(inst)
+                        plan.notes.append(f"{inst.dtype} instance dropped: {e.message}")
+                    else:
+                        _drop(plan, v, e, out_dir, req)
+            continue
         try:
             results.update(_export_variant(kernels, v, params_by_kernel, req, out_dir))
         except ChildError as e:
-            for inst in v.instances:
-                for target in req["targets"]:
-                    (out_dir / target / f"{inst.stem}.tileirbc").unlink(missing_ok=True)
-            plan.variants.remove(v)
-            if any(x.kernel == v.kernel for x in plan.variants):
-                plan.notes.append(f"variant dropped: {e.message}")
-            else:
-                plan.failed[v.kernel] = e.message
+            _drop(plan, v, e, out_dir, req)
     return results
+
+
+def _drop(plan, v, e: "ChildError", out_dir: Path, req: dict) -> None:
+    for inst in v.instances:
+        for target in req["targets"]:
+            (out_dir / target / f"{inst.stem}.tileirbc").unlink(missing_ok=True)
+    plan.variants.remove(v)
+    if any(x.kernel == v.kernel for x in plan.variants):
+        plan.notes.append(f"variant dropped: {e.message}")
+    else:
+        plan.failed[v.kernel] = e.message
 
 
 def _export_variant(kernels: dict[Any, Any], v, params_by_kernel: dict[str, list[dict]], req: dict,
@@ -240,11 +270,24 @@ def run(req: dict) -> dict:
         raise ChildError("env", f"cuda-tile is not importable in {sys.executable}: {type(e).__name__}: "
                                 f"{one_line(e)}; pip install cuda-tile there, or {NO_TORCH_HINT}") from None
     from tileport.validators.analysis.declaration import OpDeclaration
+    from tileport.validators.analysis.fakearrays import faked_in_use, gpu_present
+    from tileport.validators.analysis.fakearrays import install as install_array_fakes
     from tileport.validators.analysis.plan import KernelMeta, Plan, build_plan
     from tileport.validators.analysis.static import StaticInfo
     from tileport.errors import UserError
 
-    module = load_module(path, req.get("import_timeout"), req.get("import_limit", "import time limit"))
+    fakes = not gpu_present()
+    if fakes:  # CuPy / cuda.core cannot allocate without a GPU: CPU fakes (fakearrays.py), named in the notes
+        install_array_fakes()
+    import_notes: list[str] = []
+    try:
+        module = load_module(path, req.get("import_timeout"), req.get("import_limit", "import time limit"))
+    except ChildError as e:  # a module asking the GPU something at import time, on a machine without one
+        if not (fakes and e.kind == "import" and any(m in e.message for m in NO_GPU_MARKERS)):
+            raise
+        module = _load_on_fake_device(path, req, e)
+        import_notes.append(f"{path.name} queries the GPU when imported ({e.message.split(': ', 2)[-1][:120]}); "
+                            "imported again with the fake CUDA device of launch capture")
     t_import = time.perf_counter()
     static = StaticInfo.model_validate(req["static"])
     decl = OpDeclaration.model_validate(req["declaration"])
@@ -290,7 +333,8 @@ def run(req: dict) -> dict:
             from tileport.validators.analysis.capture_plan import configurations
 
             result = cap_mod.capture(module, decl.dtypes, ranks=ranks, tests=tests, op_path=path,
-                                     run_main=_has_main_block(path), tests_limit_s=float(req.get("tests_timeout_s", 120)))
+                                     run_main=_has_main_block(path), tests_limit_s=float(req.get("tests_timeout_s", 120)),
+                                     tests_budget_s=float(req.get("tests_budget_s", 30)))
             t_cap = time.perf_counter() - t0
             plan, objects = _merge_capture(module, path, plan, kernels, metas, static, open_kernels, result,
                                            no_launch=not static.launches and not tests)
@@ -299,6 +343,11 @@ def run(req: dict) -> dict:
                             "errors": result["errors"][:8], "sources": result["sources"],
                             "configurations": configurations(module, result["launches"], cap_mod.describe_arg),
                             "tolerances": [vars(x) for x in result["tolerances"]]}
+    plan.notes.extend(import_notes)
+    faked = faked_in_use() if fakes else []
+    if faked:
+        plan.notes.append(f"{', '.join(faked)}: tileport's CPU fake (no GPU here; arrays are numpy with a CUDA array "
+                          "interface), so shapes, dtypes and constants are the op's own, values are not")
     if not kernels and not plan.variants and not plan.failed:
         raise ChildError("no_kernel", f"{path.name}: no @ct.kernel function found; decorate the device function "
                                       "with @ct.kernel (import cuda.tile as ct)")
@@ -319,11 +368,37 @@ def run(req: dict) -> dict:
     t_export = t_static_export + time.perf_counter() - t0
     t_end = time.perf_counter()
     from tileport.validators.analysis.signature import ASSUMPTION
+    kernel_files: dict[str, str] = {}
+    for key, obj in objects.items():  # where each analysed kernel is defined (a wrapper module launches others')
+        name = key[0] if isinstance(key, tuple) else key
+        try:
+            kernel_files.setdefault(name, str(Path(obj._annotated_function.pyfunc.__code__.co_filename).resolve()))
+        except AttributeError:
+            continue
     return {"ok": True, "cuda_tile": getattr(ct, "__version__", None), "plan": plan.model_dump(mode="json"),
+            "kernel_files": kernel_files,
             "assumption": ASSUMPTION, "capture": capture_info,
             "exports": exports,
             "seconds": {"import": round(t_import - t_start, 4), "plan": round(t_plan - t_import, 4),
                         "capture": round(t_cap, 4), "export": round(t_export, 4)}}
+
+
+NO_GPU_MARKERS = ("NVIDIA driver", "CUDA driver", "no CUDA GPUs", "Torch not compiled with CUDA", "cudaGetDeviceCount",
+                  "CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_NOT_INITIALIZED")
+
+
+def _load_on_fake_device(path: Path, req: dict, first: "ChildError"):
+    try:
+        from tileport.validators.analysis.fakecuda import fake_cuda
+    except Exception:  # pragma: no cover - the interpreter has no torch: the first error stands
+        raise first from None
+    try:
+        with fake_cuda():
+            return load_module(path, req.get("import_timeout"), req.get("import_limit", "import time limit"))
+    except ChildError:
+        raise first from None
+    except Exception:  # no torch here: the first error stands
+        raise first from None
 
 
 def _params(plan) -> dict[str, list[dict]]:

@@ -59,7 +59,7 @@ class FakeEvent:
         return True
 
     def elapsed_time(self, other: Any) -> float:
-        return 0.0
+        return 1.0  # ms; a script's throughput arithmetic divides by it (see harness.py)
 
 
 class FakeStream:
@@ -231,11 +231,22 @@ def fake_cuda() -> Iterator[FakeCuda]:
     Module = torch.nn.Module
     orig_module_to = Module.to
 
+    def on_fake_device(m: Any) -> bool:
+        return any(t.device.type == "cuda" for t in (*m.parameters(), *m.buffers()))
+
     def module_to(self: Any, *args: Any, **kwargs: Any) -> Any:
         cuda_, dtype = _to_target((None, *args), kwargs)
-        if cuda_:
+        if cuda_ or (dtype is not None and on_fake_device(self)):  # fake parameters cannot be swapped in place
             return _module_to_cuda(self, dtype)
         return orig_module_to(self, *args, **kwargs)
+
+    def module_cast(dtype: Any) -> Any:
+        orig = getattr(Module, {torch.float16: "half", torch.bfloat16: "bfloat16", torch.float32: "float",
+                                torch.float64: "double"}[dtype])
+
+        def cast(self: Any) -> Any:
+            return _module_to_cuda(self, dtype) if on_fake_device(self) else orig(self)
+        return cast
 
     stubs = (("current_stream", lambda device=None: FakeStream()),
              ("default_stream", lambda device=None: FakeStream()),
@@ -257,6 +268,9 @@ def fake_cuda() -> Iterator[FakeCuda]:
             stack.enter_context(_patched(cuda, name, value))
         stack.enter_context(_patched(Module, "cuda", lambda self, device=None: _module_to_cuda(self)))
         stack.enter_context(_patched(Module, "to", module_to))
+        for name, dt in (("half", torch.float16), ("bfloat16", torch.bfloat16), ("float", torch.float32),
+                         ("double", torch.float64)):
+            stack.enter_context(_patched(Module, name, module_cast(dt)))
         stack.enter_context(torch.no_grad())  # see _module_to_cuda: autograd on fake tensors can abort
         stack.enter_context(FakeTensorMode(allow_non_fake_inputs=True))
         stack.enter_context(_mode(state))

@@ -168,7 +168,8 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
         request = {"path": str(path.resolve()), "static": static.model_dump(mode="json"),
                    "declaration": decl.model_dump(mode="json"), "targets": targets,
                    "bytecode_version": config.toolchain.bytecode_version, "out_dir": str(stage), "kernel": kernel,
-                   "tests": [str(p) for p in test_paths], "tests_timeout_s": config.analysis.tests_timeout_s}
+                   "tests": [str(p) for p in test_paths], "tests_timeout_s": config.analysis.tests_timeout_s,
+                   "tests_budget_s": config.analysis.tests_budget_s}
         t_child = time.perf_counter()
         server = shared_warm_child(python) if warm else None
         cpu0 = _children_cpu()
@@ -241,15 +242,19 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
         own = [c.dtype for c in (capture.configurations if capture else []) if c.source != "guess" and c.dtype != "none"]
         if own and not decl.present:  # the dtypes the op's own tests and scripts run it with
             decl = decl.model_copy(update={"dtypes": list(dict.fromkeys(own))})
+        kept = [d for d in decl.dtypes if any(i.dtype == d for v in variants for i in v.instances)]
+        if not decl.present and kept and kept != decl.dtypes:  # a guessed dtype cuda-tile rejects is not the op's
+            decl = decl.model_copy(update={"dtypes": kept})
         tolerances, tolerance_sources = _tolerances(config, decl, capture)
         if not decl.present and own:
             notes.append(f"no TILEPORT declaration: dtypes {'/'.join(decl.dtypes)} and configurations from the op's "
                          f"own tests/scripts ({len(capture.sources)} run), constants from launches")
         elif not decl.present:
             notes.append("no TILEPORT declaration: dtypes float16/float32, constants from launches, no shapes")
+        source = _kernel_source(path, plan, reply.get("kernel_files") or {}, notes)
         analysis = Analysis(
             op=path.stem,
-            source=SourceInfo(path=str(path.resolve()), sha256=sha256_file(path), bytes=path.stat().st_size),
+            source=SourceInfo(path=str(source), sha256=sha256_file(source), bytes=source.stat().st_size),
             out_dir=str(final), targets=targets, bytecode_version=config.toolchain.bytecode_version,
             tools=ToolInfo(python=sys.version.split()[0], cuda_tile=reply.get("cuda_tile"),
                            tileiras=tool_version(str(toolchain.tileiras)) if toolchain.tileiras else None,
@@ -269,6 +274,25 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
         analysis.timings.total_s = round(time.perf_counter() - t0, 4)
         (stage / "analysis.json").write_text(analysis.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return analysis
+
+
+def _kernel_source(path: Path, plan: Plan, kernel_files: dict[str, str], notes: list[str]) -> Path:
+    """The op's source: the module itself, or, when it defines none of the kernels it launches (a wrapper: an
+    autograd.Function, an nn.Module, a launch helper), the module that defines most of them, so the analysis names
+    the source its kernels are read from (the draft translates them from there)."""
+    here = str(path.resolve())
+    analysed = [k.name for k in plan.kernels if any(v.kernel == k.name for v in plan.variants)]
+    files = [kernel_files[k] for k in analysed if k in kernel_files]
+    if not files or here in files:
+        return path
+    best = max(dict.fromkeys(files), key=files.count)
+    p = Path(best)
+    if not p.is_file():
+        return path
+    others = sorted({Path(f).name for f in files if f != best})
+    notes.append(f"{path.name} defines no kernel it launches: its kernels are read from {best}"
+                 + (f" (also launched, from other modules: {', '.join(others)})" if others else ""))
+    return p
 
 
 def _tolerances(config: Config, decl, capture: CaptureInfo | None) -> tuple[dict[str, ToleranceSpec], dict[str, str]]:

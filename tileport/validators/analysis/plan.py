@@ -88,6 +88,21 @@ def _slug_value(v: ConstantValue) -> str:
 
 slug_value = _slug_value
 
+# An artifact's file name is `<stem>.tileirbc` (and `.tileir`, `.cubin`) inside a target directory: file systems
+# allow 255 bytes a name, so a stem past STEM_LIMIT keeps its head and gets a hash of the whole (distinct stems stay
+# distinct, the same stem always gets the same name).
+STEM_LIMIT = 160
+
+
+def bounded_stem(stem: str, limit: int = STEM_LIMIT) -> str:
+    if len(stem.encode()) <= limit:
+        return stem
+    import hashlib
+
+    digest = hashlib.sha256(stem.encode()).hexdigest()[:12]
+    head = stem.encode()[: limit - len(digest) - 2].decode(errors="ignore").rstrip("_")
+    return f"{head}__{digest}"
+
 
 def _coerce(kernel: str, name: str, ctype: str | None, value: Any, where: str) -> ConstantValue:
     ok = {"bool": isinstance(value, bool),
@@ -334,7 +349,7 @@ def _plan_kernel(k: KernelMeta, by_static: dict, static: StaticInfo, decl: OpDec
             if key in seen:
                 continue
             seen.add(key)
-            stem = "__".join(x for x in (k.name, slug, op_dtype) if x)
+            stem = bounded_stem("__".join(x for x in (k.name, slug, op_dtype) if x))
             instances.append(InstancePlan(dtype=op_dtype, param_dtypes=pdt, stem=stem))
         variants.append(VariantPlan(kernel=k.name, function=k.function, name=name, constants=values,
                                     sources=sources, instances=instances))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import os
 import runpy
 import signal
 import sys
@@ -29,13 +30,35 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterator
 
+from tileport.validators.analysis import harness
 from tileport.validators.analysis.capture import Capture, _short_error
+from tileport.validators.analysis.fakecuda import _patched
 
 SOURCE_LIMIT_S = 120.0
+BUDGET_S = 30.0  # past this, a test session runs only tests of a new launch signature (see signature_key)
 
 
 class SourceTimeout(BaseException):
     """Raised by SIGALRM inside a source past its limit (a BaseException: a test's `except Exception` cannot eat it)."""
+
+
+class SourceExit(BaseException):
+    """Raised instead of ending the process when a source calls `os._exit` (a conftest's `pytest_sessionfinish` or
+    `pytest_unconfigure` leaving without teardown): the analysis child lives on with the launches recorded so far."""
+
+    def __init__(self, code: Any):
+        super().__init__(code)
+        self.code = code
+
+
+_REAL_EXIT = os._exit
+_PID = os.getpid()
+
+
+def _no_exit(code: Any = 0) -> None:
+    if os.getpid() != _PID:  # a process the source forked (multiprocessing) ends as it asks
+        _REAL_EXIT(code)
+    raise SourceExit(code)
 
 
 @dataclass
@@ -48,8 +71,10 @@ class TestTolerance:
 
 
 def _caller() -> str:
+    from tileport.validators.analysis import fakearrays
+
     f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename == __file__:
+    while f is not None and f.f_code.co_filename in (__file__, fakearrays.__file__):
         f = f.f_back
     return f"{Path(f.f_code.co_filename).name}:{f.f_lineno}" if f else "?"
 
@@ -62,16 +87,19 @@ class Recorder:
         self.tolerances: list[TestTolerance] = []
 
     def _record(self, actual: Any, rtol: Any, atol: Any) -> None:
-        import torch
-
-        if not isinstance(actual, torch.Tensor) or rtol is None or atol is None:
+        dtype = getattr(actual, "dtype", None)
+        if dtype is None or rtol is None or atol is None:
             return
         try:
             r, a = float(rtol), float(atol)
         except (TypeError, ValueError):
             return
-        self.tolerances.append(TestTolerance(str(actual.dtype).removeprefix("torch."), r, a, _caller(),
-                                             self.cap.entry))
+        self.tolerances.append(TestTolerance(str(dtype).removeprefix("torch."), r, a, _caller(), self.cap.entry))
+
+    def np_assert_allclose(self, actual: Any, desired: Any, rtol: float = 1e-07, atol: float = 0, *a: Any,
+                           **k: Any) -> None:
+        """numpy's and CuPy's `testing.assert_allclose` (CuPy arrays are numpy ones under the CPU fake)."""
+        self._record(actual, rtol, atol)
 
     def assert_close(self, actual: Any, expected: Any, *a: Any, rtol: Any = None, atol: Any = None, **k: Any) -> None:
         self._record(actual, rtol, atol)
@@ -105,6 +133,12 @@ class Recorder:
             stack.enter_context(_patched(torch, "equal", self.equal))
             stack.enter_context(_patched(torch.Tensor, "allclose", self.allclose))
             stack.enter_context(_patched(torch.Tensor, "equal", self.equal))
+            try:
+                import numpy.testing
+            except ImportError:  # pragma: no cover - numpy comes with torch
+                pass
+            else:
+                stack.enter_context(_patched(numpy.testing, "assert_allclose", self.np_assert_allclose))
             yield
 
 
@@ -129,13 +163,43 @@ def kind_of(path: Path) -> str:
     return "bench"
 
 
-class _Plugin:
-    """Names each launch after the test that made it; stops the session at the time limit."""
+def _shape_like(v: Any) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return True
+    return isinstance(v, (tuple, list)) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
 
-    def __init__(self, cap: Capture, errors: list[str], label: str):
+
+def signature_key(item: Any) -> tuple:
+    """What a test's launches can differ in besides array extents: its function and the parameters that are not
+    sizes (dtypes, flags, modes, providers). Tests sharing a key launch the same kernels with the same argument
+    dtypes; their extents change only constants computed from shapes, which the first ones already show."""
+    params = getattr(getattr(item, "callspec", None), "params", {}) or {}
+    rest = tuple(sorted((k, repr(v)) for k, v in params.items() if not _shape_like(v)))
+    return (getattr(item, "originalname", None) or item.name, str(getattr(item, "fspath", "")), rest)
+
+
+class _Plugin:
+    """Names each launch after the test that made it; past the budget, runs only tests of a new signature
+    (`signature_key`); stops the session at the time limit."""
+
+    def __init__(self, cap: Capture, errors: list[str], label: str, budget_s: float = float("inf")):
         self.cap, self.errors, self.label = cap, errors, label
         self.ran = 0
+        self.skipped = 0
+        self.budget_s = budget_s
+        self.t0 = time.monotonic()
+        self.seen: set[tuple] = set()
         self.collect_errors: list[str] = []
+
+    def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
+        key = signature_key(item)
+        if key in self.seen and time.monotonic() - self.t0 > self.budget_s:
+            self.skipped += 1
+            return True  # handled: not run, nothing reported
+        self.seen.add(key)
+        return None
 
     timed_out: str | None = None
     session: Any = None
@@ -161,7 +225,7 @@ class _Plugin:
                                        f"{' '.join(last.removeprefix('E').split())[:200]}")
 
 
-def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float) -> None:
+def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float, budget: float = BUDGET_S) -> None:
     label = ", ".join(p.name for p in paths)
     try:
         import pytest
@@ -169,8 +233,8 @@ def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float
         errors.append(f"tests {label}: pytest is not installed in {sys.executable}; pip install pytest there "
                       "(the op's tests run in the analysis interpreter)")
         return
-    plugin = _Plugin(cap, errors, label)
-    args = [str(p) for p in paths] + ["-q", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header",
+    plugin = _Plugin(cap, errors, label, budget_s=min(budget, limit / 4))
+    args = [str(p) for p in paths] + ["-q", "-s", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header",
                                       "-W", "ignore", "--tb=no", "-rN",
                                       "--continue-on-collection-errors"]
     t0 = time.monotonic()
@@ -182,10 +246,18 @@ def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float
         errors.append(f"tests {label}: stopped at the {limit:.0f} s time limit in {plugin.timed_out or cap.entry} "
                       f"(after {plugin.ran} tests)")
         return
+    except SourceExit as e:
+        errors.extend(plugin.collect_errors)
+        errors.append(f"tests {label}: the test session called os._exit({e.code!r}) after {plugin.ran} tests; the "
+                      "launches before it are kept")
+        return
     except (Exception, SystemExit) as e:
         errors.append(f"tests {label}: pytest failed: {_short_error(e)}")
         return
     errors.extend(plugin.collect_errors)
+    if plugin.skipped:
+        errors.append(f"tests {label}: {plugin.skipped} tests not run: past the {plugin.budget_s:.0f} s budget, only "
+                      f"tests of a new launch signature run (function and non-size parameters; {plugin.ran} ran)")
     if plugin.timed_out is not None or time.monotonic() - t0 >= limit:
         errors.append(f"tests {label}: stopped at the {limit:.0f} s time limit in {plugin.timed_out or cap.entry} "
                       f"(after {plugin.ran} tests)")
@@ -208,15 +280,45 @@ def main_block(tree: ast.Module) -> ast.Module | None:
     return ast.Module(body=body, type_ignores=[]) if body else None
 
 
-def _run_script(cap: Capture, label: str, run: Any, errors: list[str], limit: float) -> None:
+MAX_CHOICE_RUNS = 8
+
+
+def choice_argvs(text: str) -> list[list[str]]:
+    """A script's command lines besides its default one: each other value of an `add_argument("--opt",
+    choices=[...])` with literal choices (a benchmark picking its kernel or provider by a flag), one at a time."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[list[str]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+                and node.args and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("--")):
+            continue
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        try:
+            choices = ast.literal_eval(kw["choices"]) if "choices" in kw else None
+            default = ast.literal_eval(kw["default"]) if "default" in kw else None
+        except ValueError:
+            continue
+        if not isinstance(choices, (list, tuple)) or ("nargs" in kw):
+            continue
+        out.extend([str(node.args[0].value), str(c)] for c in choices if c != default and c is not None)
+    return out[:MAX_CHOICE_RUNS]
+
+
+def _run_script(cap: Capture, label: str, run: Any, errors: list[str], limit: float,
+                args: list[str] | None = None) -> None:
     cap.entry = label
     argv = sys.argv
-    sys.argv = [label]
+    sys.argv = [label, *(args or [])]
     try:
         with _time_limit(limit):
             run()
     except SourceTimeout:
         errors.append(f"{label}: stopped at the {limit:.0f} s time limit")
+    except SourceExit as e:
+        errors.append(f"{label}: called os._exit({e.code!r}); the launches before it are kept")
     except SystemExit as e:
         if e.code not in (None, 0):
             errors.append(f"{label}: exited with status {e.code}")
@@ -226,8 +328,16 @@ def _run_script(cap: Capture, label: str, run: Any, errors: list[str], limit: fl
         sys.argv = argv
 
 
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig", errors="replace")
+    except OSError:
+        return ""
+
+
 def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str], run_main: bool,
-                limit_s: float = SOURCE_LIMIT_S) -> tuple[list[str], list[TestTolerance], list[str]]:
+                limit_s: float = SOURCE_LIMIT_S, budget_s: float = BUDGET_S
+                ) -> tuple[list[str], list[TestTolerance], list[str]]:
     """Run the tests and scripts (then the op's `__main__` block when `run_main`); returns
     (errors, tolerances, labels of the sources run)."""
     errors: list[str] = []
@@ -236,14 +346,19 @@ def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str
     paths = [Path(t) for t in tests]
     pytest_paths = [p for p in paths if kind_of(p) == "test"]
     scripts = [p for p in paths if kind_of(p) != "test"]
-    with cap.active(), rec.active():
+    texts = [_text(p) for p in scripts] + [_text(p) for p in pytest_paths if p.is_file()] + [_text(op_path)]
+    global _PID
+    _PID = os.getpid()  # the analysis child (forked from the warm server after this module was imported)
+    with cap.active(), rec.active(), _patched(os, "_exit", _no_exit), harness.stubbed(cap, errors, texts):
         if pytest_paths:
             cap.source = "test"
-            _run_pytest(cap, pytest_paths, errors, limit_s)
+            _run_pytest(cap, pytest_paths, errors, limit_s, budget_s)
             ran.extend(str(p) for p in pytest_paths)
         for s in scripts:
             cap.source = "bench"
-            _run_script(cap, s.name, lambda s=s: runpy.run_path(str(s), run_name="__main__"), errors, limit_s)
+            for args in [[], *choice_argvs(_text(s))]:
+                _run_script(cap, " ".join([s.name, *args]), lambda s=s: runpy.run_path(str(s), run_name="__main__"),
+                            errors, limit_s, args)
             ran.append(str(s))
         if run_main:
             try:
@@ -254,7 +369,9 @@ def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str
             if block is not None:
                 cap.source = "main"
                 code = compile(block, str(op_path), "exec")
-                _run_script(cap, f"{op_path.name} __main__", lambda: exec(code, vars(module)), errors, limit_s)
+                for args in [[], *choice_argvs(_text(op_path))]:
+                    _run_script(cap, " ".join([f"{op_path.name} __main__", *args]),
+                                lambda: exec(code, vars(module)), errors, limit_s, args)
                 ran.append(f"{op_path.name} __main__")
     cap.source = "guess"
     return errors, rec.tolerances, ran
