@@ -82,6 +82,7 @@ class IngestedResults:
     commit: str
     path: Path
     runs: list[RecordedGateRun] = field(default_factory=list)
+    next_step: str = ""  # the router's judgement over every recorded run, the ingested ones included
 
     @property
     def run_ids(self) -> list[int]:
@@ -93,7 +94,8 @@ class IngestedResults:
     def text(self) -> str:
         """The one line `tileport gate ingest` prints."""
         return (f"conversion {self.conversion_id} @ {self.commit[:12]}: recorded stage run(s) "
-                f"{', '.join(map(str, self.run_ids))} ({self.verdicts()})")
+                f"{', '.join(map(str, self.run_ids))} ({self.verdicts()})" + (f"; {self.next_step}" if self.next_step
+                                                                              else ""))
 
 
 def current_head(store: Store, conversion_id: int) -> str | None:
@@ -207,7 +209,25 @@ def ingest(store: Store, config: Config, path: str | Path, *, conversion_id: int
                         f"{str(head)[:12] or '(none)'}; pack and run the gate again for the current commit")
     commit = head  # the port the results judged is the head's (only stage records were committed since)
     runs = _record(store, int(cid), commit, results, path, config)
-    return IngestedResults(int(cid), commit, path, runs)
+    return IngestedResults(int(cid), commit, path, runs, next_step=_route_after(store, int(cid), config))
+
+
+def _route_after(store: Store, cid: int, config: Config) -> str:
+    """Judge the conversion by the router over every recorded run, the ingested ones included, and set its status
+    as a run ending there would: done (E DONE), failed (a cap or a compiler bug), blocked (the environment), else
+    stopped, resumable. Returns the line that says what happens next."""
+    from tileport.agents import router
+    from tileport.agents.runner import STOP_STATUS
+    from tileport.store import queries
+
+    _, action = router.replay_runs(router.caps_of(config), queries.stage_runs(store, cid))
+    if action.stop:
+        status = STOP_STATUS[action.stop]
+        store.update_conversion(cid, status=status, error=None if status == "done" else action.reason)
+        return f"conversion {cid} is {status} ({action.reason})"
+    store.update_conversion(cid, status="stopped", error=None)
+    return (f"next: stage {action.stage} ({action.reason}); `tileport run --resume {cid}` or s in the dashboard "
+            "continues")
 
 
 def _record(store: Store, cid: int, commit: str, results: dict, path: Path, config: Config) -> list[RecordedGateRun]:

@@ -157,7 +157,8 @@ ISSUE35_OP = '''
         t = ct.load(x, index=(b, 0), shape=(TILE, TILE), padding_mode=ct.PaddingMode.ZERO).astype(ct.float32)
         wt = ct.load(w, index=(0, 0), shape=(TILE, TILE), padding_mode=ct.PaddingMode.ZERO).astype(ct.float32)
         y = ct.tanh(ct.matmul(t, wt), rounding_mode=ct.RoundingMode.APPROX)
-        ct.store(out, index=(b, 0), tile=y.astype(out.dtype))
+        if x.ndim == 2 and y.ndim == 2:
+            ct.store(out, index=(b, 0), tile=y.astype(out.dtype))
         lanes = ct.arange(TILE, dtype=ct.int32)
         ct.store(bits, index=(b,), tile=ct.bitwise_rshift(lanes, 2).astype(bits.dtype))
         g = ct.gather(v, b * TILE + lanes, latency=3)
@@ -171,7 +172,7 @@ ISSUE35_OP = '''
 
 def test_matmul_shifts_rounded_tanh_and_hinted_pointer_accesses_build_and_pair_with_the_reference(tmp_path):
     # issue #35's rows moved to `translated`: ct.matmul (mma into a zero accumulator), bitwise_rshift (shri),
-    # tanh(rounding_mode=) (tanh_with_rounding), gather/scatter(latency=) (Latency::<N>)
+    # tanh(rounding_mode=) (tanh_with_rounding), gather/scatter(latency=) (Latency::<N>), Array/Tile.ndim (folded)
     analysis, draft = _draft(tmp_path, "mix_op", ISSUE35_OP)
     assert draft.holes == [], [str(h) for h in draft.holes]
     layout, result = _build("mix", draft)

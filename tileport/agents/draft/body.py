@@ -568,6 +568,12 @@ class BodyTranslator(MemoryOps, CallOps):
             return Val("dtype", value=base.dtype)
         if base.kind == "array" and node.attr == "shape":
             return Val("shape_of", value=base.value)
+        if base.kind == "array" and node.attr == "ndim":  # static per variant: folded
+            return Val("py", value=base.value.ndim)
+        if base.kind == "tile" and node.attr == "ndim":
+            return Val("py", value=len(base.shape))
+        if base.kind == "tile" and node.attr == "shape" and all(d.isdigit() for d in base.shape):
+            return Val("py", value=tuple(int(d) for d in base.shape))
         raise Unsupported(f"the attribute `.{node.attr}`", node)
 
     def subscript(self, node: ast.Subscript) -> Val:
