@@ -107,6 +107,12 @@ def bench_gate(gate_dir: Path, reps: int, max_configs: int = 0) -> list[dict]:
                     row["ffi_us"] = {k.removesuffix("_ns"): round((after[k] - before[k]) / n / 1000, 2)
                                      for k in ("decide_ns", "prepare_ns", "launch_ns", "total_ns")}
                     row["ffi_us"]["cold_launches"] = after["cold"] - before["cold"]
+                    nd = after.get("direct", 0) - before.get("direct", 0)
+                    row["ffi_us"]["slow_launches"] = (after["warm"] + after["cold"]) - (before["warm"] + before["cold"])
+                    row["ffi_us"]["direct_launches"] = nd
+                    if nd:
+                        row["ffi_us"]["direct"] = round((after["direct_ns"] - before["direct_ns"]) / nd / 1000, 2)
+                row["fast"] = lib.fast_stats()
             row["ref_ret_us"], row["ref_sync_us"] = _per_call(lambda: wrapper(**inputs, **variant), sync, reps)
             row["ref_launch_us"] = _per_call(lambda: [ct.launch(*l) for l in cap.launches], sync, reps)[0]
             row["launches"] = len(cap.launches)
@@ -126,7 +132,8 @@ def _line(r: dict) -> str:
             f"({r['port_ret_us'] / r['ref_ret_us']:.2f}x) | +sync ref {r['ref_sync_us']:7.1f} port "
             f"{r['port_sync_us']:7.1f} | launch x{r['launches']} ref {r['ref_launch_us']:6.1f} port "
             f"{r['port_launch_us']:6.1f} us ({r['port_launch_us'] / r['ref_launch_us']:.2f}x)"
-            + (f" | in the library per launch: {r['ffi_us']}" if r.get("ffi_us") else ""))
+            + (f" | in the library per launch: {r['ffi_us']}" if r.get("ffi_us") else "")
+            + (f" | direct path: {r['fast']}" if r.get("fast") else ""))
 
 
 def main(argv=None) -> int:

@@ -13,8 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import REPO, run_cli
-from tileport.validators.gpu.ffi import render_ffi
+from tileport.validators.gpu.ffi import direct_layout, render_ffi
 from tileport.validators.gpu.runner import PortLauncher, classify_message
+from tileport.validators.gpu.signature import parse_entries
 from tileport.validators.rust.spec import load_spec
 
 KINDS = REPO / "tests" / "data" / "ffi_kinds"
@@ -52,6 +53,31 @@ def test_a_pointer_parameter_serves_the_reference_tensor_and_its_extents_come_fr
     assert "let a_out_ptr = device_pointer::<f32>(&ts[1], \"out_ptr\")?;" in f.rust
 
 
+def test_the_direct_launch_path_is_recorded_only_after_a_warm_launch_through_cutile_succeeded():
+    """Issue 34 item 3: a repeated launch goes straight to cuLaunchKernel with the parameters cutile marshalled.
+    The generated entry takes the direct path only from the record `fast_capture` keeps, which it makes only after
+    cutile's own launcher succeeded on a signature launched before (rc 0 and warm); the record checks the kernel's
+    parameter count and each tensor's pointer slot against what the entry's signature implies."""
+    f = _kinds()
+    fn = f.rust[f.rust.index("fn tp_permuted__f32"):]
+    fn = fn[:fn.index("\n}\n")]
+    # the direct path is tried first, and falls through to cutile's launcher when there is no record for it
+    assert fn.index("fast_launch(&FAST, exact,") < fn.index("guarded_warm(err, errlen, key,")
+    assert fn.count("fast_capture(") == 1
+    capture = fn[fn.index("let (rc, warm) = guarded_warm("):]
+    assert capture.index("if rc == 0 && warm") < capture.index("fast_capture(&FAST, exact, device, tensors0, grid0, "
+                                                                  "&[(0, 0), (1, 5)], 14, &body)")
+    # `slot.fast` is set in one place, after the captured parameters matched the signature's layout
+    assert f.rust.count("slot.fast.set(") == 1
+    record = f.rust[f.rust.index("unsafe fn fast_record"):f.rust.index("unsafe fn fast_launch")]
+    assert record.index("count != nparams") < record.index("slot.fast.set(")
+    # x: &Tensor rank 2 (pointer, 2 dims, 2 strides); out: whole &mut Tensor rank 2 (+ partition dims and strides)
+    sigs = {s.name: s for s in parse_entries((KINDS / "kernel.rs").read_text())}
+    assert direct_layout(sigs["permuted"]) == ([(0, 0), (1, 5)], 14)
+    # x: &Tensor rank 1 (3 values), out_ptr: one device pointer, then the two extent scalars
+    assert direct_layout(sigs["through_pointer"]) == ([(0, 0), (1, 3)], 6)
+
+
 @pytest.mark.parametrize("op", ["transpose", "embedding", "masked_axpby"])
 def test_held_out_drafts_with_scatter_or_permuted_outputs_have_a_launchable_entry(op, tmp_path):
     r = run_cli("draft", str(HELDOUT / f"{op}.py"), "--out", str(tmp_path / op), timeout=300)
@@ -73,6 +99,7 @@ def test_the_kinds_launcher_builds_and_refuses_a_wrong_call_in_one_line_without_
     lib = PortLibrary(so)
     x = {"ptr": 4096, "shape": [1000, 300], "strides": [300, 1]}
     out = {"ptr": 8192, "shape": [300, 1000], "strides": [1000, 1], "part": [64, 64]}
+    assert lib.fast_stats() == {"direct": 0, "recorded": 0, "refused": 0, "note": ""}
     rc, msg = lib.call("tp_permuted__f32", stream=0, device=0, grid=(16, 5, 1), generics=["f32", "64"], tensors=[x],
                        scalars=[])
     assert rc == 1 and msg == "permuted: 1 tensors and 0 scalars given, the entry takes 2 and 0", msg
@@ -80,3 +107,8 @@ def test_the_kinds_launcher_builds_and_refuses_a_wrong_call_in_one_line_without_
                        tensors=[x, out], scalars=[])
     if rc != 0:  # no driver here: the launch stops at the context, as an environment fault
         assert rc == 1 and classify_message(msg, "host") == "env", msg
+        # a launch that failed is never recorded for the direct path, however often it is repeated
+        for _ in range(2):
+            assert lib.call("tp_permuted__f32", stream=0, device=0, grid=(16, 5, 1), generics=["f32", "64"],
+                            tensors=[x, out], scalars=[])[0] == 1
+        assert lib.fast_stats() == {"direct": 0, "recorded": 0, "refused": 0, "note": ""}

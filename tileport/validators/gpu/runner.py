@@ -168,8 +168,23 @@ class PortLibrary:
         fn.restype = ctypes.c_int32
         if not fn(buf, 8):
             return None
-        keys = ("warm", "cold", "decide_ns", "prepare_ns", "launch_ns", "total_ns")
+        keys = ("warm", "cold", "decide_ns", "prepare_ns", "launch_ns", "total_ns", "direct", "direct_ns")
         return dict(zip(keys, (int(v) for v in buf)))
+
+    def fast_stats(self) -> dict | None:
+        """The library's direct launch path (prelude `Fast`): launches that took it, launch signatures recorded for
+        it (after a warm launch through cutile), recordings refused and the last refusal's reason; None when the
+        library predates it. Counted always, no environment switch."""
+        fn = getattr(self.lib, "tp_fast_stats", None)
+        if fn is None:
+            return None
+        buf = (ctypes.c_uint64 * 3)()
+        fn.restype = ctypes.c_int32
+        fn(buf, 3)
+        note = ctypes.create_string_buffer(ERR_LEN)
+        self.lib.tp_fast_note(note, ERR_LEN)
+        return {"direct": int(buf[0]), "recorded": int(buf[1]), "refused": int(buf[2]),
+                "note": note.value.decode("utf-8", "replace")}
 
     def launch(self, symbol: str, stream: int, device: int, grid: tuple[int, int, int], generics: bytes,
                tensors: list[tuple], scalars: list) -> tuple[int, str]:
