@@ -113,6 +113,17 @@ def bench_gate(gate_dir: Path, reps: int, max_configs: int = 0) -> list[dict]:
                     if nd:
                         row["ffi_us"]["direct"] = round((after["direct_ns"] - before["direct_ns"]) / nd / 1000, 2)
                 row["fast"] = lib.fast_stats()
+                if callable(getattr(module, "reference", None)):  # the port's output after the timed calls
+                    real_empty_like = torch.empty_like  # a NaN-filled output: a launch that wrote nothing fails
+                    torch.empty_like = lambda *a, **k: real_empty_like(*a, **k).fill_(float("nan"))
+                    try:
+                        got = wrapper(**inputs, **variant).clone()
+                    finally:
+                        torch.empty_like = real_empty_like
+                    sync()
+                    want = module.reference(**inputs, **variant)
+                    atol, rtol = gate["tolerances"].get(dtype, (1e-2, 1e-2))
+                    row["output_ok"] = bool(torch.allclose(got.float(), want.float(), atol=atol, rtol=rtol))
             row["ref_ret_us"], row["ref_sync_us"] = _per_call(lambda: wrapper(**inputs, **variant), sync, reps)
             row["ref_launch_us"] = _per_call(lambda: [ct.launch(*l) for l in cap.launches], sync, reps)[0]
             row["launches"] = len(cap.launches)
@@ -133,7 +144,8 @@ def _line(r: dict) -> str:
             f"{r['port_sync_us']:7.1f} | launch x{r['launches']} ref {r['ref_launch_us']:6.1f} port "
             f"{r['port_launch_us']:6.1f} us ({r['port_launch_us'] / r['ref_launch_us']:.2f}x)"
             + (f" | in the library per launch: {r['ffi_us']}" if r.get("ffi_us") else "")
-            + (f" | direct path: {r['fast']}" if r.get("fast") else ""))
+            + (f" | direct path: {r['fast']}" if r.get("fast") else "")
+            + (f" | port output {'ok' if r['output_ok'] else 'WRONG'}" if "output_ok" in r else ""))
 
 
 def main(argv=None) -> int:

@@ -273,7 +273,7 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks
         "    let (stream0, grid0, tensors0) = (stream as usize, grid, tensors);",
         "    let (grid, generics, tensors, scalars) = (grid as usize, generics as usize, tensors as usize, "
         "scalars as usize);",
-        "    let body = move |stream: usize| -> Result<(), Refused> {",
+        "    let body = move |stream: usize, capture: bool| -> Result<(), Refused> {",
         "        if ntensors != n_t || nscalars != n_s {",
         f"            return Err(Refused(1, format!(\"{sig.name}: {{ntensors}} tensors and {{nscalars}} scalars given, "
         f"the entry takes {{n_t}} and {{n_s}}\")));",
@@ -327,11 +327,17 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks
         f"        let launch = unsafe {{ {call} }}.generics(gens).grid((g[0], g[1], g[2]))",
         "            .compile_options(CompileOptions::default().debug_info(DebugInfoLevel::None));",
         "        let t1 = t0.map(|t| { prof_add(3, t.elapsed().as_nanos() as u64); std::time::Instant::now() });",
+        "        if capture {  // recorded into a graph, never run: no completion probe on a capturing stream",
+        "            let ectx = ExecutionContext::new(stream.clone());",
+        f"            let r = unsafe {{ launch.execute(&ectx) }}.map(|_| ()).map_err(|e| Refused(1, format!(\"{sig.name}: {{e:?}}\")));",
+        "            std::mem::forget(ectx);",
+        "            return r;",
+        "        }",
         f"        unsafe {{ launch.async_on(&stream) }}.map_err(|e| Refused(1, format!(\"{sig.name}: {{e:?}}\")))?;",
         "        if let Some(t) = t1 { prof_add(4, t.elapsed().as_nanos() as u64); }",
         "        Ok(())",
         "    };",
-        "    let (rc, warm) = guarded_warm(err, errlen, key, || body(stream0));",
+        "    let (rc, warm) = guarded_warm(err, errlen, key, || body(stream0, false));",
         "    if let Some(t) = t0 { prof_add(5, t.elapsed().as_nanos() as u64); }",
         "    if rc == 0 && warm && !grid0.is_null() && !tensors0.is_null() {",
         f"        fast_capture(&FAST, exact, device, tensors0, grid0, &[{', '.join(f'({t}, {q})' for t, q in ptrs)}], "

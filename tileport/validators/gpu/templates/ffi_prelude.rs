@@ -12,7 +12,9 @@
 // compiled function is cached by cutile per launch site (its `LaunchSite`: no key hashing, no JIT cache lookup on
 // a repeated launch). Only the first launch of a signature (entry, generics, shapes, strides, pointer alignment,
 // integer scalars) runs on a thread with a 64 MB stack, because cutile's JIT recurses deeply while it compiles;
-// every later launch of that signature runs on the caller's thread.
+// every later launch of that signature runs on the caller's thread. The second launch of a signature is also
+// recorded once under stream capture (`Fast`): a later launch equal to it in everything but the tensors'
+// addresses calls cuLaunchKernel directly with the parameters cutile marshalled (TILEPORT_FFI_DIRECT=0: never).
 //
 // An output declared `&mut Tensor<E, {[-1, ...]}>` (every tile dim dynamic) is the whole tensor inside the kernel:
 // cutile-compiler gives a nested `partition_mut` of it no block offset when the outer tile has a dynamic dim
@@ -378,9 +380,11 @@ fn fast_refuse(why: String) -> bool {
 /// the entry's signature implies. Once per entry symbol; returns whether the record was kept.
 unsafe fn fast_capture(slot: &FastSlot, exact: u64, device: i32, tensors: *const TpTensor, grid: *const u32,
                        ptrs: &[(usize, usize)], nparams: usize,
-                       body: &dyn Fn(usize) -> Result<(), Refused>) -> bool {
+                       body: &dyn Fn(usize, bool) -> Result<(), Refused>) -> bool {
     use std::sync::atomic::Ordering;
-    if slot.tried.swap(true, Ordering::AcqRel) {
+    static OFF: OnceLock<bool> = OnceLock::new(); // TILEPORT_FFI_DIRECT=0: every launch through cutile (to compare)
+    if *OFF.get_or_init(|| std::env::var("TILEPORT_FFI_DIRECT").map(|v| v == "0").unwrap_or(false))
+        || slot.tried.swap(true, Ordering::AcqRel) {
         return false;
     }
     if context(device).is_err() {
@@ -398,7 +402,7 @@ unsafe fn fast_capture(slot: &FastSlot, exact: u64, device: i32, tensors: *const
         cu::cuStreamDestroy_v2(s);
         return fast_refuse(format!("cuStreamBeginCapture: {r}"));
     }
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(s as usize)));
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(s as usize, true)));
     let mut g: cu::CUgraph = std::ptr::null_mut();
     let r = cu::cuStreamEndCapture(s, &mut g);
     cu::cuStreamDestroy_v2(s);
