@@ -165,6 +165,10 @@ class GpuSection(_Section):
     remote_dir: str = "/tmp/tileport-gates"
     python: str = "python3"  # the GPU host's Python (torch + cuda.tile)
     timeout_s: float = Field(1800.0, gt=0)  # one conversion's GPU run, in a child process
+    test_timeout_s: float = Field(300.0, gt=0)  # one of the op's own tests on the GPU host (killed past it: it fails)
+    # The op's project checked out on the GPU host (with command_prefix): the op's tests run there, in place,
+    # instead of from the copy the pack carries (the pack then travels without its project/ tree).
+    remote_checkout: str = ""
 
 
 class Config(_Section):

@@ -48,7 +48,9 @@ def test_ingest_returns_the_runs_it_recorded_and_the_cli_prints_them(conv, tmp_p
     r = run_cli("--config", str(cfg), "gate", "ingest", str(path.parent))  # a gate dir holding results.json
     assert r.returncode == 0, r.stderr
     rid = queries.stage_runs(conv.store, conv.cid)[-1].id
-    assert r.stdout.strip() == f"conversion {conv.cid} @ {conv.head()[:12]}: recorded stage run(s) {rid} (D ALL_PASS)"
+    assert r.stdout.strip() == (f"conversion {conv.cid} @ {conv.head()[:12]}: recorded stage run(s) {rid} (D ALL_PASS); "
+                                f"next: stage E (D ALL_PASS -> E); `tileport run --resume {conv.cid}` or s in the "
+                                "dashboard continues")
     assert [x.attempt for x in queries.stage_runs(conv.store, conv.cid, "D")] == [1, 2]
 
 
@@ -134,3 +136,40 @@ def test_a_port_that_does_not_build_is_one_line_with_the_errors_kept_for_the_cli
     assert r.returncode == 2 and "TP-FORBIDDEN-MACRO" in r.stdout  # the errors, then the one line
     assert r.stderr.strip() == f"tileport: error: {e.value}"
     assert not (tmp_path / "g").exists()
+
+
+def test_results_packed_before_ds_blocked_record_are_for_the_head_when_only_stage_records_moved(conv, tmp_path):
+    """D packs its gate on a machine without a GPU, then commits its BLOCKED record: results for the commit before
+    still judge the head's port; anything else committed since (a port edit) makes them stale."""
+    packed_at = conv.head()
+    conv.stage_commit("D", path="ports/op/.tileport/runs/D-1.json")  # only the stage record moved
+    done = service.ingest_results(config(conv), results_file(tmp_path / "a.json", conv.cid, packed_at))
+    assert done.commit == conv.head() != packed_at
+    assert [r.verdict for r in done.runs] == ["ALL_PASS"]
+    conv.stage_commit("B", path="ports/op/kernel.rs")  # the port changed after the pack
+    with pytest.raises(UserError, match="results are for commit"):
+        service.ingest_results(config(conv), results_file(tmp_path / "b.json", conv.cid, packed_at))
+
+
+def test_ingest_sets_the_status_the_router_gives_every_recorded_run(conv, tmp_path):
+    """A conversion stopped at D BLOCKED(env) is not left 'blocked' once its GPU results are in: D and E passing
+    make it done (approval next); a kernel failure leaves it stopped, resumable, with C next; the summary says so."""
+    from tests.cli.test_status_gate_lines import results as passing_results
+
+    from tileport.records import FailClass, Stage, StageResult
+
+    blocked = StageResult(stage=Stage("D"), verdict="BLOCKED", fail_class=FailClass.ENV, attempt=1)
+    conv.store.record_stage(conv.cid, blocked, commit=conv.stage_commit("D"))  # a CPU machine: packed, no GPU
+    conv.store.update_conversion(conv.cid, status="blocked", error="D BLOCKED: no GPU on this machine")
+    path = tmp_path / "pass.json"
+    path.write_text(json.dumps(passing_results(conv.cid, conv.head())))
+    done = service.ingest_results(config(conv), path)
+    assert [r.verdict for r in done.runs] == ["ALL_PASS", "DONE"]
+    assert conv.store.conversion(conv.cid)["status"] == "done"
+    assert conv.store.conversion(conv.cid)["error"] is None
+    assert done.text().endswith(f"conversion {conv.cid} is done (E DONE)")
+    failing = service.ingest_results(config(conv), results_file(tmp_path / "fail.json", conv.cid, conv.head(),
+                                                                 status="FAIL"))
+    assert [(r.stage, r.verdict) for r in failing.runs] == [("D", "FAIL")]
+    assert conv.store.conversion(conv.cid)["status"] == "stopped"
+    assert failing.next_step.startswith("next: stage C (D FAIL (kernel) -> C)")

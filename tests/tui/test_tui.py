@@ -437,6 +437,23 @@ async def test_convert_asks_for_a_path_and_refuses_a_missing_file_in_one_line(tm
             "convert: nope.py: no such file; give the path of a cuTile Python op (.py)")
 
 
+async def test_convert_takes_a_library_directory_and_says_in_one_line_when_it_has_no_op(tmp_path):
+    db = tmp_path / "t.db"
+    seed(db, 1)
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "helpers.py").write_text("def f():\n    return 1\n")
+    app = app_for(db)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press(*str(lib), "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        msg = [n.message for n in app._notifications][-1]
+        assert msg.startswith(f"convert: {lib}: no op files") and "\n" not in msg
+
+
 async def test_commands_per_stage_run_show_the_tools_own_argv_and_enter_opens_the_whole_text(tmp_path):
     db = tmp_path / "t.db"
     s = Store(db)

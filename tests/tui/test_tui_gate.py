@@ -122,7 +122,7 @@ async def test_ingest_of_an_h200_results_file_shows_the_perf_rows_and_the_e_verd
         assert verdicts[-2:] == [("D", "ALL_PASS"), ("E", "DONE")]
         gate_line = str(screen.query_one("#perf-gate").render())
         assert gate_line.startswith(f"ingested {results}: conversion {conv.cid} @ {conv.head()[:12]}: recorded")
-        assert gate_line.endswith("(D ALL_PASS, E DONE)")
+        assert gate_line.endswith(f"(D ALL_PASS, E DONE); conversion {conv.cid} is done (E DONE)")
     runs = [(r.stage, r.verdict, r.commit) for r in queries.stage_runs(conv.store, conv.cid)]
     assert runs[-2:] == [("D", "ALL_PASS", conv.head()), ("E", "DONE", conv.head())]
 

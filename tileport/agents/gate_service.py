@@ -42,6 +42,10 @@ class PackedGate:
     bytes: int
     conversion_id: int | None = None
     commit: str | None = None
+    sources: str = ""  # what D runs: "N dtype(s) x M shape(s)" and/or "K pytest test source(s)"
+    carried: str | None = None  # the op's project in the pack: files and sizes by part
+    perf_configs: int = 0  # captured configurations E replays
+    left_out: int = 0
 
     @property
     def results(self) -> Path:
@@ -51,8 +55,12 @@ class PackedGate:
 
     def text(self) -> str:
         """The one line `tileport gate pack` prints."""
-        return (f"gate {self.dir}: {self.op}, {len(self.dtypes)} dtype(s) x {len(self.shapes)} shape(s), "
-                f"{self.entries} entr(y/ies), {self.bytes / 1e6:.1f} MB; run it with `tileport gate run {self.dir}`")
+        what = self.sources or f"{len(self.dtypes)} dtype(s) x {len(self.shapes)} shape(s)"
+        extra = (f"; carries {self.carried}" if self.carried else "") + \
+            (f"; E replays {self.perf_configs} captured configuration(s), {self.left_out} left out"
+             if self.perf_configs or self.left_out else "")
+        return (f"gate {self.dir}: {self.op}, {what}, {self.entries} entr(y/ies), {self.bytes / 1e6:.1f} MB{extra}; "
+                f"run it with `tileport gate run {self.dir}`")
 
     def next_steps(self) -> str:
         """What to run with the gate: on the GPU host, then back here."""
@@ -74,6 +82,7 @@ class IngestedResults:
     commit: str
     path: Path
     runs: list[RecordedGateRun] = field(default_factory=list)
+    next_step: str = ""  # the router's judgement over every recorded run, the ingested ones included
 
     @property
     def run_ids(self) -> list[int]:
@@ -85,7 +94,8 @@ class IngestedResults:
     def text(self) -> str:
         """The one line `tileport gate ingest` prints."""
         return (f"conversion {self.conversion_id} @ {self.commit[:12]}: recorded stage run(s) "
-                f"{', '.join(map(str, self.run_ids))} ({self.verdicts()})")
+                f"{', '.join(map(str, self.run_ids))} ({self.verdicts()})" + (f"; {self.next_step}" if self.next_step
+                                                                              else ""))
 
 
 def current_head(store: Store, conversion_id: int) -> str | None:
@@ -100,6 +110,21 @@ def current_head(store: Store, conversion_id: int) -> str | None:
     return branch_head(repo, conversion_id, branch)
 
 
+def same_port(store: Store, conversion_id: int, commit: str, head: str | None) -> bool:
+    """The tree at `commit` is the tree at `head` but for stage records (the port's `.tileport/` evidence): stage D
+    packs its gate on a machine without a GPU, then commits its BLOCKED run; any other change (the port, the op,
+    its tests) makes the results stale."""
+    conv = store.conversion(conversion_id)
+    if not head or not conv.get("worktree") or not Path(conv["worktree"]).is_dir():
+        return False
+    from tileport.agents.context import EVIDENCE_DIR
+    from tileport.worktrees.git import changed_between
+
+    evidence = f"ports/{Path(conv['op_path']).stem}/{EVIDENCE_DIR}"
+    changed = changed_between(conv["worktree"], commit, head, ".", ignore=evidence)
+    return changed == []
+
+
 def pack(config: Config, target: str, *, store: Store | None = None, op_path: str | None = None,
          out: str | Path | None = None, commit: str | None = None, root: str | Path | None = None,
          log: Callable[[str], None] | None = None) -> PackedGate:
@@ -111,6 +136,7 @@ def pack(config: Config, target: str, *, store: Store | None = None, op_path: st
 
     say = log or (lambda line: None)
     base = Path(root) if root is not None else Path()
+    op_path_given = bool(op_path)
     conversion_id = None
     if target.isdigit():
         if store is None:
@@ -134,19 +160,27 @@ def pack(config: Config, target: str, *, store: Store | None = None, op_path: st
                 raise UserError(f"conversion {conversion_id}: {', '.join(changed[:3])} changed since {str(commit)[:10]}"
                                 "; commit the edit first (the dashboard's e offers to) so the gate is for a commit")
         target = str(port_dir)
-    op_path = op_path or str(base / "examples" / f"{Path(target).resolve().name}.py")
-    op = gate.op_info(op_path=op_path)
+    analysis = Path(target) / ".tileport" / "reference" / "analysis.json"  # stage A's, committed with the port
+    if analysis.is_file() and not op_path_given:
+        op = gate.op_info(analysis)
+    else:
+        op_path = op_path or str(base / "examples" / f"{Path(target).resolve().name}.py")
+        op = gate.op_info(op_path=op_path)
     layout = prepare_crate(target)
     dest = Path(out) if out else base / "gates" / op.op
     perf = {"warmup": config.perf.warmup, "repetitions": config.perf.repetitions, "flush_l2": config.perf.flush_l2}
     opts = BuildOptions.of(config, cubins=False, disasm=False, log=log)
     say(f"building the cdylib of {target} for {op.op} (cargo; minutes on a cold cache)")
-    dest, built = gate.pack(layout, op, dest, commit=commit, conversion_id=conversion_id, perf=perf, build_opts=opts)
+    dest, built = gate.pack(layout, op, dest, commit=commit, conversion_id=conversion_id, perf=perf, build_opts=opts,
+                            test_timeout_s=config.gpu.test_timeout_s)
     if not built.ok:
         raise BuildFailed(built.errors)
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    gj = gate.read_gate(dest)
     packed = PackedGate(dest, op.op, list(op.dtypes), [dict(s) for s in op.shapes], len(built.bindings["entries"]),
-                        size, conversion_id, commit)
+                        size, conversion_id, commit, sources=op.sources,
+                        carried=op.carry.size_report() if op.carry is not None else None,
+                        perf_configs=len(gj.get("perf_configs") or []), left_out=len(gj.get("perf_left_out") or []))
     if store is not None and conversion_id is not None:
         store.log_event(PACKED_EVENT, conversion_id, dir=str(dest.resolve()), commit=commit)
     say(packed.text())
@@ -170,11 +204,30 @@ def ingest(store: Store, config: Config, path: str | Path, *, conversion_id: int
     if conversion_id is not None and int(cid) != conversion_id:
         raise UserError(f"{path}: results are for conversion {cid}, not #{conversion_id}; ingest them there")
     head = current_head(store, int(cid))
-    if not commit or commit != head:
+    if not commit or (commit != head and not same_port(store, int(cid), commit, head)):
         raise UserError(f"{path}: results are for commit {str(commit)[:12] or '(none)'}, conversion {cid} is at "
                         f"{str(head)[:12] or '(none)'}; pack and run the gate again for the current commit")
+    commit = head  # the port the results judged is the head's (only stage records were committed since)
     runs = _record(store, int(cid), commit, results, path, config)
-    return IngestedResults(int(cid), commit, path, runs)
+    return IngestedResults(int(cid), commit, path, runs, next_step=_route_after(store, int(cid), config))
+
+
+def _route_after(store: Store, cid: int, config: Config) -> str:
+    """Judge the conversion by the router over every recorded run, the ingested ones included, and set its status
+    as a run ending there would: done (E DONE), failed (a cap or a compiler bug), blocked (the environment), else
+    stopped, resumable. Returns the line that says what happens next."""
+    from tileport.agents import router
+    from tileport.agents.runner import STOP_STATUS
+    from tileport.store import queries
+
+    _, action = router.replay_runs(router.caps_of(config), queries.stage_runs(store, cid))
+    if action.stop:
+        status = STOP_STATUS[action.stop]
+        store.update_conversion(cid, status=status, error=None if status == "done" else action.reason)
+        return f"conversion {cid} is {status} ({action.reason})"
+    store.update_conversion(cid, status="stopped", error=None)
+    return (f"next: stage {action.stage} ({action.reason}); `tileport run --resume {cid}` or s in the dashboard "
+            "continues")
 
 
 def _record(store: Store, cid: int, commit: str, results: dict, path: Path, config: Config) -> list[RecordedGateRun]:

@@ -153,6 +153,26 @@ def first_action() -> Action:
     return Action(stage=FIRST_STAGE, reason="start")
 
 
+def replay(caps: Mapping[str, int], outcomes: "list[tuple[Outcome, bool]]") -> tuple[RunState, Action]:
+    """Pure: the state after the recorded outcomes (each with whether it was a repair) and the next action. The
+    runner resumes from it; an ingested GPU result is judged by it (so its status is the router's, not a guess)."""
+    state, action = RunState(caps), first_action()
+    for outcome, repair in outcomes:
+        state = state.start(outcome.stage, repair)
+        action = next_action(state, outcome)
+    return state, action
+
+
+def replay_runs(caps: Mapping[str, int], runs) -> tuple[RunState, Action]:
+    """`replay` over a conversion's recorded stage runs (typed rows: stage, verdict, fail_class, details), from the
+    start of the current round (a person's edit starts a new one: the caps count from its gates)."""
+    from tileport.records.rounds import round_start
+
+    runs = list(runs)[round_start([r.details.source for r in runs]):]
+    return replay(caps, [(Outcome(r.stage, r.verdict, r.fail_class, getattr(r.details, "owner", None)),
+                          bool(r.details.repair)) for r in runs])
+
+
 def every_verdict() -> list[tuple[str, str]]:
     return [(s.value, v) for s in Stage for v in STAGE_VERDICTS[s]]
 

@@ -25,7 +25,7 @@ from typing import Callable, Iterator, Mapping
 
 from tileport.agents import control, router
 from tileport.agents.context import ConversionPaths, Limits, StageContext
-from tileport.agents.router import Action, Outcome, RunState
+from tileport.agents.router import Action, Outcome, RunState, replay_runs
 from tileport.agents.stages import StageFn, default_stages
 from tileport.agents.writers import make_writer
 from tileport.config import Config
@@ -35,7 +35,7 @@ from tileport.exec.proc import Interrupted, ToolScope, tool_scope
 from tileport.exec.toolchain import from_config
 from tileport.local_models.protocol import CancelToken
 from tileport.records import StageResult, exits
-from tileport.records.rounds import HUMAN_EDIT, round_start
+from tileport.records.rounds import HUMAN_EDIT
 from tileport.store import Store, queries, record_run
 from tileport.worktrees import git as wgit
 from tileport.worktrees.conversion import (ConversionWorktree, WorktreeEscape, branch_name, check_commands_inside,
@@ -490,14 +490,7 @@ class ConversionRunner:
 
     def _replay(self, runs: list[queries.StageRunRow]) -> tuple[RunState, Action]:
         """The router's state after the recorded runs, and the next action (the same pure function decides)."""
-        state = RunState(router.caps_of(self.config))
-        action = router.first_action()
-        # a person's edit starts a new round: the caps count from its gates (the rule the attempt counters show)
-        for r in runs[round_start([r.details.source for r in runs]):]:
-            state = state.start(r.stage, r.details.repair)
-            action = router.next_action(state, Outcome(r.stage, r.verdict, r.fail_class,
-                                                       getattr(r.details, "owner", None)))
-        return state, action
+        return replay_runs(router.caps_of(self.config), runs)
 
     def _recover(self, store: Store, cid: int, wt: ConversionWorktree, paths: ConversionPaths) -> None:
         """Record stage commits the store missed (a kill between commit and store write), from their JSON."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from tileport.cli._common import config_from
 
@@ -29,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     rn.add_argument("dir")
     rn.add_argument("--no-perf", action="store_true", help="correctness only (stage D)")
     rn.add_argument("--timeout", type=float, help="seconds for the whole run (default [gpu] timeout_s)")
+    rn.add_argument("--project", metavar="DIR", help="the op's project checked out on this host: its tests run there "
+                                                     "instead of from the pack's project/ copy")
     rn.add_argument("--json", action="store_true")
     rn.set_defaults(func=run_run)
     ig = gs.add_parser("ingest", help="record a results.json for its conversion (refused if the commit moved)")
@@ -53,24 +54,31 @@ def run_run(args: argparse.Namespace) -> int:
     from tileport import service
     from tileport.records.exits import EXIT_BLOCKED
 
-    ran = service.run_here(config_from(args), args.dir, timeout=args.timeout, perf=not args.no_perf)
+    ran = service.run_here(config_from(args), args.dir, timeout=args.timeout, perf=not args.no_perf,
+                           project=args.project)
     results, corr, perf = ran.results, ran.correctness, ran.perf
     if args.json:
         print(json.dumps(results, indent=1, default=str))
     if corr.env_missing:
         print(f"BLOCKED(env): {corr.env_missing}")
         return EXIT_BLOCKED
-    passed = sum(c.status == "PASS" for c in corr.cases)
     if not args.json:
         for c in corr.cases:
-            print(f"{c.status} {c.name}" + ("" if c.status == "PASS" else f" [{c.fail_class}]: {c.message[:200]}"))
+            why = "" if c.status == "PASS" else f": {c.message[:200]}" if not c.evaluated else \
+                f" [{c.fail_class}]: {c.message[:200]}"
+            print(f"{c.status} {c.name}{why}")
         for r in perf.rows:
             ratio = f"{r.ratio:.3f}" if r.ratio else "-"
             gap = (f" [idle before kernel: ref {r.idle_gap_us.get('ref')} us, port {r.idle_gap_us.get('port')} us]"
                    if r.idle_gap_us else "")
-            print(f"PERF {r.config}: ref {r.ref_ms} ms, port {r.port_ms} ms, ratio {ratio} {' '.join(r.flags)}{gap}")
+            host = ("" if not r.host_us else " [host per call: " + ", ".join(
+                f"{side} {(r.host_us.get(side) or {}).get('call_us')} us" for side in ("ref", "port")) + "]")
+            print(f"PERF {r.config}: ref {r.ref_ms} ms, port {r.port_ms} ms, ratio {ratio} {' '.join(r.flags)}{gap}"
+                  f"{host}")
+        for x in perf.left_out:
+            print(f"LEFT OUT {x.get('config')}: {x.get('why')}")
     gm = perf.geomean_measured
-    print(f"{passed}/{len(corr.cases)} cases pass" + (f"; geomean port/ref {gm:.3f} ({perf.band})" if gm else "")
+    print(corr.summary() + (f"; geomean port/ref {gm:.3f} ({perf.band})" if gm else "")
           + ("" if perf.complete or not perf.rows else "; INCOMPLETE: a configuration was not measured or the L2 "
              "flush was not verified (the gate fails)")
           + f"; results in {ran.results_file}")

@@ -39,10 +39,45 @@ def _summary(store, c: queries.ConversionSummary, caps: dict[str, int], config_m
 def _detail(store, cid: int, caps: dict[str, int], config_max: float) -> dict:
     d = queries.conversion_detail(store, cid)
     runs = [{**r.model_dump(exclude={"details", "raw_details"}), "details": r.raw_details,
-             "commands": [c.model_dump() for c in cmds], "artifacts": [a.model_dump() for a in arts]}
+             "commands": [c.model_dump() for c in cmds], "artifacts": [a.model_dump() for a in arts],
+             "cases": [c.model_dump() for c in queries.cases(store, r.id)] if r.stage == "D" else [],
+             "perf_rows": [p.model_dump(exclude={"ref_samples", "port_samples", "launch"})
+                           for p in queries.perf_rows(store, r.id)] if r.stage == "E" else []}
             for r, cmds, arts in d.runs]
     return {"conversion": d.conversion, "summary": _summary(store, d.summary, caps, config_max), "stage_runs": runs,
             "approvals": d.approvals}
+
+
+MAX_LINES = 60
+
+
+def _us(x) -> str:
+    return f"{x:.1f} us" if isinstance(x, (int, float)) else "-"
+
+
+def _gate_lines(r: dict) -> list[str]:
+    """A D run's tests (id, reference verdict, port verdict, port launches, seconds) and an E run's configurations
+    (device ratio, each side's host wall time per call) and what was left out."""
+    out: list[str] = []
+    tests = [c for c in r.get("cases") or [] if c.get("source") == "tests"]
+    for c in tests[:MAX_LINES]:
+        secs = f"{c['seconds']:.2f} s" if isinstance(c.get("seconds"), (int, float)) else "-"
+        out.append(f"{c['status']:<13} {c['name']}  reference {str(c.get('reference') or '-')[:60]}  port launches "
+                   f"{c.get('port_launches') if c.get('port_launches') is not None else '-'}  {secs}"
+                   + ("" if c["status"] == "PASS" else f"  {c.get('message', '')[:160]}"))
+    if len(tests) > MAX_LINES:
+        out.append(f"... {len(tests) - MAX_LINES} more test(s) (tileport status ID --json)")
+    rows = r.get("perf_rows") or []
+    for p in rows[:MAX_LINES]:
+        host = p.get("host_us") or {}
+        ratio = f"{p['ratio']:.3f}" if isinstance(p.get("ratio"), (int, float)) else "-"
+        out.append(f"config {p['config'][:90]}  port/ref {ratio}  host per call: ref "
+                   f"{_us((host.get('ref') or {}).get('call_us'))}, port {_us((host.get('port') or {}).get('call_us'))}")
+    left = (r.get("details") or {}).get("left_out") or [] if r.get("stage") == "E" else []
+    if left:
+        out.append(f"{len(left)} captured configuration(s) left out: " + "; ".join(
+            f"{x.get('config', '')[:60]} ({x.get('why', '')[:60]})" for x in left[:3]))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
                 for cmd in r["commands"]:
                     if cmd["exit_code"] != 0:
                         print(f"    exit {cmd['exit_code']}: {' '.join(cmd['argv'])[:160]}")
+                for line in _gate_lines(r):
+                    print(f"    {line}")
             return 0
         rows = [_summary(store, c, caps, cmax) for c in queries.conversion_summaries(store)]
         if args.json:

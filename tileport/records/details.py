@@ -174,6 +174,11 @@ class CorrectnessDetails(_Details):
     passed: int | None = None
     failed_cases: list[dict[str, Any]] = Field(default_factory=list)
     host_error: str | None = None
+    evaluated: int | None = None  # cases that judged the port (the others: not evaluated, with why)
+    not_evaluated: int | None = None
+    # The op's own tests, one line each: id, reference verdict, port verdict/status, port launches, seconds
+    tests: list[dict[str, Any]] = Field(default_factory=list)
+    gate_dir: str | None = None  # where the gate for this run was packed (BLOCKED(env) on a machine without a GPU)
 
 
 class PerfRowDetails(BaseModel):
@@ -203,6 +208,8 @@ class PerfDetails(_Details):
     complete: bool = False
     hw: dict[str, Any] = Field(default_factory=dict, validation_alias=AliasChoices("hw", "hardware"))
     arch: str | None = None
+    left_out: list[dict[str, Any]] = Field(default_factory=list)  # captured configurations not timed, with why
+    host_us: dict[str, Any] = Field(default_factory=dict)  # side -> median over configurations of call_us
 
     @model_validator(mode="before")
     @classmethod

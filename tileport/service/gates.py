@@ -57,11 +57,13 @@ class GateRun:
     results_file: Path
 
 
-def run_here(config: Config, gate_dir: str | Path, *, timeout: float | None = None, perf: bool = True) -> GateRun:
-    """Run a packed gate on this machine (`tileport gate run DIR`); nothing recorded (ingest does that)."""
+def run_here(config: Config, gate_dir: str | Path, *, timeout: float | None = None, perf: bool = True,
+             project: str | None = None) -> GateRun:
+    """Run a packed gate on this machine (`tileport gate run DIR`); nothing recorded (ingest does that). `project`:
+    the op's project checked out here, run instead of the pack's copy."""
     from tileport.validators.gpu import gate
     from tileport.validators.gpu.reports import correctness_from_results, perf_from_results
 
-    results, _cmd = gate.run_local(Path(gate_dir), timeout=timeout or config.gpu.timeout_s, perf=perf)
+    results, _cmd = gate.run_local(Path(gate_dir), timeout=timeout or config.gpu.timeout_s, perf=perf, project=project)
     return GateRun(results, correctness_from_results(results), perf_from_results(results),
                    Path(gate_dir) / gate.RESULTS_FILE)

@@ -51,6 +51,7 @@ def library_rows(config: Config, lib, results=None, *, repo: str | Path | None =
 
     by_path = {Path(r.path).resolve(): r for r in results or []}
     newest: dict[Path, object] = {}
+    gates_of: dict[int, dict[str, bool]] = {}
     store_file = store_path(config, repo)
     if store_file.exists():
         with open_store(config, repo) as s:
@@ -58,6 +59,9 @@ def library_rows(config: Config, lib, results=None, *, repo: str | Path | None =
                 p = Path(c.op_path).resolve()
                 if p not in newest or c.id > newest[p].id:
                     newest[p] = c
+            for c in newest.values():
+                if c.repo and c.head_commit:  # a conversion branch: its gates as merge judges them (IR check too)
+                    gates_of[c.id] = _gates_at_head(s, c)
     rows = []
     for f in lib.ops:
         p = f.path.resolve()
@@ -86,9 +90,22 @@ def library_rows(config: Config, lib, results=None, *, repo: str | Path | None =
         if c is not None:
             row["conversion"] = c.id
             row["compiled"] = c.stages.get("B")
-            row["gates"] = {g: (c.stages.get(g) in GATE_PASSES[Stage(g)]) for g in GATE_ORDER}
+            row["gates"] = gates_of.get(c.id) or {g: (c.stages.get(g) in GATE_PASSES[Stage(g)]) for g in GATE_ORDER}
         rows.append(row)
     return rows
+
+
+def _gates_at_head(store, c) -> dict[str, bool]:
+    """Required gate -> satisfied on the conversion branch's HEAD (B includes its IR self-check); {} when git cannot
+    say (the stage verdicts stand in then)."""
+    from tileport.records import GateStatus
+    from tileport.worktrees.gates import evaluate_gates
+
+    try:
+        records = evaluate_gates(store, c.repo, c.id, c.head_commit, base=c.base_commit)
+    except Exception:  # a moved or deleted repository: the table still prints, from the verdicts
+        return {}
+    return {r.name: r.status is GateStatus.SATISFIED for r in records}
 
 
 def _draft_state(analysis) -> str:

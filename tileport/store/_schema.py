@@ -94,6 +94,15 @@ def _v4(db: sqlite_utils.Database) -> None:
     db["conversions"].add_column("triton", str)
 
 
+def _v5(db: sqlite_utils.Database) -> None:
+    """Stage D cases from the op's own tests (source, the reference's verdict, port launches, seconds); stage E
+    rows keep each side's host wall time per call and where the configuration came from."""
+    for col, typ in (("source", str), ("reference", str), ("port_launches", int), ("seconds", float)):
+        db["cases"].add_column(col, typ)
+    for col, typ in (("host_us", str), ("source", str)):
+        db["perf_rows"].add_column(col, typ)
+
+
 # Migration i (0-based) takes the schema from version i to i+1. Append, never edit.
-MIGRATIONS = (_v1, _v2, _v3, _v4)
+MIGRATIONS = (_v1, _v2, _v3, _v4, _v5)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -139,6 +139,27 @@ class PerfRowRow(_Row):
     launch: dict[str, Any] = Field(default_factory=dict)
     ref_samples: list[float] = Field(default_factory=list)
     port_samples: list[float] = Field(default_factory=list)
+    host_us: dict[str, Any] = Field(default_factory=dict)  # side -> {call_us, return_us}
+    source: str | None = None  # harness | capture
+
+    def host(self, side: str, key: str = "call_us") -> float | None:
+        v = (self.host_us.get(side) or {}).get(key) if isinstance(self.host_us.get(side), dict) else None
+        return float(v) if isinstance(v, (int, float)) else None
+
+
+class CaseRow(_Row):
+    """One correctness case of a D run: a declared shape x dtype, or one of the op's own tests."""
+
+    name: str
+    dtype: str | None = None
+    status: str
+    fail_class: str | None = None
+    message: str = ""
+    max_abs_err: float | None = None
+    source: str | None = None
+    reference: str | None = None
+    port_launches: int | None = None
+    seconds: float | None = None
 
 
 class PerfRun(_Row):
@@ -223,12 +244,22 @@ def perf_rows(store: "Store", run_id: int) -> list[PerfRowRow]:
     out = []
     for r in _dicts(store, "select * from perf_rows where stage_run_id = ? order by id", [run_id]):
         dec = {k: json_column(r.get(k), store.path, f"perf_rows.{k}") for k in
-               ("flags", "launch", "ref_samples", "port_samples")}
+               ("flags", "launch", "ref_samples", "port_samples", "host_us")}
         out.append(PerfRowRow(config=r["config"], ref_ms=r.get("ref_ms"), port_ms=r.get("port_ms"),
                               ratio=r.get("ratio"), flags=[str(f) for f in dec["flags"] or []],
                               launch=dec["launch"] if isinstance(dec["launch"], dict) else {},
-                              ref_samples=dec["ref_samples"] or [], port_samples=dec["port_samples"] or []))
+                              ref_samples=dec["ref_samples"] or [], port_samples=dec["port_samples"] or [],
+                              host_us=dec["host_us"] if isinstance(dec["host_us"], dict) else {},
+                              source=r.get("source")))
     return out
+
+
+def cases(store: "Store", run_id: int) -> list[CaseRow]:
+    """A D run's cases in the order recorded (the op's tests with the reference's verdict and the port's launches)."""
+    return [CaseRow(name=r["name"], dtype=r.get("dtype"), status=r["status"], fail_class=r.get("fail_class"),
+                    message=r.get("message") or "", max_abs_err=r.get("max_abs_err"), source=r.get("source"),
+                    reference=r.get("reference"), port_launches=r.get("port_launches"), seconds=r.get("seconds"))
+            for r in _dicts(store, "select * from cases where stage_run_id = ? order by id", [run_id])]
 
 
 def newest_perf(store: "Store", conversion_id: int) -> PerfRun | None:

@@ -36,7 +36,9 @@ def insert_cases(db, stage_run_id: int, cases: Iterable[Any]) -> None:
     message: tileport.validators.gpu.Case)."""
     db["cases"].insert_all(
         {"stage_run_id": stage_run_id, "name": c.name, "dtype": c.dtype, "shape": to_json(c.shape),
-         "status": c.status, "max_abs_err": c.max_abs_err, "fail_class": c.fail_class, "message": c.message}
+         "status": c.status, "max_abs_err": c.max_abs_err, "fail_class": c.fail_class, "message": c.message,
+         "source": getattr(c, "source", None), "reference": getattr(c, "reference", None),
+         "port_launches": getattr(c, "port_launches", None), "seconds": getattr(c, "seconds", None)}
         for c in cases)
 
 
@@ -45,7 +47,8 @@ def insert_perf_rows(db, stage_run_id: int, rows: Iterable[Any]) -> None:
     db["perf_rows"].insert_all(
         {"stage_run_id": stage_run_id, "config": r.config, "ref_ms": r.ref_ms, "port_ms": r.port_ms,
          "ratio": r.ratio, "ref_samples": to_json(list(r.ref_samples)), "port_samples": to_json(list(r.port_samples)),
-         "flags": to_json(list(r.flags)), "launch": to_json(getattr(r, "launch", None) or {})} for r in rows)
+         "flags": to_json(list(r.flags)), "launch": to_json(getattr(r, "launch", None) or {}),
+         "host_us": to_json(getattr(r, "host_us", None) or {}), "source": getattr(r, "source", None)} for r in rows)
 
 
 def record_run(store: "Store", conversion_id: int, result: StageResult, *, commit: str | None = None,

@@ -17,6 +17,11 @@ def _fmt(x: float | None, nd: int = 4) -> str:
     return "-" if x is None else f"{x:.{nd}f}"
 
 
+def _host(host_us: dict, side: str) -> str:
+    v = (host_us.get(side) or {}).get("call_us") if isinstance(host_us.get(side), dict) else None
+    return "-" if not isinstance(v, (int, float)) else f"{v:.1f}"
+
+
 class PerfPanel(Vertical):
     DEFAULT_CSS = "#perf-gate { height: auto; padding: 0 1; }"
 
@@ -44,8 +49,10 @@ class PerfPanel(Vertical):
             return None
         samples = "\n".join(f"{side} samples (ms, {len(xs)}): " + (", ".join(f"{x:.4f}" for x in xs) or "none recorded")
                             for side, xs in (("ref", row.ref_samples), ("port", row.port_samples)))
+        host = "  ".join(f"{side} host {_host(row.host_us, side)} us/call" for side in ("ref", "port"))
         return (f"{row.config}\n\nreference {_fmt(row.ref_ms)} ms  port {_fmt(row.port_ms)} ms  port/ref "
-                f"{_fmt(row.ratio, 3)}  flags {row.flags or '-'}\n\n{samples}\n\nlaunch:\n{launch_text(row.launch)}")
+                f"{_fmt(row.ratio, 3)}  flags {row.flags or '-'}\n{host}\n\n{samples}\n\nlaunch:\n"
+                f"{launch_text(row.launch)}")
 
     GATE_HINT = "g: pack a gate for a GPU host   i: ingest the results.json it wrote"
 
@@ -59,7 +66,8 @@ class PerfPanel(Vertical):
         self.show_gate(status(getattr(self.screen, "conversion_id", None)) if status else None)
         t = self.query_one("#perf-table", DataTable)
         for key, label in (("config", "configuration"), ("ref", "reference ms"), ("port", "port ms"),
-                           ("ratio", "port/ref"), ("flags", "flags")):
+                           ("ratio", "port/ref"), ("flags", "flags"), ("host_ref", "ref host us/call"),
+                           ("host_port", "port host us/call")):
             t.add_column(label, key=key)
 
     def show(self, pv: PerfView) -> None:
@@ -75,13 +83,20 @@ class PerfPanel(Vertical):
                 summary.append(f"  worst: {pv.worst}")
             for side, value in sorted(pv.hardware.items()):
                 summary.append(f"\n  {side}: {value}")
+            if pv.tests:
+                summary.append(f"\n  D, the op's own tests: {pv.tests}")
+            if pv.left_out:
+                summary.append(f"\n  {len(pv.left_out)} captured configuration(s) left out, e.g. "
+                               f"{pv.left_out[0].get('config', '')[:60]}: {pv.left_out[0].get('why', '')[:80]}",
+                               style="dim")
         self.query_one("#perf-summary", Static).update(summary)
         t = self.query_one("#perf-table", DataTable)
         t.clear()
         self._rows = list(pv.rows)
         for r in pv.rows:
             ratio = Text(_fmt(r.ratio, 3), style="green" if r.ratio is not None and r.ratio <= pv.gate else "red")
-            t.add_row(Text(r.config), _fmt(r.ref_ms), _fmt(r.port_ms), ratio, Text(r.flags))
+            t.add_row(Text(r.config), _fmt(r.ref_ms), _fmt(r.port_ms), ratio, Text(r.flags),
+                      _host(r.host_us, "ref"), _host(r.host_us, "port"))
         plot = self.query_one("#perf-plot", PlotextPlot)
         plt = plot.plt
         plt.clear_data()

@@ -138,6 +138,7 @@ class PerfRowView:
     launch: dict = field(default_factory=dict)  # side -> CUPTI launch attributes per kernel, as stage E stored them
     ref_samples: list[float] = field(default_factory=list)  # every timed sample, ms
     port_samples: list[float] = field(default_factory=list)
+    host_us: dict = field(default_factory=dict)  # side -> {call_us, return_us}: host wall time per call
 
 
 def launch_text(launch: dict) -> str:
@@ -155,6 +156,8 @@ class PerfView:
     gate: float
     hardware: dict[str, Any]
     verdict: str | None
+    left_out: list[dict] = field(default_factory=list)  # captured configurations not timed, with why
+    tests: str | None = None  # the newest D run's summary when the op's own tests judged it
 
 
 def perf_view(store: Store, conversion_id: int, gate: float) -> PerfView:
@@ -163,9 +166,11 @@ def perf_view(store: Store, conversion_id: int, gate: float) -> PerfView:
     if perf is None:
         return PerfView([], None, None, gate, {}, None)
     rows = [PerfRowView(r.config, r.ref_ms, r.port_ms, r.ratio, ", ".join(r.flags), dict(r.launch),
-                        list(r.ref_samples), list(r.port_samples)) for r in perf.rows]
+                        list(r.ref_samples), list(r.port_samples), dict(r.host_us)) for r in perf.rows]
+    d_runs = queries.stage_runs(store, conversion_id, "D")
+    tests = d_runs[-1].summary if d_runs and getattr(d_runs[-1].details, "tests", None) else None
     return PerfView(rows, perf.details.geomean, perf.details.worst_text(), gate, dict(perf.details.hw),
-                    perf.run.verdict)
+                    perf.run.verdict, list(getattr(perf.details, "left_out", None) or []), tests)
 
 
 @dataclass

@@ -74,6 +74,14 @@ def uncommitted(worktree: str | os.PathLike, *paths: str | os.PathLike, untracke
     return sorted({line[3:] for line in res.stdout.splitlines() if line.strip()}) if res.ok else []
 
 
+def changed_between(worktree: str | os.PathLike, a: str, b: str, path: str, *, ignore: str | None = None) -> list[str] | None:
+    """Files under `path` that differ between commits a and b (`ignore`: a sub-path of it left out, such as the
+    stage records under a port's `.tileport/`); None when git cannot tell (an unknown commit)."""
+    spec = [path] + ([f":(exclude){ignore}" if path == "." else f":(exclude){path.rstrip('/')}/{ignore}"] if ignore else [])
+    res = g.git(Path(worktree), "diff", "--name-only", a, b, "--", *spec, check=False)
+    return [ln for ln in res.stdout.splitlines() if ln.strip()] if res.ok else None
+
+
 def branch_exists(repo: str | os.PathLike, name: str) -> bool:
     return g.git(_root(repo), "show-ref", "--verify", "--quiet", g.branch_ref(name), check=False).ok
 

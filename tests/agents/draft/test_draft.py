@@ -427,3 +427,34 @@ def test_a_factory_kernel_is_drafted_with_its_closure_values_folded(tmp_path):
     d = draft_port(a)
     assert d.holes == [], [str(h) for h in d.holes]
     assert "folded where relu = false" in d.kernel_rs and "maxf(" not in d.kernel_rs  # the relu branch folded away
+
+
+RANK4_OP = textwrap.dedent('''
+    import cuda.tile as ct
+
+    @ct.kernel
+    def scale4_kernel(x, out, TILE_S: ct.Constant[int], D: ct.Constant[int]):
+        b = ct.bid(0)
+        h = ct.bid(1)
+        s = ct.bid(2)
+        t = ct.load(x, index=(b, h, s, 0), shape=(1, 1, TILE_S, D))
+        ct.store(out, index=(b, h, s, 0), tile=t + t)
+
+    def scale4(x, out):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (2, 4, 4), scale4_kernel, (x, out, 32, 64))
+    ''')
+
+
+def test_a_rank4_output_is_a_shared_tensor_written_through_an_unsafe_partition(analyses, tmp_path):
+    # cutile-rs 0.5 refuses `&mut Tensor` above rank 3 (cutile-compiler kernel_entry_generator.rs): the draft is
+    # complete anyway, the output a `&Tensor` stored through make_partition_view_mut, and the contract says so
+    op = tmp_path / "scale4.py"
+    op.write_text(RANK4_OP, encoding="utf-8")
+    d = draft_port(analyses("scale4", op))
+    assert d.holes == []
+    assert "out: &Tensor<E, { [-1, -1, -1, -1] }>," in d.kernel_rs
+    assert ("unsafe { make_partition_view_mut(out, shape![1, 1, TILE_S, D], padding::None, out.token()) }"
+            in d.kernel_rs)
+    out = next(p for p in d.host_contract.entries[0].params if p.name == "out")
+    assert out.output and out.shared_output and out.partition is None

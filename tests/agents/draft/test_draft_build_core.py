@@ -146,3 +146,39 @@ def test_the_rest_of_the_translated_functions_build_and_pair_with_the_reference(
     for pair in report.pairs:
         assert pair.verdict in ("PASS", "PASS_WITH_NOTES"), sorted(
             f.check + ": " + f.message for f in pair.findings if f.severity == Severity.ERROR)
+
+
+ISSUE35_OP = '''
+    import cuda.tile as ct
+
+    @ct.kernel
+    def mix_kernel(x, w, v, out, bits, dst, TILE: ct.Constant[int]):
+        b = ct.bid(0)
+        t = ct.load(x, index=(b, 0), shape=(TILE, TILE), padding_mode=ct.PaddingMode.ZERO).astype(ct.float32)
+        wt = ct.load(w, index=(0, 0), shape=(TILE, TILE), padding_mode=ct.PaddingMode.ZERO).astype(ct.float32)
+        y = ct.tanh(ct.matmul(t, wt), rounding_mode=ct.RoundingMode.APPROX)
+        if x.ndim == 2 and y.ndim == 2:
+            ct.store(out, index=(b, 0), tile=y.astype(out.dtype))
+        lanes = ct.arange(TILE, dtype=ct.int32)
+        ct.store(bits, index=(b,), tile=ct.bitwise_rshift(lanes, 2).astype(bits.dtype))
+        g = ct.gather(v, b * TILE + lanes, latency=3)
+        ct.scatter(dst, b * TILE + lanes, g, latency=2)
+
+    def run(x, w, v, out, bits, dst):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (4, 1, 1), mix_kernel, (x, w, v, out, bits, dst, 32))
+    '''
+
+
+def test_matmul_shifts_rounded_tanh_and_hinted_pointer_accesses_build_and_pair_with_the_reference(tmp_path):
+    # issue #35's rows moved to `translated`: ct.matmul (mma into a zero accumulator), bitwise_rshift (shri),
+    # tanh(rounding_mode=) (tanh_with_rounding), gather/scatter(latency=) (Latency::<N>), Array/Tile.ndim (folded)
+    analysis, draft = _draft(tmp_path, "mix_op", ISSUE35_OP)
+    assert draft.holes == [], [str(h) for h in draft.holes]
+    layout, result = _build("mix", draft)
+    assert result.ok, [d.short() for d in result.diagnostics if d.level == "error"]
+    report = self_check(result, analysis, layout.spec)
+    assert report.pairs and not report.unmatched
+    for pair in report.pairs:
+        assert pair.verdict in ("PASS", "PASS_WITH_NOTES"), sorted(
+            f.check + ": " + f.message for f in pair.findings if f.severity == Severity.ERROR)

@@ -145,3 +145,14 @@ def test_past_the_budget_only_tests_of_a_new_signature_run(torch_python, tmp_pat
     assert {i.dtype for v in a.variants for i in v.instances} == {"float16", "bfloat16", "float32"}
     # one forward test per dtype, plus the backward test's forward (all 9 + 1 without the budget)
     assert len([c for c in a.capture.configurations if c.kernel == "softmax_fwd_kernel"]) == 4
+
+
+def test_a_script_picking_its_kernel_by_a_flag_runs_once_per_other_choice():
+    from tileport.validators.analysis.testrun import choice_argvs
+
+    text = ('import argparse\nap = argparse.ArgumentParser()\n'
+            'ap.add_argument("--kernel", choices=["native", "swizzle", "persistent"], default="native")\n'
+            'ap.add_argument("--sizes", type=int, nargs="+")\n'
+            'ap.add_argument("--mode", choices=("a", "b"))\n')
+    assert choice_argvs(text) == [["--kernel", "swizzle"], ["--kernel", "persistent"], ["--mode", "a"], ["--mode", "b"]]
+    assert choice_argvs("def broken(:\n") == []

@@ -15,7 +15,17 @@ elementwise arithmetic with explicit broadcasting; `exp`, `exp2`/`rsqrt` (flush-
 boolean `&`/`|`; reductions with axis and keepdims; `ct.mma` with its accumulator; `astype`; `full`/`zeros`/
 `ones`/`arange`; `reshape`/`expand_dims`/`transpose`; `for ... in range(...)` with loop-carried values; constant
 branches (folded: each branch choice is its own entry, as the analysis' variants say); `ct.Constant` ints as const
-generics; `num_tiles`/`cdiv`/`//` on scalars; scalar parameters; occupancy / num_cta_in_cga hints per target.
+generics; `num_tiles`/`cdiv`/`//` on scalars; scalar parameters; occupancy / num_cta_in_cga hints per target
+(`ct.ByTarget` read from the decorator, per-launch hints per entry).
+
+Issue #35: values static per variant fold first (dtype switches such as `ct.tfloat32 if A.dtype == ct.float32 else
+A.dtype` specialise the entry per dtype; `x is None` of an array parameter; int constants that tile extents or float
+arithmetic compute with, `.ndim`); `if` on run-time scalars is a Rust `if` (reassigned values carried as `let mut`
+copies); tuple-returning helpers unpack; module-level enum/dtype aliases; `t[:, None]`; 0-d loads; store
+`latency=` / `allow_tma=False`; gather/scatter `latency=`; `exp`/`tanh` `rounding_mode=`; shifts, `bitcast`, `cat`,
+`extract`, `matmul` / `@`; implicit store casts and mixed-dtype promotion; rank > 3 outputs as `&Tensor` written
+through an unsafe PartitionMut (`shared_output` in the contract). After a hole, the hole's output is a typed
+placeholder (placeholder.py), so the statements after it still translate.
 """
 
 from tileport.agents.draft.model import Draft, Hole, HostContract, HostEntry, HostParam, HostVariant

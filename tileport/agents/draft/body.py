@@ -568,6 +568,12 @@ class BodyTranslator(MemoryOps, CallOps):
             return Val("dtype", value=base.dtype)
         if base.kind == "array" and node.attr == "shape":
             return Val("shape_of", value=base.value)
+        if base.kind == "array" and node.attr == "ndim":  # static per variant: folded
+            return Val("py", value=base.value.ndim)
+        if base.kind == "tile" and node.attr == "ndim":
+            return Val("py", value=len(base.shape))
+        if base.kind == "tile" and node.attr == "shape" and all(d.isdigit() for d in base.shape):
+            return Val("py", value=tuple(int(d) for d in base.shape))
         raise Unsupported(f"the attribute `.{node.attr}`", node)
 
     def subscript(self, node: ast.Subscript) -> Val:
@@ -608,6 +614,8 @@ class BodyTranslator(MemoryOps, CallOps):
         op = type(node.op)
         if a.kind == "py" and b.kind == "py":
             return Val("py", value=fold_binop(op, a.value, b.value, node))
+        if op is ast.MatMult:
+            return self.matmul(a, b, node, hint)
         if op in BIT_OPS:
             return self.elementwise(a, b, node, lambda x, y, d: f"{paren(x)} {BIT_OPS[op]} {paren(y)}",
                                     bool_ok=True)
@@ -619,7 +627,7 @@ class BodyTranslator(MemoryOps, CallOps):
         if a.kind in ("scalar", "py") and b.kind in ("scalar", "py"):
             dtype = self.scalar_dtype(a, b, op)
             x, y = self.as_scalar(a, dtype, node, hint), self.as_scalar(b, dtype, node, hint)
-            return Val("scalar", f"{operand(x)} {sym} {operand(y)}", dtype)
+            return Val("scalar", f"{operand(x)} {sym} {operand(y)}", dtype, extra=_static_of(a, b))
         if op is ast.Div:
             for v in (a, b):
                 if v.kind == "tile" and v.dtype in INTS:
@@ -661,11 +669,13 @@ class BodyTranslator(MemoryOps, CallOps):
     def int_divmod(self, op: type, a: Val, b: Val, node: ast.AST, hint: str) -> Val:
         if not (a.kind in ("scalar", "py") and b.kind in ("scalar", "py")):
             return self.tile_divmod(op, a, b, node, hint)
-        for v in (a, b):
+        for v, side in ((a, node.left), (b, getattr(node, "right", None))):
             if v.kind == "scalar" and v.const_name:
                 # a const generic on a 0-d tile (scalar_to_tile) is no scalar element to the cutile JIT (measured:
                 # "expected a scalar element type"); cuTile folds the constant: fold it per entry
                 self.fold_requests.add(v.const_name)
+            elif v.kind == "scalar" and side is not None:
+                self.fold_if_static(side)  # `tiles_n = ct.cdiv(N, TILE_N)`: constant per variant, folded by cuTile
         x, y = self.as_scalar(a, "i32", node, hint), self.as_scalar(b, "i32", node, hint)
         if (a.kind == "scalar" and a.dtype != "i32") or (b.kind == "scalar" and b.dtype != "i32"):
             raise Unsupported(f"the operator {opname(op)} on floats", node)
@@ -725,11 +735,28 @@ class BodyTranslator(MemoryOps, CallOps):
         self.fold_as_float(v, dtype)
         return self.hoist(f"{hint}_{dtype}" if hint else "", dtype, f"convert_scalar({v.expr})")
 
+    def fold_if_static(self, node: ast.AST) -> None:
+        """When `node` computes from ct.Constant ints and module constants only (through the locals it reads),
+        ask for those constants to be folded: cuTile Python folds the value, and so does the entry."""
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        seen: set[str] = set()
+        leaves: set[str] = set()
+        while names - seen:
+            name = (names - seen).pop()
+            seen.add(name)
+            if name in self.local_defs:
+                names |= self.local_defs[name]
+            else:
+                leaves.add(name)
+        if leaves and all(n in self.generics or n in self.module_consts or n in ("ct", "min", "max")
+                          for n in leaves) and leaves & self.generics:
+            self.fold_requests |= leaves & self.generics
+
     def fold_as_float(self, v: Val, dtype: str) -> None:
         """An int ct.Constant meeting floats: cuTile Python folds it to a float constant (`x / N` divides by the
         constant N.0, no int-to-float conversion), so the entry is written per value of it and it folds."""
-        if v.const_name and dtype in FLOATS:
-            self.fold_requests.add(v.const_name)
+        if dtype in FLOATS and (v.const_name or v.extra.get("static")):
+            self.fold_requests |= {v.const_name} if v.const_name else set(v.extra["static"])
 
     def elementwise(self, a: Val, b: Val, node: ast.AST, render, bool_ok: bool = False,
                     dtype: str | None = None, extra: list[Val] | None = None) -> Val:
@@ -738,6 +765,13 @@ class BodyTranslator(MemoryOps, CallOps):
         tiles = [v for v in vals if v.kind == "tile"]
         if not tiles:
             raise Unsupported("an elementwise op on scalars only", node)
+        if dtype is None and len({t.dtype for t in tiles}) > 1:
+            # cuTile Python promotes mixed operands (promote_dtypes: f16/bf16 with f32 -> f32, narrower ints to the
+            # wider) and casts the other with astype: the same convert_tile here
+            dtype = self.promoted(tiles, node)
+            a, b = (self.cast_to(v, dtype) for v in (a, b))
+            extra = [self.cast_to(v, dtype) for v in (extra or [])]
+            tiles = [v for v in [a, b] + extra if v.kind == "tile"]
         dtype = dtype or tiles[0].dtype
         for t in tiles:
             if t.dtype != dtype:
@@ -747,6 +781,21 @@ class BodyTranslator(MemoryOps, CallOps):
         shape = broadcast_shapes([t.shape for t in tiles], node)
         exprs = [self.to_tile(v, dtype, shape, node) for v in (a, b)]
         return Val("tile", render(exprs[0], exprs[1], dtype), dtype, shape, extra={"operands": exprs})
+
+    def promoted(self, tiles: list[Val], node: ast.AST) -> str:
+        dts = {t.dtype for t in tiles}
+        if OP_DTYPE in dts:
+            raise NeedsDtype("mixed dtypes with the op dtype", node, "promotion needs a concrete dtype")
+        for order in (("f16", "f32", "f64"), ("bf16", "f32", "f64"), ("i8", "i16", "i32", "i64"),
+                      ("u8", "u16", "u32", "u64")):
+            if dts <= set(order):
+                return max(dts, key=order.index)
+        raise Unsupported("mixing tile dtypes without astype", node, " vs ".join(sorted(dts)))
+
+    def cast_to(self, v: Val, dtype: str) -> Val:
+        if v.kind != "tile" or v.dtype == dtype:
+            return v
+        return self.tile(dtype, v.shape, f"convert_tile({v.expr})")
 
     def to_tile(self, v: Val, dtype: str, shape: tuple[str, ...], node: ast.AST) -> str:
         if v.kind == "tile":
@@ -871,6 +920,21 @@ def module_val(name: str, value: Any, node: ast.AST) -> Val:
         return alias
     raise Unsupported(f"name `{name}`", node, "a module-level value that is not a compile-time constant "
                       f"({getattr(value, 'expr', type(value).__name__)})")
+
+
+def _static_of(a: Val, b: Val) -> dict:
+    """extra["static"]: the const generics a scalar computed only from them (and literals) depends on."""
+    deps: set[str] = set()
+    for v in (a, b):
+        if v.kind == "py":
+            continue
+        if v.const_name:
+            deps.add(v.const_name)
+        elif v.extra.get("static"):
+            deps |= set(v.extra["static"])
+        else:
+            return {}
+    return {"static": sorted(deps)} if deps else {}
 
 
 _CMP_SYM = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}

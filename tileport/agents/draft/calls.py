@@ -168,8 +168,9 @@ class CallOps:
                 self.statement(st, names_assigned_in_loops(body[i + 1:]))
             return self.expr(body[-1].value, hint)
         except Unsupported as e:
-            raise Unsupported(e.what if e.what.endswith(")") and "helper" in e.what else
-                              f"{e.what} (in the helper `{fn.name}`)", node, e.detail, gap=e.gap) from None
+            cls = NeedsDtype if isinstance(e, NeedsDtype) else Unsupported  # the entry still specialises per dtype
+            raise cls(e.what if e.what.endswith(")") and "helper" in e.what else
+                      f"{e.what} (in the helper `{fn.name}`)", node, e.detail, gap=e.gap) from None
         finally:
             self.scopes, self.module_consts, self.name_prefix = saved
             self.inline_depth -= 1
@@ -341,7 +342,10 @@ class CallOps:
         return self._shift(node, False, hint)
 
     def ct_bitwise_lshift(self, node: ast.Call, hint: str) -> Val:
-        return self._shift(node, True, hint)
+        # measured: cutile 0.5's shli(.., overflow::None) writes no overflow attribute and its bytecode writer fails
+        # ("missing attribute 'overflow' on op ShLI"); cuTile Python writes overflow = none
+        raise gap("ct.bitwise_lshift", node, "shli with overflow none (the bytecode writer needs the attribute)",
+                  "a multiply by 2**n for a constant shift, or shli(x, y, overflow::NoWrap) where no bit is lost")
 
     def ct_bitcast(self, node: ast.Call, hint: str) -> Val:
         args = bind_args(node, ["x", "dtype"], set())
@@ -393,6 +397,28 @@ class CallOps:
             else:
                 raise Unsupported("a ct.extract index that is not an int32 scalar", item)
         return self.tile(x.dtype, shape, f"extract({x.expr}, [{', '.join(idx)}])", hint)
+
+    def ct_matmul(self, node: ast.Call, hint: str) -> Val:
+        args = bind_args(node, ["x", "y"], set())
+        return self.matmul(self.expr(args["x"], ""), self.expr(args["y"], ""), node, hint)
+
+    def matmul(self, x: Val, y: Val, node: ast.AST, hint: str) -> Val:
+        """`x @ y` / ct.matmul of 2-D tiles as cuTile Python lowers it: mma into a zero accumulator of the input
+        dtype's first mma accumulator type (f16 -> f16, bf16/f32/tf32 -> f32, i8 -> i32), then astype back."""
+        if x.kind != "tile" or y.kind != "tile" or len(x.shape) != 2 or len(y.shape) != 2:
+            raise Unsupported("a matmul of tiles that are not both 2-D", node)
+        if x.dtype != y.dtype:
+            raise Unsupported("a matmul of two dtypes", node)
+        if OP_DTYPE == x.dtype:
+            raise NeedsDtype("a matmul of the op dtype", node, "its accumulator type depends on the dtype")
+        acc_t = {"f16": "f16", "bf16": "f32", "f32": "f32", "tf32": "f32", "f64": "f64", "i8": "i32", "u8": "i32",
+                 "f8e4m3fn": "f16", "f8e5m2": "f16"}.get(x.dtype)
+        if acc_t is None or x.shape[1] != y.shape[0]:
+            raise Unsupported("a matmul of this dtype or of shapes that do not chain", node)
+        shape = (x.shape[0], y.shape[1])
+        acc = self.tile(acc_t, shape, f"constant({literal(0, acc_t, node)}, {shape_macro(shape)})")
+        r = self.tile(acc_t, shape, f"mma({x.expr}, {y.expr}, {acc.expr})", hint)
+        return r if acc_t == x.dtype else self.tile(x.dtype, shape, f"convert_tile({r.expr})", hint)
 
     def ct_bid(self, node: ast.Call, hint: str) -> Val:
         axis = self.const_int(bind_args(node, ["axis"], set())["axis"])

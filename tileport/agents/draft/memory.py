@@ -97,7 +97,12 @@ class MemoryOps:
             raise Unsupported("a stored tile whose shape differs from the view's tile", tile_node,
                               f"{tile.shape} vs {view.shape}")
         if tile.dtype != view.array.dtype:
-            raise Unsupported("a store that converts dtype implicitly", tile_node)
+            # cuTile's store casts implicitly (implicit_cast: astype where promotion allows): convert_tile
+            if OP_DTYPE in (tile.dtype, view.array.dtype):
+                raise NeedsDtype("a store that converts to or from the op dtype", tile_node,
+                                 "the entry is specialised per dtype")
+            tile = self.tile(view.array.dtype, tile.shape, f"convert_tile({tile.expr})",
+                             f"{view.array.name}_tile")
         items = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
         if len(items) != len(view.shape):
             raise Unsupported("an index whose length differs from the array's rank", index_node)
@@ -284,19 +289,14 @@ class MemoryOps:
             self.emit(f"unsafe {{ store_ptr_tko({ptr}, {val}, ordering::Weak, None::<scope::Device>, {mask_arg}, "
                       f"Some({tok}), Latency::<{latency}>) }};")
             return Val("none")
-        flat = None
-        if len(shape) >= 2 and masks:  # measured: cutile 0.5 reshapes the padding scalar to rank 1 and broadcasts
-            # it to the tile's rank, which tileiras rejects ('cuda_tile.broadcast' op ... same rank): the gather is
-            # written at rank 1 (pointers and mask flattened, the result reshaped back), which it lowers right
-            if True:  # flattened, the load pairs with no reference op (measured: the IR check's tile_shape error)
-                raise gap(f"ct.gather of a rank-{len(shape)} tile with a padding value", node,
-                          "valid lowering of a load_ptr_tko padding value for tiles of rank >= 2",
-                          "flatten the indices to a rank-1 gather and reshape the result")
-            flat = (str(_prod(shape)),)
-            ptr = self.hoist(f"{p}_ptr", f"PointerTile<*mut {arr.dtype}, {{ [{flat[0]}] }}>",
-                             f"{ptr}.reshape({shape_macro(flat)})")
-            masks = [self.hoist("", tile_type("bool", flat), f"{masks[0]}.reshape({shape_macro(flat)})")]
-            mask_arg = f"Some({masks[0]})"
+        if len(shape) >= 2 and masks:
+            # cutile-compiler 0.5.0 compile_cuda_tile_op.rs (compile_load_ptr_tko) reshapes a scalar padding value
+            # to shape [1] and broadcasts that to the result's rank, which tileiras rejects for rank >= 2
+            # ('cuda_tile.broadcast' needs the same rank); written at rank 1 instead, the load pairs with no
+            # reference op (measured: the IR check's memory.tile_shape error), so it stays a named gap
+            raise gap(f"ct.gather of a rank-{len(shape)} tile with a padding value", node,
+                      "valid lowering of a load_ptr_tko padding value for tiles of rank >= 2 (compile_load_ptr_tko "
+                      "broadcasts it from rank 1)", "flatten the indices to a rank-1 gather and reshape the result")
         pad_v = self.expr(args["padding_value"], "") if "padding_value" in args else Val("py", value=0)
         if pad_v.kind != "py":
             raise Unsupported("a gather padding_value that is not a constant", args.get("padding_value", node))
@@ -308,11 +308,9 @@ class MemoryOps:
             pad = self.hoist(f"{p}_pad", arr.dtype, f"tile_to_scalar({t})")
         out = self.fresh(hint or f"{p}_v")
         self.define_in_loops(out)
-        self.emit(f"let ({out}, _): ({tile_type(arr.dtype, flat or shape)}, Token) = unsafe {{ load_ptr_tko({ptr}, "
+        self.emit(f"let ({out}, _): ({tile_type(arr.dtype, shape)}, Token) = unsafe {{ load_ptr_tko({ptr}, "
                   f"ordering::Weak, None::<scope::Device>, {mask_arg}, Some({pad}), Some({tok}), "
                   f"Latency::<{latency}>) }};")
-        if flat is not None:
-            return self.tile(arr.dtype, shape, f"{out}.reshape({shape_macro(shape)})", f"{out}_2d")
         return Val("tile", out, arr.dtype, shape)
 
     def slice(self, arr: Array, node: ast.Call, hint: str) -> Val:
@@ -435,18 +433,15 @@ class MemoryOps:
             expr = (f"load_view_tko{mut}(&{view.var}, {at}, ordering::Weak, scope::TileBlock, {lat}, tma::Disabled)")
             if view.mutable:
                 expr = f"unsafe {{ {expr} }}"
+        elif view.mutable:  # a load of an output (through its PartitionMut): an unordered load, unsafe in cutile
+            lat = f"Some({latency})" if latency is not None else "None"
+            expr = (f"unsafe {{ load_view_tko_mut(&{view.var}, {at}, ordering::Weak, scope::TileBlock, {lat}, "
+                    f"tma::Enabled) }}")
         elif latency is not None:
             expr = f"{view.var}.load_pipelined::<{latency}>({at})"
         else:
             expr = f"{view.var}.load({at})"
         return self.tile(arr.value.dtype, shape, expr, hint)
-
-
-def _prod(shape: tuple[str, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
 
 
 def _item(index: ast.expr, k: int) -> ast.expr:

@@ -40,6 +40,9 @@ class HostParam(BaseModel):
     ndim: int | None = None
     output: bool = False  # written by the kernel (`&mut Tensor`): passed whole, or as a partition (below)
     partition: list[str] | None = None  # an output's static tile shape: the host passes tensor.partition(shape)
+    # an output of rank > 3 (cutile-rs 0.5 takes no `&mut Tensor` above rank 3): declared `&Tensor` and written through
+    # an unsafe PartitionMut of it; the host passes it as a shared tensor and reads it back as the output
+    shared_output: bool = False
 
 
 class HostVariant(BaseModel):

@@ -252,9 +252,24 @@ def _groups(fn: ast.FunctionDef, info: KernelInfo, variants: list[RefVariant], m
         for name, value in v.constants.items():
             if isinstance(value, (bool, float)):
                 folded[name] = value
+        folded.update(_variant_hints(v))
         key = tuple(sorted((k, repr(val)) for k, val in folded.items()))
         groups.setdefault(key, ([], folded))[0].append(v)
     return list(groups.values())
+
+
+HINT = "hint:"  # a folded key naming a per-launch compiler hint (`ct.kernel(fn, num_ctas=2)` per launch)
+
+
+def _variant_hints(v: RefVariant) -> dict[str, int]:
+    """Hints stage A recorded for this variant's launches (in its name, `num_ctas=2,occupancy=1`), when the kernel is
+    re-wrapped per launch: the entry is written per hint value, as each reference was compiled."""
+    out: dict[str, int] = {}
+    for part in v.name.split(","):
+        key, _, text = part.partition("=")
+        if key in _HINT_KEYS and key not in v.constants and text.strip().lstrip("-").isdigit():
+            out[f"{HINT}{key}"] = int(text)
+    return out
 
 
 def _entry_name(kernel: str, folded: dict[str, Any], used: set[str]) -> str:
@@ -385,7 +400,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     for k, (name, rust_t, host) in enumerate(sig):
         if name in tr.unsafe_outputs and rust_t.startswith("&mut "):
             rt = rust_t.removeprefix("&mut ").join(["&", ""])
-            sig[k] = (name, rt, host.model_copy(update={"rust_type": rt}))
+            sig[k] = (name, rt, host.model_copy(update={"rust_type": rt, "shared_output": True}))
     notes = _static_outputs(tr, sig, int_consts)
     notes += [f"output `{n}` has rank > 3, which cutile-rs 0.5 cannot take as `&mut Tensor` (cutile-compiler "
               "kernel_entry_generator.rs: \"Unable to partition tensors with rank > 3\"): it is a `&Tensor` "
@@ -393,7 +408,8 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
               "and reads it back as the output" for n in sorted(tr.unsafe_outputs)]
     used_generics = [c for c in int_consts if _uses_name(tr, c)] + list(tr.slab_extents)
     generic_decl = ([f"E: ElementType"] if uses_e else []) + [f"const {c}: i32" for c in used_generics]
-    hints = _hints(info, targets, fn, module_consts)
+    hints = _hints(info, targets, fn, module_consts, {k[len(HINT):]: v for k, v in folded.items()
+                                                      if k.startswith(HINT)})
     keys = [hints] if hints else []
     if tr.computed_index:
         # cuTile Python never traps on a view access (out-of-range tiles are padded / clipped); without this the
@@ -512,6 +528,9 @@ def _static_plan(tr: BodyTranslator, name: str, int_consts: list[str]):
         if not any(whole):
             return None, ("it is stored several times per block at the same block tile, which cutile's per-block "
                           "partition cannot express")
+    var = stores[0][3]
+    if any(f"(&{var}," in line for line in tr.prologue.lines + tr.lines):
+        return None, "the kernel also loads it (through the same view): a per-block partition would move those loads"
     pat = re.compile(rf"\b{re.escape(name)}\b")
     macro = shape_macro(shape)
     views = [line for line in tr.prologue.lines + tr.lines if line.endswith(f"= {name}.partition_mut({macro});")]
@@ -560,11 +579,12 @@ def _decorator_options(fn: ast.FunctionDef, module_consts: dict[str, Any]) -> di
 
 
 def _hints(info: KernelInfo, targets: list[str], fn: ast.FunctionDef | None = None,
-           module_consts: dict[str, Any] | None = None) -> str:
+           module_consts: dict[str, Any] | None = None, per_launch: dict[str, int] | None = None) -> str:
     per_target: dict[str, list[str]] = {}
     options = dict(info.compiler_options)
     if fn is not None:
         options.update(_decorator_options(fn, module_consts or {}))
+    options.update(per_launch or {})
     for key, value in options.items():
         hint = _HINT_KEYS.get(key)
         if hint is None or value is None:

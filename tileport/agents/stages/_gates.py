@@ -25,6 +25,41 @@ def env_blocked(missing: str, *, stage: Stage, **fields: Any) -> StageResult:
                        details=DETAILS[stage](env_missing=missing).dump(), summary=f"blocked: {missing}", **fields)
 
 
+def _packed_for_elsewhere(ctx, missing: str) -> tuple[str, dict]:
+    """No GPU here and the op has its own tests: pack its gate (the cdylib, the op's project and tests) for a GPU
+    host, and say where, in the BLOCKED(env) line. An op without tests keeps the one-line hint (nothing built)."""
+    from tileport.validators.gpu.carry import has_sources
+
+    analysis, spec = inputs(ctx)
+    if not has_sources(analysis):
+        ctx.log(f"#{ctx.conversion_id} {ctx.op} D: blocked before building: {missing}")
+        return missing, {}
+    from tileport.errors import EnvironmentBlocked, UserError
+    from tileport.validators.gpu import pack_crate
+
+    gpu = missing.split(";", 1)[0]
+    ctx.log(f"#{ctx.conversion_id} {ctx.op} D: {gpu}; packing the gate for a GPU host (the port's cdylib, the op's "
+            f"project and tests)")
+    try:
+        head = ctx.worktree.head()
+    except Exception:  # noqa: BLE001 - a worktree without a commit: the gate names none
+        head = None
+    try:
+        with ctx.limits.cargo:
+            dest, built = pack_crate(ctx.paths.crate, analysis, spec, ctx.config, commit=head,
+                                     conversion_id=ctx.conversion_id)
+    except (EnvironmentBlocked, UserError) as e:
+        return f"{gpu}; the gate could not be packed: {e}", {}
+    if not built.ok:
+        return f"{gpu}; the gate could not be packed: the port's cdylib did not build ({'; '.join(built.errors[:2])})", \
+            {"commands": list(built.commands)}
+    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    line = (f"{gpu}; gate packed at {dest} ({size / 1e6:.1f} MB): copy it to a GPU host, run `tileport gate run "
+            f"DIR` there (or `python DIR/runner.py DIR`), then `tileport gate ingest DIR/results.json` here")
+    ctx.log(f"#{ctx.conversion_id} {ctx.op} D: {line}")
+    return line, {"commands": list(built.commands)}
+
+
 def run_gate(ctx, stage: Stage, gate: Gate, to_result: Callable[..., StageResult]) -> StageResult:
     started = utcnow()
     from tileport.validators.gpu import preflight
@@ -33,8 +68,13 @@ def run_gate(ctx, stage: Stage, gate: Gate, to_result: Callable[..., StageResult
     missing = preflight.missing(ctx.config, conversion_id=ctx.conversion_id,
                                 tileiras=getattr(ctx.toolchain, "tileiras", None))
     if missing:
-        ctx.log(f"#{ctx.conversion_id} {ctx.op} {stage.value}: blocked before building: {missing}")
-        return env_blocked(missing, stage=stage, attempt=ctx.attempt, started_at=started, finished_at=utcnow())
+        fields: dict[str, Any] = {}
+        if stage is Stage.HOST_CORRECTNESS:
+            missing, fields = _packed_for_elsewhere(ctx, missing)
+        else:
+            ctx.log(f"#{ctx.conversion_id} {ctx.op} {stage.value}: blocked before building: {missing}")
+        return env_blocked(missing, stage=stage, attempt=ctx.attempt, started_at=started, finished_at=utcnow(),
+                           **fields)
     analysis, spec = inputs(ctx)
     with ctx.limits.gpu:
         report = gate(ctx.paths.crate, analysis, spec, ctx.config)

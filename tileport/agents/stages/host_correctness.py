@@ -22,15 +22,23 @@ def result_from_report(report, *, attempt: int, started_at) -> StageResult:
                   commands=list(getattr(report, "commands", None) or []))
     if getattr(report, "env_missing", None):
         return env_blocked(report.env_missing, **common)
-    failed = [c for c in cases if str(c.get("status", "")).lower() not in ("pass", "ok", "passed")]
+    evaluated = [c for c in cases if c.get("status") != "NOT_EVALUATED"]
+    failed = [c for c in evaluated if str(c.get("status", "")).lower() not in ("pass", "ok", "passed")]
+    tests = [{k: c.get(k) for k in ("name", "status", "reference", "port_launches", "seconds", "fail_class",
+                                    "message")} for c in cases if c.get("source") == "tests"]
+    counts = dict(cases=len(cases), evaluated=len(evaluated), not_evaluated=len(cases) - len(evaluated),
+                  passed=len(evaluated) - len(failed), tests=tests[:500])
+    said = report.summary() if hasattr(report, "summary") else f"{len(evaluated) - len(failed)} of {len(evaluated)} pass"
     if report.all_pass:
-        return StageResult(**common, verdict="ALL_PASS", details=CorrectnessDetails(cases=len(cases)).dump(),
-                           summary=f"{len(cases)} case(s) pass")
+        return StageResult(**common, verdict="ALL_PASS", details=CorrectnessDetails(**counts).dump(),
+                           summary=said)
     fc = getattr(report, "fail_class", None)
     fc = FailClass(fc.value if hasattr(fc, "value") else fc) if fc else None
-    details = CorrectnessDetails(cases=len(cases), failed=len(failed), failed_cases=failed[:20])
+    details = CorrectnessDetails(**counts, failed=len(failed), failed_cases=failed[:20])
+    if not evaluated:
+        said = "no case evaluated the port: " + said
     return StageResult(**common, verdict="FAIL", fail_class=fc, details=details.dump(),
-                       summary=f"{len(failed)} of {len(cases)} case(s) fail ({fc.value if fc else 'unclassified'})")
+                       summary=f"{said} ({fc.value if fc else 'unclassified'})")
 
 
 def run(ctx) -> StageResult:

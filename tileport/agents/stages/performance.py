@@ -12,7 +12,7 @@ STAGE = Stage.PERFORMANCE
 
 
 ROW_KEYS = ("config", "ref_ms", "port_ms", "ratio", "flags", "tiny", "failed", "hw", "launch", "idle_gap_us",
-            "ir_diff")
+            "ir_diff", "host_us", "source")
 
 
 def _row(r) -> dict:
@@ -34,7 +34,9 @@ def result_from_report(report, *, attempt: int, started_at, geomean_max: float,
     details = PerfDetails(geomean=gm, geomean_max=geomean_max, config_max=config_max, rows=rows[:200],
                           worst=worst.config if worst else None, worst_ratio=worst.ratio if worst else None,
                           band=getattr(report, "band", None), complete=getattr(report, "complete", gm is not None),
-                          hw=hw, arch=hw.get("arch")).dump()
+                          hw=hw, arch=hw.get("arch"), left_out=list(getattr(report, "left_out", None) or [])[:200],
+                          host_us={side: report.host_median(side) for side in ("ref", "port")}
+                          if hasattr(report, "host_median") else {}).dump()
     n = len(rows)
     if gm is None:
         return StageResult(**common, verdict="INVESTIGATE", fail_class=FailClass.KERNEL, details=details,

@@ -10,7 +10,10 @@ Modules, one job each: `static` (AST inspection of kernels and host launches), `
 (import and export in a child process), `capture` / `capture_plan` (run the op's wrapper with
 `ct.launch` intercepted, child only, needs torch; captured launches as plan variants), `signature` (JIT-equivalent signatures, child only),
 `backend` (tileirdisasm, tileiras), `outdir` (atomic output), `schema` (analysis.json),
-`pipeline` (one op), `corpus` (the bundled examples).
+`pipeline` (one op), `corpus` (the bundled examples), `library` (a whole library's op files: `analyze DIR`),
+`testfind` / `testrun` (the op's own tests and scripts: found by name and import, run in the child), `harness`
+(timing harnesses stubbed), `fakecuda` / `fakearrays` / `fakegrad` (the CPU fakes of a CUDA device, of CuPy /
+cuda.core / array-interface objects, of autograd Functions' backward).
 
 Attributes load lazily so the child process can import `plan` without the parent-side modules.
 """

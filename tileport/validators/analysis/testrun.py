@@ -280,10 +280,38 @@ def main_block(tree: ast.Module) -> ast.Module | None:
     return ast.Module(body=body, type_ignores=[]) if body else None
 
 
-def _run_script(cap: Capture, label: str, run: Any, errors: list[str], limit: float) -> None:
+MAX_CHOICE_RUNS = 8
+
+
+def choice_argvs(text: str) -> list[list[str]]:
+    """A script's command lines besides its default one: each other value of an `add_argument("--opt",
+    choices=[...])` with literal choices (a benchmark picking its kernel or provider by a flag), one at a time."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[list[str]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+                and node.args and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("--")):
+            continue
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        try:
+            choices = ast.literal_eval(kw["choices"]) if "choices" in kw else None
+            default = ast.literal_eval(kw["default"]) if "default" in kw else None
+        except ValueError:
+            continue
+        if not isinstance(choices, (list, tuple)) or ("nargs" in kw):
+            continue
+        out.extend([str(node.args[0].value), str(c)] for c in choices if c != default and c is not None)
+    return out[:MAX_CHOICE_RUNS]
+
+
+def _run_script(cap: Capture, label: str, run: Any, errors: list[str], limit: float,
+                args: list[str] | None = None) -> None:
     cap.entry = label
     argv = sys.argv
-    sys.argv = [label]
+    sys.argv = [label, *(args or [])]
     try:
         with _time_limit(limit):
             run()
@@ -328,7 +356,9 @@ def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str
             ran.extend(str(p) for p in pytest_paths)
         for s in scripts:
             cap.source = "bench"
-            _run_script(cap, s.name, lambda s=s: runpy.run_path(str(s), run_name="__main__"), errors, limit_s)
+            for args in [[], *choice_argvs(_text(s))]:
+                _run_script(cap, " ".join([s.name, *args]), lambda s=s: runpy.run_path(str(s), run_name="__main__"),
+                            errors, limit_s, args)
             ran.append(str(s))
         if run_main:
             try:
@@ -339,7 +369,9 @@ def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str
             if block is not None:
                 cap.source = "main"
                 code = compile(block, str(op_path), "exec")
-                _run_script(cap, f"{op_path.name} __main__", lambda: exec(code, vars(module)), errors, limit_s)
+                for args in [[], *choice_argvs(_text(op_path))]:
+                    _run_script(cap, " ".join([f"{op_path.name} __main__", *args]),
+                                lambda: exec(code, vars(module)), errors, limit_s, args)
                 ran.append(f"{op_path.name} __main__")
     cap.source = "guess"
     return errors, rec.tolerances, ran

@@ -35,14 +35,15 @@ from tileport.validators.gpu.reports import (Case, CorrectnessReport, PerfReport
                                              correctness_from_results, perf_from_results)
 
 __all__ = ["host_and_correctness", "performance", "Case", "CorrectnessReport", "PerfRow", "PerfReport", "band",
-           "run_gate_for_crate"]
+           "run_gate_for_crate", "pack_crate"]
 
 
-def run_gate_for_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: Any, *, perf: bool,
-                       commit: str | None = None, conversion_id: int | None = None):
-    """Build + pack + run; returns (results dict, commands, artifacts, host_error, env_missing)."""
-    from tileport.errors import EnvironmentBlocked
+def pack_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: Any, *, commit: str | None = None,
+               conversion_id: int | None = None):
+    """Build the crate's cdylib and pack its gate beside the crate (`<crate>-gate`); returns (gate dir, build
+    result) or raises EnvironmentBlocked / UserError (a refusal naming what is missing)."""
     from tileport.validators.gpu import gate
+    from tileport.validators.rust.build import BuildOptions
     from tileport.validators.rust.crate import CrateLayout, open_crate
 
     layout = open_crate(crate_dir)
@@ -52,19 +53,30 @@ def run_gate_for_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: 
     dest = layout.root.parent / f"{layout.root.name}-gate"
     perf_cfg = {"warmup": config.perf.warmup, "repetitions": config.perf.repetitions,
                 "flush_l2": config.perf.flush_l2}
+    opts = BuildOptions.of(config, cubins=False, disasm=False)
+    return gate.pack(layout, op, dest, commit=commit, conversion_id=conversion_id, perf=perf_cfg, build_opts=opts,
+                     test_timeout_s=config.gpu.test_timeout_s)
+
+
+def run_gate_for_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: Any, *, perf: bool,
+                       commit: str | None = None, conversion_id: int | None = None):
+    """Build + pack + run; returns (results dict, commands, artifacts, host_error, env_missing)."""
+    from tileport.errors import EnvironmentBlocked, UserError
+    from tileport.validators.gpu import gate
+
     try:
-        from tileport.validators.rust.build import BuildOptions
-        opts = BuildOptions.of(config, cubins=False, disasm=False)
-        dest, built = gate.pack(layout, op, dest, commit=commit, conversion_id=conversion_id, perf=perf_cfg,
-                                build_opts=opts)
+        dest, built = pack_crate(crate_dir, analysis, spec, config, commit=commit, conversion_id=conversion_id)
     except EnvironmentBlocked as e:
         return {}, [], [], None, str(e)
+    except UserError as e:  # the pack refused (a test file gone, a helper missing): the host side's to fix
+        return {}, [], [], str(e), None
     commands, artifacts = list(built.commands), list(built.artifacts)
     if not built.ok:
         return {}, commands, artifacts, "the port's cdylib did not build: " + "; ".join(built.errors[:3]), None
     if config.gpu.command_prefix:
         results, cmds = gate.run_remote(dest, config.gpu.command_prefix, remote_dir=config.gpu.remote_dir,
-                                        timeout=config.gpu.timeout_s, python=config.gpu.python, perf=perf)
+                                        timeout=config.gpu.timeout_s, python=config.gpu.python, perf=perf,
+                                        checkout=config.gpu.remote_checkout or None)
         commands += [c.record for c in cmds]
     else:
         results, cmd = gate.run_local(dest, timeout=config.gpu.timeout_s, perf=perf)

@@ -4,6 +4,12 @@ A gate directory is self-contained: `gate.json` (conversion, commit, op, dtypes,
 settings, bindings), `op/<op>.py` (the cuTile Python reference op), `lib/libport.so.xz` (the port's cdylib,
 stripped and compressed), `runner.py` and `tp_correctness.py` (stdlib + torch + cuda.tile only). Running it
 writes `results.json` beside them.
+
+An op with tests (stage A's `tests`, or its `__main__` block) or captured launches packs in format 2: its project
+under `project/` (the op's package, the tests, their conftest files and helpers, the pytest config; see `carry`),
+the kernels under conversion, the configurations stage E replays (`perfconfigs`), and the runner's test parts
+(`tp_testgate.py`, `tp_testchild.py`, `tp_replay.py`: stdlib + torch + cuda.tile + pytest). No TILEPORT declaration
+is needed; the examples' make_inputs/reference harness runs beside the tests when the op has it.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import os
 import shlex
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -35,13 +41,39 @@ LIB_PATH = "lib/libport.so.xz"
 
 @dataclass
 class OpInfo:
-    """What the gate needs of stage A: the op source, dtypes, shapes and tolerances."""
+    """What the gate needs of stage A: the op source, dtypes, shapes and tolerances; for an op with tests, what to
+    carry for them and the captured configurations."""
 
     op: str
     path: Path
     dtypes: list[str]
     shapes: list[dict]
     tolerances: dict[str, tuple[float, float]]
+    carry: Any = None  # carry.Carry when the op has tests to run
+    configurations: list = field(default_factory=list)  # stage A's capture.configurations
+    harness: bool = False  # the op module has make_inputs/reference and declares shapes
+
+    @property
+    def sources(self) -> str:
+        bits = []
+        if self.harness:
+            bits.append(f"{len(self.dtypes)} dtype(s) x {len(self.shapes)} shape(s)")
+        if self.carry is not None:
+            kinds = [s.kind for s in self.carry.sources]
+            bits.append(", ".join(f"{kinds.count(k)} {k}" for k in dict.fromkeys(kinds)) + " test source(s)")
+        return " + ".join(bits) or "nothing to run"
+
+
+def _has_harness(path: Path) -> bool:
+    """The module defines make_inputs and reference (the examples' harness)."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8-sig"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return {"make_inputs", "reference"} <= names
 
 
 def op_info(analysis: Any = None, op_path: str | Path | None = None, tolerances: dict | None = None) -> OpInfo:
@@ -55,6 +87,18 @@ def op_info(analysis: Any = None, op_path: str | Path | None = None, tolerances:
         tol = {k: ((v["atol"], v["rtol"]) if isinstance(v, dict) else (v.atol, v.rtol))
                for k, v in (get("tolerances") or {}).items()}
         info = OpInfo(get("op"), path, list(get("dtypes")), [dict(s) for s in get("shapes")], tol)
+        capture = get("capture")
+        if capture is not None:
+            info.configurations = list(capture.get("configurations") if isinstance(capture, dict)
+                                       else capture.configurations)
+        info.harness = bool(info.shapes) and _has_harness(path)
+        from tileport.validators.gpu.carry import has_sources, plan
+
+        if has_sources(analysis):
+            info.carry = plan(analysis)
+            refusal = info.carry.refusal()
+            if refusal:
+                raise UserError(f"{path}: {refusal}")
     else:
         if op_path is None:
             raise UserError("no op: pass the analysis or the op file")
@@ -63,9 +107,10 @@ def op_info(analysis: Any = None, op_path: str | Path | None = None, tolerances:
             raise UserError(f"{path}: op file not found")
         decl = corr.read_declaration(path)
         tol = {d: corr.tolerance_for(decl, d) for d in decl["dtypes"]}
-        info = OpInfo(path.stem, path, decl["dtypes"], decl["shapes"], tol)
-    if not info.shapes:
-        raise UserError(f"{info.path}: the op declares no shapes (TILEPORT['shapes']); the gate has nothing to run")
+        info = OpInfo(path.stem, path, decl["dtypes"], decl["shapes"], tol, harness=bool(decl["shapes"]))
+    if not info.shapes and info.carry is None:
+        raise UserError(f"{info.path}: nothing to run on the GPU: stage A found none of the op's tests (pass --tests "
+                        "PATH to `tileport analyze`/`run`) and the op declares no shapes (TILEPORT['shapes'])")
     defaults = corr.default_tolerances()
     for d in info.dtypes:
         info.tolerances.setdefault(d, defaults.get(d, (1e-2, 1e-2)))
@@ -74,8 +119,37 @@ def op_info(analysis: Any = None, op_path: str | Path | None = None, tolerances:
     return info
 
 
+TRAVELLING = (("testgate", "tp_testgate.py"), ("testchild", "tp_testchild.py"), ("replay", "tp_replay.py"),
+              ("perfconfigs", "tp_perfconfigs.py"))
+PROJECT_DIR = "project"
+
+
+def kernels_under_conversion(bindings: dict) -> list[str]:
+    """The reference kernels some port entry serves (the launches the port takes over)."""
+    return sorted({k for e in bindings.get("entries", []) for k in e.get("reference_kernels", [])})
+
+
+def tests_part(op: OpInfo, bindings: dict, stage: Path, test_timeout_s: float) -> dict:
+    """gate.json's format-2 fields, and the project tree and test runner parts written under stage."""
+    import importlib
+
+    from tileport.validators.gpu import perfconfigs
+    from tileport.validators.gpu.carry import copy_into
+
+    for mod, name in TRAVELLING:
+        shutil.copyfile(importlib.import_module(f"tileport.validators.gpu.{mod}").__file__, stage / name)
+    kernels = kernels_under_conversion(bindings)
+    chosen, left = perfconfigs.select(op.configurations, set(kernels))
+    part: dict = {"format": 2, "harness": op.harness, "kernels": kernels, "perf_configs": chosen,
+                  "perf_left_out": left}
+    copy_into(op.carry, stage / PROJECT_DIR)
+    part["tests"] = {**op.carry.manifest(), "timeout_s": test_timeout_s}
+    return part
+
+
 def pack(layout: CrateLayout, op: OpInfo, dest: Path, *, commit: str | None, conversion_id: int | None,
-         perf: dict, strip: str | None = None, build_opts=None) -> tuple[Path, "CdylibResult"]:
+         perf: dict, strip: str | None = None, build_opts=None,
+         test_timeout_s: float = 300.0) -> tuple[Path, "CdylibResult"]:
     """Build the cdylib and write a gate directory at dest (replaced atomically)."""
     from tileport.validators.gpu.cdylib import CdylibResult  # noqa: F401
 
@@ -96,6 +170,8 @@ def pack(layout: CrateLayout, op: OpInfo, dest: Path, *, commit: str | None, con
         "tolerances": {k: list(v) for k, v in op.tolerances.items()}, "perf": perf, "bindings": built.bindings,
         "created_at": datetime.now(timezone.utc).isoformat(),
     }
+    if op.carry is not None:
+        gate.update(tests_part(op, built.bindings, stage, test_timeout_s))
     (stage / GATE_FILE).write_text(json.dumps(gate, indent=1) + "\n")
     if dest.exists():
         shutil.rmtree(dest)
@@ -124,27 +200,39 @@ def runner_env(base: dict | None = None) -> dict[str, str]:
     return env
 
 
-def run_local(gate_dir: Path, *, timeout: float, python: str | None = None, perf: bool = True) -> tuple[dict, CommandResult]:
-    """Run the gate here in a child process: a crash or a hang fails this conversion only."""
+def run_local(gate_dir: Path, *, timeout: float, python: str | None = None, perf: bool = True,
+              project: str | None = None) -> tuple[dict, CommandResult]:
+    """Run the gate here in a child process: a crash or a hang fails this conversion only. `project`: the op's
+    project checked out here, instead of the pack's copy."""
     gate_dir = Path(gate_dir).resolve()
-    read_gate(gate_dir)
+    manifest = read_gate(gate_dir)
+    if project is not None:
+        if not manifest.get("tests"):
+            raise UserError(f"{gate_dir}: --project is for a gate of an op with tests; this one has none")
+        if not Path(project).is_dir():
+            raise UserError(f"--project {project}: no such directory; pass the op's project checked out here")
+        project = str(Path(project).resolve())
     results = gate_dir / RESULTS_FILE
     if results.exists():
         results.unlink()
-    argv = [python or sys.executable, str(gate_dir / "runner.py"), str(gate_dir)] + ([] if perf else ["--no-perf"])
+    argv = [python or sys.executable, str(gate_dir / "runner.py"), str(gate_dir)] + ([] if perf else ["--no-perf"]) \
+        + (["--project", str(project)] if project else [])
     cmd = run_command(argv, cwd=gate_dir, env=runner_env(), timeout=timeout)
     return _finish(results, cmd, timeout), cmd
 
 
 def run_remote(gate_dir: Path, prefix: str, *, remote_dir: str, timeout: float, python: str = "python3",
-               perf: bool = True) -> tuple[dict, list[CommandResult]]:
-    """pack -> copy -> run -> copy back through `prefix` (e.g. "ssh gpu-box"): each step is `prefix CMD`."""
+               perf: bool = True, checkout: str | None = None) -> tuple[dict, list[CommandResult]]:
+    """pack -> copy -> run -> copy back through `prefix` (e.g. "ssh gpu-box"): each step is `prefix CMD`. With
+    `checkout` (the op's project checked out on the GPU host) the op's tests run there in place and the pack's
+    project/ copy stays here."""
     gate_dir = Path(gate_dir).resolve()
     read_gate(gate_dir)
     pre = shlex.split(prefix)
     rdir = f"{remote_dir.rstrip('/')}/{gate_dir.name}"
     cmds = []
-    copy = run_command(["sh", "-c", f"tar -C {shlex.quote(str(gate_dir.parent))} -cf - --exclude {RESULTS_FILE} "
+    skip = f"--exclude {RESULTS_FILE}" + (f" --exclude {shlex.quote(gate_dir.name + '/' + PROJECT_DIR)}" if checkout else "")
+    copy = run_command(["sh", "-c", f"tar -C {shlex.quote(str(gate_dir.parent))} -cf - {skip} "
                         f"{shlex.quote(gate_dir.name)} | {' '.join(shlex.quote(p) for p in pre)} "
                         + shlex.quote(f"rm -rf {shlex.quote(rdir)} && mkdir -p {shlex.quote(remote_dir)} && "
                                       f"tar -C {shlex.quote(remote_dir)} -xf -")], timeout=600)
@@ -153,7 +241,8 @@ def run_remote(gate_dir: Path, prefix: str, *, remote_dir: str, timeout: float, 
         return {"env_missing": f"copying the gate to the GPU host failed (rc {copy.returncode}): "
                                f"{copy.stderr.strip()[:300]}; check [gpu] command_prefix"}, cmds
     remote = (f"cd {shlex.quote(rdir)} && unset CUDA_HOME CUDA_PATH && "
-              f"{shlex.quote(python)} runner.py . {'' if perf else '--no-perf'}")
+              f"{shlex.quote(python)} runner.py . {'' if perf else '--no-perf'}"
+              + (f" --project {shlex.quote(checkout)}" if checkout else ""))
     run = run_command(pre + [remote], timeout=timeout)
     cmds.append(run)
     back = run_command(pre + [f"cat {shlex.quote(rdir)}/{RESULTS_FILE}"], timeout=300, output_cap=1 << 28)

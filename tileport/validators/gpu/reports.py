@@ -44,15 +44,26 @@ def launch_summary(attrs: list[dict], named: bool = False) -> str:
     return " | ".join(parts) if parts else "-"
 
 
+NOT_EVALUATED = "NOT_EVALUATED"
+
+
 @dataclass
 class Case:
     name: str
     dtype: str
     shape: dict
-    status: str  # PASS | FAIL
+    status: str  # PASS | FAIL | NOT_EVALUATED (the reference did not pass it, or the port never launched in it)
     max_abs_err: float | None = None
     fail_class: str | None = None  # host | kernel | env
     message: str = ""
+    source: str = "harness"  # harness (make_inputs/reference) | tests (the op's own tests)
+    reference: str | None = None  # the reference's verdict on the same test: passed | failed: ... | skipped: ...
+    port_launches: int | None = None  # launches the port served in it
+    seconds: float | None = None  # the port's run of it
+
+    @property
+    def evaluated(self) -> bool:
+        return self.status != NOT_EVALUATED
 
     def model_dump(self, mode: str = "json") -> dict:  # the stage modules read records this way
         return asdict(self)
@@ -68,9 +79,34 @@ class CorrectnessReport:
     results_path: str | None = None
 
     @property
+    def evaluated(self) -> list[Case]:
+        return [c for c in self.cases if c.evaluated]
+
+    @property
+    def not_evaluated(self) -> list[Case]:
+        return [c for c in self.cases if not c.evaluated]
+
+    @property
     def all_pass(self) -> bool:
-        return self.env_missing is None and self.host_error is None and bool(self.cases) and \
-            all(c.status == "PASS" for c in self.cases)
+        """At least one case evaluated and every evaluated case passed (a case that was not evaluated is never
+        counted for or against the port)."""
+        return self.env_missing is None and self.host_error is None and bool(self.evaluated) and \
+            all(c.status == "PASS" for c in self.evaluated)
+
+    def summary(self) -> str:
+        """`P of E evaluated pass; N not evaluated (reasons)`."""
+        ev = self.evaluated
+        text = f"{sum(c.status == 'PASS' for c in ev)} of {len(ev)} evaluated pass"
+        if self.not_evaluated:
+            why: dict[str, int] = {}
+            for c in self.not_evaluated:
+                if c.message.startswith("not evaluated (reference"):
+                    key = f"reference {str(c.reference or 'not passed').split(':', 1)[0]}"
+                else:
+                    key = c.message.removeprefix("not evaluated ").strip("()")
+                why[key] = why.get(key, 0) + 1
+            text += f"; {len(self.not_evaluated)} not evaluated (" + "; ".join(f"{n} {k}" for k, n in why.items()) + ")"
+        return text
 
     @property
     def fail_class(self) -> str | None:
@@ -80,11 +116,11 @@ class CorrectnessReport:
             return "env"
         if self.host_error:
             return "host"
-        classes = {c.fail_class for c in self.cases if c.status != "PASS"}
+        classes = {c.fail_class for c in self.evaluated if c.status != "PASS"}
         for cls in ("env", "host", "kernel"):
             if cls in classes:
                 return cls
-        return None if self.cases else "host"
+        return None if self.evaluated else "host"  # nothing evaluated: the port never ran under a passing test
 
 
 TINY_US = 5.0  # a launch under this on both sides is mostly fixed cost (the runner flags it with the same bound)
@@ -116,6 +152,8 @@ class PerfRow:
     failed: bool = False
     launch: dict = field(default_factory=dict)  # side -> CUPTI launch attributes per kernel (runner.launch_attributes)
     idle_gap_us: dict = field(default_factory=dict)  # side -> median idle time before the first timed kernel
+    host_us: dict = field(default_factory=dict)  # side -> {call_us, return_us}: wall time per call from Python
+    source: str = "harness"  # harness (make_inputs) | capture (a launch stage A captured from the tests)
     ir_diff: dict = field(default_factory=dict)  # the IR gate on the bytecode both JITs compiled (gpu.bytecode)
 
     def model_dump(self, mode: str = "json") -> dict:
@@ -131,6 +169,7 @@ class PerfReport:
     artifacts: list[ArtifactRecord] = field(default_factory=list)
     host_error: str | None = None
     results_path: str | None = None
+    left_out: list[dict] = field(default_factory=list)  # captured configurations not timed: {config, why}
 
     @property
     def counted(self) -> list[PerfRow]:
@@ -155,6 +194,12 @@ class PerfReport:
         rows = self.counted
         return max(rows, key=lambda r: r.ratio) if rows else None
 
+    def host_median(self, side: str, key: str = "call_us") -> float | None:
+        """The median over configurations of one side's host wall time per call (us)."""
+        xs = sorted(r.host_us[side][key] for r in self.rows if isinstance(r.host_us.get(side), dict)
+                    and isinstance(r.host_us[side].get(key), (int, float)))
+        return xs[len(xs) // 2] if xs else None
+
     @property
     def band(self) -> str | None:
         return band(self.geomean_measured)
@@ -177,7 +222,9 @@ def correctness_from_results(results: dict) -> CorrectnessReport:
     for c in results.get("cases", []):
         rep.cases.append(Case(name=c["name"], dtype=c["dtype"], shape=c.get("shape") or {}, status=c["status"],
                               max_abs_err=c.get("max_abs_err"), fail_class=c.get("fail_class"),
-                              message=c.get("message", "")))
+                              message=c.get("message", ""), source=c.get("source") or "harness",
+                              reference=c.get("reference"), port_launches=c.get("port_launches"),
+                              seconds=c.get("seconds")))
     return rep
 
 
@@ -191,7 +238,8 @@ def perf_from_results(results: dict, config_max: float | None = None) -> PerfRep
     if any("bytecode" in r and "ir_diff" not in r for r in perf.get("rows", [])):
         from tileport.validators.gpu.bytecode import annotate
         annotate(results)  # the IR each side's JIT compiled, diffed once: kept in the rows (`ir_diff`)
-    rep = PerfReport(env_missing=results.get("env_missing"), hw=dict(perf.get("hw") or {}))
+    rep = PerfReport(env_missing=results.get("env_missing"), hw=dict(perf.get("hw") or {}),
+                     left_out=list(perf.get("left_out") or []))
     cap = (results.get("env") or {}).get("capability")
     if isinstance(cap, (list, tuple)) and len(cap) == 2:
         rep.hw.setdefault("arch", f"sm_{cap[0]}{cap[1]}")  # the GPU the times were measured on
@@ -202,7 +250,8 @@ def perf_from_results(results: dict, config_max: float | None = None) -> PerfRep
                                 hw=r.get("hw") or {}, failed=bool(r.get("failed")),
                                 tiny=is_tiny(r.get("ref_ms"), r.get("port_ms"), r.get("ratio"), config_max),
                                 launch=r.get("launch") or {}, idle_gap_us=r.get("idle_gap_us") or {},
-                                ir_diff=r.get("ir_diff") or {}))
+                                ir_diff=r.get("ir_diff") or {}, host_us=r.get("host_us") or {},
+                                source=r.get("source") or "harness"))
     return rep
 
 

@@ -673,6 +673,23 @@ def idle_gaps(events, names) -> list[float]:
     return gaps
 
 
+def host_times(call, sync, n: int = 30) -> dict:
+    """Median wall time of one call from Python (host work + launch), in us: until it returns (`return_us`) and
+    until a synchronise after it ends (`call_us`), over n warm calls."""
+    call()
+    sync()
+    ret, full = [], []
+    for _ in range(n):
+        sync()
+        t0 = time.perf_counter()
+        call()
+        t1 = time.perf_counter()
+        sync()
+        ret.append((t1 - t0) * 1e6)
+        full.append((time.perf_counter() - t0) * 1e6)
+    return {"call_us": round(statistics.median(full), 2), "return_us": round(statistics.median(ret), 2), "calls": n}
+
+
 class Flusher:
     def __init__(self, torch):
         self.buf = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
@@ -964,6 +981,9 @@ class Runner:
                 row.setdefault("failed", True)
             elif samples:
                 row[f"{side}_ms"] = statistics.median(samples)
+        for side in ("ref", "port"):  # host wall time per call from Python, beside device time
+            row.setdefault("host_us", {})[side] = host_times(lambda side=side: self._call(side, sets[0], variant),
+                                                             torch.cuda.synchronize)
         if row["ref_ms"] and row["port_ms"]:
             row["ratio"] = row["port_ms"] / row["ref_ms"]
             if max(row["ref_ms"], row["port_ms"]) * 1000 < TINY_US:  # both sides (reports.is_tiny judges it)
@@ -1044,6 +1064,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("gate_dir")
     ap.add_argument("--out", default=None, help="results file (default GATE_DIR/results.json)")
     ap.add_argument("--no-perf", action="store_true", help="correctness only")
+    ap.add_argument("--project", default=None, help="the op's project checkout on this host (default: the pack's "
+                    "project/ copy); for packs with the op's tests")
     ap.add_argument("--no-bytecode", action="store_true", help="do not keep the bytecode each side's JIT compiled")
     args = ap.parse_args(argv)
     gate_dir = Path(args.gate_dir).resolve()
@@ -1052,7 +1074,13 @@ def main(argv: list[str] | None = None) -> int:
         runner.dumps = BytecodeDumps(Path(tempfile.mkdtemp(prefix="tp-bytecode-")))
         runner.dumps.enable_reference()
     try:
-        rc = runner.run(perf=not args.no_perf)
+        if runner.gate.get("tests"):  # format 2: the op's own tests judge (tp_testgate.py, packed beside this)
+            sys.path.insert(0, str(gate_dir))
+            import tp_testgate
+
+            rc = tp_testgate.run(runner, perf=not args.no_perf, project=args.project)
+        else:
+            rc = runner.run(perf=not args.no_perf)
     except Exception as exc:
         runner.results["runner_error"] = "".join(traceback.format_exception(exc))[-3000:]
         runner.save()

@@ -1,0 +1,66 @@
+"""Done-when of issue #31 on a machine without a GPU: `tileport run OP.py` for a real-world-shaped op that has
+pytest files and no TILEPORT declaration packs its gate — the port's cdylib, the op's package, its tests with their
+conftest and helper modules, the launches its tests made for stage E — and stops at BLOCKED(env) naming the missing
+GPU and where the pack is. Real git, real analysis capture in the torch interpreter, real cargo."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+from tests.validators.analysis.test_analyze_capture import _torch_python
+
+pytestmark = pytest.mark.slow
+
+
+def test_run_packs_the_gate_of_an_op_judged_by_its_own_tests(tmp_path):
+    py = _torch_python()
+    if py is None:
+        pytest.skip("no analysis interpreter with torch (scripts/setup-torch-venv.sh)")
+    repo = tmp_path / "lib"
+    shutil.copytree(REPO / "corpora" / "tilekit" / "tune", repo)
+    (repo / "tileport.toml").write_text(f'[analysis]\npython = "{py}"\n')
+    (repo / ".gitignore").write_text(".tileport/\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@e.invalid", "commit", "-q", "-m", "lib"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    r = run_cli("run", "tilekit/ops/scale_add.py", "--model", "none", cwd=repo, timeout=1500,
+                env={"CUDA_VISIBLE_DEVICES": ""})
+    assert r.returncode == 3, r.stdout + r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if "D attempt 1" in ln)
+    assert "BLOCKED (env)" in line and "no GPU on this machine" in line and "gate packed at" in line
+    gate = Path(re.search(r"gate packed at (\S+)", r.stdout).group(1))
+    manifest = json.loads((gate / "gate.json").read_text())
+    assert manifest["format"] == 2 and manifest["kernels"] == ["_scale_add_kernel"] and not manifest["harness"]
+    t = manifest["tests"]
+    assert (t["module"], t["import_root"]) == ("tilekit.ops.scale_add", ".")
+    assert t["sources"] == [{"kind": "pytest", "path": "tests/ops/test_scale_add.py"}]
+    for rel in ("tests/ops/test_scale_add.py", "tests/conftest.py", "tests/helpers/compare.py",
+                "tilekit/ops/scale_add.py", "tilekit/config.py", "tilekit/utils.py"):
+        assert (gate / "project" / rel).read_text() == (repo / rel).read_text(), rel
+    assert {"runner.py", "tp_testgate.py", "tp_testchild.py", "tp_replay.py", "tp_perfconfigs.py",
+            "tp_correctness.py"} <= {p.name for p in gate.iterdir()}
+    # what travels imports only the standard library, torch, cuda.tile, pytest and its own parts
+    allowed = set(sys.stdlib_module_names) | {"torch", "cuda", "pytest", "runner"}
+    for name in ("tp_testgate.py", "tp_testchild.py", "tp_replay.py", "tp_perfconfigs.py", "runner.py"):
+        tree = ast.parse((gate / name).read_text())
+        tops = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        tops |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+                 and not n.level}
+        assert {t for t in tops if not t.startswith("tp_")} <= allowed, (name, tops - allowed)
+    # E: the launches the tests made (shapes and dtypes of test_scale_add's parameters), merged and bounded
+    cfgs = manifest["perf_configs"]
+    assert cfgs and all(c["kernel"] == "_scale_add_kernel" and c["origins"][0].startswith("tests/ops/") for c in cfgs)
+    assert {c["dtype"] for c in cfgs} == {"float16", "bfloat16", "float32"} and len(cfgs) <= 32
+    assert any("float16[1024x1024]" in c["args"] for c in cfgs)
+    # the stage record names the pack; `tileport status ID` shows it
+    s = run_cli("status", "1", cwd=repo)
+    assert "gate packed at" in s.stdout
