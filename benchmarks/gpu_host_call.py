@@ -96,10 +96,17 @@ def bench_gate(gate_dir: Path, reps: int, max_configs: int = 0) -> list[dict]:
             with R._Patched(ct, module, launcher):
                 wrapper(**inputs, **variant)  # port warm-up (JIT, plans)
                 sync()
+                before = lib.profile()
                 row["port_ret_us"], row["port_sync_us"] = _per_call(
                     lambda: wrapper(**inputs, **variant), sync, reps)
                 row["port_launch_us"] = _per_call(
                     lambda: [launcher(*l) for l in cap.launches], sync, reps)[0]
+                after = lib.profile()
+                if before and after:  # TILEPORT_FFI_PROFILE=1: the library's own split, per launch
+                    n = max(1, (after["warm"] + after["cold"]) - (before["warm"] + before["cold"]))
+                    row["ffi_us"] = {k.removesuffix("_ns"): round((after[k] - before[k]) / n / 1000, 2)
+                                     for k in ("decide_ns", "prepare_ns", "launch_ns", "total_ns")}
+                    row["ffi_us"]["cold_launches"] = after["cold"] - before["cold"]
             row["ref_ret_us"], row["ref_sync_us"] = _per_call(lambda: wrapper(**inputs, **variant), sync, reps)
             row["ref_launch_us"] = _per_call(lambda: [ct.launch(*l) for l in cap.launches], sync, reps)[0]
             row["launches"] = len(cap.launches)
@@ -118,7 +125,8 @@ def _line(r: dict) -> str:
     return (f"{r['op']:<18} {r['config']:<34} call ref {r['ref_ret_us']:7.1f} port {r['port_ret_us']:7.1f} us "
             f"({r['port_ret_us'] / r['ref_ret_us']:.2f}x) | +sync ref {r['ref_sync_us']:7.1f} port "
             f"{r['port_sync_us']:7.1f} | launch x{r['launches']} ref {r['ref_launch_us']:6.1f} port "
-            f"{r['port_launch_us']:6.1f} us ({r['port_launch_us'] / r['ref_launch_us']:.2f}x)")
+            f"{r['port_launch_us']:6.1f} us ({r['port_launch_us'] / r['ref_launch_us']:.2f}x)"
+            + (f" | in the library per launch: {r['ffi_us']}" if r.get("ffi_us") else ""))
 
 
 def main(argv=None) -> int:

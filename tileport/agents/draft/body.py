@@ -580,6 +580,18 @@ class BodyTranslator(MemoryOps, CallOps):
         base = self.expr(node.value, "")
         if base.kind == "tile" and _is_expand_index(node.slice):
             return self.expand_index(base, node)
+        if base.kind in ("shape_of", "py") and isinstance(node.slice, ast.Slice):
+            # `X.shape[-2:]`, a constant tuple's slice: the items, as Python slices them
+            bounds = [None if b is None else self.expr(b, "") for b in (node.slice.lower, node.slice.upper,
+                                                                         node.slice.step)]
+            if any(b is not None and not (b.kind == "py" and isinstance(b.value, int)) for b in bounds):
+                raise Unsupported("a slice with bounds that are not constant ints", node)
+            sl = slice(*[None if b is None else b.value for b in bounds])
+            if base.kind == "py":
+                return Val("py", value=base.value[sl])
+            arr: Array = base.value
+            return Val("tuple", value=[Val("scalar", f"{arr.name}.shape()[{k}]", "i32")
+                                       for k in range(arr.ndim)[sl]])
         idx = self.expr(node.slice, "")
         if base.kind == "shape_of" and idx.kind == "py" and isinstance(idx.value, int):
             arr: Array = base.value

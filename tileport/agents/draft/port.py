@@ -411,12 +411,15 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     hints = _hints(info, targets, fn, module_consts, {k[len(HINT):]: v for k, v in folded.items()
                                                       if k.startswith(HINT)})
     keys = [hints] if hints else []
-    if tr.computed_index:
-        # cuTile Python never traps on a view access (out-of-range tiles are padded / clipped); without this the
-        # cutile JIT adds a bounds assert wherever it cannot prove a computed tile index in range
+    # cuTile Python never traps on a view access (out-of-range tiles are padded / clipped); without this the
+    # cutile JIT adds a bounds assert wherever it cannot prove a computed tile index in range. An output kept with
+    # dynamic dims (`notes`) is launched whole, and cutile 0.5 turns a block-id store index into it into a host
+    # launch check on the view's extent that the whole-output binding cannot satisfy (gpu.ffi: Out::whole)
+    unchecked = bool(tr.computed_index or notes)
+    if unchecked:
         keys.append("unchecked_accesses = true")
     attr = f"#[cutile::entry({', '.join(keys)})]"
-    unsafe = "unsafe " if tr.computed_index else ""
+    unsafe = "unsafe " if unchecked else ""
     out = [f"{INDENT}// SAFETY: tile indices are computed as in the reference, which clips and pads, never traps."]\
         if unsafe else []
     out += [f"{INDENT}{attr}",

@@ -76,8 +76,17 @@ def _verdict_rank(v: str) -> int:
 
 
 def annotate(results: dict, target: str | None = None, tileirdisasm: str | None = None) -> list[str]:
-    """Add `ir_diff` to every perf row of a results.json that carries bytecode; one line per row for people."""
+    """Add `ir_diff` to every perf row of a results.json that carries bytecode; one line per row for people.
+    Without tileirdisasm here nothing is added (the rows keep their bytecode for a later ingest)."""
     store = results.get("bytecode") or {}
+    if tileirdisasm is None:  # resolved once: a host without it (the GPU host) leaves the diff to ingest
+        try:
+            from tileport.exec.toolchain import from_config
+            tileirdisasm = from_config().tileirdisasm
+        except Exception:
+            tileirdisasm = None
+        if tileirdisasm is None:
+            return []
     if target is None:
         cap = (results.get("env") or {}).get("capability")
         target = f"sm_{cap[0]}{cap[1]}" if isinstance(cap, (list, tuple)) and len(cap) == 2 else None
@@ -116,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("results", nargs="+", help="results.json files of `tileport gate run`")
     ap.add_argument("--write", action="store_true", help="keep each row's ir_diff in its results file")
     ap.add_argument("--target", default=None, help="GPU target the hints are judged for (default: the run's)")
+    ap.add_argument("--tileirdisasm", default=None,
+                    help="the disassembler (default: the toolchain's); bytecode written by a newer tileiras needs one "
+                         "at least as new")
     args = ap.parse_args(argv)
     for path in args.results:
         try:
@@ -123,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as e:
             print(f"{path}: cannot read: {e}", file=sys.stderr)
             return 2
-        for line in annotate(results, args.target):
+        for line in annotate(results, args.target, args.tileirdisasm):
             print(line)
         if args.write:
             Path(path).write_text(json.dumps(results, indent=1))

@@ -241,11 +241,13 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks
     body = [
         f"    let n_t = {len(tensors)}i32;",
         f"    let n_s = {len(scalars)}i32;",
-        f"    let key = launch_key(\"{sym}\", generics, grid, tensors, ntensors.clamp(0, n_t) as usize, scalars, "
+        "    let t0 = if profiling() { Some(std::time::Instant::now()) } else { None };",
+        f"    let key = launch_key(\"{sym}\", generics, tensors, ntensors.clamp(0, n_t) as usize, scalars, "
         "nscalars.clamp(0, n_s) as usize);",
+        "    if let Some(t) = t0 { prof_add(2, t.elapsed().as_nanos() as u64); }",
         "    let (stream, grid, generics, tensors, scalars) = (stream as usize, grid as usize, generics as usize, "
         "tensors as usize, scalars as usize);",
-        "    guarded(err, errlen, key, move || {",
+        "    let rc = guarded(err, errlen, key, move || {",
         "        if ntensors != n_t || nscalars != n_s {",
         f"            return Err(Refused(1, format!(\"{sig.name}: {{ntensors}} tensors and {{nscalars}} scalars given, "
         f"the entry takes {{n_t}} and {{n_s}}\")));",
@@ -298,9 +300,13 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks
     body += [
         f"        let launch = unsafe {{ {call} }}.generics(gens).grid((g[0], g[1], g[2]))",
         "            .compile_options(CompileOptions::default().debug_info(DebugInfoLevel::None));",
+        "        let t1 = t0.map(|t| { prof_add(3, t.elapsed().as_nanos() as u64); std::time::Instant::now() });",
         f"        unsafe {{ launch.async_on(&stream) }}.map_err(|e| Refused(1, format!(\"{sig.name}: {{e:?}}\")))?;",
+        "        if let Some(t) = t1 { prof_add(4, t.elapsed().as_nanos() as u64); }",
         "        Ok(())",
-        "    })",
+        "    });",
+        "    if let Some(t) = t0 { prof_add(5, t.elapsed().as_nanos() as u64); }",
+        "    rc",
     ]
     head = (f"#[no_mangle]\npub unsafe extern \"C\" fn {sym}(\n"
             "    stream: *mut c_void, device: i32, grid: *const u32, generics: *const c_char,\n"

@@ -158,6 +158,19 @@ class PortLibrary:
             self._fns[symbol] = fn
         return fn
 
+    def profile(self) -> dict | None:
+        """Where the library's launches spent host time so far (TILEPORT_FFI_PROFILE=1 in the environment), or
+        None when profiling is off or the library predates it."""
+        fn = getattr(self.lib, "tp_profile", None)
+        if fn is None:
+            return None
+        buf = (ctypes.c_uint64 * 8)()
+        fn.restype = ctypes.c_int32
+        if not fn(buf, 8):
+            return None
+        keys = ("warm", "cold", "decide_ns", "prepare_ns", "launch_ns", "total_ns")
+        return dict(zip(keys, (int(v) for v in buf)))
+
     def launch(self, symbol: str, stream: int, device: int, grid: tuple[int, int, int], generics: bytes,
                tensors: list[tuple], scalars: list) -> tuple[int, str]:
         """One launch: tensors as (ptr, shape, strides, part) tuples, generics as b"a,b"; returns (rc, message)."""
@@ -520,9 +533,9 @@ class BytecodeDumps:
     def tileiras_args(self, side: str) -> str | None:
         """The flags the first tileiras run of a side was given (the bytecode path left out)."""
         index = self.index if side == "port" else self.root / "ref-tileiras" / "index"
-        try:
-            first = index.read_text().splitlines()[0]
-        except (OSError, IndexError):
+        try:  # a compile names an opt level (cuda.tile also runs tileiras once to probe for remarks support)
+            first = next(line for line in index.read_text().splitlines() if " -O" in line or "--opt-level" in line)
+        except (OSError, StopIteration):
             return None
         return " ".join(a for a in first.split(" ")[1:] if not a.endswith((".bc", ".bytecode", ".tileirbc",
                                                                              ".cubin")))
@@ -556,7 +569,10 @@ def bytecode_evidence(dumps: "BytecodeDumps | None", library, ref_kernels: list[
     out = {"ref": [keep(dumps.reference(k)) for k in ref_kernels], "port": []}
     compiled = getattr(library, "compiled", {})
     for c in port_calls:
-        path = compiled.get((c["symbol"], ",".join(c["generics"]), tuple(c.get("shapes") or ())))
+        gens = ",".join(c["generics"])
+        path = compiled.get((c["symbol"], gens, tuple(c.get("shapes") or ())))
+        if path is None:  # compiled by an earlier launch of the same entry whose specialisation this one reuses
+            path = next((v for k, v in reversed(list(compiled.items())) if k[:2] == (c["symbol"], gens)), None)
         data = None
         if path:
             try:
