@@ -330,7 +330,7 @@ def _items(items: list[FeedbackItem]) -> list[dict]:
     return [it.model_dump(mode="json") for it in items]
 
 
-def gates(ctx, source: str = HUMAN_EDIT, runs_dir: Path | None = None) -> StageResult:
+def judge_port(ctx, source: str = HUMAN_EDIT, runs_dir: Path | None = None) -> StageResult:
     """Stage B's gates alone on the port as it is now (a person's edit, no writer): the same judge as an
     attempt's (`judge`), its details saying who wrote the kernel (`source`)."""
     from tileport.errors import UserError
