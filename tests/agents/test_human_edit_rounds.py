@@ -54,7 +54,7 @@ def test_tileport_stop_during_the_gates_records_them_interrupted_and_no_b_run(tm
 
     def gates():
         try:
-            outcome["judged"] = service.gate_human_edit(run, c.cid)
+            outcome["judged"] = service.judge_edit(run, c.cid)
         except UserError as e:
             outcome["error"] = str(e)
     t = threading.Thread(target=gates)

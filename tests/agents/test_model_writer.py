@@ -12,7 +12,7 @@ import pytest
 
 from tileport.agents import budget as bd
 from tileport.agents.holes import fill_hole, find_holes, search_replace
-from tileport.agents.reference.model import load_api, load_worked_ports, similar_ports
+from tileport.agents.reference.data import load_api, load_worked_ports, similar_ports
 from tileport.agents.writers import BuildCheck, KernelTask, KernelWriterLoop, ModelWriter
 from tileport.agents.context import Limits
 from tileport.errors import UserError

@@ -3,13 +3,13 @@ B's gates on HEAD first, then follows the router from that B run (D and E again,
 so; before this, resume read the old runs, said "done" and left B, D and E stale on the new HEAD.
 
 The real runner, git worktree, commits and store; the named fakes are the stages (tests/fakes/stages.py) and the
-gates' judge (tests/fakes/gates.py), which needs no cargo build."""
+gates' judge (tests/fakes/edit_judge.py), which needs no cargo build."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.fakes.gates import fake_gates
+from tests.fakes.edit_judge import fake_edit_judge
 from tests.fakes.stages import FAKE_STAGES, op_repo
 from tileport import service
 from tileport.config import Config
@@ -18,11 +18,11 @@ from tileport.exec.proc import Interrupted
 from tileport.store import queries
 
 
-def _done(tmp_path, gates=fake_gates):
+def _done(tmp_path, judge=fake_edit_judge):
     """A conversion run to E DONE by the fake stages (A B D(FAIL) D E), then a person's edit of its port."""
     repo = op_repo(tmp_path / "proj")
     said: list[str] = []
-    run = service.runner(Config(), repo=repo, model="none", stages=FAKE_STAGES, gates=gates, out=said.append)
+    run = service.runner(Config(), repo=repo, model="none", stages=FAKE_STAGES, edit_judge=judge, out=said.append)
     cid = service.start(run, [repo / "op.py"], repo=repo)[0]
     assert run.resume(cid).status == "done"
     s = service.open_store(Config(), repo)
@@ -58,12 +58,12 @@ def test_resume_after_stopped_gates_runs_them_again(tmp_path):
         calls.append(ctx.attempt)
         if len(calls) == 1:
             raise Interrupted("stop requested")
-        return fake_gates(ctx, source, runs_dir)
+        return fake_edit_judge(ctx, source, runs_dir)
 
-    run, cid, s, sha, _ = _done(tmp_path, gates=stopped_once)
+    run, cid, s, sha, _ = _done(tmp_path, judge=stopped_once)
     runs_before = len(queries.stage_runs(s, cid))
     with pytest.raises(UserError, match="were stopped"):
-        service.gate_human_edit(run, cid)
+        service.judge_edit(run, cid)
     assert s.conversion(cid)["status"] == "stopped" and len(queries.stage_runs(s, cid)) == runs_before
     finished = service.resume(run, cid)
     assert calls == [2, 2]  # the same B attempt number, run again

@@ -12,7 +12,7 @@ from tileport import service
 from tileport.config import Config
 from tileport.records import details_of
 from tileport.store import Store, queries
-from tileport.tui._background import GATES, spawn
+from tileport.tui._background import JUDGE_EDIT, spawn
 
 
 def test_a_handed_off_gates_run_is_recorded_on_the_edit_by_the_background_process(tmp_path):
@@ -23,7 +23,7 @@ def test_a_handed_off_gates_run_is_recorded_on_the_edit_by_the_background_proces
     c.run("B", commit=c.stage_commit("B", path="ports/op/kernel.rs"))
     (c.wt / "ports" / "op" / "kernel.rs").write_text("// a person's kernel\n")
     sha = service.commit_human_edit(store, c.cid)
-    handoff = spawn(Config(store=str(db)), None, [c.cid], tmp_path / "bg", forced={c.cid: GATES})
+    handoff = spawn(Config(store=str(db)), None, [c.cid], tmp_path / "bg", forced={c.cid: JUDGE_EDIT})
     _, status = os.waitpid(handoff.pid, 0)  # the detached child is still ours to wait for
     assert os.waitstatus_to_exitcode(status) == 1  # a gate failed
     log = handoff.log.read_text()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.gates import fake_gates
+from tests.fakes.edit_judge import fake_edit_judge
 from tests.fakes.stages import FAKE_STAGES, op_repo
 from tileport import service
 from tileport.config import Config
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.asyncio
 
 async def test_s_after_commit_only_gates_the_edit_and_says_so(tmp_path):
     repo = op_repo(tmp_path / "proj")
-    run = service.runner(Config(), repo=repo, model="none", stages=FAKE_STAGES, gates=fake_gates, out=lambda _l: None)
+    run = service.runner(Config(), repo=repo, model="none", stages=FAKE_STAGES, edit_judge=fake_edit_judge, out=lambda _l: None)
     cid = service.start(run, [repo / "op.py"], repo=repo)[0]
     assert run.resume(cid).status == "done"
     s = service.open_store(Config(), repo)

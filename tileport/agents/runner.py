@@ -49,10 +49,6 @@ POINTS = ("started", "ran", "committed", "recorded")
 Checkpoint = Callable[[str, str, int], None]  # (point, stage, attempt)
 
 
-def immediate(store: Store):
-    return store._write()
-
-
 class EditInterrupted(UserError):
     """A stop request killed the gates on a person's edit; nothing of them is kept (HEAD stays ungated)."""
 
@@ -120,7 +116,7 @@ class ConversionRunner:
     stages: Mapping[str, StageFn] | None = None  # stage letter -> its function (default: the real stages)
     checkpoint: Checkpoint | None = None  # called at each of POINTS of every attempt (tests: kill -9 there)
     examples_dir: Path | None = None  # worked ports for the kernel writer (the service says where they are)
-    gates: Callable[..., StageResult] | None = None  # B's gates on a person's edit (default write_kernel.gates)
+    edit_judge: Callable[..., StageResult] | None = None  # B's judge of a person's edit (write_kernel.judge_port)
     _cancels: dict[int, CancelToken] = field(default_factory=dict)
     _scopes: dict[int, ToolScope] = field(default_factory=dict)
     _print_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -173,7 +169,7 @@ class ConversionRunner:
         op = Path(op_path)
         base = self.check(op, repo, triton=triton)
         model = self.model or self.config.model.base_url
-        with self.store() as store, immediate(store):  # a refused worktree rolls the conversion row back
+        with self.store() as store, store.transaction():  # a refused worktree rolls the conversion row back
             cid = store.add_conversion(str(op.resolve()), kernel)
             wt = create_conversion_worktree(base.root, op.stem, cid, base)
             store.update_conversion(cid, branch=wt.branch, worktree=str(wt.path), repo=str(base.root),
@@ -303,8 +299,9 @@ class ConversionRunner:
                 stage = action.stage
                 attempt = queries.attempts(store, cid, stage) + 1
                 state = state.start(stage, action.repair)
-                ctx = StageContext(cid, paths.op, op_path, conv["kernel"], wt, paths, self.config, toolchain,
-                                   writer, self.limits, attempt=attempt, cap=state.caps[stage],
+                ctx = StageContext(conversion_id=cid, op=paths.op, op_path=op_path, kernel=conv["kernel"],
+                                   worktree=wt, paths=paths, config=self.config, toolchain=toolchain,
+                                   writer=writer, limits=self.limits, attempt=attempt, cap=state.caps[stage],
                                    repair=action.repair, history=runs, cancel=cancel,
                                    log=lambda m, scope=scope: (self.say(m), scope.note(m)),
                                    examples_dir=self.examples_dir,
@@ -316,7 +313,7 @@ class ConversionRunner:
             return Finished(cid, status, action.reason)
         except StageInterrupted as e:
             discard_uncommitted(wt, paths.committed)
-            with immediate(store):
+            with store.transaction():
                 store.log_event("stage.interrupted", cid, stage=e.stage, attempt=e.attempt,
                                 seconds=round(e.seconds, 1), why=e.why)
                 store.update_conversion(cid, status="stopped")
@@ -330,7 +327,7 @@ class ConversionRunner:
             raise
         except Exception as e:  # a bug in tileport: keep the conversion resumable, say so in one line
             self._set(store, cid, status="error", error=f"{type(e).__name__}: {e}")
-            with immediate(store):
+            with store.transaction():
                 store.log_event("conversion.error", cid, error=f"{type(e).__name__}: {e}",
                                 traceback=traceback.format_exc()[-4000:])
             self.say(f"#{cid} {paths.op}: internal error: {type(e).__name__}: {e} (tileport run --resume {cid})")
@@ -341,7 +338,7 @@ class ConversionRunner:
         cid, wt, paths = ctx.conversion_id, ctx.worktree, ctx.paths
         t0 = time.perf_counter()
         before = wgit.snapshot(parent)
-        with immediate(store):
+        with store.transaction():
             store.log_event("stage.started", cid, stage=stage, attempt=ctx.attempt, cap=ctx.cap, repair=ctx.repair)
         self._at("started", stage, ctx.attempt)
         t1 = time.perf_counter()
@@ -404,12 +401,12 @@ class ConversionRunner:
 
     @staticmethod
     def _set(store: Store, cid: int, **fields) -> None:
-        with immediate(store):
+        with store.transaction():
             store.update_conversion(cid, **fields)
 
     # ---------------------------------------------------------------------------------------- a person's edit
     def judge_edit(self, conversion_id: int, source: str = HUMAN_EDIT) -> EditJudged:
-        """Stage B's gates (its judge, no writer: `write_kernel.gates`) on the port as committed at the worktree's
+        """Stage B's gates (its judge, no writer: `write_kernel.judge_port`) on the port as committed at the worktree's
         HEAD, recorded as a B run of this conversion on that commit and routed like any B attempt (a resume
         follows it). It runs as an attempt runs: under the conversion's lock, status running after `stage.started`,
         its tools' output in the live file, and a stop kills it (recorded as interrupted, nothing kept)."""
@@ -429,11 +426,12 @@ class ConversionRunner:
         cancel = self._cancels[cid] = CancelToken()
         scope = self._scopes[cid] = ToolScope(output=control.run_files(wt.path).live)
         attempt = queries.attempts(store, cid, stage) + 1
-        ctx = StageContext(cid, paths.op, Path(conv["op_path"]), conv["kernel"], wt, paths, self.config,
-                           from_config(self.config), None, self.limits, attempt=attempt, cap=state.caps[stage],
+        ctx = StageContext(conversion_id=cid, op=paths.op, op_path=Path(conv["op_path"]), kernel=conv["kernel"],
+                           worktree=wt, paths=paths, config=self.config, toolchain=from_config(self.config),
+                           writer=None, limits=self.limits, attempt=attempt, cap=state.caps[stage],
                            history=runs, cancel=cancel, log=lambda m: (self.say(m), scope.note(m)),
                            examples_dir=self.examples_dir)
-        with immediate(store):
+        with store.transaction():
             store.log_event("stage.started", cid, stage=stage, attempt=attempt, cap=ctx.cap, source=source,
                             commit=head)
             store.update_conversion(cid, status="running")
@@ -442,7 +440,7 @@ class ConversionRunner:
         except UserError:
             raise
         except Exception as e:  # a bug in tileport: the conversion does not stay "running", and says why
-            with immediate(store):
+            with store.transaction():
                 store.log_event("stage.interrupted", cid, stage=stage, attempt=attempt, why=f"{type(e).__name__}: {e}",
                                 source=source, traceback=traceback.format_exc()[-4000:])
                 store.update_conversion(cid, status=conv["status"])
@@ -460,11 +458,11 @@ class ConversionRunner:
         t0 = time.perf_counter()
         try:
             with tool_scope(scope):
-                result = (self.gates or write_kernel.gates)(ctx, source, runs_dir=wt.path / BUILD_DIR / "runs")
+                result = (self.edit_judge or write_kernel.judge_port)(ctx, source, runs_dir=wt.path / BUILD_DIR / "runs")
             if cancel.cancelled or scope.cancelled:
                 raise Interrupted("stop requested")
         except Interrupted as e:
-            with immediate(store):
+            with store.transaction():
                 store.log_event("stage.interrupted", cid, stage=stage, attempt=attempt,
                                 seconds=round(time.perf_counter() - t0, 1), why=str(e), source=source)
                 store.update_conversion(cid, status="stopped")
@@ -506,7 +504,7 @@ class ConversionRunner:
                                 f"{wt.path} was edited by hand")
             rec = json.loads(files[-1].read_text(encoding="utf-8"))
             result = StageResult.model_validate(rec["result"])
-            with immediate(store):
+            with store.transaction():
                 record_run(store, cid, result, commit=c["sha"], routed_to=rec["routed_to"],
                            route_reason=rec["route_reason"], number=False, head=True)
                 store.log_event("stage.recovered", cid, stage=c["stage"], attempt=c["attempt"], commit=c["sha"])

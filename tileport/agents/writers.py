@@ -230,7 +230,7 @@ class KernelWriterLoop(AgentLoop):
         return ([REPLACE_REGION] if holes else []) + [EDIT_KERNEL, WRITE_KERNEL, CARGO_BUILD]
 
     def user_message(self, task: KernelTask) -> str:
-        from tileport.agents.reference.model import load_api, similar_ports
+        from tileport.agents.reference.data import load_api, similar_ports
 
         current = task.kernel_path.read_text(encoding="utf-8") if task.kernel_path.is_file() else ""
         holes = find_holes(current)
@@ -355,7 +355,7 @@ def kernel_source(python: str) -> str:
 
 
 def _ct_names(python: str) -> list[str]:
-    from tileport.agents.reference.model import ct_functions
+    from tileport.agents.reference.data import ct_functions
 
     return ct_functions(python)
 

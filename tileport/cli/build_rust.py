@@ -110,10 +110,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def gate_conversion(args: argparse.Namespace) -> int:
-    """--conversion ID: the gates of `service.gate_human_edit`; the runner prints their progress and verdict line
+    """--conversion ID: B's judge of the edit (`service.judge_edit`); the runner prints their progress and verdict line
     as `tileport run` prints a stage's."""
     run = service.runner(config_from(args), repo=args.repo, store=args.store)
-    return service.gate_human_edit(run, args.conversion, commit=args.commit).exit_code
+    return service.judge_edit(run, args.conversion, commit=args.commit).exit_code
 
 
 def init_spec(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ _WHERE = {
                     "start", "resume", "rerun", "stop", "stop_conversion", "conversion_holder", "live_file",
                     "worked_examples", "with_tests", "why_not", "read_git", "examples_repo", "list_worktrees", "prune",
                     "recover"),
-    "edits": ("edited_files", "why_not_edit", "commit_human_edit", "ungated_head", "gate_human_edit"),
+    "edits": ("edited_files", "why_not_edit", "commit_human_edit", "ungated_head", "judge_edit"),
     "gates": ("BuildFailed", "PackedGate", "IngestedResults", "pack_gate", "ingest_results", "gate_busy",
               "likely_results", "ToolScope", "tool_scope", "GateRun", "run_here"),
     "decisions": ("PAST", "ApprovalRefused", "approve", "check_approval", "override", "reject", "check_merge",

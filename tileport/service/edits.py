@@ -73,7 +73,7 @@ def ungated_head(store: Store, conversion_id: int) -> str | None:
     return ungated_edit(wt, [r.commit for r in queries.stage_runs(store, conversion_id, "B")])
 
 
-def gate_human_edit(run: "ConversionRunner", conversion_id: int, *, commit: bool = False) -> "EditJudged":
+def judge_edit(run: "ConversionRunner", conversion_id: int, *, commit: bool = False) -> "EditJudged":
     """Stage B's gates on the conversion's committed HEAD (a person's edit), recorded as a B run of it on that
     commit, with the live output and stop of any running stage (`ConversionRunner.judge_edit`); `commit`: first
     commit the port's uncommitted edit (`commit_human_edit`). The dashboard's `e` and `tileport build-rust

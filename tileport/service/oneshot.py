@@ -21,11 +21,11 @@ __all__ = ["record", "analyze", "analyze_op", "analyze_examples", "find_examples
 
 def record(config: Config, op_path: str, kernel: str | None, result: StageResult) -> None:
     """A one-stage run's verdict into the repository's store, through the same path as `tileport run`'s."""
-    from tileport.agents.record import record_standalone
     from tileport.service.conversions import open_store
+    from tileport.store import runs
 
     with open_store(config) as store:
-        record_standalone(store, op_path, kernel, result)
+        runs.record_standalone(store, op_path, kernel, result)
 
 
 # --- stage A: `tileport analyze` ----------------------------------------------------------------------------------

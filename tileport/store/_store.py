@@ -88,6 +88,11 @@ class Store:
         """One write transaction: BEGIN IMMEDIATE (retried while busy); nested calls become savepoints."""
         return self.db.atomic()
 
+    def transaction(self):
+        """Several writes as one (`with store.transaction():`): the store's own BEGIN IMMEDIATE transaction, retried
+        while another writer holds the lock; the group lands whole or not at all (an exception rolls it back)."""
+        return self._write()
+
     @property
     def schema_version(self) -> int:
         return self.db.execute("PRAGMA user_version").fetchone()[0]

@@ -20,7 +20,7 @@ import tileport
 from tileport.config import Config
 
 
-GATES = "gates"  # in `forced`: B's gates on a person's edit were running (the hand-off runs them again)
+JUDGE_EDIT = "judge-edit"  # in `forced`: B's judge of a person's edit was running (the hand-off runs it again)
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Handoff:
 
 def spawn(config: Config, model: str | None, ids: list[int], log_dir: Path, jobs: int = 2,
           forced: dict[int, str] | None = None) -> Handoff:
-    """`forced`: conversion -> stage, for a rerun that was running (the hand-off reruns that stage), or GATES for
+    """`forced`: conversion -> stage, for a rerun that was running (the hand-off reruns that stage), or JUDGE_EDIT for
     B's gates on a person's edit (the hand-off runs them)."""
     forced = forced or {}
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
 
     def drive(cid: int, force: str | None):
         try:
-            return runner.judge_edit(cid) if force == GATES else runner.drive(cid, force=force)
+            return runner.judge_edit(cid) if force == JUDGE_EDIT else runner.drive(cid, force=force)
         except UserError as e:  # one conversion's refusal (run elsewhere meanwhile) must not end the others
             print(f"#{cid}: not run: {e}", flush=True)
             return None

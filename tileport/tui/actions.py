@@ -211,27 +211,27 @@ class Actions:
             raise UserError(READONLY)
         return self._with_store(lambda store, _config: service.commit_human_edit(store, conversion_id))
 
-    def gate_human_edit(self, conversion_id: int):
-        """Stage B's gates on the committed edit, recorded as a B run on that commit (service.gate_human_edit);
+    def judge_edit(self, conversion_id: int):
+        """Stage B's gates on the committed edit, recorded as a B run on that commit (service.judge_edit);
         driven like a stage here, so the conversion shows as running and `x` stops it."""
         if self.readonly:
             raise UserError(READONLY)
         def gates():
-            from tileport.tui._background import GATES
+            from tileport.tui._background import JUDGE_EDIT
 
-            self.forced[conversion_id] = GATES  # quitting with "leave it running" hands the gates off
+            self.forced[conversion_id] = JUDGE_EDIT  # quitting with "leave it running" hands the gates off
             try:
-                return service.gate_human_edit(self.runner, conversion_id)
+                return service.judge_edit(self.runner, conversion_id)
             finally:
                 self.forced.pop(conversion_id, None)
         return self._drive(conversion_id, gates)
 
     @property
-    def gating(self) -> set[int]:
+    def judging(self) -> set[int]:
         """Conversions whose running work here is B's gates on a person's edit."""
-        from tileport.tui._background import GATES
+        from tileport.tui._background import JUDGE_EDIT
 
-        return {cid for cid, stage in self.forced.items() if stage == GATES}
+        return {cid for cid, stage in self.forced.items() if stage == JUDGE_EDIT}
 
     def ungated_head(self, conversion_id: int) -> str | None:
         """The HEAD commit when no B run judged it (an edit committed without its gates, or gates stopped)."""

@@ -152,7 +152,7 @@ class TileportApp(GateCommands, App):
         import time
 
         starting = any(w.group == "start" and w.is_running for w in self.workers)
-        busy = starting or bool(set(self.actions.running_here()) - self.actions.gating)  # a person's gates: no summary
+        busy = starting or bool(set(self.actions.running_here()) - self.actions.judging)  # a person's gates: no summary
         if busy and self._work_since is None:
             self._work_since, self._a_run = time.monotonic(), False
         if starting:
@@ -506,7 +506,7 @@ class TileportApp(GateCommands, App):
                 self.notify(f"#{cid}: your edit stays uncommitted in {path.parent} (a resume or rerun discards "
                             "uncommitted changes; press e again to commit it)", severity="warning", timeout=10)
                 return
-            self._edit_job(cid, commit=True, gates=answer == "y")
+            self._edit_job(cid, commit=True, judge=answer == "y")
         self.push_screen(ReasonScreen(f"kernel.rs of #{cid} changed. y: commit it as a human attempt and re-run "
                                       "B's gates on it; c: commit only; n: leave it uncommitted",
                                       placeholder="y / c / n", required="type y, c or n (escape: n)"), chosen)
@@ -520,9 +520,9 @@ class TileportApp(GateCommands, App):
         self.push_screen(ReasonScreen(f"kernel.rs unchanged, but HEAD {head[:10]} of #{cid} has no B run. y: run B's "
                                       "gates on it (build, Tile IR, self-check); n: leave it",
                                       placeholder="y / n", required="type y or n (escape: n)"),
-                         lambda answer: (answer or "").strip().lower() == "y" and self._edit_job(cid, gates=True))
+                         lambda answer: (answer or "").strip().lower() == "y" and self._edit_job(cid, judge=True))
 
-    def _edit_job(self, cid: int, *, commit: bool = False, gates: bool = False) -> None:
+    def _edit_job(self, cid: int, *, commit: bool = False, judge: bool = False) -> None:
         """Commit the edit as a human attempt and/or run B's gates on HEAD (a B run on it, shown running, then in
         the timeline), in a worker of this conversion's group; each step says what it did."""
         def job():
@@ -530,10 +530,10 @@ class TileportApp(GateCommands, App):
                 if commit:
                     sha = self.actions.commit_human_edit(cid)
                     self.call_from_thread(self.notify, f"#{cid}: committed your edit as a human attempt {sha[:10]}"
-                                          + ("; running B's gates (build, Tile IR, self-check) ..." if gates else ""),
+                                          + ("; running B's gates (build, Tile IR, self-check) ..." if judge else ""),
                                           timeout=8)
-                if gates:
-                    judged = self.actions.gate_human_edit(cid)
+                if judge:
+                    judged = self.actions.judge_edit(cid)
                     self.call_from_thread(self.notify, judged.text, timeout=15,
                                           severity="information" if judged.exit_code == 0 else "error")
             except UserError as e:

@@ -20,7 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-from tileport.agents.reference.model import (API_FILE, PORTS_FILE, ApiFn, ApiReference, WorkedPort, WorkedPorts,
+from tileport.agents.reference.data import (API_FILE, PORTS_FILE, ApiFn, ApiReference, WorkedPort, WorkedPorts,
                                              ct_functions)
 from tileport.errors import UserError
 

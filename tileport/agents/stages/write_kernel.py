@@ -254,7 +254,7 @@ def run(ctx) -> StageResult:
     p.port.mkdir(parents=True, exist_ok=True)
     draft = _draft(ctx, analysis) if getattr(ctx.writer, "starts_from_draft", False) else None
     if not p.spec_json.is_file():
-        spec = derive_spec(analysis, module=ctx.op)
+        spec = derive_spec(analysis)
         p.spec_json.write_text(spec.to_json(), encoding="utf-8")
     builder = _Builder(ctx, analysis)
     feedback, items = _feedback(ctx)
@@ -330,7 +330,7 @@ def _items(items: list[FeedbackItem]) -> list[dict]:
     return [it.model_dump(mode="json") for it in items]
 
 
-def gates(ctx, source: str = HUMAN_EDIT, runs_dir: Path | None = None) -> StageResult:
+def judge_port(ctx, source: str = HUMAN_EDIT, runs_dir: Path | None = None) -> StageResult:
     """Stage B's gates alone on the port as it is now (a person's edit, no writer): the same judge as an
     attempt's (`judge`), its details saying who wrote the kernel (`source`)."""
     from tileport.errors import UserError

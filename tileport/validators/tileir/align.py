@@ -7,7 +7,7 @@ import re
 from collections import defaultdict
 
 from tileport.validators.tileir.canon import TOKEN_OPS, CanonEntry, Node, Val
-from tileport.validators.tileir.model import AlignedRow, RowStatus
+from tileport.validators.tileir.findings import AlignedRow, RowStatus
 from tileport.validators.tileir.parse import Entry
 
 _MANGLE_RE = re.compile(r"_Kt\d+_.*$")

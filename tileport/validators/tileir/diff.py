@@ -42,7 +42,7 @@ from tileport.validators.tileir.canon import MEM_LOADS, MEM_WRITES, CanonEntry, 
 from tileport.validators.tileir.checks import CHECKS
 from tileport.validators.tileir.checks.context import Ctx
 from tileport.validators.tileir.checks.memory import Mem
-from tileport.validators.tileir.model import (
+from tileport.validators.tileir.findings import (
     CATEGORIES, SEVERITY_RANK, AlignedRow, Consequence, EntryPair, Finding, FindingGroup, IRDiffReport, RowStatus,
     Severity,
     Verdict,

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from tileport.validators.tileir.canon import CanonEntry, Node, Val, render
 from tileport.validators.tileir.checks.context import Ctx, int_or_none
-from tileport.validators.tileir.model import Severity
+from tileport.validators.tileir.findings import Severity
 
 def _assume_target(v: Val, ce: CanonEntry) -> str:
     if v.arg_index is not None and v.node is None:

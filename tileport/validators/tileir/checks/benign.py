@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from tileport.validators.tileir.checks.context import Ctx
-from tileport.validators.tileir.model import Severity
+from tileport.validators.tileir.findings import Severity
 
 def check_benign(ctx: Ctx) -> None:
     al = ctx.al

@@ -6,7 +6,7 @@ import re
 
 from tileport.validators.tileir.align import Alignment
 from tileport.validators.tileir.canon import CanonEntry, Node, Val, render
-from tileport.validators.tileir.model import Finding, Severity
+from tileport.validators.tileir.findings import Finding, Severity
 
 class Ctx:
     """Findings for one entry pair."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tileport.validators.tileir.canon import CanonEntry
 from tileport.validators.tileir.checks.context import Ctx, types_text
-from tileport.validators.tileir.model import Finding, Severity
+from tileport.validators.tileir.findings import Finding, Severity
 
 def check_signature(ctx: Ctx) -> None:
     def ptr_types(ce: CanonEntry) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from tileport.validators.tileir.checks.context import Ctx
-from tileport.validators.tileir.model import Severity
+from tileport.validators.tileir.findings import Severity
 
 
 _DIGITS = re.compile(r"\d+")

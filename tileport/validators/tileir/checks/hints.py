@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tileport.validators.tileir.canon import Node
 from tileport.validators.tileir.checks.context import Ctx
-from tileport.validators.tileir.model import Finding, Severity
+from tileport.validators.tileir.findings import Finding, Severity
 from tileport.validators.tileir.parse import parse_hints
 
 # hints that only move work around (a latency guess, TMA permission): speed, for the perf gate to confirm

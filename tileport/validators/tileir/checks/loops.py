@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tileport.validators.tileir.canon import Node, render
 from tileport.validators.tileir.checks.context import Ctx, types_text
-from tileport.validators.tileir.model import Severity
+from tileport.validators.tileir.findings import Severity
 
 def check_loop(ctx: Ctx, r: Node, p: Node) -> None:
     if r.op.name != p.op.name:

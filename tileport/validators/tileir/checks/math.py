@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tileport.validators.tileir.canon import Node
 from tileport.validators.tileir.checks.context import Ctx
-from tileport.validators.tileir.model import RowStatus, Severity
+from tileport.validators.tileir.findings import RowStatus, Severity
 
 TRANSCENDENTAL = frozenset({"exp", "exp2", "log", "log2", "rsqrt", "sqrt", "tanh", "tan", "sin", "cos", "sinh",
                             "cosh", "atan2", "fpowf", "fpowi"})

@@ -8,7 +8,7 @@ from tileport.validators.tileir.checks.context import Ctx
 from tileport.validators.tileir.checks.hints import check_op_hints
 from tileport.validators.tileir.checks.masks import compare_masks, masked_lanes_unobservable
 from tileport.validators.tileir.checks.pointers import compare_addresses
-from tileport.validators.tileir.model import RowStatus, Severity
+from tileport.validators.tileir.findings import RowStatus, Severity
 from tileport.validators.tileir.parse import type_info
 
 class Mem:

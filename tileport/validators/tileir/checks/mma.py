@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tileport.validators.tileir.canon import Node
 from tileport.validators.tileir.checks.context import Ctx, types_text
-from tileport.validators.tileir.model import Severity
+from tileport.validators.tileir.findings import Severity
 from tileport.validators.tileir.parse import type_info
 
 def check_mma(ctx: Ctx, r: Node, p: Node) -> None:

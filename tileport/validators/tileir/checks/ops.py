@@ -9,7 +9,7 @@ from tileport.validators.tileir.checks.loops import check_loop
 from tileport.validators.tileir.checks.math import TRANSCENDENTAL, check_math_pair
 from tileport.validators.tileir.checks.mma import check_mma
 from tileport.validators.tileir.checks.reduction import check_reduction, combiner
-from tileport.validators.tileir.model import RowStatus, Severity
+from tileport.validators.tileir.findings import RowStatus, Severity
 
 
 def check_pairs(ctx: Ctx) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tileport.validators.tileir.canon import Node, identity_values
 from tileport.validators.tileir.checks.context import Ctx, types_text
-from tileport.validators.tileir.model import Severity
+from tileport.validators.tileir.findings import Severity
 
 def combiner(n: Node) -> str:
     return ", ".join(ch.op.name + (f"<{ch.op.attrs['rounding']}>" if "rounding" in ch.op.attrs else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tileport.validators.tileir.canon import TOKEN_OPS, Node, render
 from tileport.validators.tileir.checks.context import Ctx, strip_names
 from tileport.validators.tileir.checks.math import CANDIDATE
-from tileport.validators.tileir.model import RowStatus, Severity
+from tileport.validators.tileir.findings import RowStatus, Severity
 
 _EXPLAINING = (Severity.ERROR, Severity.WARNING)
 # notes that account for a difference (an equivalent form, a port at least as defined, a specialisation)
