@@ -67,8 +67,8 @@ def test_the_direct_launch_path_is_recorded_only_after_a_warm_launch_through_cut
     capture = fn[fn.index("let (rc, warm) = guarded_warm("):]
     assert capture.index("if rc == 0 && warm") < capture.index("fast_capture(&FAST, exact, device, tensors0, grid0, "
                                                                   "&[(0, 0), (1, 5)], 14, &body)")
-    # the capture records cutile's launch into a graph without async_on's completion probe (which would invalidate
-    # the capture) and without running it
+    # the capture records cutile's launch into a graph without going through async_on (with it, the H200 run's
+    # captures were invalidated) and without running it
     assert "if capture {" in fn and "launch.execute(&ectx)" in fn and "std::mem::forget(ectx);" in fn
     assert "guarded_warm(err, errlen, key, || body(stream0, false))" in fn
     # `slot.fast` is set in one place, after the captured parameters matched the signature's layout
