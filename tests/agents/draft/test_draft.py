@@ -482,3 +482,29 @@ def test_a_slice_of_an_array_shape_unpacks_into_its_extents(analyses, tmp_path):
     d = draft_port(analyses("rows", op))
     assert d.holes == []
     assert "let m: i32 = x.shape()[0];" in d.kernel_rs and "let n: i32 = x.shape()[1];" in d.kernel_rs
+
+
+IFEXP_OP = textwrap.dedent('''
+    import cuda.tile as ct
+
+    @ct.kernel
+    def pick_kernel(x, out, n: int, TILE: ct.Constant[int]):
+        b = ct.bid(0)
+        t = ct.load(x, index=(b, 0), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO).astype(ct.float32)
+        u = t * 3.0 if n > 4 else t + t
+        ct.store(out, index=(b, 0), tile=u.astype(out.dtype))
+
+    def pick(x, out, n):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (8, 1, 1), pick_kernel, (x, out, n, 64))
+    ''')
+
+
+def test_a_conditional_expression_on_a_run_time_scalar_is_a_rust_if_expression(analyses, tmp_path):
+    op = tmp_path / "pick.py"
+    op.write_text(IFEXP_OP, encoding="utf-8")
+    d = draft_port(analyses("pick", op))
+    assert d.holes == []
+    m = re.search(r"let (u\w*): Tile<f32, \{ \[1, TILE\] \}> = if n > 4i32 \{\n(.*\n)*? *\} else \{\n *t \+ t\n *\};",
+                  d.kernel_rs)
+    assert m, d.kernel_rs

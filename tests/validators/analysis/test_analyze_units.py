@@ -350,3 +350,21 @@ def test_init_spec_covers_every_target_and_keeps_tensor_facts_off_raw_pointer_pa
     synced, changes = sync_spec(spec, a, raw_x)
     assert all("x" not in v.tensors and "x" not in v.strides for v in synced.entries[0].variants)
     assert any("x is not a Tensor in the port" in c for c in changes)
+
+
+def test_an_op_file_named_as_real_projects_name_them_gets_a_rust_module_both_ways(tmp_path):
+    """`01-vector-add.py` (cutile-puzzles names its files so): stage B's spec and the draft's both name the Rust
+    module `k_01_vector_add`, and the spec validates (it used to end B with a pydantic ValidationError)."""
+    import shutil
+    from pathlib import Path
+
+    from tileport.agents.draft import draft_port
+    from tileport.validators.analysis import analyze_op
+    from tileport.validators.rust.reference import derive_spec
+
+    op = tmp_path / "01-vector-add.py"
+    shutil.copy(Path(__file__).resolve().parents[3] / "examples" / "vector_add.py", op)
+    a = analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "va", run_tileiras=False)
+    assert derive_spec(a).module == "k_01_vector_add"
+    d = draft_port(a)
+    assert d.spec.module == "k_01_vector_add" and "pub mod k_01_vector_add {" in d.kernel_rs

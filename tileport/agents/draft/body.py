@@ -336,6 +336,52 @@ class BodyTranslator(MemoryOps, CallOps):
             self.depth -= 1
         self.emit("}")
 
+    def runtime_ifexp(self, node: ast.IfExp, hint: str) -> Val:
+        """`a if c else b` on a run-time scalar `c`: a Rust `if` expression yielding a value of one type (cutile
+        compiles an if/else with a result, as cuTile Python's if with yields)."""
+        test = self.expr(node.test, "")
+        if test.kind == "scalar" and test.dtype == "bool":
+            cond = test.expr
+        elif test.kind == "tile" and test.dtype == "bool" and all(d == "1" for d in test.shape):
+            t = self.hoist("", "Tile<bool, { [] }>", test.expr if not test.shape else
+                           f"{paren(test.expr)}.reshape(shape![])")
+            cond = self.hoist("", "bool", f"tile_to_scalar({t})")
+        else:
+            raise Unsupported("a conditional expression on a run-time value that is not a boolean scalar", node)
+        name = self.fresh(hint or "sel")
+        at = len(self.lines)
+        self.emit(f"@IFEXP@ {name}")
+        self.flush_all_pending()
+        vals = []
+        for i, branch in enumerate((node.body, node.orelse)):
+            if i:
+                self.emit("} else {")
+            self.depth += 1
+            saved = self.loops
+            self.loops = []  # nothing inside a branch moves out of it
+            try:
+                v = self.expr(branch, "")
+            finally:
+                self.loops = saved
+            if v.kind == "py" and vals:
+                v = self.materialize(v, vals[0], branch)
+            if v.kind not in ("tile", "scalar"):
+                self.depth -= 1
+                raise Unsupported("a conditional expression whose branches are not both tiles or scalars", node)
+            self.emit(v.expr)
+            self.depth -= 1
+            vals.append(v)
+        a, b = vals
+        if (a.kind, a.dtype, a.shape) != (b.kind, b.dtype, b.shape):
+            raise Unsupported("a conditional expression whose branches differ in type", node,
+                              f"{describe(a)} vs {describe(b)}")
+        rust_t = tile_type(a.dtype, a.shape) if a.kind == "tile" else a.dtype
+        self.lines[at] = self.lines[at].replace(f"@IFEXP@ {name}", f"let {name}: {rust_t} = if {cond} {{")
+        self.emit("};")
+        self.define_in_loops(name)
+        self.last_hoist = None
+        return Val(a.kind, name, a.dtype, a.shape)
+
     def flush_all_pending(self) -> None:
         """Deferred products are written before a branch: a use inside it must not move them into it."""
         for d in list(self.pending):
@@ -549,7 +595,7 @@ class BodyTranslator(MemoryOps, CallOps):
         if isinstance(node, ast.IfExp):
             c = self.fold_condition(node.test)
             if c is None:
-                raise Unsupported("a conditional expression on a run-time value", node)
+                return self.runtime_ifexp(node, hint)
             return self.expr(node.body if c else node.orelse, hint)
         raise Unsupported(f"a {type(node).__name__} expression", node)
 

@@ -22,7 +22,7 @@ from tileport.errors import UserError
 from tileport.validators.analysis.schema import Analysis, KernelInfo, Variant as RefVariant
 from tileport.validators.analysis.static import Unknown, fold_constant, module_values
 from tileport.validators.rust.reference import tensor_specs
-from tileport.validators.rust.spec import DumpSpec, Entry, Extent, ReferenceKey, Variant
+from tileport.validators.rust.spec import DumpSpec, Entry, Extent, ReferenceKey, Variant, module_ident
 
 _HINT_KEYS = {"occupancy": "occupancy", "num_ctas": "num_cta_in_cga", "num_cta_in_cga": "num_cta_in_cga"}
 
@@ -57,7 +57,7 @@ def _draft_port(analysis: Analysis, kernel: str | None) -> Draft:
         raise UserError(f"{analysis.op} has no kernel {kernel!r} (it has: {have})")
 
     lines = source.splitlines()
-    module = _limited(_ident(analysis.op))
+    module = module_ident(analysis.op)
     entries_rs: list[str] = []
     spec_entries: list[Entry] = []
     host_entries: list[HostEntry] = []

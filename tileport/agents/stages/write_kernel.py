@@ -254,7 +254,7 @@ def run(ctx) -> StageResult:
     p.port.mkdir(parents=True, exist_ok=True)
     draft = _draft(ctx, analysis) if getattr(ctx.writer, "starts_from_draft", False) else None
     if not p.spec_json.is_file():
-        spec = derive_spec(analysis, module=ctx.op)
+        spec = derive_spec(analysis)
         p.spec_json.write_text(spec.to_json(), encoding="utf-8")
     builder = _Builder(ctx, analysis)
     feedback, items = _feedback(ctx)

@@ -20,7 +20,7 @@ from typing import Any
 from tileport.errors import UserError
 from tileport.validators.analysis import schema
 from tileport.validators.analysis.schema import ANALYSIS_FILE, Analysis, Instance, TargetBuild, Variant as RefVariant
-from tileport.validators.rust.spec import DumpSpec, Entry, ReferenceKey, TensorSpec, Variant
+from tileport.validators.rust.spec import DumpSpec, Entry, ReferenceKey, TensorSpec, Variant, module_ident
 
 
 # cuTile Python dtype names -> the Rust element types cutile generics take.
@@ -181,7 +181,7 @@ def derive_spec(analysis: Analysis, module: str | None = None, targets: list[str
             entries.setdefault(entry_name, []).append(variant)
     if not entries:
         raise UserError(f"the analysis of {analysis.op} has no kernel instances to derive a spec from")
-    return DumpSpec(module=module or analysis.op, entries=[Entry(name=n, variants=vs) for n, vs in entries.items()],
+    return DumpSpec(module=module or module_ident(analysis.op), entries=[Entry(name=n, variants=vs) for n, vs in entries.items()],
                     targets=targets or list(analysis.targets) or ["sm_90"])
 
 

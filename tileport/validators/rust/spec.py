@@ -28,6 +28,19 @@ _TARGET = r"^sm_[0-9]{2,3}[a-z]?$"
 _GENERIC = re.compile(r"^(-?[0-9]+|[A-Za-z_][A-Za-z0-9_]*|\[\s*-?[0-9]+(\s*,\s*-?[0-9]+)*\s*\])$")
 
 Ident = Annotated[str, Field(pattern=_IDENT, max_length=64)]
+
+
+def module_ident(op: str, limit: int = 64) -> str:
+    """The Rust module name of an op: its file stem as an identifier (`01-vector-add` -> `k_01_vector_add`), a long
+    one cut with a hash of the whole so two long names stay distinct. Real projects name files freely."""
+    import hashlib
+
+    name = re.sub(r"[^A-Za-z0-9_]", "_", op)
+    name = name if re.match(r"[A-Za-z_]", name) else f"k_{name}"
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:10]
+    return f"{name[: limit - len(digest) - 1].rstrip('_')}_{digest}"
 Name = Annotated[str, Field(pattern=_NAME, max_length=64)]
 
 
