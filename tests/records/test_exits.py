@@ -1,20 +1,14 @@
 """The one exit-code rule (records.exits), as a shell script calling tileport sees it: every way a run ends maps
-to its status through it (a conversion's end, B's gates on a person's edit, bad input)."""
+to its status through it (B's judge of a person's edit, bad input; several conversions' ends:
+tests/service/test_conversions.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tileport import service
-from tileport.agents.runner import EditJudged, Finished
+from tileport.agents.runner import EditJudged
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.records import exits
-
-
-@pytest.mark.parametrize("statuses,code", [(["done"], 0), (["done", "blocked"], 3), (["blocked", "failed"], 1),
-                                           (["error"], 1), (["stopped", "done"], 1), ([], 0)])
-def test_several_conversions_end_with_one_status_a_failure_outranking_an_environment_stop(statuses, code):
-    assert service.exit_code([Finished(i, s) for i, s in enumerate(statuses)]) == code
 
 
 @pytest.mark.parametrize("verdict,code", [("COMPILED", 0), ("FAIL_COMPILE", 1), ("FAIL_FIXABLE", 1), ("BLOCKED", 3)])
