@@ -127,7 +127,7 @@ def bench_gate(gate_dir: Path, reps: int, max_configs: int = 0) -> list[dict]:
             row["ref_ret_us"], row["ref_sync_us"] = _per_call(lambda: wrapper(**inputs, **variant), sync, reps)
             row["ref_launch_us"] = _per_call(lambda: [ct.launch(*l) for l in cap.launches], sync, reps)[0]
             row["launches"] = len(cap.launches)
-            launcher.calls.clear()
+            launcher.clear()
         except Exception as exc:  # one configuration's failure is a line, not the end of the run
             row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         rows.append(row)

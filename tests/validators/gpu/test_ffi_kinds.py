@@ -55,26 +55,34 @@ def test_a_pointer_parameter_serves_the_reference_tensor_and_its_extents_come_fr
 
 def test_the_direct_launch_path_is_recorded_only_after_a_warm_launch_through_cutile_succeeded():
     """Issue 34 item 3: a repeated launch goes straight to cuLaunchKernel with the parameters cutile marshalled.
-    The generated entry takes the direct path only from the record `fast_capture` keeps, which it makes only after
-    cutile's own launcher succeeded on a signature launched before (rc 0 and warm); the record checks the kernel's
-    parameter count and each tensor's pointer slot against what the entry's signature implies."""
+    The generated entry takes the direct path only from a record `fast_capture` keeps, which it makes only after
+    cutile's own launcher succeeded on a signature launched before (rc 0 and warm) that no record serves; up to 16
+    signatures per entry get one. A record is matched field by field (no hashing on the direct path); a direct
+    launch the driver refuses is run through cutile instead, never captured again."""
     f = _kinds()
     fn = f.rust[f.rust.index("fn tp_permuted__f32"):]
     fn = fn[:fn.index("\n}\n")]
-    # the direct path is tried first, and falls through to cutile's launcher when there is no record for it
-    assert fn.index("fast_launch(&FAST, exact,") < fn.index("guarded_warm(err, errlen, key,")
+    # the direct path is tried first, and falls through to cutile's launcher when no record serves the launch
+    assert fn.index("let direct = fast_launch(&FAST, stream, device, grid, generics,") < fn.index("guarded_warm(")
+    assert "if let Direct::Launched = direct {" in fn and "exact_key" not in fn
     assert fn.count("fast_capture(") == 1
     capture = fn[fn.index("let (rc, warm) = guarded_warm("):]
-    assert capture.index("if rc == 0 && warm") < capture.index("fast_capture(&FAST, exact, device, tensors0, grid0, "
-                                                                  "&[(0, 0), (1, 5)], 14, &body)")
+    assert capture.index("if rc == 0 && warm && matches!(direct, Direct::NoRecord)") < capture.index(
+        "fast_capture(&FAST, device, grid0, generics0, tensors0, ntensors, scalars0, nscalars, &[(0, 0), (1, 5)], 14, "
+        "&body)")
     # the capture records cutile's launch into a graph without going through async_on (with it, the H200 run's
     # captures were invalidated) and without running it
     assert "if capture {" in fn and "launch.execute(&ectx)" in fn and "std::mem::forget(ectx);" in fn
     assert "guarded_warm(err, errlen, key, || body(stream0, false))" in fn
-    # `slot.fast` is set in one place, after the captured parameters matched the signature's layout
-    assert f.rust.count("slot.fast.set(") == 1
-    record = f.rust[f.rust.index("unsafe fn fast_record"):f.rust.index("unsafe fn fast_launch")]
-    assert record.index("count != nparams") < record.index("slot.fast.set(")
+    # a record is published in one place, after the captured parameters matched the signature's layout
+    assert f.rust.count(".recs[n].set(") == 1 and "pub const TP_FAST_RECORDS: usize = 16;" in f.rust
+    record = f.rust[f.rust.index("unsafe fn fast_record"):f.rust.index("enum Direct")]
+    assert record.index("count != nparams") < record.index("Ok(f)")
+    direct = f.rust[f.rust.index("unsafe fn fast_launch"):]
+    # the direct launch compares, fills and launches: no hash, no lock, no allocation; the context only when another
+    assert "f.sig.matches(" in direct and "hash" not in direct and ".lock()" not in direct.split("if r != 0")[0]
+    assert "if cu::cuCtxGetCurrent(&mut cur) != 0 || cur as usize != f.ctx {" in direct
+    assert "return Direct::Refused;" in direct
     # x: &Tensor rank 2 (pointer, 2 dims, 2 strides); out: whole &mut Tensor rank 2 (+ partition dims and strides)
     sigs = {s.name: s for s in parse_entries((KINDS / "kernel.rs").read_text())}
     assert direct_layout(sigs["permuted"]) == ([(0, 0), (1, 5)], 14)
@@ -103,7 +111,7 @@ def test_the_kinds_launcher_builds_and_refuses_a_wrong_call_in_one_line_without_
     lib = PortLibrary(so)
     x = {"ptr": 4096, "shape": [1000, 300], "strides": [300, 1]}
     out = {"ptr": 8192, "shape": [300, 1000], "strides": [1000, 1], "part": [64, 64]}
-    assert lib.fast_stats() == {"direct": 0, "recorded": 0, "refused": 0, "note": ""}
+    assert lib.fast_stats() == {"direct": 0, "recorded": 0, "refused": 0, "driver_refused": 0, "note": ""}
     rc, msg = lib.call("tp_permuted__f32", stream=0, device=0, grid=(16, 5, 1), generics=["f32", "64"], tensors=[x],
                        scalars=[])
     assert rc == 1 and msg == "permuted: 1 tensors and 0 scalars given, the entry takes 2 and 0", msg
@@ -115,4 +123,4 @@ def test_the_kinds_launcher_builds_and_refuses_a_wrong_call_in_one_line_without_
         for _ in range(2):
             assert lib.call("tp_permuted__f32", stream=0, device=0, grid=(16, 5, 1), generics=["f32", "64"],
                             tensors=[x, out], scalars=[])[0] == 1
-        assert lib.fast_stats() == {"direct": 0, "recorded": 0, "refused": 0, "note": ""}
+        assert lib.fast_stats() == {"direct": 0, "recorded": 0, "refused": 0, "driver_refused": 0, "note": ""}

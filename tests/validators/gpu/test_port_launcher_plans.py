@@ -1,7 +1,9 @@
 """The port's host path (issue 34 item 3): the first launch of a signature (kernel, argument dtypes and ranks,
-constants) selects the entry and checks every argument; later launches reuse that plan and read only pointers,
-shapes and strides. Run with torch (CPU tensors) in the analysis interpreter against a recording library, so
-what the C function would receive is compared call by call."""
+constants) selects the entry and checks every argument; later launches reuse that plan, and its argument buffers:
+a warm launch rewrites only what changed since the plan's previous call. Run with torch (CPU tensors) in the
+analysis interpreter through the real PortLibrary / PortLauncher, with the entry's C function replaced by a
+recorder of what its argument buffers hold when it is called, so what the library would receive is compared call
+by call with what each launch's own tensors say."""
 
 from __future__ import annotations
 
@@ -23,38 +25,95 @@ import json, sys, types
 import torch
 sys.path.insert(0, sys.argv[2])
 import importlib.util
-from tileport.validators.gpu.runner import PortLauncher, PortError
+from tileport.validators.gpu.runner import PortLauncher, PortLibrary, PortError
 
 spec = importlib.util.spec_from_file_location("op", sys.argv[3]); op = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(op)
 
-class Recording:
-    """Stands in for PortLibrary: keeps every launch as the C function would get it."""
-    def __init__(self, bindings):
-        self.bindings, self.plans, self.launches = bindings, {}, []
-    def launch(self, symbol, stream, device, grid, generics, tensors, scalars):
-        self.launches.append({"symbol": symbol, "grid": list(grid), "generics": generics.decode(),
-                              "tensors": [[list(t[1]), list(t[2]), list(t[3])] for t in tensors],
-                              "scalars": list(scalars)})
-        return 0, ""
 
-lib = Recording(json.load(open(sys.argv[1])))
-stream = types.SimpleNamespace(cuda_stream=0)
-out = {}
-def launch(x, t):
-    PortLauncher(lib)(stream, (-(-x.shape[0] // 64), -(-x.shape[1] // 64), 1), op.transpose_kernel, (x, t, 64))
+class Recorder:
+    """NAMED FAKE: an entry's C function (no GPU here). Keeps what its argument buffers hold when it is called."""
+    def __init__(self, symbol, sink):
+        self.symbol, self.sink = symbol, sink
+    def __call__(self, stream, device, grid, generics, tensors, nt, scalars, ns, err, errlen):
+        nt, ns = nt.value, ns.value
+        self.sink.append({"symbol": self.symbol, "stream": stream.value or 0, "device": device.value,
+                          "grid": list(grid), "generics": generics.value.decode(),
+                          "tensors": [[t.ptr, list(t.shape[:t.ndim]), list(t.strides[:t.ndim]), list(t.part[:t.ndim])]
+                                      for t in tensors[:nt]],
+                          "scalars": [[s.i, s.f] for s in scalars[:ns]]})
+        return 0
+
+
+class Library(PortLibrary):
+    """The real PortLibrary (plans, bound buffers, ctypes packing) over Recorder functions."""
+    def __init__(self, bindings):
+        self._state(bindings)
+        self.seen = []
+    def raw_function(self, symbol):
+        return Recorder(symbol, self.seen)
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+lib = Library(json.load(open(sys.argv[1])))
+out = {"mismatches": [], "launches": 0}
+
+
+def check(want):
+    got = lib.seen[-1]
+    out["launches"] += 1
+    if got != want:
+        out["mismatches"].append({"want": want, "got": got})
+
+
+def transpose(x, stream, grid=None):
+    """transpose_kernel -> port entry `permuted` (x: &Tensor, out: whole &mut Tensor, its partition from the grid)"""
+    m, n = x.shape
+    t = torch.empty(n, m)
+    grid = grid or (cdiv(m, 64), cdiv(n, 64), 1)
+    PortLauncher(lib)(stream, grid, op.transpose_kernel, (x, t, 64))
+    check({"symbol": "tp_permuted__f32", "stream": stream.cuda_stream, "device": 0, "grid": list(grid),
+           "generics": "f32,64",
+           "tensors": [[x.data_ptr(), list(x.shape), list(x.stride()), [0, 0]],
+                       [t.data_ptr(), [n, m], [m, 1], [cdiv(n, grid[0]), cdiv(m, grid[1])]]],
+           "scalars": []})
+
+
+def copy(x, stream):
+    """copy_kernel -> port entry `through_pointer` (out by pointer, its extent and stride as scalars)"""
     flat = x.reshape(-1)
-    PortLauncher(lib)(stream, (-(-flat.numel() // 1024), 1, 1), op.copy_kernel, (flat, torch.empty_like(flat), 1024))
-for m, n in ((1000, 300), (64, 4096)):
-    x = torch.randn(m, n)
-    launch(x, torch.empty(n, m))
-out["plans_after_two_shapes"] = len(lib.plans)
+    c = torch.empty_like(flat)
+    PortLauncher(lib)(stream, (cdiv(flat.numel(), 1024), 1, 1), op.copy_kernel, (flat, c, 1024))
+    check({"symbol": "tp_through_pointer__f32", "stream": stream.cuda_stream, "device": 0,
+           "grid": [cdiv(flat.numel(), 1024), 1, 1], "generics": "f32,1024",
+           "tensors": [[flat.data_ptr(), [flat.numel()], [1], [0]], [c.data_ptr(), [c.numel()], [1], [0]]],
+           "scalars": [[c.numel(), float(c.numel())], [1, 1.0]]})
+
+
+s0, s1 = types.SimpleNamespace(cuda_stream=0), types.SimpleNamespace(cuda_stream=7)
+for x in (torch.randn(1000, 300), torch.randn(1000, 300), torch.randn(64, 4096), torch.randn(300, 1000).t(),
+          torch.randn(1000, 300)):
+    transpose(x, s0)   # same shape twice, a new shape and grid, the first shape with other strides, back
+    copy(x.contiguous(), s0)
+transpose(torch.randn(1000, 300), s0, grid=(32, 10, 1))  # the same shapes, another grid: another partition
+transpose(torch.randn(1000, 300), s1)  # another stream
+copy(torch.randn(7, 9), s1)
+out["plans"] = len(lib.plans)
 try:
-    launch(torch.randn(8, 8, dtype=torch.float16), torch.empty(8, 8, dtype=torch.float16))
+    transpose(torch.randn(8, 8, dtype=torch.float16), s0)
 except PortError as e:
     out["float16"] = str(e)
 out["plans_after_float16"] = len(lib.plans)
-out["launches"] = lib.launches
+transpose(torch.randn(1000, 300), s0)  # the f32 plan still serves after the refused one
+out["plans_at_end"] = len(lib.plans)
+out["calls"] = PortLauncher(lib).calls
+launcher = PortLauncher(lib)
+x = torch.randn(64, 4096)
+launcher(s0, (1, 64, 1), op.transpose_kernel, (x, torch.empty(4096, 64), 64))
+out["calls"] = launcher.calls
 print(json.dumps(out))
 '''
 
@@ -74,19 +133,20 @@ def recorded(tmp_path_factory):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def test_a_second_shape_reuses_the_plan_and_passes_its_own_shapes_strides_and_extents(recorded):
-    assert recorded["plans_after_two_shapes"] == 2  # one per kernel, not per shape
-    l = recorded["launches"]
-    assert [x["symbol"] for x in l] == ["tp_permuted__f32", "tp_through_pointer__f32"] * 2
-    t0, t1 = l[0], l[2]
-    assert t0["grid"] == [16, 5, 1] and t1["grid"] == [1, 64, 1] and t0["generics"] == t1["generics"] == "f32,64"
-    assert t0["tensors"][0][:2] == [[1000, 300], [300, 1]] and t1["tensors"][0][:2] == [[64, 4096], [4096, 1]]
-    assert t0["tensors"][1][:2] == [[300, 1000], [1000, 1]] and t1["tensors"][1][:2] == [[4096, 64], [64, 1]]
-    # the pointer entry: its out_dim_0 / out_stride_0 are read from the reference's `out` on every launch
-    assert l[1]["scalars"] == [300000, 1] and l[3]["scalars"] == [262144, 1]
-    assert [t[0] for t in l[1]["tensors"]] == [[300000], [300000]]
+def test_every_warm_launch_hands_the_library_exactly_its_own_tensors_grid_scalars_and_stream(recorded):
+    """The plan's buffers are reused call after call: a new allocation, a new shape and grid, the same shape with
+    other strides (a transposed view), another grid, a scalar read from a new extent, another stream; each call's C function
+    sees that call's values (an output partition that follows the grid too), never a stale one from the previous call."""
+    assert recorded["launches"] == 14
+    assert recorded["mismatches"] == []
 
 
-def test_a_new_dtype_is_a_new_plan_checked_like_a_first_launch(recorded):
-    assert recorded["plans_after_float16"] == 2  # refused before a plan is kept
+def test_a_second_shape_reuses_the_plan_and_a_new_dtype_is_a_new_plan_checked_like_a_first_launch(recorded):
+    assert recorded["plans"] == 2  # one per kernel, not per shape, stride or stream
     assert "no port entry for reference launch transpose_kernel[TILE=64]/float16" in recorded["float16"]
+    assert recorded["plans_after_float16"] == 2 and recorded["plans_at_end"] == 2  # refused before a plan is kept
+
+
+def test_the_launches_served_are_listed_with_entry_generics_grid_and_shapes(recorded):
+    assert recorded["calls"] == [{"symbol": "tp_permuted__f32", "entry": "permuted", "generics": ["f32", "64"],
+                                  "grid": [1, 64, 1], "shapes": [[64, 4096], [4096, 64]]}]

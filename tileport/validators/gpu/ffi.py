@@ -262,15 +262,16 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks
         f"    let n_s = {len(scalars)}i32;",
         "    static FAST: FastSlot = FastSlot::new();",
         "    let t0 = if profiling() { Some(std::time::Instant::now()) } else { None };",
-        "    let exact = exact_key(device, grid, generics, tensors, ntensors, scalars, nscalars);",
-        "    if let Some(rc) = fast_launch(&FAST, exact, stream, tensors, grid, err, errlen) {",
+        "    let direct = fast_launch(&FAST, stream, device, grid, generics, tensors, ntensors, scalars, nscalars);",
+        "    if let Direct::Launched = direct {",
         "        if let Some(t) = t0 { prof_add(6, 1); prof_add(7, t.elapsed().as_nanos() as u64); }",
-        "        return rc;",
+        "        return 0;",
         "    }",
+        "    let t0 = if profiling() { Some(std::time::Instant::now()) } else { None };",
         f"    let key = launch_key(\"{sym}\", generics, tensors, ntensors.clamp(0, n_t) as usize, scalars, "
         "nscalars.clamp(0, n_s) as usize);",
         "    if let Some(t) = t0 { prof_add(2, t.elapsed().as_nanos() as u64); }",
-        "    let (stream0, grid0, tensors0) = (stream as usize, grid, tensors);",
+        "    let (stream0, grid0, generics0, tensors0, scalars0) = (stream as usize, grid, generics, tensors, scalars);",
         "    let (grid, generics, tensors, scalars) = (grid as usize, generics as usize, tensors as usize, "
         "scalars as usize);",
         "    let body = move |stream: usize, capture: bool| -> Result<(), Refused> {",
@@ -339,9 +340,9 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks
         "    };",
         "    let (rc, warm) = guarded_warm(err, errlen, key, || body(stream0, false));",
         "    if let Some(t) = t0 { prof_add(5, t.elapsed().as_nanos() as u64); }",
-        "    if rc == 0 && warm && !grid0.is_null() && !tensors0.is_null() {",
-        f"        fast_capture(&FAST, exact, device, tensors0, grid0, &[{', '.join(f'({t}, {q})' for t, q in ptrs)}], "
-        f"{nparams}, &body);",
+        "    if rc == 0 && warm && matches!(direct, Direct::NoRecord) {",
+        f"        fast_capture(&FAST, device, grid0, generics0, tensors0, ntensors, scalars0, nscalars, "
+        f"&[{', '.join(f'({t}, {q})' for t, q in ptrs)}], {nparams}, &body);",
         "    }",
         "    rc",
     ]
@@ -359,7 +360,7 @@ def render_ffi(kernel_source: str, spec: DumpSpec, dtypes: list[str]) -> FfiSour
     bindings = {"abi": ABI_VERSION, "max_rank": MAX_RANK, "module": spec.module, "entries": entries}
     text = json.dumps(bindings, sort_keys=True)
     prelude = (_tmpl("ffi_prelude.rs").replace("@ABI_VERSION@", str(ABI_VERSION))
-               .replace("@BINDINGS_JSON@", json.dumps(text)))
+               .replace("@BINDINGS_JSON@", json.dumps(text))) + _tmpl("ffi_direct.rs")
     fns = []
     for sig, b in zip(sigs, entries):
         for torch_dtype, sym in b["symbols"].items():

@@ -88,51 +88,71 @@ _TENSOR_PACK = struct.Struct("<Qq" + "q" * (3 * MAX_RANK))  # TpTensor: ptr, ndi
 _SCALAR_PACK = struct.Struct("<qd")  # TpScalar: i, f
 _GRID_PACK = struct.Struct("<III")
 _PAD = (0,) * MAX_RANK
+_WORDS = _TENSOR_PACK.size // 8  # a TpTensor in 64-bit words, its pointer the first
 
 
-class _Caller:
-    """One entry symbol's C function with its argument buffers allocated once: a launch packs its tensors, scalars
-    and grid into them (struct.pack_into) and calls. Reentrant calls (another thread inside) get fresh buffers."""
+def _scalar_fields(v) -> tuple[int, float]:
+    """A scalar as TpScalar holds it: (its integer value when it is integral, else 0; its float value)."""
+    f = float(v)
+    return (int(v) if f.is_integer() and abs(f) < 2**63 else 0), f
 
-    def __init__(self, fn, nt: int, ns: int):
-        self.fn, self.busy = fn, False
-        self.bufs = self._alloc(nt, ns)
 
-    @staticmethod
-    def _alloc(nt: int, ns: int):
-        return ((TpTensor * max(1, nt))(), (TpScalar * max(1, ns))(), (ctypes.c_uint32 * 3)(),
-                ctypes.create_string_buffer(ERR_LEN))
+class _Bound:
+    """One entry symbol's C function with its argument buffers allocated once and its arguments converted once
+    (ctypes objects; the function is called without argtypes, so a call converts nothing). The setters write one
+    field group; `call` calls with what the buffers hold. A plan's warm launch (`_Plan.launch`) rewrites only what
+    changed since its previous call, usually the tensors' addresses alone. `busy` while a call is inside it:
+    another thread's launch then gets its own buffers."""
 
-    def __call__(self, stream: int, device: int, grid, generics: bytes, tensors, scalars) -> tuple[int, str]:
-        nt, ns = len(tensors), len(scalars)
-        tarr, sarr, g, err = self.bufs
-        fresh = self.busy or len(tarr) < nt or len(sarr) < ns
-        if fresh:
-            tarr, sarr, g, err = self._alloc(nt, ns)
-        self.busy = True
-        try:
-            for k, (ptr, shape, strides, part) in enumerate(tensors):
-                r = len(shape)
-                _TENSOR_PACK.pack_into(tarr, k * _TENSOR_PACK.size, ptr, r, *shape, *_PAD[r:], *strides, *_PAD[r:],
-                                       *part, *_PAD[len(part):])
-            for k, v in enumerate(scalars):
-                f = float(v)
-                _SCALAR_PACK.pack_into(sarr, k * _SCALAR_PACK.size,
-                                       int(v) if f.is_integer() and abs(f) < 2**63 else 0, f)
-            _GRID_PACK.pack_into(g, 0, *grid)
-            rc = self.fn(stream, device, g, generics, tarr, nt, sarr, ns, err, ERR_LEN)
-            return rc, (err.value.decode("utf-8", "replace") if rc else "")
-        finally:
-            if not fresh:
-                self.busy = False
+    __slots__ = ("fn", "nt", "ns", "device", "tarr", "words", "sarr", "grid", "err", "gen", "stream", "args", "busy")
+
+    def __init__(self, fn, nt: int, ns: int, device: int, generics: bytes):
+        self.fn, self.nt, self.ns, self.device, self.busy = fn, nt, ns, device, False
+        self.tarr = (TpTensor * max(1, nt))()
+        self.words = (ctypes.c_uint64 * (_WORDS * max(1, nt))).from_buffer(self.tarr)
+        self.sarr = (TpScalar * max(1, ns))()
+        self.grid = (ctypes.c_uint32 * 3)()
+        self.err = ctypes.create_string_buffer(ERR_LEN)
+        self.stream = self.args = None
+        self.set_generics(generics)
+
+    def set_generics(self, generics: bytes) -> None:
+        self.gen, self.args = ctypes.c_char_p(generics), None
+
+    def set_device(self, device: int) -> None:
+        if device != self.device:
+            self.device, self.args = device, None
+
+    def set_tensor(self, k: int, ptr: int, shape, strides, part) -> None:
+        r = len(shape)
+        _TENSOR_PACK.pack_into(self.tarr, k * _TENSOR_PACK.size, ptr, r, *shape, *_PAD[r:], *strides, *_PAD[r:],
+                               *part, *_PAD[len(part):])
+
+    def set_scalar(self, k: int, v) -> None:
+        _SCALAR_PACK.pack_into(self.sarr, k * _SCALAR_PACK.size, *_scalar_fields(v))
+
+    def set_grid(self, grid3) -> None:
+        _GRID_PACK.pack_into(self.grid, 0, *grid3)
+
+    def call(self, stream: int) -> tuple[int, str]:
+        args = self.args
+        if args is None or stream != self.stream:
+            self.stream = stream
+            args = self.args = (ctypes.c_void_p(stream), ctypes.c_int32(self.device), self.grid, self.gen, self.tarr,
+                                ctypes.c_int32(self.nt), self.sarr, ctypes.c_int32(self.ns), self.err,
+                                ctypes.c_size_t(ERR_LEN))
+        rc = self.fn(*args)
+        return rc, (self.err.value.decode("utf-8", "replace") if rc else "")
 
 
 class PortLibrary:
     """The port's cdylib through ctypes. Loading needs no GPU (nothing runs until a launch).
 
-    `launch` is the hot path (a symbol's buffers allocated once, packed with struct); `call` takes dicts and is
-    kept for callers that build one launch by hand. `plans` is where PortLauncher keeps, per launch signature
-    (kernel, argument dtypes and ranks, constants), what it decided on the first launch."""
+    `bind` gives one launch signature's call with its buffers allocated once (PortLauncher keeps one per plan:
+    the hot path); `launch` packs a whole launch into a symbol's shared buffers; `call` takes dicts and is kept
+    for callers that build one launch by hand. `plans` is where PortLauncher keeps, per launch signature (kernel,
+    argument dtypes and ranks, constants), what it decided on the first launch; `hot` the plans each kernel
+    object launched, newest first, tried before any key is built."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = str(path)
@@ -140,70 +160,90 @@ class PortLibrary:
         self.lib.tp_abi_version.restype = ctypes.c_int32
         self.lib.tp_bindings.restype = ctypes.c_char_p
         self.abi = int(self.lib.tp_abi_version())
-        self.bindings = json.loads(self.lib.tp_bindings().decode())
+        self._state(json.loads(self.lib.tp_bindings().decode()))
+
+    def _state(self, bindings: dict) -> None:
+        """Everything but the loaded library (a stand-in for the C side sets only this)."""
+        self.bindings = bindings
         self._fns: dict[str, object] = {}
-        self._callers: dict[str, _Caller] = {}
+        self._bound: dict[tuple, _Bound] = {}
         self.plans: dict = {}
+        self.hot: dict[int, list] = {}
         self.dumps: BytecodeDumps | None = None  # set by the runner: attribute compiled bytecode to launches
         self.compiled: dict[tuple, str] = {}  # (symbol, generics, shapes) -> the bytecode file its launch compiled
 
-    def function(self, symbol: str):
+    def raw_function(self, symbol: str):
+        """The entry's C function without argtypes (its arguments are passed as ctypes objects: `_Bound`)."""
         fn = self._fns.get(symbol)
         if fn is None:
-            fn = getattr(self.lib, symbol)
+            fn = self.lib[symbol]  # a function object of its own (getattr's is shared)
             fn.restype = ctypes.c_int32
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p,
-                           ctypes.POINTER(TpTensor), ctypes.c_int32, ctypes.POINTER(TpScalar), ctypes.c_int32,
-                           ctypes.c_char_p, ctypes.c_size_t]
             self._fns[symbol] = fn
         return fn
 
+    def bind(self, symbol: str, nt: int, ns: int, device: int, generics: bytes) -> _Bound:
+        return _Bound(self.raw_function(symbol), nt, ns, device, generics)
+
     def profile(self) -> dict | None:
         """Where the library's launches spent host time so far (TILEPORT_FFI_PROFILE=1 in the environment), or
-        None when profiling is off or the library predates it."""
+        None when profiling is off or the library predates it. Direct launches: `direct`, `direct_ns` in all,
+        `direct_find_ns` finding the record and filling its parameters, `direct_driver_ns` in the driver
+        (context check and cuLaunchKernel), `direct_ctx_sets` how many had to set the thread's context."""
         fn = getattr(self.lib, "tp_profile", None)
         if fn is None:
             return None
-        buf = (ctypes.c_uint64 * 8)()
+        keys = ("warm", "cold", "decide_ns", "prepare_ns", "launch_ns", "total_ns", "direct", "direct_ns",
+                "direct_find_ns", "direct_driver_ns", "direct_ctx_sets")
+        buf = (ctypes.c_uint64 * len(keys))()
         fn.restype = ctypes.c_int32
-        if not fn(buf, 8):
+        if not fn(buf, len(keys)):
             return None
-        keys = ("warm", "cold", "decide_ns", "prepare_ns", "launch_ns", "total_ns", "direct", "direct_ns")
         return dict(zip(keys, (int(v) for v in buf)))
 
     def fast_stats(self) -> dict | None:
-        """The library's direct launch path (prelude `Fast`): launches that took it, launch signatures recorded for
-        it (after a warm launch through cutile), recordings refused and the last refusal's reason; None when the
-        library predates it. Counted always, no environment switch."""
+        """The library's direct launch path (`ffi_direct.rs`): launches that took it, launch signatures recorded for
+        it (after a warm launch through cutile, up to 16 per entry), recordings refused, direct launches the driver
+        refused (run through cutile instead) and the last refusal's reason; None when the library predates it.
+        Counted always, no environment switch."""
         fn = getattr(self.lib, "tp_fast_stats", None)
         if fn is None:
             return None
-        buf = (ctypes.c_uint64 * 3)()
+        buf = (ctypes.c_uint64 * 4)()
         fn.restype = ctypes.c_int32
-        fn(buf, 3)
+        n = fn(buf, 4)
         note = ctypes.create_string_buffer(ERR_LEN)
         self.lib.tp_fast_note(note, ERR_LEN)
-        return {"direct": int(buf[0]), "recorded": int(buf[1]), "refused": int(buf[2]),
-                "note": note.value.decode("utf-8", "replace")}
+        out = {"direct": int(buf[0]), "recorded": int(buf[1]), "refused": int(buf[2])}
+        if n > 3:
+            out["driver_refused"] = int(buf[3])
+        out["note"] = note.value.decode("utf-8", "replace")
+        return out
 
     def launch(self, symbol: str, stream: int, device: int, grid: tuple[int, int, int], generics: bytes,
                tensors: list[tuple], scalars: list) -> tuple[int, str]:
         """One launch: tensors as (ptr, shape, strides, part) tuples, generics as b"a,b"; returns (rc, message)."""
-        caller = self._callers.get(symbol)
-        if caller is None:
-            caller = self._callers[symbol] = _Caller(self.function(symbol), len(tensors), len(scalars))
-        if self.dumps is None:
-            return caller(stream, device, grid, generics, tensors, scalars)
-        t0 = time.perf_counter()
-        before = self.dumps.index.stat().st_size if self.dumps else 0
-        got = caller(stream, device, grid, generics, tensors, scalars)
-        if time.perf_counter() - t0 > 0.005 and self.dumps.index.stat().st_size > before:  # this launch compiled
-            with open(self.dumps.index, "rb") as f:
-                f.seek(before)
-                new = [line.split(b" ", 1)[0].decode() for line in f.read().splitlines() if line.strip()]
-            if new:
-                self.compiled[(symbol, generics.decode(), tuple(tuple(t[1]) for t in tensors))] = new[-1]
-        return got
+        key = (symbol, len(tensors), len(scalars))
+        b = self._bound.get(key)
+        if b is None or b.busy:
+            b = self.bind(symbol, len(tensors), len(scalars), device, generics)
+            self._bound.setdefault(key, b)
+        b.busy = True
+        try:
+            b.set_device(device)
+            b.set_generics(generics)
+            b.set_grid(grid)
+            for k, (ptr, shape, strides, part) in enumerate(tensors):
+                b.set_tensor(k, ptr, shape, strides, part)
+            for k, v in enumerate(scalars):
+                b.set_scalar(k, v)
+            with self.attributing(symbol, generics, [t[1] for t in tensors]):
+                return b.call(stream)
+        finally:
+            b.busy = False
+
+    def attributing(self, symbol: str, generics: bytes, shapes) -> "_Attribution | _NoAttribution":
+        """Around a launch: with bytecode dumps on, the file a launch that compiled wrote is kept in `compiled`."""
+        return _NO_ATTRIBUTION if self.dumps is None else _Attribution(self, symbol, generics, shapes)
 
     def call(self, symbol: str, *, stream: int, device: int, grid: tuple[int, int, int], generics: list[str],
              tensors: list[dict], scalars: list[float | int]) -> tuple[int, str]:
@@ -211,6 +251,39 @@ class PortLibrary:
         return self.launch(symbol, int(stream), device, tuple(int(x) for x in grid), ",".join(generics).encode(),
                            [(int(t["ptr"]), [int(n) for n in t["shape"]], [int(x) for x in t["strides"]],
                              [int(x) for x in (t.get("part") or [])]) for t in tensors], list(scalars))
+
+
+class _NoAttribution:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_ATTRIBUTION = _NoAttribution()
+
+
+class _Attribution:
+    """A launch that took over 5 ms while the port's bytecode index grew compiled: its newest file is its own."""
+
+    def __init__(self, library: PortLibrary, symbol: str, generics: bytes, shapes):
+        self.library, self.key = library, (symbol, generics.decode(), tuple(tuple(s) for s in shapes))
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        self.before = self.library.dumps.index.stat().st_size
+        return self
+
+    def __exit__(self, *exc):
+        index = self.library.dumps.index
+        if time.perf_counter() - self.t0 > 0.005 and index.stat().st_size > self.before:
+            with open(index, "rb") as f:
+                f.seek(self.before)
+                new = [line.split(b" ", 1)[0].decode() for line in f.read().splitlines() if line.strip()]
+            if new:
+                self.library.compiled[self.key] = new[-1]
+        return False
 
 
 def _is_constant(annotation) -> bool:
@@ -232,7 +305,19 @@ class PortLauncher:
     def __init__(self, library: PortLibrary):
         self.library = library
         self.entries = library.bindings["entries"]
-        self.calls: list[dict] = []
+        self._calls: list[tuple] = []
+
+    def record(self, plan: "_Plan", grid3: tuple, gens: list, shapes: tuple) -> None:
+        self._calls.append((plan, grid3, gens, shapes))
+
+    @property
+    def calls(self) -> list[dict]:
+        """Every launch served so far: symbol, entry, generics, grid and the port tensors' shapes."""
+        return [{"symbol": p.symbol, "entry": p.entry, "generics": list(g), "grid": list(grid3),
+                 "shapes": [tuple(s) for s in shapes]} for p, grid3, g, shapes in self._calls]
+
+    def clear(self) -> None:
+        self._calls.clear()
 
     def select(self, kernel_name: str, constants: dict, dtype: str) -> dict:
         best, best_score, reasons, fail_class = None, -1, [], "kernel"
@@ -277,18 +362,27 @@ class PortLauncher:
         """Serve one reference launch with the port. The first launch of a signature (kernel, argument dtypes and
         ranks, constants) selects the entry and checks every argument (`_plan`); later ones reuse that plan and
         only read pointers, shapes and strides (the host path of issue 34: no signature inspection, no entry
-        selection, no dict building per call)."""
+        selection, no dict building per call). The plans a kernel object launched are tried first, newest first
+        (`_Plan.admits`: no key built, no hashing); a launch none admits finds or makes its plan by key."""
+        hot = getattr(self.library, "hot", None)
+        if hot is not None:
+            for plan in hot.get(id(kernel), ()):
+                if plan.kernel is kernel and plan.admits(args):
+                    return plan.launch(self, stream, grid, args)
         sig = _signature(kernel)
         key = _plan_key(sig, args)
         plans = getattr(self.library, "plans", None)
         plan = plans.get(key) if plans is not None else None
         if plan is None:
-            plan = self._plan(sig, grid, args)
+            plan = self._plan(sig, grid, kernel, args)
             if plans is not None:
                 plans[key] = plan
+        if hot is not None and plan.kernel is kernel:
+            mine = [p for p in hot.get(id(kernel), ()) if p is not plan and p.kernel is kernel]
+            hot[id(kernel)] = [plan] + mine[:7]
         plan.launch(self, stream, grid, args)
 
-    def _plan(self, sig: tuple, grid, args) -> "_Plan":
+    def _plan(self, sig: tuple, grid, kernel, args) -> "_Plan":
         import torch
 
         func, name, params, _ = sig
@@ -364,7 +458,7 @@ class PortLauncher:
                         part.append(("shape", i))
             steps.append(("tensor", index[ref_name], part))
         return _Plan(symbol=entry["symbols"][dtype], entry=entry["entry"], generics=generics, steps=steps,
-                     device=tensors_in[0].device.index or 0)
+                     device=tensors_in[0].device.index or 0, kernel=kernel, args=tuple(args), library=self.library)
 
 
 def _signature(kernel) -> tuple:
@@ -396,47 +490,153 @@ def _plan_key(sig: tuple, args) -> tuple:
 
 
 class _Plan:
-    """What the first launch of a signature decided; `launch` reads only what changes between calls."""
+    """What the first launch of a signature decided. `admits` says whether a launch is of this signature (what
+    `_plan_key` is built from, checked in place: dtype, rank and device per tensor, type per other argument, the
+    constants' values); `launch` reads only what changes between calls and, with the library's `bind`, rewrites
+    in the plan's own buffers only the fields that changed since its previous call."""
 
-    __slots__ = ("symbol", "entry", "generics", "steps", "device", "_gen_bytes", "_gen_list")
+    __slots__ = ("symbol", "entry", "generics", "steps", "device", "kernel", "nargs", "tguards", "vguards",
+                 "tsteps", "ssteps", "bound", "grid_in", "grid3", "gen_bytes", "gen_list", "shapes", "strides",
+                 "svals")
 
-    def __init__(self, symbol: str, entry: str, generics: list, steps: list, device: int):
+    def __init__(self, symbol: str, entry: str, generics: list, steps: list, device: int, kernel=None,
+                 args: tuple | None = None, library=None):
         self.symbol, self.entry, self.generics, self.steps, self.device = symbol, entry, generics, steps, device
+        self.kernel = kernel
         fixed = all(isinstance(g, str) for g in generics)
-        self._gen_list = list(generics) if fixed else None
-        self._gen_bytes = ",".join(generics).encode() if fixed else None
+        self.gen_list = list(generics) if fixed else None
+        self.gen_bytes = ",".join(generics).encode() if fixed else None
+        self.tguards, self.vguards, self.nargs = (), (), -1
+        if args is not None:
+            consts = _signature(kernel)[3] if kernel is not None else ()
+            self.nargs = len(args)
+            self.tguards = tuple((i, a.dtype, a.dim(), a.get_device()) for i, a in enumerate(args) if _is_tensor(a))
+            self.vguards = tuple((i, type(a), a if i in consts else _ANY) for i, a in enumerate(args)
+                                 if not _is_tensor(a))
+        # tensors: (argument index, partition rule, whether the rule reads the grid or the generics)
+        self.tsteps = tuple((s[1], s[2], any(not isinstance(x, int) and x[0] in ("gen", "grid") for x in s[2]))
+                            for s in steps if s[0] == "tensor")
+        self.ssteps = tuple(s for s in steps if s[0] != "tensor")
+        self.bound = None
+        if library is not None and hasattr(library, "bind"):
+            self.bound = library.bind(symbol, len(self.tsteps), len(self.ssteps), device, self.gen_bytes or b"")
+        self.grid_in = self.grid3 = None
+        self.shapes = [None] * len(self.tsteps)
+        self.strides = [None] * len(self.tsteps)
+        self.svals = [_ANY] * len(self.ssteps)
+
+    def admits(self, args) -> bool:
+        if len(args) != self.nargs:
+            return False
+        try:
+            for i, dt, nd, dev in self.tguards:
+                a = args[i]
+                if a.dtype is not dt or a.dim() != nd or a.get_device() != dev:
+                    return False
+        except (AttributeError, TypeError):
+            return False
+        for i, typ, val in self.vguards:
+            a = args[i]
+            if type(a) is not typ or (val is not _ANY and a != val):
+                return False
+        return True
+
+    @staticmethod
+    def _part(rule, shape, grid3, gens) -> list:
+        if not rule or all(isinstance(x, int) for x in rule):
+            return rule
+        return [x if isinstance(x, int) else int(gens[x[1]]) if x[0] == "gen"
+                else max(1, -(-shape[x[1]] // grid3[x[1]])) if x[0] == "grid" else shape[x[1]] for x in rule]
 
     def launch(self, launcher: "PortLauncher", stream, grid, args) -> None:
+        b = self.bound
+        if b is None or b.busy:  # no bind (a library stand-in), or another thread inside this plan's call
+            return self._launch_unbound(launcher, stream, grid, args)
+        b.busy = True
+        try:
+            reshape = False
+            if grid != self.grid_in:
+                self.grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])
+                self.grid_in = tuple(grid)
+                b.set_grid(self.grid3)
+                reshape = True
+            grid3, gens = self.grid3, self.gen_list
+            if gens is None:
+                gens = [g if isinstance(g, str) else str(int(args[g[0]].shape[g[1]])) for g in self.generics]
+                gen_bytes = ",".join(gens).encode()
+                if gen_bytes != self.gen_bytes:
+                    self.gen_bytes = gen_bytes
+                    b.set_generics(gen_bytes)
+                    reshape = True
+            words, shapes, strides = b.words, self.shapes, self.strides
+            for k, (i, rule, dyn) in enumerate(self.tsteps):
+                t = args[i]
+                shape, stride = t.shape, t.stride()
+                if (dyn and reshape) or shape != shapes[k] or stride != strides[k]:
+                    shapes[k], strides[k] = shape, stride
+                    b.set_tensor(k, t.data_ptr(), shape, stride, self._part(rule, shape, grid3, gens))
+                else:
+                    words[k * _WORDS] = t.data_ptr()
+            svals = self.svals
+            for k, step in enumerate(self.ssteps):
+                if step[0] == "scalar":
+                    v = args[step[1]]
+                else:  # "of": an extent of a tensor the port takes by pointer
+                    t = args[step[1]]
+                    v = int(t.shape[step[3]] if step[2] == "shape" else t.stride(step[3]))
+                if v is not svals[k] and v != svals[k]:
+                    svals[k] = v
+                    b.set_scalar(k, v)
+            raw = getattr(stream, "cuda_stream", stream)
+            lib = launcher.library
+            with _NO_ATTRIBUTION if lib.dumps is None else lib.attributing(self.symbol, self.gen_bytes, shapes):
+                rc, msg = b.call(int(raw or 0))
+        finally:
+            b.busy = False
+        launcher.record(self, grid3, gens, tuple(shapes))
+        if rc != 0:
+            self._refused(gens, rc, msg)
+
+    def _launch_unbound(self, launcher: "PortLauncher", stream, grid, args) -> None:
+        """The whole launch built afresh and passed to `library.launch`."""
         grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])
-        gens = self._gen_list
+        gens = self.gen_list
         if gens is None:
             gens = [g if isinstance(g, str) else str(int(args[g[0]].shape[g[1]])) for g in self.generics]
-        gen_bytes = self._gen_bytes if self._gen_bytes is not None else ",".join(gens).encode()
+        gen_bytes = ",".join(gens).encode()
         tensors, scalars = [], []
-        for step in self.steps:
-            kind = step[0]
-            if kind == "tensor":
-                t = args[step[1]]
-                shape = tuple(t.shape)
-                part = step[2]
-                if part and not all(isinstance(x, int) for x in part):
-                    part = [x if isinstance(x, int) else int(gens[x[1]]) if x[0] == "gen"
-                            else max(1, -(-shape[x[1]] // grid3[x[1]])) if x[0] == "grid" else shape[x[1]]
-                            for x in part]
-                tensors.append((t.data_ptr(), shape, t.stride(), part))
-            elif kind == "scalar":
+        for i, rule, _ in self.tsteps:
+            t = args[i]
+            shape = tuple(t.shape)
+            tensors.append((t.data_ptr(), shape, t.stride(), self._part(rule, shape, grid3, gens)))
+        for step in self.ssteps:
+            if step[0] == "scalar":
                 scalars.append(args[step[1]])
-            else:  # "of": an extent of a tensor the port takes by pointer
+            else:
                 t = args[step[1]]
                 scalars.append(int(t.shape[step[3]] if step[2] == "shape" else t.stride(step[3])))
         raw_stream = getattr(stream, "cuda_stream", stream)
         rc, msg = launcher.library.launch(self.symbol, int(raw_stream or 0), self.device, grid3, gen_bytes, tensors,
                                           scalars)
-        launcher.calls.append({"symbol": self.symbol, "entry": self.entry, "generics": gens, "grid": list(grid3),
-                               "shapes": [tuple(t[1]) for t in tensors]})
+        launcher.record(self, grid3, gens, tuple(t[1] for t in tensors))
         if rc != 0:
-            default = "kernel" if ("illegal" in msg.lower() or "jit" in msg.lower()) else "host"
-            raise PortError(f"{self.symbol}({','.join(gens)}) rc={rc}: {msg}", classify_message(msg, default))
+            self._refused(gens, rc, msg)
+
+    def _refused(self, gens, rc: int, msg: str):
+        default = "kernel" if ("illegal" in msg.lower() or "jit" in msg.lower()) else "host"
+        raise PortError(f"{self.symbol}({','.join(gens)}) rc={rc}: {msg}", classify_message(msg, default))
+
+
+class _Any:
+    def __repr__(self):
+        return "ANY"
+
+
+_ANY = _Any()  # a guard that takes any value of its type; an unset scalar (never equal to a value)
+
+
+def _is_tensor(a) -> bool:
+    return hasattr(a, "data_ptr") and getattr(a, "dtype", None) is not None
 
 
 class LaunchRecorder:

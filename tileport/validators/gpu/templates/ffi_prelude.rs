@@ -13,8 +13,9 @@
 // a repeated launch). Only the first launch of a signature (entry, generics, shapes, strides, pointer alignment,
 // integer scalars) runs on a thread with a 64 MB stack, because cutile's JIT recurses deeply while it compiles;
 // every later launch of that signature runs on the caller's thread. The second launch of a signature is also
-// recorded once under stream capture (`Fast`): a later launch equal to it in everything but the tensors'
-// addresses calls cuLaunchKernel directly with the parameters cutile marshalled (TILEPORT_FFI_DIRECT=0: never).
+// recorded once under stream capture (`Fast`, up to 16 signatures per entry): a later launch equal to one in
+// everything but the tensors' addresses calls cuLaunchKernel directly with the parameters cutile marshalled
+// (ffi_direct.rs; TILEPORT_FFI_DIRECT=0: never).
 //
 // An output declared `&mut Tensor<E, {[-1, ...]}>` (every tile dim dynamic) is the whole tensor inside the kernel:
 // cutile-compiler gives a nested `partition_mut` of it no block offset when the outer tile has a dynamic dim
@@ -200,10 +201,12 @@ fn profiling() -> bool {
     *ON.get_or_init(|| std::env::var("TILEPORT_FFI_PROFILE").map(|v| v == "1").unwrap_or(false))
 }
 
-static PROF: [std::sync::atomic::AtomicU64; 8] = [const { std::sync::atomic::AtomicU64::new(0) }; 8];
+static PROF: [std::sync::atomic::AtomicU64; 11] = [const { std::sync::atomic::AtomicU64::new(0) }; 11];
 
 /// Adds to one profile slot: 0 warm launches, 1 cold launches, 2 ns deciding (key, lock), 3 ns preparing
-/// (context, stream, tensors, launcher), 4 ns in cutile's launch (async_on), 5 ns in total.
+/// (context, stream, tensors, launcher), 4 ns in cutile's launch (async_on), 5 ns in total (slow path); 6 direct
+/// launches, 7 ns in them in all, 8 ns finding the record and filling its parameters, 9 ns in the driver (context
+/// check, cuLaunchKernel), 10 direct launches that had to set the thread's context.
 fn prof_add(slot: usize, v: u64) {
     PROF[slot].fetch_add(v, std::sync::atomic::Ordering::Relaxed);
 }
@@ -274,247 +277,6 @@ unsafe fn guarded_warm<F: FnOnce() -> Result<(), Refused> + Send>(err: *mut c_ch
         }
     }
     (code, false)
-}
-
-/// The direct path of a launch signature cutile has launched before (per entry symbol, one signature: the first
-/// one launched twice). After the slow path (cutile's launcher: launch-site probe, validation, argument packet)
-/// succeeded on a warm signature, the same launch is run once more through that path under stream capture on a
-/// private stream (captured, never executed): the captured kernel node names the CUfunction cutile loaded, its
-/// block and shared memory, and the parameter values exactly as cutile marshalled them (cuFuncGetParamInfo gives
-/// each one's offset and size). The record is kept only if the parameter count is what the entry's signature
-/// implies (a `&Tensor` 1 + 2 x rank: pointer, shape, strides; a `&mut Tensor` 1 + 4 x rank: pointer, shape,
-/// strides, partition shape and strides; a pointer or scalar 1) and every tensor's pointer sits in its slot.
-/// A later call whose launch is the same in everything but the tensors' addresses (`exact_key`: generics, grid,
-/// device, ranks, shapes, strides, partitions, address alignment, scalar values) copies those bytes, writes the
-/// new addresses into the pointer slots and calls cuLaunchKernel on the caller's stream: no allocation, no lock
-/// (a OnceLock read), no string. What cutile validated for the captured launch (shapes, grid, launch checks)
-/// holds for it, because only addresses of the same alignment differ. Anything else takes the slow path.
-/// The CUfunction stays loaded while cutile's kernel cache holds it; nothing in this library clears that cache.
-pub const TP_FAST_MAX_PARAMS: usize = 128;
-pub const TP_FAST_SLOTS: usize = 128; // 16-byte slots of parameter values (2 KiB)
-
-pub struct Fast {
-    exact: u64,
-    func: usize,
-    ctx: usize,
-    block: [u32; 3],
-    shmem: u32,
-    nparams: usize,
-    offsets: [u16; TP_FAST_MAX_PARAMS],
-    ptr_slots: [(u16, u16); TP_MAX_RANK * 4], // (tensor index, byte offset of its pointer)
-    nptrs: usize,
-    bytes: [u128; TP_FAST_SLOTS],
-}
-
-pub struct FastSlot {
-    tried: std::sync::atomic::AtomicBool,
-    fast: OnceLock<Box<Fast>>,
-}
-
-impl FastSlot {
-    pub const fn new() -> Self {
-        FastSlot { tried: std::sync::atomic::AtomicBool::new(false), fast: OnceLock::new() }
-    }
-}
-
-/// 0 direct launches, 1 signatures recorded for the direct path, 2 captures refused (tp_fast_note says why).
-static FAST_STATS: [std::sync::atomic::AtomicU64; 3] = [const { std::sync::atomic::AtomicU64::new(0) }; 3];
-
-fn fast_note() -> &'static Mutex<String> {
-    static NOTE: OnceLock<Mutex<String>> = OnceLock::new();
-    NOTE.get_or_init(|| Mutex::new(String::new()))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn tp_fast_stats(out: *mut u64, n: usize) -> i32 {
-    if !out.is_null() {
-        for (i, slot) in FAST_STATS.iter().enumerate().take(n) {
-            *out.add(i) = slot.load(std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-    FAST_STATS.len() as i32
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn tp_fast_note(err: *mut c_char, len: usize) -> i32 {
-    let note = fast_note().lock().map(|s| s.clone()).unwrap_or_default();
-    write_err(err, len, &note);
-    note.len() as i32
-}
-
-/// Everything of a launch but its tensors' addresses (their alignment class is in): the direct path's key.
-unsafe fn exact_key(device: i32, grid: *const u32, generics: *const c_char, tensors: *const TpTensor, nt: i32,
-                    scalars: *const TpScalar, ns: i32) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (device, nt, ns).hash(&mut h);
-    if !grid.is_null() {
-        std::slice::from_raw_parts(grid, 3).hash(&mut h);
-    }
-    if !generics.is_null() {
-        CStr::from_ptr(generics).to_bytes().hash(&mut h);
-    }
-    if !tensors.is_null() && nt > 0 {
-        for t in std::slice::from_raw_parts(tensors, nt.min(TP_MAX_RANK as i32 * 4) as usize) {
-            let r = t.ndim.clamp(0, TP_MAX_RANK as i64) as usize;
-            (t.ndim, t.ptr.trailing_zeros().min(4), &t.shape[..r], &t.strides[..r], &t.part[..r]).hash(&mut h);
-        }
-    }
-    if !scalars.is_null() && ns > 0 {
-        for s in std::slice::from_raw_parts(scalars, ns.min(256) as usize) {
-            (s.i, s.f.to_bits()).hash(&mut h);
-        }
-    }
-    h.finish()
-}
-
-fn fast_refuse(why: String) -> bool {
-    FAST_STATS[2].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if let Ok(mut n) = fast_note().lock() {
-        *n = why;
-    }
-    false
-}
-
-/// Records the direct path of one launch signature (see `Fast`): runs `body` (the slow path, given a stream)
-/// once under capture. `ptrs`: (tensor index, parameter index of its pointer); `nparams`: the parameter count
-/// the entry's signature implies. Once per entry symbol; returns whether the record was kept.
-unsafe fn fast_capture(slot: &FastSlot, exact: u64, device: i32, tensors: *const TpTensor, grid: *const u32,
-                       ptrs: &[(usize, usize)], nparams: usize,
-                       body: &dyn Fn(usize, bool) -> Result<(), Refused>) -> bool {
-    use std::sync::atomic::Ordering;
-    static OFF: OnceLock<bool> = OnceLock::new(); // TILEPORT_FFI_DIRECT=0: every launch through cutile (to compare)
-    if *OFF.get_or_init(|| std::env::var("TILEPORT_FFI_DIRECT").map(|v| v == "0").unwrap_or(false))
-        || slot.tried.swap(true, Ordering::AcqRel) {
-        return false;
-    }
-    if context(device).is_err() {
-        return fast_refuse("no context".into());
-    }
-    let mut cur: cu::CUcontext = std::ptr::null_mut();
-    cu::cuCtxGetCurrent(&mut cur);
-    let mut s: cu::CUstream = std::ptr::null_mut();
-    let r = cu::cuStreamCreate(&mut s, cu::CUstream_flags_enum_CU_STREAM_NON_BLOCKING as _);
-    if r != 0 || s.is_null() {
-        return fast_refuse(format!("cuStreamCreate: {r}"));
-    }
-    let r = cu::cuStreamBeginCapture_v2(s, cu::CUstreamCaptureMode_enum_CU_STREAM_CAPTURE_MODE_RELAXED);
-    if r != 0 {
-        cu::cuStreamDestroy_v2(s);
-        return fast_refuse(format!("cuStreamBeginCapture: {r}"));
-    }
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(s as usize, true)));
-    let mut g: cu::CUgraph = std::ptr::null_mut();
-    let r = cu::cuStreamEndCapture(s, &mut g);
-    cu::cuStreamDestroy_v2(s);
-    let kept = match (ran, r) {
-        (Ok(Ok(())), 0) if !g.is_null() => fast_record(slot, exact, cur, g, tensors, grid, ptrs, nparams),
-        (Ok(Err(Refused(_, m))), _) => fast_refuse(format!("the captured slow path refused: {m}")),
-        (Err(_), _) => fast_refuse("the captured slow path panicked".into()),
-        (_, r) => fast_refuse(format!("cuStreamEndCapture: {r}")),
-    };
-    if !g.is_null() {
-        cu::cuGraphDestroy(g);
-    }
-    kept
-}
-
-unsafe fn fast_record(slot: &FastSlot, exact: u64, ctx: cu::CUcontext, g: cu::CUgraph, tensors: *const TpTensor,
-                      grid: *const u32, ptrs: &[(usize, usize)], nparams: usize) -> bool {
-    let mut n: usize = 0;
-    cu::cuGraphGetNodes(g, std::ptr::null_mut(), &mut n);
-    let mut nodes = vec![std::ptr::null_mut(); n];
-    if n == 0 || cu::cuGraphGetNodes(g, nodes.as_mut_ptr(), &mut n) != 0 {
-        return fast_refuse("no node captured".into());
-    }
-    let kernels: Vec<cu::CUgraphNode> = nodes.into_iter().filter(|&nd| {
-        let mut ty: cu::CUgraphNodeType = 0 as _;
-        cu::cuGraphNodeGetType(nd, &mut ty) == 0 && ty == cu::CUgraphNodeType_enum_CU_GRAPH_NODE_TYPE_KERNEL
-    }).collect();
-    if kernels.len() != 1 {
-        return fast_refuse(format!("{} kernel nodes captured, one expected", kernels.len()));
-    }
-    let mut p: cu::CUDA_KERNEL_NODE_PARAMS = std::mem::zeroed();
-    let r = cu::cuGraphKernelNodeGetParams_v2(kernels[0], &mut p);
-    if r != 0 || p.func.is_null() || p.kernelParams.is_null() || !p.extra.is_null() {
-        return fast_refuse(format!("kernel node: rc {r}, function or parameters missing"));
-    }
-    let g3 = std::slice::from_raw_parts(grid, 3);
-    if (p.gridDimX, p.gridDimY, p.gridDimZ) != (g3[0], g3[1], g3[2]) {
-        return fast_refuse("the captured grid is not the launch's".into());
-    }
-    let mut f = Box::new(Fast {
-        exact, func: p.func as usize, ctx: ctx as usize, block: [p.blockDimX, p.blockDimY, p.blockDimZ],
-        shmem: p.sharedMemBytes, nparams: 0, offsets: [0; TP_FAST_MAX_PARAMS],
-        ptr_slots: [(0, 0); TP_MAX_RANK * 4], nptrs: 0, bytes: [0; TP_FAST_SLOTS],
-    });
-    let base = f.bytes.as_mut_ptr() as *mut u8;
-    let mut count = 0usize;
-    while count <= TP_FAST_MAX_PARAMS {
-        let (mut off, mut size) = (0usize, 0usize);
-        if cu::cuFuncGetParamInfo(p.func, count, &mut off, &mut size) != 0 {
-            break;
-        }
-        if count == TP_FAST_MAX_PARAMS || off + size > TP_FAST_SLOTS * 16 || off > u16::MAX as usize {
-            return fast_refuse("too many parameter bytes for the direct path".into());
-        }
-        let v = *p.kernelParams.add(count) as *const u8;
-        if v.is_null() {
-            return fast_refuse(format!("parameter {count} has no value"));
-        }
-        std::ptr::copy_nonoverlapping(v, base.add(off), size);
-        f.offsets[count] = off as u16;
-        if let Some(&(ti, _)) = ptrs.iter().find(|&&(_, pi)| pi == count) {
-            let want = (*tensors.add(ti)).ptr;
-            if size != 8 || std::ptr::read_unaligned(base.add(off) as *const u64) != want {
-                return fast_refuse(format!("parameter {count} is not tensor {ti}'s pointer"));
-            }
-            if f.nptrs == f.ptr_slots.len() {
-                return fast_refuse("too many pointers".into());
-            }
-            f.ptr_slots[f.nptrs] = (ti as u16, off as u16);
-            f.nptrs += 1;
-        }
-        count += 1;
-    }
-    if count != nparams || f.nptrs != ptrs.len() {
-        return fast_refuse(format!("{count} kernel parameters, the entry's signature implies {nparams}"));
-    }
-    f.nparams = count;
-    let _ = slot.fast.set(f);
-    FAST_STATS[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    true
-}
-
-/// The direct launch: Some(return code) when it applies (the recorded signature, every pointer set).
-unsafe fn fast_launch(slot: &FastSlot, exact: u64, stream: *mut c_void, tensors: *const TpTensor,
-                      grid: *const u32, err: *mut c_char, errlen: usize) -> Option<i32> {
-    let f = slot.fast.get()?;
-    if f.exact != exact || grid.is_null() || (tensors.is_null() && f.nptrs > 0) {
-        return None;
-    }
-    let mut bytes = f.bytes;
-    let base = bytes.as_mut_ptr() as *mut u8;
-    for &(ti, off) in &f.ptr_slots[..f.nptrs] {
-        let ptr = (*tensors.add(ti as usize)).ptr;
-        if ptr == 0 {
-            return None; // the slow path refuses it with its message
-        }
-        std::ptr::write_unaligned(base.add(off as usize) as *mut u64, ptr);
-    }
-    let mut params: [*mut c_void; TP_FAST_MAX_PARAMS] = [std::ptr::null_mut(); TP_FAST_MAX_PARAMS];
-    for i in 0..f.nparams {
-        params[i] = base.add(f.offsets[i] as usize) as *mut c_void;
-    }
-    cu::cuCtxSetCurrent(f.ctx as cu::CUcontext);
-    let g = std::slice::from_raw_parts(grid, 3);
-    let r = cu::cuLaunchKernel(f.func as cu::CUfunction, g[0], g[1], g[2], f.block[0], f.block[1], f.block[2],
-                               f.shmem, stream as cu::CUstream, params.as_mut_ptr(), std::ptr::null_mut());
-    FAST_STATS[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if r != 0 {
-        write_err(err, errlen, &format!("direct launch: cuLaunchKernel returned {r}"));
-        return Some(1);
-    }
-    Some(0)
 }
 
 /// What cuTile Python's JIT assumes about a tensor argument, for the same tensor: a dim's extent divisible by 16
