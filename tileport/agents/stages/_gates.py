@@ -28,13 +28,16 @@ def env_blocked(missing: str, *, stage: Stage, **fields: Any) -> StageResult:
 def _packed_for_elsewhere(ctx, missing: str) -> tuple[str, dict]:
     """No GPU here and the op has its own tests: pack its gate (the cdylib, the op's project and tests) for a GPU
     host, and say where, in the BLOCKED(env) line. An op without tests keeps the one-line hint (nothing built)."""
+    from tileport.errors import EnvironmentBlocked, UserError
     from tileport.validators.gpu.carry import has_sources
 
-    analysis, spec = inputs(ctx)
-    if not has_sources(analysis):
+    try:
+        analysis, spec = inputs(ctx)
+    except UserError:  # no readable analysis: nothing to pack; the preflight's line is the whole answer
+        analysis = spec = None
+    if analysis is None or not has_sources(analysis):
         ctx.log(f"#{ctx.conversion_id} {ctx.op} D: blocked before building: {missing}")
         return missing, {}
-    from tileport.errors import EnvironmentBlocked, UserError
     from tileport.validators.gpu import pack_crate
 
     gpu = missing.split(";", 1)[0]
