@@ -69,11 +69,12 @@ def test_the_direct_launch_path_is_recorded_only_after_a_warm_launch_through_cut
     capture = fn[fn.index("let (rc, warm) = guarded_warm("):]
     assert capture.index("if rc == 0 && warm && matches!(direct, Direct::NoRecord)") < capture.index(
         "fast_capture(&FAST, device, grid0, generics0, tensors0, ntensors, scalars0, nscalars, &[(0, 0), (1, 5)], 14, "
-        "&body)")
+        "false, &body)")
     # the capture records cutile's launch into a graph without going through async_on (with it, the H200 run's
     # captures were invalidated) and without running it
-    assert "if capture {" in fn and "launch.execute(&ectx)" in fn and "std::mem::forget(ectx);" in fn
-    assert "guarded_warm(err, errlen, key, || body(stream0, false))" in fn
+    assert "if mode == CAPTURE {" in fn and "launch.execute(&ectx)" in fn and "std::mem::forget(ectx);" in fn
+    assert "guarded_warm(err, errlen, key, || body(stream0, LAUNCH).map(|_| ()))" in fn
+    assert "HINT_FREE {" not in fn  # no integer scalar: the captured function is the reference-faithful one
     # a record is published in one place, after the captured parameters matched the signature's layout
     assert f.rust.count(".recs[n].set(") == 1 and "pub const TP_FAST_RECORDS: usize = 16;" in f.rust
     record = f.rust[f.rust.index("unsafe fn fast_record"):f.rust.index("enum Direct")]
@@ -111,7 +112,8 @@ def test_the_kinds_launcher_builds_and_refuses_a_wrong_call_in_one_line_without_
     lib = PortLibrary(so)
     x = {"ptr": 4096, "shape": [1000, 300], "strides": [300, 1]}
     out = {"ptr": 8192, "shape": [300, 1000], "strides": [1000, 1], "part": [64, 64]}
-    assert lib.fast_stats() == {"direct": 0, "recorded": 0, "refused": 0, "driver_refused": 0, "note": ""}
+    assert lib.fast_stats() == {"direct": 0, "recorded": 0, "refused": 0, "driver_refused": 0, "hint_free": 0,
+                               "hint_free_failed": 0, "note": ""}
     rc, msg = lib.call("tp_permuted__f32", stream=0, device=0, grid=(16, 5, 1), generics=["f32", "64"], tensors=[x],
                        scalars=[])
     assert rc == 1 and msg == "permuted: 1 tensors and 0 scalars given, the entry takes 2 and 0", msg
@@ -123,4 +125,33 @@ def test_the_kinds_launcher_builds_and_refuses_a_wrong_call_in_one_line_without_
         for _ in range(2):
             assert lib.call("tp_permuted__f32", stream=0, device=0, grid=(16, 5, 1), generics=["f32", "64"],
                             tensors=[x, out], scalars=[])[0] == 1
-        assert lib.fast_stats() == {"direct": 0, "recorded": 0, "refused": 0, "driver_refused": 0, "note": ""}
+        assert lib.fast_stats() == {"direct": 0, "recorded": 0, "refused": 0, "driver_refused": 0, "hint_free": 0,
+                                    "hint_free_failed": 0, "note": ""}
+
+
+def test_an_entry_with_integer_scalars_launches_directly_what_compiles_without_their_value_hints(tmp_path):
+    """Issue 34: cutile's launcher assumes of every integer scalar the divisibility of its value (`n` = 11008:
+    div_by<16>), cuTile Python of none; under that hint tileiras 13.5 built silu_and_mul with 101 registers and no
+    shared memory where the reference's IR gives 57 and 9 KB (H200: 118 / none against 55 / 8 KB, 1.18x). The
+    direct path's record of such an entry launches the function compiled from the same key with those hints
+    replaced by what the reference assumes: nothing for a plain scalar; for an extent of a tensor the port takes
+    by pointer, what the reference assumes of that tensor (16 | dim, a stride's 16 bytes)."""
+    r = run_cli("draft", str(REPO / "examples" / "silu_and_mul.py"), "--out", str(tmp_path / "d"), timeout=300)
+    assert r.returncode == 0, r.stderr + r.stdout
+    f = render_ffi((tmp_path / "d" / "kernel.rs").read_text(), load_spec(tmp_path / "d" / "spec.json"), ["float16"])
+    fn = f.rust[f.rust.index("fn tp_silu_and_mul__f16"):]
+    fn = fn[:fn.index("\n}\n")]
+    hint_free = fn[fn.index("if mode == HINT_FREE {"):fn.index("unsafe { launch.async_on(&stream) }")]
+    assert ".filter(|(n, _)| ![\"n\"].contains(&n.as_str()))" in hint_free and "hints.push" not in hint_free
+    assert "compile_from_context(&ectx, crate::kernel::silu_and_mul::__module_ast_self" in hint_free
+    assert "key.spec_args, hints, key.grid, key.compile_options" in hint_free
+    assert fn.count("true, &body);") == 1  # fast_capture(..., hint_free: true, &body)
+    kinds = _kinds().rust
+    ptr = kinds[kinds.index("fn tp_through_pointer__f32"):]
+    ptr = ptr[:ptr.index("\n}\n")]
+    assert 'hints.push(("out_dim_0".to_string(), DivHint { divisor: if a_out_dim_0 % 16 == 0 { 16 } else { 1 }' in ptr
+    assert "size_of::<f32>()" in ptr and 'hints.push(("out_stride_0"' in ptr
+    # the record takes that function only where its parameters sit as the captured function's did
+    direct = kinds[kinds.index("unsafe fn fast_hint_free"):kinds.index("enum Direct")]
+    assert "cuFuncGetParamInfo(func as cu::CUfunction" in direct and direct.index("off == f.offsets[i]") < \
+        direct.index("f.func = func;")

@@ -252,7 +252,62 @@ def direct_layout(sig: EntrySig) -> tuple[list[tuple[int, int]], int]:
     return ptrs, n
 
 
-def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks: list[dict] = ()) -> str:
+INTEGER_SCALARS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")  # cutile_compiler::specialization
+
+
+def _int_scalars(sig: EntrySig) -> list[str]:
+    """The entry's integer scalar parameters: cutile's generated launcher gives each a divisibility hint computed
+    from its value at launch (`DivHint::from_value`), which cuTile Python never assumes of a scalar."""
+    return [p.name for p in sig.params if p.kind == "scalar" and p.elem in INTEGER_SCALARS]
+
+
+def _hint_free_rust(sig: EntrySig, rust_dtype: str, type_params: set[str], params: list[dict]) -> list[str]:
+    """The HINT_FREE mode of an entry with integer scalars: the key cutile's launcher resolves for this launch
+    (`specialize_on`: generics, strides, the tensors' specialisation as the reference's, the grid), compiled by
+    `compile_from_context` with the integer scalars' hints replaced by what the reference assumes (pointer hints
+    kept): the function the direct path launches (issue 34: silu_and_mul's `n` divisible by 16 made tileiras 13.5
+    build 101 registers and no shared memory where the reference's IR gives 57 and 9 KB). A plain scalar gets no
+    hint (cuTile Python assumes nothing of a scalar); a scalar that is an extent of a tensor the port takes by
+    pointer (`x_dim_0`, `x_stride_1`) gets what the reference assumes of that tensor's extent (`reference_spec`):
+    16 when a dim is divisible by 16, a stride's 16 bytes' worth of elements when it is divisible by that."""
+    names = _int_scalars(sig)
+    if not names:
+        return []
+    of = {p["name"]: p["of"] for p in params if p.get("of")}
+    elems = {p.name: (rust_dtype if p.elem in type_params else p.elem) for p in sig.params}
+    listed = ", ".join(f'"{n}"' for n in names)
+    mod = f"crate::kernel::{sig.module}"
+    lines = [
+        "        if mode == HINT_FREE {",
+        "            let key = launch.specialize_on(&stream)",
+        f"                .map_err(|e| Refused(1, format!(\"{sig.name}: specialisation: {{e:?}}\")))?.into_l1_cache_key();",
+        "            let mut hints: Vec<(String, DivHint)> = key.scalar_hints.into_iter()",
+        f"                .filter(|(n, _)| ![{listed}].contains(&n.as_str())).collect();",
+    ]
+    for n in names:
+        if n not in of:
+            continue
+        if of[n]["what"] == "shape":
+            div = f"if a_{n} % 16 == 0 {{ 16 }} else {{ 1 }}"
+        else:
+            unit = f"(16 / std::mem::size_of::<{elems[of[n]['param']]}>().clamp(1, 16)) as i64"
+            div = f"{{ let u = {unit}; if u > 1 && (a_{n} as i64) % u == 0 {{ u as i32 }} else {{ 1 }} }}"
+        lines.append(f"            hints.push((\"{n}\".to_string(), DivHint {{ divisor: {div}, max: 16 }}));")
+    lines += [
+        "            let ectx = ExecutionContext::new(stream.clone());",
+        f"            let got = compile_from_context(&ectx, {mod}::__module_ast_self, \"{sig.module}\", \"{sig.name}\",",
+        f"                &KernelNaming::new(\"{sig.name}\").entry_name(), key.function_generics, key.stride_args,",
+        f"                key.spec_args, hints, key.grid, key.compile_options, {mod}::_SOURCE_HASH);",
+        "            std::mem::forget(ectx);",
+        f"            let (function, _) = got.map_err(|e| Refused(1, format!(\"{sig.name}: compile: {{e:?}}\")))?;",
+        "            return Ok(keep_function(function));",
+        "        }",
+    ]
+    return lines
+
+
+def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks: list[dict] = (),
+              params: list[dict] | None = None) -> str:
     tensors = [p for p in sig.params if p.kind != "scalar"]
     scalars = [p for p in sig.params if p.kind == "scalar"]
     sym = symbol(sig.name, rust_dtype)
@@ -274,7 +329,9 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks
         "    let (stream0, grid0, generics0, tensors0, scalars0) = (stream as usize, grid, generics, tensors, scalars);",
         "    let (grid, generics, tensors, scalars) = (grid as usize, generics as usize, tensors as usize, "
         "scalars as usize);",
-        "    let body = move |stream: usize, capture: bool| -> Result<(), Refused> {",
+        "    // mode: LAUNCH (cutile's launcher, async), CAPTURE (recorded into a graph, never run), HINT_FREE (the",
+        "    // function compiled without the divisibility cutile's launcher infers from integer scalars' values)",
+        "    let body = move |stream: usize, mode: u8| -> Result<usize, Refused> {",
         "        if ntensors != n_t || nscalars != n_s {",
         f"            return Err(Refused(1, format!(\"{sig.name}: {{ntensors}} tensors and {{nscalars}} scalars given, "
         f"the entry takes {{n_t}} and {{n_s}}\")));",
@@ -328,21 +385,23 @@ def _entry_fn(sig: EntrySig, rust_dtype: str, type_params: set[str], slab_checks
         f"        let launch = unsafe {{ {call} }}.generics(gens).grid((g[0], g[1], g[2]))",
         "            .compile_options(CompileOptions::default().debug_info(DebugInfoLevel::None));",
         "        let t1 = t0.map(|t| { prof_add(3, t.elapsed().as_nanos() as u64); std::time::Instant::now() });",
-        "        if capture {  // recorded into a graph, never run: no completion probe on a capturing stream",
+        "        if mode == CAPTURE {  // no completion probe on a capturing stream",
         "            let ectx = ExecutionContext::new(stream.clone());",
-        f"            let r = unsafe {{ launch.execute(&ectx) }}.map(|_| ()).map_err(|e| Refused(1, format!(\"{sig.name}: {{e:?}}\")));",
+        f"            let r = unsafe {{ launch.execute(&ectx) }}.map(|_| 0).map_err(|e| Refused(1, format!(\"{sig.name}: {{e:?}}\")));",
         "            std::mem::forget(ectx);",
         "            return r;",
         "        }",
+        *_hint_free_rust(sig, rust_dtype, type_params, params or []),
         f"        unsafe {{ launch.async_on(&stream) }}.map_err(|e| Refused(1, format!(\"{sig.name}: {{e:?}}\")))?;",
         "        if let Some(t) = t1 { prof_add(4, t.elapsed().as_nanos() as u64); }",
-        "        Ok(())",
+        "        Ok(0)",
         "    };",
-        "    let (rc, warm) = guarded_warm(err, errlen, key, || body(stream0, false));",
+        "    let (rc, warm) = guarded_warm(err, errlen, key, || body(stream0, LAUNCH).map(|_| ()));",
         "    if let Some(t) = t0 { prof_add(5, t.elapsed().as_nanos() as u64); }",
         "    if rc == 0 && warm && matches!(direct, Direct::NoRecord) {",
         f"        fast_capture(&FAST, device, grid0, generics0, tensors0, ntensors, scalars0, nscalars, "
-        f"&[{', '.join(f'({t}, {q})' for t, q in ptrs)}], {nparams}, &body);",
+        f"&[{', '.join(f'({t}, {q})' for t, q in ptrs)}], {nparams}, {'true' if _int_scalars(sig) else 'false'}, "
+        "&body);",
         "    }",
         "    rc",
     ]
@@ -364,5 +423,5 @@ def render_ffi(kernel_source: str, spec: DumpSpec, dtypes: list[str]) -> FfiSour
     fns = []
     for sig, b in zip(sigs, entries):
         for torch_dtype, sym in b["symbols"].items():
-            fns.append(_entry_fn(sig, RUST_DTYPES[torch_dtype], set(b["type_params"]), b["slab_checks"]))
+            fns.append(_entry_fn(sig, RUST_DTYPES[torch_dtype], set(b["type_params"]), b["slab_checks"], b["params"]))
     return FfiSource(rust=prelude + "\n" + "\n".join(fns), bindings=bindings)

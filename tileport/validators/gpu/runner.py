@@ -203,19 +203,19 @@ class PortLibrary:
     def fast_stats(self) -> dict | None:
         """The library's direct launch path (`ffi_direct.rs`): launches that took it, launch signatures recorded for
         it (after a warm launch through cutile, up to 16 per entry), recordings refused, direct launches the driver
-        refused (run through cutile instead) and the last refusal's reason; None when the library predates it.
-        Counted always, no environment switch."""
+        refused (run through cutile instead), records launching their entry compiled without integer scalar hints
+        (`hint_free`) and those whose hint-free compile failed, and the last note; None when the library predates
+        it. Counted always, no environment switch."""
         fn = getattr(self.lib, "tp_fast_stats", None)
         if fn is None:
             return None
-        buf = (ctypes.c_uint64 * 4)()
+        keys = ("direct", "recorded", "refused", "driver_refused", "hint_free", "hint_free_failed")
+        buf = (ctypes.c_uint64 * len(keys))()
         fn.restype = ctypes.c_int32
-        n = fn(buf, 4)
+        n = fn(buf, len(keys))
         note = ctypes.create_string_buffer(ERR_LEN)
         self.lib.tp_fast_note(note, ERR_LEN)
-        out = {"direct": int(buf[0]), "recorded": int(buf[1]), "refused": int(buf[2])}
-        if n > 3:
-            out["driver_refused"] = int(buf[3])
+        out = {k: int(v) for k, v in list(zip(keys, buf))[:n]}
         out["note"] = note.value.decode("utf-8", "replace")
         return out
 

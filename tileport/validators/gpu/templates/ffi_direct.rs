@@ -20,6 +20,12 @@
 // path; a direct launch the driver refuses is counted and retried through the slow path, which reports its error.
 // The CUfunction stays loaded while cutile's kernel cache holds it; nothing in this library clears that cache.
 // TILEPORT_FFI_DIRECT=0: nothing is recorded, every launch goes through cutile (to compare).
+//
+// An entry with integer scalar parameters is also compiled once more per record without the divisibility hints
+// cutile's launcher infers from those scalars' values (HINT_FREE: cuTile Python assumes nothing of a scalar), and
+// the record launches that function: the direct path runs the port under exactly the reference's assumptions.
+// Its parameters must sit where the captured function's do (cuFuncGetParamInfo); if not, or if the compile fails,
+// the record keeps the captured function (tp_fast_note says why).
 
 pub const TP_FAST_MAX_PARAMS: usize = 128;
 pub const TP_FAST_SLOTS: usize = 128; // 16-byte slots of parameter values (2 KiB)
@@ -28,6 +34,21 @@ pub const TP_FAST_TRIES: usize = 64; // captures tried per entry symbol (kept or
 pub const TP_FAST_MAX_TENSORS: usize = 16;
 pub const TP_FAST_MAX_SCALARS: usize = 32;
 pub const TP_FAST_MAX_GENERICS: usize = 256;
+
+/// The modes of an entry's launch body (see the generated entries).
+pub const LAUNCH: u8 = 0;
+pub const CAPTURE: u8 = 1;
+pub const HINT_FREE: u8 = 2;
+
+/// Keeps a function this library compiled loaded for the life of the process (a record launches it); its handle.
+fn keep_function(f: Arc<cutile::cuda_core::Function>) -> usize {
+    static KEPT: Mutex<Vec<Arc<cutile::cuda_core::Function>>> = Mutex::new(Vec::new());
+    let raw = unsafe { f.cu_function() } as usize;
+    if let Ok(mut k) = KEPT.lock() {
+        k.push(f);
+    }
+    raw
+}
 
 /// One tensor of a recorded launch as the caller passed it; its address left out, its alignment class kept.
 #[derive(Clone, Copy)]
@@ -173,8 +194,9 @@ impl FastSlot {
 }
 
 /// 0 direct launches, 1 signatures recorded for the direct path, 2 captures refused (tp_fast_note says why),
-/// 3 direct launches the driver refused (retried through cutile).
-static FAST_STATS: [std::sync::atomic::AtomicU64; 4] = [const { std::sync::atomic::AtomicU64::new(0) }; 4];
+/// 3 direct launches the driver refused (retried through cutile), 4 records launching a function compiled without
+/// integer scalar hints, 5 records whose hint-free compile failed (they launch cutile's function).
+static FAST_STATS: [std::sync::atomic::AtomicU64; 6] = [const { std::sync::atomic::AtomicU64::new(0) }; 6];
 
 fn fast_note() -> &'static Mutex<String> {
     static NOTE: OnceLock<Mutex<String>> = OnceLock::new();
@@ -243,8 +265,8 @@ fn direct_off() -> bool {
 /// TP_FAST_RECORDS kept; returns whether this one was kept.
 unsafe fn fast_capture(slot: &FastSlot, device: i32, grid: *const u32, generics: *const c_char,
                        tensors: *const TpTensor, nt: i32, scalars: *const TpScalar, ns: i32,
-                       ptrs: &[(usize, usize)], nparams: usize,
-                       body: &dyn Fn(usize, bool) -> Result<(), Refused>) -> bool {
+                       ptrs: &[(usize, usize)], nparams: usize, hint_free: bool,
+                       body: &(dyn Fn(usize, u8) -> Result<usize, Refused> + Sync)) -> bool {
     use std::sync::atomic::Ordering;
     if direct_off() || slot.n.load(Ordering::Acquire) >= TP_FAST_RECORDS {
         return false;
@@ -275,12 +297,12 @@ unsafe fn fast_capture(slot: &FastSlot, device: i32, grid: *const u32, generics:
         cu::cuStreamDestroy_v2(s);
         return fast_refuse(format!("cuStreamBeginCapture: {r}"));
     }
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(s as usize, true)));
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(s as usize, CAPTURE)));
     let mut g: cu::CUgraph = std::ptr::null_mut();
     let r = cu::cuStreamEndCapture(s, &mut g);
     cu::cuStreamDestroy_v2(s);
     let made = match (ran, r) {
-        (Ok(Ok(())), 0) if !g.is_null() => fast_record(sig, cur, g, tensors, ptrs, nparams),
+        (Ok(Ok(_)), 0) if !g.is_null() => fast_record(sig, cur, g, tensors, ptrs, nparams),
         (Ok(Err(Refused(_, m))), _) => Err(format!("the captured slow path refused: {m}")),
         (Err(_), _) => Err("the captured slow path panicked".into()),
         (_, r) => Err(format!("cuStreamEndCapture: {r}")),
@@ -288,6 +310,10 @@ unsafe fn fast_capture(slot: &FastSlot, device: i32, grid: *const u32, generics:
     if !g.is_null() {
         cu::cuGraphDestroy(g);
     }
+    let made = match made {
+        Ok(f) if hint_free => Ok(fast_hint_free(f, body)),
+        other => other,
+    };
     match made {
         Ok(f) => {
             let _ = slot.recs[n].set(f);
@@ -361,6 +387,56 @@ unsafe fn fast_record(sig: Box<FastSig>, ctx: cu::CUcontext, g: cu::CUgraph, ten
     }
     f.nparams = count;
     Ok(f)
+}
+
+/// The record `f` launching its entry compiled without integer scalar hints (`HINT_FREE`), compiled on a thread
+/// with a large stack (cutile's JIT recurses deeply) on a private stream; `f` unchanged when that fails.
+unsafe fn fast_hint_free(mut f: Box<Fast>, body: &(dyn Fn(usize, u8) -> Result<usize, Refused> + Sync)) -> Box<Fast> {
+    let mut s: cu::CUstream = std::ptr::null_mut();
+    let r = cu::cuStreamCreate(&mut s, cu::CUstream_flags_enum_CU_STREAM_NON_BLOCKING as _);
+    if r != 0 || s.is_null() {
+        fast_hint_free_failed(format!("cuStreamCreate: {r}"));
+        return f;
+    }
+    let stream = s as usize;
+    let got = std::thread::scope(|sc| {
+        std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn_scoped(sc, move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(stream, HINT_FREE))))
+            .map(|h| h.join())
+    });
+    cu::cuStreamSynchronize(s);
+    cu::cuStreamDestroy_v2(s);
+    let func = match got {
+        Ok(Ok(Ok(Ok(func)))) if func != 0 => func,
+        Ok(Ok(Ok(Err(Refused(_, m))))) => {
+            fast_hint_free_failed(m);
+            return f;
+        }
+        _ => {
+            fast_hint_free_failed("the compile panicked or its thread did not start".into());
+            return f;
+        }
+    };
+    for i in 0..=f.nparams {
+        let (mut off, mut size) = (0usize, 0usize);
+        let r = cu::cuFuncGetParamInfo(func as cu::CUfunction, i, &mut off, &mut size);
+        let same = if i < f.nparams { r == 0 && off == f.offsets[i] as usize } else { r != 0 };
+        if !same {
+            fast_hint_free_failed(format!("its parameter {i} is not where the captured function's is"));
+            return f;
+        }
+    }
+    f.func = func;
+    FAST_STATS[4].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    f
+}
+
+fn fast_hint_free_failed(why: String) {
+    FAST_STATS[5].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if let Ok(mut n) = fast_note().lock() {
+        *n = format!("compiling without integer scalar hints: {why}; the record launches cutile's function");
+    }
 }
 
 /// What the direct path did with one launch.

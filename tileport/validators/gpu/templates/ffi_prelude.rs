@@ -49,7 +49,9 @@ use cutile::half::{bf16, f16};
 use cutile::prelude::*;
 use cutile::tensor::{GridBound, KernelInput, KernelInputStored, KernelOutput, KernelOutputStored, Partition,
                      SpecializationBits, Tensor};
-use cutile::tile_kernel::{CompileOptions, DebugInfoLevel, TileKernel};
+use cutile::cutile_compiler::kernel_naming::KernelNaming;
+use cutile::cutile_compiler::specialization::DivHint;
+use cutile::tile_kernel::{compile_from_context, CompileOptions, DebugInfoLevel, TileKernel};
 
 pub const TP_MAX_RANK: usize = 8;
 
