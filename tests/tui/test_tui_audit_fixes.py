@@ -12,7 +12,7 @@ import pytest
 import test_tui_code
 from gitconv import Conv
 
-from tileport.agents import control
+from tileport.pipeline import control
 from tileport.config import Config
 from tileport.store import Store
 from tileport.tui import TileportApp
