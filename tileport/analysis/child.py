@@ -272,6 +272,7 @@ def run(req: dict) -> dict:
     from tileport.analysis.declaration import OpDeclaration
     from tileport.analysis.fakearrays import faked_in_use, gpu_present
     from tileport.analysis.fakearrays import install as install_array_fakes
+    from tileport.analysis.mainblock import has_main_block
     from tileport.analysis.plan import KernelMeta, Plan, build_plan
     from tileport.analysis.static import StaticInfo
     from tileport.errors import UserError
@@ -333,7 +334,7 @@ def run(req: dict) -> dict:
             from tileport.analysis.capture_plan import configurations
 
             result = cap_mod.capture(module, decl.dtypes, ranks=ranks, tests=tests, op_path=path,
-                                     run_main=_has_main_block(path), tests_limit_s=float(req.get("tests_timeout_s", 120)),
+                                     run_main=has_main_block(path), tests_limit_s=float(req.get("tests_timeout_s", 120)),
                                      tests_budget_s=float(req.get("tests_budget_s", 30)))
             t_cap = time.perf_counter() - t0
             plan, objects = _merge_capture(module, path, plan, kernels, metas, static, open_kernels, result,
@@ -403,17 +404,6 @@ def _load_on_fake_device(path: Path, req: dict, first: "ChildError"):
 
 def _params(plan) -> dict[str, list[dict]]:
     return {k.name: [p.model_dump() for p in k.params] for k in plan.kernels}
-
-
-def _has_main_block(path: Path) -> bool:
-    import ast
-
-    from tileport.analysis.testrun import main_block
-
-    try:
-        return main_block(ast.parse(path.read_text(encoding="utf-8-sig"))) is not None
-    except (OSError, SyntaxError, ValueError):
-        return False
 
 
 def _merge_capture(module, path: Path, plan, kernels: dict, metas: list, static, open_kernels: set[str],
