@@ -34,10 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from tileport.validators.analysis import analyze_op, find_examples
-from tileport.validators.analysis.backend import BackendJob, run_backend
-from tileport.validators.analysis.loader import shared_warm_child
-from tileport.validators.analysis.pipeline import toolchain_for
+from tileport.analysis import analyze_op, find_examples
+from tileport.analysis.backend import BackendJob, run_backend
+from tileport.analysis.loader import shared_warm_child
+from tileport.analysis.pipeline import toolchain_for
 from tileport.config import Config
 
 TARGET_S = 2.0
@@ -66,14 +66,14 @@ def _median_run(path: Path, out_base: Path, repeat: int, warm: bool, **kwargs):
 def corpus_ops(root: Path) -> list[Path]:
     """The cuTile op files of a library, as `tileport analyze DIR` finds them (modules defining @ct.kernel; tests,
     wrappers and helpers are not ops)."""
-    from tileport.validators.analysis.library import find_library
+    from tileport.analysis.library import find_library
 
     return [f.path for f in find_library(root).ops if f.kind == "cutile"]
 
 
 def run_corpus(root: Path, python: str | None, targets: list[str], tests: list[str] | None = None,
                discover: bool = True, parallel: int = 1) -> int:
-    from tileport.validators.analysis.library import Library, analyze_library, find_library
+    from tileport.analysis.library import Library, analyze_library, find_library
 
     lib = find_library(root)
     lib = Library(root=lib.root, ops=[f for f in lib.ops if f.kind == "cutile"], skipped=lib.skipped)

@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tileport.agents.draft import draft_port  # noqa: E402
+from tileport.draft import draft_port  # noqa: E402
 from tileport.validators.rust.reference import load_analysis  # noqa: E402
 
 
@@ -35,7 +35,7 @@ def main() -> int:
         import tempfile
 
         from benchmarks.draft_table import CORPUS, corpus_ops, torch_python
-        from tileport.validators.analysis import analyze_op
+        from tileport.analysis import analyze_op
         tmp = Path(tempfile.mkdtemp(prefix="bench-draft-"))
         root = Path(args.corpus or CORPUS).resolve()
         for op in corpus_ops(None, root):

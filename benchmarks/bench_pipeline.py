@@ -30,9 +30,9 @@ import git
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tileport.agents.context import Limits  # noqa: E402
+from tileport.pipeline.context import Limits  # noqa: E402
 from tileport import service  # noqa: E402
-from tileport.agents.runner import ConversionRunner  # noqa: E402
+from tileport.pipeline.runner import ConversionRunner  # noqa: E402
 from tileport.config import Config  # noqa: E402
 
 

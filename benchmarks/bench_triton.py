@@ -16,9 +16,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tileport.agents.draft.triton_lift import LiftIncomplete, draft_triton  # noqa: E402
+from tileport.draft.triton_lift import LiftIncomplete, draft_triton  # noqa: E402
 from tileport.config import Config  # noqa: E402
-from tileport.validators.analysis.triton.pipeline import analyze_triton_op  # noqa: E402
+from tileport.analysis.triton.pipeline import analyze_triton_op  # noqa: E402
 
 
 def main() -> int:

@@ -145,8 +145,8 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 async def latency(args) -> None:
-    from tileport.agents import stages
-    from tileport.agents.runner import ConversionRunner
+    from tileport.pipeline import stages
+    from tileport.pipeline.runner import ConversionRunner
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-tui-latency-"))
     repo = tmp / "repo"

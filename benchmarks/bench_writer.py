@@ -33,15 +33,15 @@ from typing import Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tileport.agents.context import ConversionPaths, Limits  # noqa: E402
-from tileport.agents.draft import draft_port  # noqa: E402
-from tileport.agents.stages.write_kernel import _Builder, is_cargo_build  # noqa: E402
+from tileport.pipeline.context import ConversionPaths, Limits  # noqa: E402
+from tileport.draft import draft_port  # noqa: E402
+from tileport.pipeline.stages.write_kernel import _Builder, is_cargo_build  # noqa: E402
 from tileport.agents.writers import KernelTask, ModelWriter  # noqa: E402
 from tileport.config import load_config  # noqa: E402
 from tileport.exec.toolchain import from_config  # noqa: E402
 from tileport.local_models.client import ModelClient  # noqa: E402
 from tileport.local_models.protocol import CancelToken  # noqa: E402
-from tileport.validators.analysis import analyze_op  # noqa: E402
+from tileport.analysis import analyze_op  # noqa: E402
 
 PASSING = ("PASS", "PASS_WITH_NOTES")
 

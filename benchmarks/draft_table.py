@@ -31,8 +31,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tileport.agents.draft import draft_port  # noqa: E402
-from tileport.validators.analysis import analyze_op  # noqa: E402
+from tileport.draft import draft_port  # noqa: E402
+from tileport.analysis import analyze_op  # noqa: E402
 from tileport.validators.rust.build import BuildOptions, build_crate  # noqa: E402
 from tileport.validators.rust.crate import crate_cache_root, write_crate  # noqa: E402
 from tileport.validators.rust.selfcheck import self_check  # noqa: E402

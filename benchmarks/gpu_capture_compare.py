@@ -29,9 +29,9 @@ ONE = r'''
 import ast, json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from tileport.validators.analysis import capture as C
-from tileport.validators.analysis.testfind import discover
-from tileport.validators.analysis.testrun import main_block
+from tileport.analysis import capture as C
+from tileport.analysis.testfind import discover
+from tileport.analysis.testrun import main_block
 import importlib
 root, dotted, op = Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
 extra = json.loads(sys.argv[5])

@@ -5,6 +5,14 @@ every configuration slower than 1.05 (all of them with --launch), how each side 
 recorded them in the timed run: grid, block, registers per thread, shared memory, occupancy estimate.
 
     python benchmarks/gpu_gate_table.py OUT/*.json [--launch]
+    python benchmarks/gpu_gate_table.py --out OUT [--launch]
+
+`--out OUT`: what `scripts/gpu-perf.sh run` left in its $OUT (results.tar.xz of every gate's results.json,
+host_call.json of benchmarks/gpu_host_call.py, device_test.log): the stage-E table as above, then the host time
+of a port call against the reference's per op, the device test's outcome, and issue 34's done criteria judged on
+them (no timed configuration above config_max, the overall geomean at most 1.00, a port call at most 2x the
+reference's). "Tiny" is judged as the gate judges it (`reports.is_tiny`: both sides under 5 us, never a row over
+config_max), whatever the runner that wrote the file flagged.
 """
 
 from __future__ import annotations
@@ -12,13 +20,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
+import tarfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tileport.validators.gpu.reports import launch_summary  # noqa: E402
+from tileport.config import PerfGate  # noqa: E402
+from tileport.validators.gpu.reports import is_tiny, launch_summary  # noqa: E402
 
 SLOW = 1.05  # rows above this get their launch attributes printed
+HOST_MAX = 2.0  # issue 34: a port call's wall time at most 2x the reference's
+GEOMEAN_MAX = 1.00  # issue 34: the overall geomean over the drafts
 
 
 def _geomean(xs):
@@ -33,20 +46,34 @@ def _pct(hw: dict) -> str:
     return "-"
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("results", nargs="+")
-    ap.add_argument("--launch", action="store_true", help="launch attributes for every row, not only those above 1.05")
-    args = ap.parse_args(argv)
-    launch_rows = []
-    all_ratios, worst = [], None
-    print("| op | config | ref ms | port ms | port/ref | ref % limit | port % limit | flags |")
-    print("|---|---|---|---|---|---|---|---|")
-    summary = []
-    hw_seen = None
-    for path in args.results:
-        res = json.loads(Path(path).read_text())
-        op = (res.get("gate") or {}).get("op") or Path(path).stem
+def _f(x, digits=4):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def read_out(out: Path) -> tuple[list[tuple[str, dict]], list[dict] | None, str | None]:
+    """(gate name, results) per gate, the host-call rows and the device test's last line, from a run's $OUT."""
+    results = []
+    archive = out / "results.tar.xz"
+    if archive.is_file():
+        with tarfile.open(archive) as tar:
+            for m in sorted(tar.getmembers(), key=lambda m: m.name):
+                if m.isfile() and m.name.endswith(".json"):
+                    results.append((Path(m.name).stem, json.loads(tar.extractfile(m).read())))
+    else:
+        results = [(p.stem, json.loads(p.read_text())) for p in sorted(out.glob("*.json")) if p.name != "host_call.json"]
+    host = json.loads((out / "host_call.json").read_text()) if (out / "host_call.json").is_file() else None
+    log = out / "device_test.log"
+    test = next((l for l in reversed(log.read_text().splitlines()) if l.strip()), None) if log.is_file() else None
+    return results, host, test
+
+
+def stage_e(results: list[tuple[str, dict]], launch_all: bool, config_max: float) -> tuple[list[str], dict]:
+    """The stage-E lines and what the done criteria need: counted ratios, rows over config_max, failures."""
+    lines = ["| op | config | ref ms | port ms | port/ref | ref % limit | port % limit | flags |",
+             "|---|---|---|---|---|---|---|---|"]
+    launch_rows, all_ratios, over, worst, summary, hw_seen = [], [], [], None, [], None
+    for name, res in results:
+        op = (res.get("gate") or {}).get("op") or name
         cases = res.get("cases", [])
         passed = sum(c["status"] == "PASS" for c in cases)
         rows = (res.get("perf") or {}).get("rows", [])
@@ -55,54 +82,144 @@ def main(argv=None) -> int:
         for r in rows:
             ratio = r.get("ratio")
             hw = r.get("hw") or {}
-            flags = "; ".join(r.get("flags") or [])
-            print(f"| {op} | {r['config']} | {_f(r.get('ref_ms'))} | {_f(r.get('port_ms'))} | "
-                  f"{_f(ratio, 3)} | {_pct(hw.get('ref', {}))} | {_pct(hw.get('port', {}))} | {flags} |")
-            if args.launch or (ratio and ratio > SLOW):
+            tiny = is_tiny(r.get("ref_ms"), r.get("port_ms"), ratio, config_max)
+            given = list(r.get("flags") or [])
+            flags = "; ".join((["tiny (both sides under 5 us)"] if tiny and not any("tiny" in f for f in given)
+                               else []) + given)
+            lines.append(f"| {op} | {r['config']} | {_f(r.get('ref_ms'))} | {_f(r.get('port_ms'))} | "
+                         f"{_f(ratio, 3)} | {_pct(hw.get('ref', {}))} | {_pct(hw.get('port', {}))} | {flags} |")
+            if launch_all or (ratio and ratio > SLOW):
                 launch_rows.append((op, r))
-            if ratio and not r.get("tiny") and not r.get("failed"):
+            if ratio and ratio > config_max and not r.get("failed"):
+                over.append(f"{op} {r['config']} {ratio:.3f}")
+            if ratio and not tiny and not r.get("failed"):
                 ratios.append(ratio)
                 if worst is None or ratio > worst[0]:
                     worst = (ratio, op, r["config"])
         all_ratios += ratios
-        fails = [f"{c['name']} [{c.get('fail_class')}]: {c.get('message', '')[:160]}" for c in cases if c["status"] != "PASS"]
-        summary.append((op, passed, len(cases), _geomean(ratios), len(ratios), len(rows), fails,
-                        res.get("env_missing"), res.get("crashed")))
-    print()
-    print("| op | correctness | perf configs in geomean | geomean port/ref |")
-    print("|---|---|---|---|")
-    for op, p, n, gm, k, m, fails, env, crashed in summary:
-        print(f"| {op} | {p}/{n} pass | {k}/{m} | {_f(gm, 3)} |")
+        fails = [f"{c['name']} [{c.get('fail_class')}]: {c.get('message', '')[:160]}" for c in cases
+                 if c["status"] != "PASS"]
+        failed_rows = [r["config"] for r in rows if r.get("failed")]
+        summary.append((op, passed, len(cases), _geomean(ratios), len(ratios), len(rows), fails, failed_rows,
+                        res.get("env_missing"), res.get("crashed") or res.get("runner_error")))
+    lines += ["", "| op | correctness | perf configs in geomean | geomean port/ref |", "|---|---|---|---|"]
+    for op, p, n, gm, k, m, *_ in summary:
+        lines.append(f"| {op} | {p}/{n} pass | {k}/{m} | {_f(gm, 3)} |")
     gm = _geomean(all_ratios)
-    print(f"\noverall geomean port/ref: {_f(gm, 3)} over {len(all_ratios)} configurations"
-          + (f"; worst {worst[0]:.3f} ({worst[1]} {worst[2]})" if worst else ""))
+    lines.append(f"\noverall geomean port/ref: {_f(gm, 3)} over {len(all_ratios)} configurations"
+                 + (f"; worst {worst[0]:.3f} ({worst[1]} {worst[2]})" if worst else ""))
     if hw_seen:
-        print(f"hardware measured in the same run: {json.dumps(hw_seen)}")
+        lines.append(f"hardware measured in the same run: {json.dumps(hw_seen)}")
     if launch_rows:
-        print()
-        print("launch attributes (CUPTI, the timed run) for " + ("every configuration" if args.launch else
-                                                                 f"configurations above {SLOW}") + ":")
-        print("| op | config | port/ref | side | kernel launches |")
-        print("|---|---|---|---|---|")
+        lines += ["", "launch attributes (CUPTI, the timed run) for " + ("every configuration" if launch_all else
+                                                                          f"configurations above {SLOW}") + ":",
+                  "| op | config | port/ref | side | kernel launches |", "|---|---|---|---|---|"]
         for op, r in launch_rows:
             launch = r.get("launch") or {}
             for side in ("ref", "port"):
                 attrs = launch.get(side)
                 text = launch_summary(attrs) if attrs else ((r.get("launch_errors") or {}).get(side)
                                                             or "not recorded (results from a runner before launch attributes)")
-                print(f"| {op} | {r['config']} | {_f(r.get('ratio'), 3)} | {side} | {text} |")
-    for op, p, n, gm_, k, m, fails, env, crashed in summary:
+                lines.append(f"| {op} | {r['config']} | {_f(r.get('ratio'), 3)} | {side} | {text} |")
+    problems = []
+    for op, p, n, gm_, k, m, fails, failed_rows, env, crashed in summary:
         if env:
-            print(f"{op}: BLOCKED(env): {env}")
+            problems.append(f"{op}: BLOCKED(env): {env}")
         if crashed:
-            print(f"{op}: {crashed}")
-        for f in fails:
-            print(f"{op}: FAIL {f}")
+            problems.append(f"{op}: {str(crashed)[-300:]}")
+        problems += [f"{op}: FAIL {f}" for f in fails]
+        problems += [f"{op}: perf row failed: {c}" for c in failed_rows]
+    lines += [""] + problems if problems else []
+    cases = sum(s[2] for s in summary)
+    return lines, {"geomean": gm, "over": over, "n": len(all_ratios), "problems": problems, "cases": cases,
+                   "passed": sum(s[1] for s in summary), "ops": [s[0] for s in summary]}
+
+
+def host_path(rows: list[dict]) -> tuple[list[str], dict]:
+    """Per op, the median over its configurations of the host time of one call (op call: the op's wrapper as a
+    user calls it; launch: its launches alone), reference and port, and the direct path's counters."""
+    lines = ["| op | configs | op call us ref / port | port/ref | launch alone us ref / port | port/ref | "
+             "direct launches | records (hint-free) | port output |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    ratios, errors = {}, []
+    for op in dict.fromkeys(r["op"] for r in rows):
+        ok = [r for r in rows if r["op"] == op and "error" not in r]
+        errors += [f"{op} {r['config']}: {r['error']}" for r in rows if r["op"] == op and "error" in r]
+        if not ok:
+            continue
+        med = {k: statistics.median(r[k] for r in ok) for k in ("ref_ret_us", "port_ret_us", "ref_launch_us",
+                                                              "port_launch_us")}
+        fast = ok[-1].get("fast") or {}
+        outputs = [r["output_ok"] for r in ok if "output_ok" in r]
+        ratios[op] = med["port_ret_us"] / med["ref_ret_us"]
+        lines.append(f"| {op} | {len(ok)} | {med['ref_ret_us']:.1f} / {med['port_ret_us']:.1f} | {ratios[op]:.2f} | "
+                     f"{med['ref_launch_us']:.1f} / {med['port_launch_us']:.1f} | "
+                     f"{med['port_launch_us'] / med['ref_launch_us']:.2f} | {fast.get('direct', '-')} | "
+                     f"{fast.get('recorded', '-')} ({fast.get('hint_free', '-')}) | "
+                     + ("-" if not outputs else "ok" if all(outputs) else "WRONG") + " |")
+    profiled = [r for r in rows if (r.get("ffi_us") or {}).get("direct")]
+    if profiled:
+        def split(f: dict) -> str:
+            parts = [f"{k.removeprefix('direct_')} {f[k]}" for k in ("direct_find", "direct_driver") if k in f]
+            return f"{f['direct']}" + (f" ({', '.join(parts)})" if parts else "")
+        lines.append("\nin the library per direct launch (TILEPORT_FFI_PROFILE=1; find: the record and its "
+                     "parameters, driver: context check and cuLaunchKernel), us: "
+                     + "; ".join(f"{r['op']} {r['config']}: {split(r['ffi_us'])}"
+                                 for r in {r["op"]: r for r in profiled}.values()))
+    lines += [f"ERROR {e}" for e in errors]
+    wrong = [f"{r['op']} {r['config']}" for r in rows if r.get("output_ok") is False]
+    return lines, {"ratios": ratios, "errors": errors, "wrong": wrong}
+
+
+def criteria(e: dict, h: dict | None, test: str | None, config_max: float) -> list[str]:
+    out = ["", "issue 34, done when:"]
+    out.append(f"- correctness: {e['passed']}/{e['cases']} cases pass over {len(e['ops'])} ops"
+               + ("" if not e["problems"] else f" ({len(e['problems'])} problems listed above)"))
+    out.append(f"- no timed configuration above {config_max}: "
+               + (f"NO, {len(e['over'])}: " + "; ".join(e["over"]) if e["over"] else
+                  "yes" if e["n"] else "no measurement"))
+    gm = e["geomean"]
+    out.append(f"- overall geomean at most {GEOMEAN_MAX:.2f}: "
+               + ("no measurement" if gm is None else f"{'yes' if gm <= GEOMEAN_MAX else 'NO'} ({gm:.3f} over {e['n']})"))
+    if h is None:
+        out.append("- port call at most 2x the reference's: no host_call.json")
+    else:
+        worst = max(h["ratios"].items(), key=lambda kv: kv[1]) if h["ratios"] else None
+        over = [f"{op} {x:.2f}x" for op, x in h["ratios"].items() if x > HOST_MAX]
+        out.append(f"- port call at most {HOST_MAX:.0f}x the reference's: "
+                   + ("no rows" if worst is None else "yes" if not over else "NO: " + ", ".join(over))
+                   + (f" (worst {worst[0]} {worst[1]:.2f}x over {len(h['ratios'])} ops)" if worst else "")
+                   + (f"; port output WRONG: {', '.join(h['wrong'])}" if h["wrong"] else ""))
+    out.append(f"- direct path device test: {test or 'no device_test.log'}")
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results", nargs="*")
+    ap.add_argument("--out", default=None, help="a scripts/gpu-perf.sh run's $OUT: every table and issue 34's criteria")
+    ap.add_argument("--launch", action="store_true", help="launch attributes for every row, not only those above 1.05")
+    args = ap.parse_args(argv)
+    config_max = PerfGate().config_max
+    host, test = None, None
+    if args.out:
+        results, host, test = read_out(Path(args.out))
+    else:
+        results = [(Path(p).stem, json.loads(Path(p).read_text())) for p in args.results]
+    if not results and host is None:
+        print("no results given (results.json files, or --out DIR)", file=sys.stderr)
+        return 2
+    lines, e = stage_e(results, args.launch, config_max)
+    print("\n".join(lines))
+    h = None
+    if host is not None:
+        hl, h = host_path(host)
+        print("\nhost time per call, port vs reference (benchmarks/gpu_host_call.py, median of 100 calls per "
+              "configuration, median over configurations):")
+        print("\n".join(hl))
+    if args.out:
+        print("\n".join(criteria(e, h, test, config_max)))
     return 0
-
-
-def _f(x, digits=4):
-    return "-" if x is None else f"{x:.{digits}f}"
 
 
 if __name__ == "__main__":

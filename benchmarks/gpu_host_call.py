@@ -13,7 +13,7 @@ dtype x shape x variant configurations, with the op module's own inputs (`make_i
 Each side is warmed first (JIT compile, the port's first-launch plan). Prints one line per configuration and, per
 op, the median over its configurations; exit 0.
 
-    python benchmarks/gpu_host_call.py DEST/gates [--reps 200] [--max-configs N] [--json OUT.json]
+    python benchmarks/gpu_host_call.py DEST/gates [--reps 200] [--max-configs N] [--json OUT.json] [--only OP...]
 
 Runs where the gate runs (torch, cuda.tile, a GPU, tileiras on PATH); it imports the gate's own runner.py.
 """
@@ -65,7 +65,7 @@ class _Capture:
         return self.real(stream, grid, kernel, args)
 
 
-def bench_gate(gate_dir: Path, reps: int, max_configs: int = 0) -> list[dict]:
+def bench_gate(gate_dir: Path, reps: int, max_configs: int = 0, on_row=None) -> list[dict]:
     import torch
     import cuda.tile as ct
 
@@ -111,7 +111,11 @@ def bench_gate(gate_dir: Path, reps: int, max_configs: int = 0) -> list[dict]:
                     row["ffi_us"]["slow_launches"] = (after["warm"] + after["cold"]) - (before["warm"] + before["cold"])
                     row["ffi_us"]["direct_launches"] = nd
                     if nd:
-                        row["ffi_us"]["direct"] = round((after["direct_ns"] - before["direct_ns"]) / nd / 1000, 2)
+                        for k in ("direct_ns", "direct_find_ns", "direct_driver_ns"):
+                            if k in after:
+                                row["ffi_us"][k.removesuffix("_ns")] = round((after[k] - before[k]) / nd / 1000, 2)
+                        if "direct_ctx_sets" in after:
+                            row["ffi_us"]["direct_ctx_sets"] = after["direct_ctx_sets"] - before["direct_ctx_sets"]
                 row["fast"] = lib.fast_stats()
                 if callable(getattr(module, "reference", None)):  # the port's output after the timed calls
                     real_empty_like = torch.empty_like  # a NaN-filled output: a launch that wrote nothing fails
@@ -129,9 +133,11 @@ def bench_gate(gate_dir: Path, reps: int, max_configs: int = 0) -> list[dict]:
             row["launches"] = len(cap.launches)
             launcher.clear()
         except Exception as exc:  # one configuration's failure is a line, not the end of the run
-            row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            row["error"] = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}"
         rows.append(row)
         print(_line(row), flush=True)
+        if on_row:
+            on_row(row)
         del inputs, cap
     return rows
 
@@ -154,15 +160,29 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--json", default=None, help="also write every row here")
     ap.add_argument("--max-configs", type=int, default=0, help="at most this many configurations per op (0: all)")
+    ap.add_argument("--only", nargs="*", default=None, help="these gates (directory names) only")
     args = ap.parse_args(argv)
     root = Path(args.gates)
     gates = [root] if (root / "gate.json").is_file() else sorted(p for p in root.iterdir() if (p / "gate.json").is_file())
-    rows = []
+    if args.only:
+        gates = [g for g in gates if g.name in args.only]
+    import torch
+
+    if not torch.cuda.is_available():
+        print("no CUDA GPU visible to torch: nothing measured", flush=True)
+        return 3
+    rows: list[dict] = []
+
+    def keep(row: dict) -> None:  # written after every row: a run cut short keeps what it measured
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=1))
+
     for g in gates:
         try:
-            rows += bench_gate(g, args.reps, args.max_configs)
+            bench_gate(g, args.reps, args.max_configs, on_row=lambda r: (rows.append(r), keep(r)))
         except Exception as exc:
-            print(f"{g.name}: ERROR {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+            print(f"{g.name}: ERROR {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}",
+                  flush=True)
     print("\nper op (median over its configurations): call us ref / port (port/ref) | launch us ref / port (port/ref)")
     for op in dict.fromkeys(r["op"] for r in rows):
         ok = [r for r in rows if r["op"] == op and "error" not in r]
@@ -174,8 +194,6 @@ def main(argv=None) -> int:
               f"({med['port_ret_us'] / med['ref_ret_us']:.2f}x) | launch {med['ref_launch_us']:6.1f} / "
               f"{med['port_launch_us']:6.1f} ({med['port_launch_us'] / med['ref_launch_us']:.2f}x) "
               f"[{len(ok)} configs]")
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
 
 

@@ -1,5 +1,5 @@
 """Write (or with --check, verify) docs/draft_coverage.md: the draft translator's coverage of cuda.tile against
-cutile-rs 0.5, generated from tileport/agents/draft/coverage.py and the installed cuda.tile's public names.
+cutile-rs 0.5, generated from tileport/draft/coverage.py and the installed cuda.tile's public names.
 
     .venv/bin/python scripts/gen_coverage.py [--check]
 """
@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tileport.agents.draft.coverage import main  # noqa: E402
+from tileport.draft.coverage import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -4,7 +4,8 @@
 #
 #   here (CPU):  scripts/gpu-gate-drafts.sh pack DEST      # per example: draft -> build-rust with the IR self-check
 #                                                           # -> gate pack (cdylib + gate dir); plus tileport's source
-#                                                           # and the wheels the GPU host lacks (as gpu-gate-ports.sh)
+#                                                           # and the wheels the GPU host lacks (as gpu-gate-ports.sh;
+#                                                           # WHEELS=0: neither, for runs of runner.py alone)
 #   GPU host:    bash DEST/gpu-gate-ports.sh run DEST [OUT] # `tileport gate run` per packed example
 #   here:        python benchmarks/gpu_gate_table.py OUT/*.json
 #
@@ -18,7 +19,7 @@ dest=${2:?usage: gpu-gate-drafts.sh pack DEST}
 here=$(cd "$(dirname "$0")/.." && pwd)
 [ "$cmd" = pack ] || { echo "usage: gpu-gate-drafts.sh pack DEST (run the pack on the GPU host with gpu-gate-ports.sh run)" >&2; exit 2; }
 py=${PYTHON:-$here/.venv/bin/python}
-mkdir -p "$dest/gates" "$dest/drafts" "$dest/build-rust" "$dest/src" "$dest/whl"
+mkdir -p "$dest/gates" "$dest/drafts" "$dest/build-rust"
 : > "$dest/PACKED.txt"
 rc=0
 ops=("$here"/examples/*.py)
@@ -60,13 +61,15 @@ PY
     echo "$op: NOT PACKED: gate pack failed: $(tail -1 "$dest/build-rust/$op.pack.txt")" >> "$dest/PACKED.txt"
   fi
 done
-cp "$here/scripts/gpu-gate-ports.sh" "$dest/"
-rm -rf "$dest/src/tileport" && cp -r "$here/tileport" "$dest/src/tileport"
-find "$dest/src" -name __pycache__ -prune -exec rm -rf {} +
-"$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$dest/whl" \
-  pydantic-core==2.50.5 pydantic==2.14.4 annotated-types==0.8.0 typing-inspection==0.4.5 \
-  sqlite-utils==4.2.1 sqlite-fts4==1.0.3 platformdirs==4.14.9 tenacity==9.1.2 tree-sitter==0.26.1 tree-sitter-rust==0.24.2 || rc=1
+if [ "${WHEELS:-1}" != 0 ]; then  # tileport's CLI on the GPU host (`gate run`); WHEELS=0: runner.py only
+  cp "$here/scripts/gpu-gate-ports.sh" "$dest/"
+  rm -rf "$dest/src/tileport" && cp -r "$here/tileport" "$dest/src/tileport"
+  find "$dest/src" -name __pycache__ -prune -exec rm -rf {} +
+  "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$dest/whl" \
+    pydantic-core==2.50.5 pydantic==2.14.4 annotated-types==0.8.0 typing-inspection==0.4.5 \
+    sqlite-utils==4.2.1 sqlite-fts4==1.0.3 platformdirs==4.14.9 tenacity==9.1.2 tree-sitter==0.26.1 tree-sitter-rust==0.24.2 || rc=1
+fi
 cat "$dest/PACKED.txt"
 du -sh "$dest"
 exit $rc

@@ -11,7 +11,7 @@ from pathlib import Path
 from gitconv import Conv
 
 from tileport.store import Store
-from tileport.validators.analysis import analyze_op
+from tileport.analysis import analyze_op
 
 REPO = Path(__file__).resolve().parent.parent
 OP = "vector_add"

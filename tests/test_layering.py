@@ -1,5 +1,6 @@
-"""The one-way layout (README "Layout"): cli -> tui -> service -> agents -> validators / local_models /
-worktrees -> exec -> the contract (records/, store/, config, errors, limits). A lower floor never imports a higher one; read from the source's import statements."""
+"""The one-way layout (README "Layout"): cli -> tui -> service -> pipeline -> agents -> draft -> validators /
+local_models / worktrees -> analysis -> exec -> the contract (records/, store/, config, errors, limits). A lower
+floor never imports a higher one; read from the source's import statements."""
 
 from __future__ import annotations
 
@@ -12,14 +13,19 @@ CONTRACT = {"records", "config", "errors", "limits", "store"}
 ALLOWED = {
     "contract": CONTRACT,
     "exec": CONTRACT,
-    "validators": CONTRACT | {"exec"},
+    "analysis": CONTRACT | {"exec"},  # stage A's engine: the reference, judged by nothing
+    "validators": CONTRACT | {"exec", "analysis"},
     "local_models": CONTRACT | {"exec"},
     "worktrees": CONTRACT | {"exec"},
-    "agents": CONTRACT | {"exec", "validators", "local_models", "worktrees"},
+    "draft": CONTRACT | {"exec", "analysis", "validators"},  # the deterministic translator: no model
+    "agents": CONTRACT | {"exec", "analysis", "validators", "draft", "local_models", "worktrees"},  # model-side
+    "pipeline": CONTRACT | {"exec", "analysis", "validators", "draft", "local_models", "worktrees", "agents"},
     "offline": CONTRACT | {"exec"},
-    # what the CLI and the dashboard both call: above the agents, below tui and cli
-    "service": CONTRACT | {"exec", "validators", "local_models", "worktrees", "agents", "offline"},
-    "tui": CONTRACT | {"exec", "validators", "local_models", "worktrees", "agents", "offline", "service"},
+    # what the CLI and the dashboard both call: above the pipeline, below tui and cli
+    "service": CONTRACT | {"exec", "analysis", "validators", "draft", "local_models", "worktrees", "agents",
+                           "pipeline", "offline"},
+    "tui": CONTRACT | {"exec", "analysis", "validators", "draft", "local_models", "worktrees", "agents", "pipeline",
+                       "offline", "service"},
 }
 
 
@@ -62,9 +68,18 @@ def test_the_contract_imports_only_the_contract():
 
 
 
-def test_service_sits_above_the_agents_and_below_tui_and_cli():
-    assert "service" not in ALLOWED["agents"] and "tui" not in ALLOWED["service"] and "cli" not in ALLOWED["service"]
-    assert (PKG / "service.py").is_file() or (PKG / "service").is_dir()
+def test_service_sits_above_the_pipeline_and_below_tui_and_cli():
+    assert "service" not in ALLOWED["pipeline"] and "tui" not in ALLOWED["service"] and "cli" not in ALLOWED["service"]
+    assert "pipeline" not in ALLOWED["agents"] and "agents" not in ALLOWED["draft"]  # the model side sits below the spine
+    assert (PKG / "service").is_dir() and (PKG / "pipeline").is_dir()
+
+
+def test_every_package_has_a_floor():
+    """A new top-level package names its floor here (else the layering check would skip it silently)."""
+    tops = {p.name.removesuffix(".py") for p in PKG.iterdir() if p.name != "__pycache__" and not p.name.startswith(".")
+            and (p.is_dir() or p.suffix == ".py")}
+    unplaced = {t for t in tops if floor_of(t) not in ALLOWED} - {"cli", "__main__", "__init__"}
+    assert not unplaced, f"top-level modules with no floor in ALLOWED: {sorted(unplaced)}"
 
 
 def _store_internals(path: Path) -> list[str]:
@@ -105,7 +120,7 @@ RENDERERS = {
     "tileport.validators.rust.diagnostics": {"render_text", "live_line"},
     "tileport.validators.rust.selfcheck": {"format_self_check"},
     "tileport.validators.tileir.report": {"format_report"},
-    "tileport.validators.analysis.triton.record": {"reference_summary"},
+    "tileport.analysis.triton.record": {"reference_summary"},
     "tileport.validators.gpu.reports": {"launch_summary"},
     "tileport.exec.sandbox": {"tool_argv"},
     "tileport.agents.transcripts": {"load_transcript", "tool_arguments"},
@@ -151,10 +166,10 @@ def test_the_faces_import_only_the_service_the_read_model_records_and_renderers(
 
 def test_the_face_check_sees_a_verb_reached_past_the_service(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("from tileport.worktrees.merge import merge\nimport tileport.agents.runner\n"
+    bad.write_text("from tileport.worktrees.merge import merge\nimport tileport.pipeline.runner\n"
                    "from tileport.store import Store, queries\nfrom tileport import service\n"
                    "from tileport.validators.rust.selfcheck import format_self_check, self_check\n")
-    assert face_imports(bad) == ["tileport.worktrees.merge.merge", "tileport.agents.runner", "tileport.store.Store",
+    assert face_imports(bad) == ["tileport.worktrees.merge.merge", "tileport.pipeline.runner", "tileport.store.Store",
                                  "tileport.validators.rust.selfcheck.self_check"]
 
 
@@ -164,7 +179,7 @@ def test_the_service_face_is_lazy():
     import sys
 
     code = ("import sys; from tileport import service; assert not [m for m in sys.modules if m.startswith("
-            "('tileport.agents', 'tileport.service.'))], sorted(sys.modules); service.store_path; "
-            "assert 'tileport.service.conversions' in sys.modules and 'tileport.agents.runner' not in sys.modules")
+            "('tileport.agents', 'tileport.pipeline', 'tileport.draft', 'tileport.analysis', 'tileport.service.'))], sorted(sys.modules); service.store_path; "
+            "assert 'tileport.service.conversions' in sys.modules and 'tileport.pipeline.runner' not in sys.modules")
     r = subprocess.run([sys.executable, "-c", code], cwd=PKG.parent, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -146,7 +146,7 @@ class AnalysisSettings(_Section):
     discover_tests: bool = True  # look for tests/**/test_<op>.py in the op's project
     tests_timeout_s: float = Field(default=120.0, gt=0, le=3600)  # per test run / script, inside the child's limit
     # past this many seconds of a test session, only tests of a new launch signature run (at most a quarter of
-    # tests_timeout_s; see validators/analysis/testrun.signature_key)
+    # tests_timeout_s; see analysis/testrun.signature_key)
     tests_budget_s: float = Field(default=30.0, ge=0, le=3600)
 
 

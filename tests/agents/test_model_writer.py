@@ -14,7 +14,7 @@ from tileport.agents import budget as bd
 from tileport.agents.holes import fill_hole, find_holes, search_replace
 from tileport.agents.reference.data import load_api, load_worked_ports, similar_ports
 from tileport.agents.writers import BuildCheck, KernelTask, KernelWriterLoop, ModelWriter
-from tileport.agents.context import Limits
+from tileport.pipeline.context import Limits
 from tileport.errors import UserError
 from tileport.local_models.protocol import CancelToken
 from tileport.local_models.scripted import ScriptedModel
@@ -305,7 +305,7 @@ def test_a_second_attempt_sees_the_kernel_its_diagnostics_point_at(tmp_path):
 
 
 def test_a_first_attempt_gets_no_what_to_fix_section_from_stage_a():
-    from tileport.agents.stages.write_kernel import _feedback
+    from tileport.pipeline.stages.write_kernel import _feedback
 
     from tileport.records import Stage, StageResult
     from tileport.store.queries import StageRunRow
@@ -316,7 +316,7 @@ def test_a_first_attempt_gets_no_what_to_fix_section_from_stage_a():
 
 
 def test_a_stages_transcript_is_kept_as_a_pinned_artifact(tmp_path):
-    from tileport.agents.context import ConversionPaths
+    from tileport.pipeline.context import ConversionPaths
     from tileport.agents.transcripts import keep_transcript
     from tileport.records import sha256_file
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, run_cli
-from tests.validators.analysis.test_analyze_capture import _torch_python
+from tests.analysis.test_analyze_capture import _torch_python
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,6 @@ import pytest
 from tests.conftest import REPO, run_cli
 
 VECTOR_ADD = REPO / "examples" / "vector_add.py"
-HAVE_DRAFT = (REPO / "tileport" / "agents" / "draft.py").exists() or (REPO / "tileport" / "agents" / "draft").exists()
 
 
 def _gpu_gates() -> bool:

@@ -175,7 +175,7 @@ def test_the_writer_loop_speaks_the_real_protocol_within_the_servers_context(vll
     read from /v1/models, every request within it (never a 400), the loop ends with a reason, transcript kept."""
     from types import SimpleNamespace
 
-    from tileport.agents.context import Limits
+    from tileport.pipeline.context import Limits
     from tileport.agents.writers import BuildCheck, KernelTask, ModelWriter
 
     srv, _ = vllm_server

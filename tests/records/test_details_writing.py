@@ -36,7 +36,7 @@ def test_a_wrong_type_fails_where_it_is_written():
 
 def _every_stage_result() -> list[StageResult]:
     """What each stage's own result builders write (the paths that run without a GPU, a model or a build)."""
-    from tileport.agents.stages import analyze, diagnose, host_correctness, performance, write_kernel
+    from tileport.pipeline.stages import analyze, diagnose, host_correctness, performance, write_kernel
     from tileport.agents.writers import DiagnoseOutcome, Diagnosis
     from tileport.errors import EnvironmentBlocked, UserError
     from tileport.records import TokenUsage

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tileport.agents.runner import EditJudged
+from tileport.pipeline.runner import EditJudged
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.records import exits
 

@@ -9,7 +9,7 @@ from tileport.records import (GATE_PASSES, PASSING, STAGE_VERDICTS, VERDICTS, Pe
 
 
 def test_every_verdict_list_is_derived_from_the_enums():
-    from tileport.agents import router
+    from tileport.pipeline import router
     from tileport.agents.writers import Diagnosis, KernelWriterVerdict
     from tileport.worktrees.gates import REQUIRED_GATES
 

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import REPO, run_cli
 from tests.fakes.stages import FAKE_STAGES, op_repo
 from tileport import service
-from tileport.agents.runner import Finished
+from tileport.pipeline.runner import Finished
 from tileport.config import Config
 
 

@@ -4,7 +4,7 @@ attempts then a human edit's gates read B1/2, as the router sees them, not B3/2 
 
 from __future__ import annotations
 
-from tileport.agents.runner import ConversionRunner
+from tileport.pipeline.runner import ConversionRunner
 from tileport.config import Config
 from tileport.records import FailClass, Stage, StageResult
 from tileport.store import Store, queries

@@ -15,8 +15,8 @@ from tileport.config import Config
 from tileport.records import Stage, StageResult
 from tileport.store import Store
 from tileport.tui import TileportApp
-from tileport.validators.analysis.triton.backend import NO_BACKEND_GAP
-from tileport.validators.analysis.triton.model import ReferenceChoice, VariantChoice
+from tileport.analysis.triton.backend import NO_BACKEND_GAP
+from tileport.analysis.triton.model import ReferenceChoice, VariantChoice
 
 
 def _choice(triton_faster: bool) -> ReferenceChoice:
@@ -30,7 +30,7 @@ def _choice(triton_faster: bool) -> ReferenceChoice:
 def _seed(db, choice: ReferenceChoice) -> int:
     s = Store(db)
     cid = s.add_conversion("/x/rms_norm.py", None, branch="tileport/rms_norm-1", worktree=None)
-    # the details stage A records (tileport.agents.stages.analyze.result_from_analysis)
+    # the details stage A records (tileport.pipeline.stages.analyze.result_from_analysis)
     s.record_stage(cid, StageResult(stage=Stage.ANALYZE, verdict="PASS", cap=1, summary="rms_norm: ...",
                                     details={"reference": choice.model_dump(mode="json"),
                                              "reference_summary": choice.summary()}), routed_to="B",

@@ -11,8 +11,9 @@ import time
 import pytest
 import test_tui_code
 from gitconv import Conv
+from pilotwait import settle
 
-from tileport.agents import control
+from tileport.pipeline import control
 from tileport.config import Config
 from tileport.store import Store
 from tileport.tui import TileportApp
@@ -36,12 +37,6 @@ def _text(app, wid: str) -> str:
     return str(getattr(w, "code", w))
 
 
-async def _settle(app, pilot) -> None:
-    for _ in range(3):
-        await app.workers.wait_for_complete()
-        await pilot.pause(0.1)
-
-
 async def test_a_slow_older_code_worker_does_not_overwrite_the_newer_view(tmp_path, monkeypatch):
     c, db, store = _conv(tmp_path)
     store.close()
@@ -61,9 +56,9 @@ async def test_a_slow_older_code_worker_does_not_overwrite_the_newer_view(tmp_pa
         await pilot.press("7")
         await pilot.pause(0.15)  # the code tab mounted, its side-by-side worker sleeping
         await pilot.press("v")
-        await _settle(app, pilot)
+        await settle(app, pilot)
         await pilot.pause(0.8)
-        await _settle(app, pilot)
+        await settle(app, pilot)
         assert "branch diff vs base" in _text(app, "#code-head")
         assert "+pub fn my_entry()" in _text(app, "#code-left-text")
 
@@ -77,7 +72,7 @@ async def test_attempt_diff_with_one_attempt_says_there_is_nothing_to_compare(tm
         await pilot.pause()
         for key in ("7", "v", "v"):
             await pilot.press(key)
-            await _settle(app, pilot)
+            await settle(app, pilot)
         assert "diff between attempts" in _text(app, "#code-head")
         body = _text(app, "#code-left-text")
         assert "only one attempt of B so far; nothing to compare" in body and "no differences" not in body

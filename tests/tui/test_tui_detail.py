@@ -19,6 +19,8 @@ from tileport.store import Store
 from tileport.tui import TileportApp
 from tileport.tui._detail import RowDetails
 
+from pilotwait import settle
+
 pytestmark = pytest.mark.asyncio
 
 LONG_OP = "a_very_long_operator_name_that_the_list_cuts"
@@ -73,17 +75,17 @@ def app_for(db):
 
 async def _keys(pilot, *keys) -> None:
     await pilot.press(*keys)
-    await pilot.pause()
+    await settle(pilot.app, pilot)
 
 
 async def _open(app, pilot, cid, row: int | None = None):
     """The conversion's screen, with the timeline's `row` picked; its timeline table."""
     app.open_conversion(cid)
-    await pilot.pause()
+    await settle(app, pilot)
     t = app.screen.query_one("#timeline-table")
     if row is not None:
         t.move_cursor(row=row)
-        await pilot.pause()
+        await settle(app, pilot)
     return t
 
 
@@ -92,7 +94,7 @@ async def _detail(app, pilot, *keys) -> str:
     assert app.screen.__class__.__name__ == "DetailScreen", app.screen
     text = app.screen.text
     await pilot.press("escape")
-    await pilot.pause()
+    await settle(app, pilot)
     return text
 
 

@@ -189,7 +189,7 @@ async def test_readonly_refuses_pack_and_ingest_from_keys_and_palette(conv):
 
 
 async def test_pack_is_refused_while_a_stage_runs_and_says_why_without_a_port(conv):
-    lock = conv.wt.parent / f"{conv.wt.name}.lock"  # held as a running `tileport run` holds it (agents.control)
+    lock = conv.wt.parent / f"{conv.wt.name}.lock"  # held as a running `tileport run` holds it (pipeline.control)
     app = app_for(conv)
     async with app.run_test(size=(160, 45)) as pilot:
         await open_perf(app, pilot, conv.cid)

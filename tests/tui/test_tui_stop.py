@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tileport.agents import control
-from tileport.agents.runner import ConversionRunner
+from tileport.pipeline import control
+from tileport.pipeline.runner import ConversionRunner
 from tileport.config import Config
 from tileport.exec.proc import run_command
 from tileport.records import Stage, StageResult
@@ -50,7 +50,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.fixture
 def slow_runner(tmp_path, monkeypatch):
-    from tileport.agents.stages import default_stages
+    from tileport.pipeline.stages import default_stages
 
     pids: list[int] = []
     started = threading.Event()

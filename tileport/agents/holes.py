@@ -1,6 +1,6 @@
 """Hole regions in a draft's kernel.rs: find them, fill one (the writer's edit tool), and edit by search/replace.
 
-The contract shared with the draft translator (`tileport.agents.draft`):
+The contract shared with the draft translator (`tileport.draft`):
 
         // TILEPORT-HOLE h3 BEGIN unsupported: ct.cumsum at op.py:42:8 (<reason>)
         // python: acc = ct.cumsum(x, axis=1)

@@ -2,8 +2,7 @@
 
 `--model` picks one: a URL drives the vLLM client with tool calls, `scripted:TRANSCRIPT` replays a recorded
 transcript through the very same loop (a named fake for tests and demos), `none` uses the deterministic draft
-translator (`tileport.agents.draft`) when it is installed and deterministic diagnoses; without the draft
-translator, B with `none` says "no writer: configure a model".
+translator (`tileport.draft`) and deterministic diagnoses.
 """
 
 from __future__ import annotations
@@ -109,7 +108,7 @@ class KernelTask:
     spec_path: Path
     feedback: str  # previous attempt's diagnostics or the diagnoser's next edit ("" on a first attempt)
     build: Callable[[], BuildCheck]
-    analysis: Any = None  # validators.analysis.schema.Analysis
+    analysis: Any = None  # analysis.schema.Analysis
     hints: list[dict] = field(default_factory=list)  # stage F's structured optimisation hints (kernel, arch, occupancy)
     draft: str | None = None  # the deterministic draft's kernel.rs this attempt starts from (None: no draft)
     feedback_items: list[FeedbackItem] = field(default_factory=list)  # what to fix, typed (diagnostics, IR findings)
@@ -438,13 +437,13 @@ class DraftWriter:
     name = "none"
 
     def write_kernel(self, ctx: Any, task: KernelTask) -> WriteOutcome:
-        from tileport.agents.draft import draft_port
+        from tileport.draft import draft_port
         d = draft_port(task.analysis, kernel=ctx.kernel)
         d.write(task.kernel_path.parent)
         holes = [str(h) for h in (d.holes or [])]
         details: dict = {"writer": "none (draft)", "holes": holes[:20]}
         if task.hints and task.kernel_path.is_file():
-            from tileport.agents.draft.hints import apply_hints
+            from tileport.draft.hints import apply_hints
 
             src, applied, skipped = apply_hints(task.kernel_path.read_text(encoding="utf-8"), task.hints)
             task.kernel_path.write_text(src, encoding="utf-8")

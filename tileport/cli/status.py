@@ -8,7 +8,7 @@ import json
 
 from tileport.cli._common import config_from, int_in
 from tileport.store import queries
-from tileport.validators.analysis.triton.record import reference_summary
+from tileport.analysis.triton.record import reference_summary
 
 
 def register(sub: argparse._SubParsersAction) -> None:

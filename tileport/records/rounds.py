@@ -1,4 +1,4 @@
-"""Rounds of the caps: a person's edit starts a new one. The one rule the router's replay (agents/runner.py) and the
+"""Rounds of the caps: a person's edit starts a new one. The one rule the router's replay (pipeline/runner.py) and the
 attempt counters every view shows (store/queries.py) both apply, so a counter never disagrees with the router."""
 
 from __future__ import annotations

@@ -13,17 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from tileport.agents.control import StopOutcome, conversion_holder, run_files, stop_conversion
+from tileport.pipeline.control import StopOutcome, conversion_holder, run_files, stop_conversion
 from tileport.config import Config
 from tileport.errors import UserError
 from tileport.store import Store, queries
 
 if TYPE_CHECKING:
-    from tileport.agents.runner import ConversionRunner, EditJudged, Finished
+    from tileport.pipeline.runner import ConversionRunner, EditJudged, Finished
 
 # the runner's types, imported when first asked for (the runner pulls in every stage: a second at start-up)
-_LAZY = {"ConversionRunner": "tileport.agents.runner", "EditJudged": "tileport.agents.runner",
-         "Finished": "tileport.agents.runner", "Limits": "tileport.agents.context"}
+_LAZY = {"ConversionRunner": "tileport.pipeline.runner", "EditJudged": "tileport.pipeline.runner",
+         "Finished": "tileport.pipeline.runner", "Limits": "tileport.pipeline.context"}
 
 
 def __getattr__(name: str):
@@ -69,15 +69,15 @@ def exit_code(finished: Iterable["Finished"]) -> int:
 
 def with_tests(config: Config, tests) -> Config:
     """The config with the op's own tests given on the command line (`--tests`), checked."""
-    from tileport.validators.analysis.testfind import with_tests as given
+    from tileport.analysis.testfind import with_tests as given
 
     return given(config, tests)
 
 
 def runner(config: Config, *, repo: str | Path | None = None, store: str | Path | None = None,
            model: str | None = None, **kw) -> "ConversionRunner":
-    """A runner on the repository's store (kw: limits, out, stages, checkpoint: see agents.runner)."""
-    from tileport.agents.runner import ConversionRunner
+    """A runner on the repository's store (kw: limits, out, stages, checkpoint: see pipeline.runner)."""
+    from tileport.pipeline.runner import ConversionRunner
 
     kw.setdefault("examples_dir", worked_examples())
     return ConversionRunner(configured(config, repo, store), model=model, **kw)
@@ -146,7 +146,7 @@ def read_git(worktree: str | Path, *args: str) -> tuple[bool, str]:
 
 def examples_repo(scratch: str | Path) -> tuple[Path, list[Path]]:
     """(a scratch repository holding the bundled examples, their op files): what `tileport` alone converts."""
-    from tileport.validators.analysis.corpus import find_examples
+    from tileport.analysis.corpus import find_examples
     from tileport.worktrees.scratch import examples_repo as make
 
     return make(Path(scratch), find_examples())

@@ -10,7 +10,7 @@ from tileport.errors import UserError
 from tileport.store import Store, queries
 
 if TYPE_CHECKING:
-    from tileport.agents.runner import ConversionRunner, EditJudged
+    from tileport.pipeline.runner import ConversionRunner, EditJudged
 
 
 def _port_paths(store: Store, conversion_id: int):
@@ -33,7 +33,7 @@ def edited_files(store: Store, conversion_id: int) -> list[str]:
 
 def why_not_edit(store: Store, conversion_id: int, *, running_here: bool = False) -> str | None:
     """Why a person may not edit the port now (a stage that may rewrite kernel.rs runs), or None."""
-    from tileport.agents.control import conversion_holder
+    from tileport.pipeline.control import conversion_holder
 
     conv = store.conversion(conversion_id)
     if running_here or conv.get("status") == "running" or conversion_holder(conv) is not None:
@@ -46,7 +46,7 @@ def commit_human_edit(store: Store, conversion_id: int) -> str:
     """Commit a person's edit of the port on the conversion branch as a human attempt (`Tileport-Human: edit`, no
     stage trailers: not a stage attempt; it leaves A standing, B, D and E recorded before it no longer cover it); the
     new HEAD."""
-    from tileport.agents.control import holder, run_files
+    from tileport.pipeline.control import holder, run_files
     from tileport.worktrees.conversion import commit_human
 
     wt, port = _port_paths(store, conversion_id)

@@ -1,5 +1,5 @@
 """Gates on a GPU elsewhere (`tileport gate pack|ingest`, the dashboard's `g` / `i`): open the store by the one
-rule and call `tileport.agents.gate_service`, which returns typed results (PackedGate, IngestedResults) for the
+rule and call `tileport.pipeline.gate_service`, which returns typed results (PackedGate, IngestedResults) for the
 caller to print or render. The faces reach the gate service only through here."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tileport.agents import gate_service
+from tileport.pipeline import gate_service
 from tileport.config import Config
 from tileport.exec.proc import ToolScope, tool_scope  # a pack's tools (cargo), killed as one (the dashboard)
 from tileport.service.conversions import open_store

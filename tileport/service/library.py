@@ -12,14 +12,14 @@ from tileport.service.conversions import open_store, start_or_reuse, store_path
 from tileport.store import queries
 
 if TYPE_CHECKING:
-    from tileport.agents.runner import ConversionRunner
+    from tileport.pipeline.runner import ConversionRunner
 
 __all__ = ["find_library", "analyze_library", "GATE_ORDER", "library_rows", "library_conversions"]
 
 
 def find_library(root: str | Path):
-    """The library's op files (modules defining @ct.kernel / @triton.jit kernels; see validators.analysis.library)."""
-    from tileport.validators.analysis.library import find_library as find
+    """The library's op files (modules defining @ct.kernel / @triton.jit kernels; see analysis.library)."""
+    from tileport.analysis.library import find_library as find
 
     return find(root)
 
@@ -28,7 +28,7 @@ def analyze_library(config: Config, lib, *, out_root: str | Path, parallel: int 
     """Stage A on every op of the library, `parallel` at a time, each recorded in the store as `tileport analyze OP`
     records it; returns the library.OpResult per op, in the library's order."""
     from tileport.service.oneshot import record_analysis
-    from tileport.validators.analysis.library import analyze_library as analyze
+    from tileport.analysis.library import analyze_library as analyze
 
     def done(r) -> None:
         if r.analysis is not None:
@@ -110,7 +110,7 @@ def _gates_at_head(store, c) -> dict[str, bool]:
 
 def _draft_state(analysis) -> str:
     """"complete", "N holes" or "no: why" for the deterministic draft of an analysis (nothing written)."""
-    from tileport.agents.draft.port import draft_port
+    from tileport.draft.port import draft_port
 
     try:
         d = draft_port(analysis)

@@ -1,5 +1,5 @@
 """One-stage runs outside a conversion, through the stages themselves: `tileport analyze OP` is stage A's analysis
-(`agents.stages.analyze.analyze`), `tileport build-rust DIR` is stage B's judge (`agents.stages.write_kernel.
+(`pipeline.stages.analyze.analyze`), `tileport build-rust DIR` is stage B's judge (`pipeline.stages.write_kernel.
 build_and_check`); each verdict is recorded in the store as `tileport run` records a stage's (`record`), so
 `tileport status` and the dashboard show it. Also the one-shot tools around them: `tileport draft` (the
 deterministic translator), `tileport ir-diff`, a Triton op analysed on its own."""
@@ -30,20 +30,20 @@ def record(config: Config, op_path: str, kernel: str | None, result: StageResult
 
 # --- stage A: `tileport analyze` ----------------------------------------------------------------------------------
 def check_targets(targets: list[str]) -> list[str]:
-    from tileport.validators.analysis.pipeline import check_targets as checked
+    from tileport.analysis.pipeline import check_targets as checked
 
     return checked(targets)
 
 
 def find_examples() -> list[Path]:
-    from tileport.validators.analysis.corpus import find_examples as found
+    from tileport.analysis.corpus import find_examples as found
 
     return found()
 
 
 def is_triton_op(path: str | Path) -> bool:
     """Whether the file is a Triton op (a module with a @triton.jit kernel)."""
-    from tileport.validators.analysis.triton.pairing import _is_triton_file
+    from tileport.analysis.triton.pairing import _is_triton_file
 
     p = Path(path)
     return p.is_file() and p.suffix == ".py" and _is_triton_file(p)
@@ -51,14 +51,14 @@ def is_triton_op(path: str | Path) -> bool:
 
 def check_triton_op(path: str | Path) -> Path:
     """`--triton PATH`: a Python file with a @triton.jit kernel, else a one-line UserError."""
-    from tileport.validators.analysis.triton.pairing import check_triton_op as checked
+    from tileport.analysis.triton.pairing import check_triton_op as checked
 
     return checked(path)
 
 
 def read_bench(path: str | Path) -> dict:
     """`--reference-timings BENCH.json`: the pair benchmark's results, else a one-line UserError."""
-    from tileport.validators.analysis.triton.pairing import read_bench as read
+    from tileport.analysis.triton.pairing import read_bench as read
 
     return read(path)
 
@@ -66,7 +66,7 @@ def read_bench(path: str | Path) -> dict:
 def record_analysis(config: Config, op_path: str | Path, kernel: str | None, analysis,
                     started_at=None) -> StageResult:
     """An analysis as stage A's verdict, recorded in the store; the StageResult."""
-    from tileport.agents.stages.analyze import result_from_analysis
+    from tileport.pipeline.stages.analyze import result_from_analysis
 
     result = result_from_analysis(analysis, started_at=started_at)
     record(config, str(Path(op_path).resolve()), kernel, result)
@@ -79,8 +79,8 @@ def analyze(config: Config, op: str | Path, *, out_dir: str | Path | None = None
     """`tileport analyze OP`: stage A's analysis of the op (and its Triton twin: `triton` given, else by name; the
     reference choice measured from `bench` when given), recorded as stage A's verdict; the Analysis. Bad input
     raises before anything is written, the store included."""
-    from tileport.agents.stages.analyze import analyze as stage_a
-    from tileport.validators.analysis.triton.pairing import find_twin
+    from tileport.pipeline.stages.analyze import analyze as stage_a
+    from tileport.analysis.triton.pairing import find_twin
 
     started = started_at or utcnow()
     if bench is not None and not triton and find_twin(op) is None:
@@ -93,7 +93,7 @@ def analyze(config: Config, op: str | Path, *, out_dir: str | Path | None = None
 def analyze_op(config: Config, op: str | Path, *, out_dir: str | Path, kernel: str | None = None):
     """The op's analysis alone (no Triton twin, nothing recorded): what `tileport draft OP` drafts from when there
     is no current analysis."""
-    from tileport.validators.analysis.pipeline import analyze_op as analysed
+    from tileport.analysis.pipeline import analyze_op as analysed
 
     return analysed(str(op), out_dir=str(out_dir), kernel=kernel, targets=list(config.targets), config=config,
                     run_tileiras=True, workers=None)
@@ -102,7 +102,7 @@ def analyze_op(config: Config, op: str | Path, *, out_dir: str | Path, kernel: s
 def analyze_examples(paths: list[Path], *, out_root: Path, on_done=None, **kw) -> list:
     """Stage A's analysis of each op (`tileport analyze` with no OP: the bundled examples), one op's failure not
     stopping the rest; `on_done(outcome)` after each."""
-    from tileport.validators.analysis.corpus import analyze_examples as each
+    from tileport.analysis.corpus import analyze_examples as each
 
     return each(paths, out_root=out_root, on_done=on_done, **kw)
 
@@ -111,7 +111,7 @@ def analyze_triton(config: Config, op: str | Path, *, out_dir: str | Path | None
                    python: str | None = None, started_at=None, record: bool = True):
     """`tileport analyze TRITON_OP.py`: the Triton op's analysis (source.kind triton), recorded as stage A's
     (`record`; `tileport draft TRITON_OP.py` records nothing); `out_dir` default: out/<op>.triton/."""
-    from tileport.validators.analysis.triton.pipeline import analyze_triton_op
+    from tileport.analysis.triton.pipeline import analyze_triton_op
 
     a = analyze_triton_op(op, out_dir=out_dir, kernel=kernel, config=config, python=python)
     if record:
@@ -140,7 +140,7 @@ def build_rust(config: Config, crate_dir: str | Path, opts, *, reference: str | 
                spec: str | Path | None = None, out: str | Path | None = None) -> BuildRust:
     """Stage B's judge on a port directory (build, then the IR self-check against `reference` when given),
     recorded as a stage B verdict of the op; an environment stop is recorded as BLOCKED, then raised."""
-    from tileport.agents.stages import write_kernel
+    from tileport.pipeline.stages import write_kernel
     from tileport.validators.rust.build import prepare_crate
     from tileport.validators.rust.reference import load_analysis as load
 
@@ -204,7 +204,7 @@ def load_analysis(path: str | Path):
 # --- the deterministic translator: `tileport draft` -----------------------------------------------------------------
 def draft(analysis, *, kernel: str | None = None):
     """The deterministic draft of a port from its analysis (no model)."""
-    from tileport.agents.draft import draft_port
+    from tileport.draft import draft_port
 
     return draft_port(analysis, kernel=kernel)
 
@@ -212,14 +212,14 @@ def draft(analysis, *, kernel: str | None = None):
 def draft_triton(analysis, lift_dir: Path, *, config: Config, kernel: str | None = None):
     """A Triton op lifted to cuTile Python, then drafted: (draft, the lifted module, notes); LiftIncomplete when the
     lifted kernel has holes it cannot compile without."""
-    from tileport.agents.draft.triton_lift import draft_triton as drafted
+    from tileport.draft.triton_lift import draft_triton as drafted
 
     return drafted(analysis, lift_dir, config=config, kernel=kernel)
 
 
 def __getattr__(name: str):
     if name == "LiftIncomplete":
-        from tileport.agents.draft.triton_lift import LiftIncomplete
+        from tileport.draft.triton_lift import LiftIncomplete
 
         return LiftIncomplete
     if name == "RustBuildResult":

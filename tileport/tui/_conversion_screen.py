@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from rich.text import Text
-from tileport.validators.analysis.triton.record import reference_summary
+from tileport.analysis.triton.record import reference_summary
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding

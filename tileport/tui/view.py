@@ -226,7 +226,7 @@ def elapsed_text(seconds: float) -> str:
 
 
 class LiveTail:
-    """The newest lines of a running stage's live output (`<worktree>.live`, see agents/control.py), read
+    """The newest lines of a running stage's live output (`<worktree>.live`, see pipeline/control.py), read
     incrementally; `now` is tileport's newest own line there (a progress line or the tool it started)."""
 
     NOTE = "[tileport] "

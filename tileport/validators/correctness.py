@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 DECLARATION_NAME = "TILEPORT"
-DEFAULT_DTYPES = ("float16", "float32")  # as in tileport.validators.analysis.declaration
+DEFAULT_DTYPES = ("float16", "float32")  # as in tileport.analysis.declaration
 _ALIASES = {"half": "float16", "float": "float32", "double": "float64", "bf16": "bfloat16",
             "fp16": "float16", "fp32": "float32", "f16": "float16", "f32": "float32"}
 
@@ -179,7 +179,7 @@ def read_declaration(module_path: str | Path) -> dict[str, Any]:
     machine) read by :func:`read_plain_declaration`. A test keeps the two in agreement on examples/.
     """
     try:
-        from tileport.validators.analysis.declaration import read_declaration as validated
+        from tileport.analysis.declaration import read_declaration as validated
     except ImportError:
         raw = read_plain_declaration(module_path)
         return {"dtypes": [_normalize_dtype(d) for d in raw.get("dtypes", DEFAULT_DTYPES)],

@@ -60,7 +60,7 @@ def _ignore_state_dir(repo_root: Path) -> None:
         gi.write_text("# tileport's store and conversion worktrees: never part of the project\n*\n", encoding="utf-8")
 
 
-BUILD_DIR = ".tileport-build"  # the stages' generated crates and gate dirs inside a worktree (agents/context.py)
+BUILD_DIR = ".tileport-build"  # the stages' generated crates and gate dirs inside a worktree (pipeline/context.py)
 
 
 def _ignore_build_dir(worktree: Path) -> None:

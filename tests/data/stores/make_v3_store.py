@@ -5,7 +5,7 @@ from pathlib import Path
 from datetime import datetime, timezone
 from tileport.store import Store
 from tileport.records import StageResult, Stage, FailClass, CommandRecord
-from tileport.agents.stages import performance, host_correctness
+from tileport.pipeline.stages import performance, host_correctness
 from tileport.validators.gpu.reports import PerfReport, PerfRow, CorrectnessReport, Case
 
 out = Path(sys.argv[1])

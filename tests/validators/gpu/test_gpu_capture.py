@@ -17,7 +17,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU", allow_module_level=True)
 pytest.importorskip("cuda.tile")
 
-from tileport.validators.analysis.capture import capture  # noqa: E402
+from tileport.analysis.capture import capture  # noqa: E402
 
 HELDOUT = Path(__file__).resolve().parents[2] / "data" / "heldout_ops"
 

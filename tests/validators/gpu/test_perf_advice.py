@@ -53,7 +53,7 @@ def test_stage_f_without_a_model_names_the_launch_finding_as_the_next_edit(tmp_p
     """`--model none`: stage F reads stage E's stored rows and puts the occupancy finding first."""
     from types import SimpleNamespace
 
-    from tileport.agents.stages import diagnose_perf
+    from tileport.pipeline.stages import diagnose_perf
     from tileport.agents.writers import DraftWriter
     from tileport.config import Config
 
@@ -86,7 +86,7 @@ def test_the_draft_writer_edit_puts_the_hints_on_exactly_those_entries():
     committed after that measurement."""
     import re
 
-    from tileport.agents.draft.hints import apply_hints
+    from tileport.draft.hints import apply_hints
     from tileport.validators.gpu.advice import occupancy_hints
 
     committed = (Path(__file__).parents[3] / "ports" / "softmax" / "kernel.rs").read_text()
@@ -107,7 +107,7 @@ def test_the_draft_writer_edit_puts_the_hints_on_exactly_those_entries():
 def test_stage_b_hands_stage_f_hints_to_the_writer_only_after_f():
     from types import SimpleNamespace
 
-    from tileport.agents.stages.write_kernel import _hints
+    from tileport.pipeline.stages.write_kernel import _hints
 
     hint = {"kernel": "k_entry", "arch": "sm_90", "occupancy": 4}
     def run(stage: str, hints: list) -> StageRunRow:
@@ -137,7 +137,7 @@ def _report(rows):
 def test_stage_e_does_not_average_a_slow_configuration_away():
     """softmax before its hints: geomean 1.03 (inside 1.05) but m=1024 n=1000 ran 1.25x: INVESTIGATE, naming it;
     after the hints (the same gate, re-run): DONE."""
-    from tileport.agents.stages.performance import result_from_report
+    from tileport.pipeline.stages.performance import result_from_report
     from tileport.records import utcnow
 
     before = _report([r for r in ROWS if r["op"] == "softmax"])

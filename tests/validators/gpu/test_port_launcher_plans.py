@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -150,3 +151,69 @@ def test_a_second_shape_reuses_the_plan_and_a_new_dtype_is_a_new_plan_checked_li
 def test_the_launches_served_are_listed_with_entry_generics_grid_and_shapes(recorded):
     assert recorded["calls"] == [{"symbol": "tp_permuted__f32", "entry": "permuted", "generics": ["f32", "64"],
                                   "grid": [1, 64, 1], "shapes": [[64, 4096], [4096, 64]]}]
+
+
+ECHO_C = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <stddef.h>
+typedef struct { uint64_t ptr; int64_t ndim; int64_t shape[8]; int64_t strides[8]; int64_t part[8]; } TpTensor;
+typedef struct { int64_t i; double f; } TpScalar;
+int32_t tp_abi_version(void) { return 1; }
+const char *tp_bindings(void) { return BINDINGS; }
+/* NAMED FAKE: the entry's C function (no GPU here); says what it received, as the message of a refused launch */
+int32_t tp_permuted__f32(void *s, int32_t d, const uint32_t *g, const char *gen, const TpTensor *t, int32_t nt,
+                         const TpScalar *sc, int32_t ns, char *err, size_t len) {
+  snprintf(err, len, "stream=%llu device=%d grid=%u,%u,%u generics=%s tensors=%d x=%llu:%lld:%lldx%lld:%lld,%lld "
+           "out.part=%lld,%lld scalars=%d errlen=%zu", (unsigned long long)(uintptr_t)s, d, g[0], g[1], g[2], gen, nt,
+           (unsigned long long)t[0].ptr, (long long)t[0].ndim, (long long)t[0].shape[0], (long long)t[0].shape[1],
+           (long long)t[0].strides[0], (long long)t[0].strides[1], (long long)t[1].part[0], (long long)t[1].part[1],
+           ns, len);
+  return 7;
+}
+"""
+
+ECHO_SCRIPT = r'''
+import json, sys, types
+sys.path.insert(0, sys.argv[2])
+import importlib.util
+import torch
+from tileport.validators.gpu.runner import PortLauncher, PortLibrary, PortError
+spec = importlib.util.spec_from_file_location("op", sys.argv[3]); op = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(op)
+lib = PortLibrary(sys.argv[1])
+x = torch.randn(1000, 300)
+got = []
+for stream in (1 << 40 | 0x1234, 0):
+    for _ in range(2):
+        try:
+            PortLauncher(lib)(types.SimpleNamespace(cuda_stream=stream), (16, 5, 1), op.transpose_kernel,
+                              (x, torch.empty(300, 1000), 64))
+        except PortError as e:
+            got.append(str(e))
+print(json.dumps({"ptr": x.data_ptr(), "got": got}))
+'''
+
+
+def test_the_bound_call_reaches_a_c_function_with_the_entry_signature_intact(tmp_path):
+    """The warm call passes converted ctypes objects without argtypes: a 64-bit stream, the int32 counts and the
+    size_t length must arrive as the C ABI of the generated entry declares them."""
+    if not TORCH_PY.is_file():
+        pytest.skip(f"no interpreter with torch at {TORCH_PY} (scripts/setup-torch-venv.sh)")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler")
+    kinds = REPO / "tests" / "data" / "ffi_kinds"
+    b = render_ffi((kinds / "kernel.rs").read_text(), load_spec(kinds / "spec.json"), ["float32"]).bindings
+    (tmp_path / "echo.c").write_text("static const char *BINDINGS = " + json.dumps(json.dumps(b)) + ";\n" + ECHO_C)
+    so = tmp_path / "libecho.so"
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(so), str(tmp_path / "echo.c")], check=True, timeout=120)
+    (tmp_path / "script.py").write_text(ECHO_SCRIPT)
+    r = subprocess.run([str(TORCH_PY), str(tmp_path / "script.py"), str(so), str(REPO), str(kinds / "kinds.py")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    tail = (f"grid=16,5,1 generics=f32,64 tensors=2 x={out['ptr']}:2:1000x300:300,1 out.part=19,200 scalars=0 "
+            "errlen=4096")
+    assert out["got"] == [f"tp_permuted__f32(f32,64) rc=7: stream={(1 << 40) | 0x1234} device=0 {tail}"] * 2 + \
+        [f"tp_permuted__f32(f32,64) rc=7: stream=0 device=0 {tail}"] * 2

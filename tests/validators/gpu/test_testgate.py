@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.validators.analysis.test_analyze_capture import _torch_python
+from tests.analysis.test_analyze_capture import _torch_python
 from tileport.validators.gpu import testchild, testgate
 from tileport.validators.gpu.testgate import SideRun, judge
 

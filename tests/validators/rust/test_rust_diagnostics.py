@@ -89,7 +89,7 @@ def test_ir_dump_lines_are_found_among_other_output():
 
 
 def test_build_result_maps_to_stage_b_verdicts():
-    from tileport.agents.stages.write_kernel import result_from_build
+    from tileport.pipeline.stages.write_kernel import result_from_build
     from tileport.validators.rust.build import RustBuildResult
     from tileport.validators.rust.diagnostics import Diagnostic
 

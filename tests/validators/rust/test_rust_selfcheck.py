@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tileport.agents.stages.write_kernel import result_from_build
+from tileport.pipeline.stages.write_kernel import result_from_build
 from tileport.cli import main as cli_main
 from tileport.errors import EnvironmentBlocked
-from tileport.validators.analysis import analyze_op
+from tileport.analysis import analyze_op
 from tileport.validators.rust.build import BuildOptions, RustBuildResult, build_crate, prepare_crate
 from tileport.validators.rust.crate import crate_cache_root, write_crate
 from tileport.validators.rust.reference import derive_spec, find_instance, load_analysis, sync_spec

@@ -35,7 +35,7 @@ def _ctx(tmp_path: Path, logs: list[str], config: Config | None = None):
 
 @pytest.mark.skipif(preflight.gpu_present(), reason="a GPU is here: D would not stop at the preflight")
 def test_d_names_the_missing_gpu_before_building_anything(tmp_path, monkeypatch):
-    from tileport.agents.stages import host_correctness
+    from tileport.pipeline.stages import host_correctness
     from tileport.validators import gpu
 
     def must_not_run(*_a, **_k):  # NAMED FAKE: the real gate builds a cdylib; the preflight must stop before it

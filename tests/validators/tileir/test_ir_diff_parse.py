@@ -126,7 +126,7 @@ def test_every_committed_fixture_and_analyze_output_parses():
 @needs_disasm
 def test_every_example_op_parses():
     """The bundled examples, exported the way `tileport analyze` does (when that stage is present)."""
-    analysis = pytest.importorskip("tileport.validators.analysis")
+    analysis = pytest.importorskip("tileport.analysis")
     examples = sorted((REPO / "examples").glob("*.py"))
     if not examples:
         pytest.skip("no examples")

@@ -104,8 +104,8 @@ def parse_core(source: str) -> list[ApiFn]:
 
 def ct_map(api_names: set[str]) -> dict[str, list[str]]:
     """ct.X -> cutile names the draft translator writes for it (its tables, then its handlers' source)."""
-    from tileport.agents.draft import syntax
-    from tileport.agents.draft.body import BodyTranslator
+    from tileport.draft import syntax
+    from tileport.draft.body import BodyTranslator
 
     out: dict[str, list[str]] = {}
     for py, rs in syntax.UNARY_MATH.items():

@@ -5,7 +5,7 @@ shared-library crate and its build), `runner` (what travels to the GPU host: std
 with `PortLibrary`, the ctypes wrapper), `gate` (pack / run locally or through `[gpu] command_prefix` / results),
 `reports` (the domain results below).
 
-Interface for the stage modules (tileport/agents/stages/), which turn these into StageResults:
+Interface for the stage modules (tileport/pipeline/stages/), which turn these into StageResults:
 
     report = host_and_correctness(crate_dir, analysis, spec, config)  -> CorrectnessReport
         .env_missing: str | None    set -> D BLOCKED(env); names the missing part and its fix

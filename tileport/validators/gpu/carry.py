@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tileport.validators.analysis.testfind import PROJECT_MARKERS, SKIP_PARTS
+from tileport.analysis.testfind import PROJECT_MARKERS, SKIP_PARTS
 
 PYTEST_CONFIGS = ("pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini")
 MAX_PACKAGE_BYTES = 48 << 20  # the op's package; past this the pack refuses (name the biggest files)
@@ -74,7 +74,7 @@ class Carry:
 
 def has_main_block(path: Path) -> bool:
     """The module has an `if __name__ == "__main__":` block (its own check harness, as in many examples)."""
-    from tileport.validators.analysis.testrun import main_block
+    from tileport.analysis.testrun import main_block
 
     try:
         return main_block(ast.parse(Path(path).read_text(encoding="utf-8-sig"))) is not None
@@ -95,7 +95,7 @@ def has_sources(analysis) -> bool:
 
 def package_root(path: Path) -> tuple[Path, str] | None:
     """(directory to put on sys.path, dotted module name) when the op lives in a package, as stage A imports it."""
-    from tileport.validators.analysis.child import package_root as pr
+    from tileport.analysis.child import package_root as pr
 
     return pr(path)
 
@@ -228,7 +228,7 @@ def plan(analysis) -> Carry:
             carry.missing.append(f"room: the package {top.name} is {total >> 20} MiB (over {MAX_PACKAGE_BYTES >> 20})")
     add(op, "op" if not pkg else "package")
     # sources: pytest files (directories expand to their test files), scripts, the op's __main__ block
-    from tileport.validators.analysis.testrun import kind_of
+    from tileport.analysis.testrun import kind_of
 
     for t in tests:
         if t.is_dir():

@@ -1,6 +1,6 @@
 """Stage D and E results as data (what `host_and_correctness` and `performance` return), read from results.json.
 
-Validators never route: these are domain results; `tileport/agents/stages/` turns them into StageResults.
+Validators never route: these are domain results; `tileport/pipeline/stages/` turns them into StageResults.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ import statistics
 import struct
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -101,13 +102,13 @@ class _Bound:
     """One entry symbol's C function with its argument buffers allocated once and its arguments converted once
     (ctypes objects; the function is called without argtypes, so a call converts nothing). The setters write one
     field group; `call` calls with what the buffers hold. A plan's warm launch (`_Plan.launch`) rewrites only what
-    changed since its previous call, usually the tensors' addresses alone. `busy` while a call is inside it:
-    another thread's launch then gets its own buffers."""
+    changed since its previous call, usually the tensors' addresses alone. `busy` is held while a call fills and
+    makes it (taken without waiting): another thread's launch meanwhile gets its own buffers."""
 
     __slots__ = ("fn", "nt", "ns", "device", "tarr", "words", "sarr", "grid", "err", "gen", "stream", "args", "busy")
 
     def __init__(self, fn, nt: int, ns: int, device: int, generics: bytes):
-        self.fn, self.nt, self.ns, self.device, self.busy = fn, nt, ns, device, False
+        self.fn, self.nt, self.ns, self.device, self.busy = fn, nt, ns, device, threading.Lock()
         self.tarr = (TpTensor * max(1, nt))()
         self.words = (ctypes.c_uint64 * (_WORDS * max(1, nt))).from_buffer(self.tarr)
         self.sarr = (TpScalar * max(1, ns))()
@@ -224,10 +225,10 @@ class PortLibrary:
         """One launch: tensors as (ptr, shape, strides, part) tuples, generics as b"a,b"; returns (rc, message)."""
         key = (symbol, len(tensors), len(scalars))
         b = self._bound.get(key)
-        if b is None or b.busy:
+        if b is None or not b.busy.acquire(blocking=False):
             b = self.bind(symbol, len(tensors), len(scalars), device, generics)
             self._bound.setdefault(key, b)
-        b.busy = True
+            b.busy.acquire()
         try:
             b.set_device(device)
             b.set_generics(generics)
@@ -239,7 +240,7 @@ class PortLibrary:
             with self.attributing(symbol, generics, [t[1] for t in tensors]):
                 return b.call(stream)
         finally:
-            b.busy = False
+            b.busy.release()
 
     def attributing(self, symbol: str, generics: bytes, shapes) -> "_Attribution | _NoAttribution":
         """Around a launch: with bytecode dumps on, the file a launch that compiled wrote is kept in `compiled`."""
@@ -550,9 +551,8 @@ class _Plan:
 
     def launch(self, launcher: "PortLauncher", stream, grid, args) -> None:
         b = self.bound
-        if b is None or b.busy:  # no bind (a library stand-in), or another thread inside this plan's call
+        if b is None or not b.busy.acquire(blocking=False):  # no bind (a stand-in), or another thread inside
             return self._launch_unbound(launcher, stream, grid, args)
-        b.busy = True
         try:
             reshape = False
             if grid != self.grid_in:
@@ -592,7 +592,7 @@ class _Plan:
             with _NO_ATTRIBUTION if lib.dumps is None else lib.attributing(self.symbol, self.gen_bytes, shapes):
                 rc, msg = b.call(int(raw or 0))
         finally:
-            b.busy = False
+            b.busy.release()
         launcher.record(self, grid3, gens, tuple(shapes))
         if rc != 0:
             self._refused(gens, rc, msg)

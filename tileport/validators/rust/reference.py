@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from tileport.errors import UserError
-from tileport.validators.analysis import schema
-from tileport.validators.analysis.schema import ANALYSIS_FILE, Analysis, Instance, TargetBuild, Variant as RefVariant
+from tileport.analysis import schema
+from tileport.analysis.schema import ANALYSIS_FILE, Analysis, Instance, TargetBuild, Variant as RefVariant
 from tileport.validators.rust.spec import DumpSpec, Entry, ReferenceKey, TensorSpec, Variant, module_ident
 
 

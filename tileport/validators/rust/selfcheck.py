@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from tileport.errors import UserError
 from tileport.records.exits import EXIT_FAILED, EXIT_OK
-from tileport.validators.analysis.schema import Analysis
+from tileport.analysis.schema import Analysis
 from tileport.validators.rust.build import RustBuildResult
 from tileport.validators.rust.reference import analysis_path, find_build, find_instance
 from tileport.validators.rust.spec import DumpSpec, ReferenceKey
@@ -177,7 +177,7 @@ _MARK = {Severity.ERROR: "ERROR", Severity.WARNING: "WARN ", Severity.NOTE: "not
 
 
 def format_self_check(rep: SelfCheckReport, notes: bool = True, stage_verdict: str | None = None) -> str:
-    """The report for people; `stage_verdict` (stage B's word, decided by tileport.agents.stages) ends it."""
+    """The report for people; `stage_verdict` (stage B's word, decided by tileport.pipeline.stages) ends it."""
     out = [f"IR self-check against {rep.analysis} ({rep.op})"]
     if not rep.build_ok:
         out.append("  not run: the build failed (see the diagnostics above)")

@@ -1,0 +1,112 @@
+"""The Python side of a port launch on the CPU, no GPU: PortLauncher (as `ct.launch`) -> plan -> the bound ctypes
+call, with the entry's C function a stub that returns at once (compiled here with cc from the bindings of
+examples/vector_add.py's draft), on CPU torch tensors. What it prints is what the host path costs before the
+library's own work (benchmarks/gpu_host_call.py measures the whole call on a GPU host).
+
+    ~/.cache/tileport/torch-venv/bin/python benchmarks/host_call_cpu.py [--tileport-python .venv/bin/python]
+
+Prints microseconds per launch: a warm launch through PortLauncher, its parts (finding the plan, packing and the
+call), and a C call alone, each the best of 5 rounds of 20000.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+STUB = r"""
+#include <stdint.h>
+#include <stddef.h>
+extern const char *BINDINGS;
+int32_t tp_abi_version(void) { return 1; }
+const char *tp_bindings(void) { return BINDINGS; }
+int32_t tp_vector_add__f32(void *s, int32_t d, const uint32_t *g, const char *gen, const void *t, int32_t nt,
+                           const void *sc, int32_t ns, char *err, size_t len) { return 0; }
+"""
+
+
+RENDER = """
+import json, sys
+from pathlib import Path
+from tileport.validators.gpu.ffi import render_ffi
+from tileport.validators.rust.spec import load_spec
+d = Path(sys.argv[1])
+print(json.dumps(render_ffi((d / "kernel.rs").read_text(), load_spec(d / "spec.json"), ["float32"]).bindings))
+"""
+
+
+def _stub_library(work: Path, tileport_python: str) -> Path:
+    """NAMED FAKE: a library with the port's ABI whose vector_add entry does nothing (no GPU here). The draft and
+    its bindings come from tileport's own interpreter (this one needs only torch and cuda.tile)."""
+    draft = work / "draft"
+    env = {"PYTHONPATH": str(REPO)}
+    subprocess.run([tileport_python, "-m", "tileport", "draft", str(REPO / "examples" / "vector_add.py"), "--out",
+                    str(draft)], check=True, capture_output=True, cwd=REPO, env={**os.environ, **env})
+    bindings = subprocess.run([tileport_python, "-c", RENDER, str(draft)], check=True, capture_output=True,
+                              text=True, cwd=REPO, env={**os.environ, **env}).stdout.strip()
+    (work / "stub.c").write_text(STUB + "const char *BINDINGS = " + json.dumps(bindings) + ";\n")
+    so = work / "libstub.so"
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(so), str(work / "stub.c")], check=True)
+    return so
+
+
+def _per(fn, n: int = 20000) -> float:
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+    return best
+
+
+def main() -> int:
+    import argparse
+
+    import torch
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tileport-python", default=str(REPO / ".venv" / "bin" / "python"),
+                    help="an interpreter with tileport's dependencies (draft, bindings)")
+    args_ = ap.parse_args()
+
+    from tileport.validators.gpu.runner import PortLauncher, PortLibrary
+
+    spec = importlib.util.spec_from_file_location("va", REPO / "examples" / "vector_add.py")
+    va = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(va)
+    lib = PortLibrary(_stub_library(Path(tempfile.mkdtemp(prefix="tp-hostcpu-")), args_.tileport_python))
+    launcher = PortLauncher(lib)
+    x, y, out = torch.randn(4096), torch.randn(4096), torch.empty(4096)
+    stream = types.SimpleNamespace(cuda_stream=0)
+    args, grid = (x, y, out, 1024), (4, 1, 1)
+    launcher(stream, grid, va.vector_add_kernel, args)
+    plan = lib.hot[id(va.vector_add_kernel)][0]
+
+    def warm():
+        launcher(stream, grid, va.vector_add_kernel, args)
+        launcher.clear()
+
+    def plan_only():
+        plan.launch(launcher, stream, grid, args)
+        launcher.clear()
+
+    print(f"warm launch through PortLauncher: {_per(warm):.2f} us")
+    print(f"  finding the plan (admits): {_per(lambda: plan.admits(args)):.2f} us")
+    print(f"  the plan's launch (rewrite what changed, call): {_per(plan_only):.2f} us")
+    print(f"  the C call alone (arguments converted once): {_per(lambda: plan.bound.call(0)):.2f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""The lead's one command after a `scripts/gpu-perf.sh run` on a GPU host: `benchmarks/gpu_gate_table.py --out OUT`
+turns what came back (results.tar.xz, host_call.json, device_test.log) into the docs table and judges issue 34's
+done criteria on it. Built on results the H200 recorded (docs/gpu/2026-12-04-launch/run2, the host timings of
+docs/gpu/2026-12-04-hostpath)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+
+from tests.conftest import REPO
+
+RUN2 = REPO / "docs" / "gpu" / "2026-12-04-launch" / "run2"
+HOST_ON = REPO / "docs" / "gpu" / "2026-12-04-hostpath" / "host_on.json"
+TABLE = REPO / "benchmarks" / "gpu_gate_table.py"
+
+
+def _out(tmp_path, results: dict[str, dict], host=HOST_ON, test_log="3 passed in 41.20s\n"):
+    out = tmp_path / "OUT"
+    out.mkdir()
+    with tarfile.open(out / "results.tar.xz", "w:xz") as tar:
+        for name, res in results.items():
+            data = json.dumps(res).encode()
+            info = tarfile.TarInfo(f"./{name}.json")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    if host:
+        shutil.copy(host, out / "host_call.json")
+    if test_log:
+        (out / "device_test.log").write_text(test_log)
+    return out
+
+
+def _run(out):
+    r = subprocess.run([sys.executable, str(TABLE), "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_a_run_that_meets_issue_34_on_device_time_but_not_on_host_time_says_which(tmp_path):
+    results = {op: json.loads((RUN2 / f"{op}.json").read_text()) for op in ("softmax", "transpose", "vector_add")}
+    text = _run(_out(tmp_path, results))
+    assert "| softmax | float16 [m=1024,n=1000] |" in text
+    assert "| vector_add | 9/9 pass |" in text and "| softmax | 6/6 pass |" in text
+    assert "- no timed configuration above 1.1: yes" in text
+    # the host timings of the hostpath run: softmax 2.00x / 2.27x -> median 2.14x, vector_add 2.43x
+    line = next(l for l in text.splitlines() if l.startswith("- port call at most 2x"))
+    assert "NO: softmax 2.14x, vector_add 2.43x" in line, line
+    assert "| softmax | 2 | " in text and "| 2.14 |" in text
+    assert "- direct path device test: 3 passed in 41.20s" in text
+
+
+def test_a_slow_row_is_named_and_tiny_is_judged_on_both_sides_whatever_the_runner_flagged(tmp_path):
+    res = json.loads((RUN2 / "softmax.json").read_text())
+    rows = res["perf"]["rows"]
+    # the issue's row: reference 4.96 us, port 20 us, which an older runner flagged tiny on the reference alone
+    rows[0].update(ref_ms=0.00496, port_ms=0.0200, ratio=4.032, tiny=True, flags=["tiny: under 5 us"])
+    text = _run(_out(tmp_path, {"softmax": res}, host=None, test_log=None))
+    over = next(l for l in text.splitlines() if l.startswith("- no timed configuration above"))
+    assert over.startswith("- no timed configuration above 1.1: NO, 1: softmax ") and "4.032" in over
+    assert f"| softmax | {rows[0]['config']} |" in text and "tiny (both sides" not in \
+        next(l for l in text.splitlines() if l.startswith(f"| softmax | {rows[0]['config']} |"))
+    assert "- port call at most 2x the reference's: no host_call.json" in text

@@ -1,0 +1,191 @@
+"""Run the child process that imports the op module and exports its kernels.
+
+The op module never runs inside tileport's own process: an import-time crash, a `sys.exit`, a
+segfault in a native extension or a stray print cannot take tileport down or corrupt its output.
+
+Two ways to get that child:
+* `run_child` starts `python -m tileport.analysis.child` for one op (through `run_command`);
+* `WarmChild` keeps one `python -m tileport.analysis.child --serve` process that has imported
+  cuda-tile already and forks a fresh process per op: same isolation (one op per process, the
+  server never imports an op), without paying cuda-tile's import for every op of a corpus run.
+  It is a long-lived pipe conversation, so it cannot go through `run_command`; each forked run
+  is still returned as a `CommandResult` (argv, exit status, seconds, stderr) for the record.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import tileport
+from tileport import limits
+from tileport.errors import EnvironmentBlocked, UserError
+from tileport.exec.proc import CommandResult, die_with_parent, kill_group, run_command
+
+CHILD_MODULE = "tileport.analysis.child"
+SERVER_START_TIMEOUT_S = 120.0
+
+
+def child_timeout() -> float:
+    """The whole child's time limit: importing the op plus exporting its kernels."""
+    return limits.IMPORT_TIMEOUT.value + limits.EXPORT_TIMEOUT.value
+
+
+def with_limits(request: dict[str, Any]) -> dict[str, Any]:
+    """The request as the child gets it: the import time limit travels with it (the child enforces it)."""
+    return {**request, "import_timeout": limits.IMPORT_TIMEOUT.value,
+            "import_limit": limits.IMPORT_TIMEOUT.describe()}
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    root = str(Path(tileport.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # analysing an op leaves no __pycache__ beside it
+    env.pop("CUDA_TILE_DUMP_BYTECODE", None)
+    env.pop("CUDA_TILE_DUMP_TILEIR", None)
+    return env
+
+
+def interpret(reply: Any, res: CommandResult, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """The child's reply, or a one-line UserError saying what went wrong."""
+    name = Path(request["path"]).name
+    if res.timed_out:
+        raise UserError(f"{name}: importing and exporting took longer than {timeout:g} s (the "
+                        f"{limits.IMPORT_TIMEOUT.describe()} plus the {limits.EXPORT_TIMEOUT.describe()}); check "
+                        "the module for work at import time")
+    if not isinstance(reply, dict):
+        why = f"killed by signal {-res.returncode}" if res.returncode < 0 else f"exit status {res.returncode}"
+        tail = res.stderr.strip().splitlines()[-1:] or [""]
+        raise UserError(f"{name}: the child process that imports it died ({why}) {tail[0][:200]}".rstrip()
+                        + f"; run `python {request['path']}` to see why")
+    if not reply.get("ok"):
+        err = reply.get("error") or {}
+        if err.get("kind") == "env":
+            raise EnvironmentBlocked(err.get("message", "cuda-tile is missing"))
+        if err.get("kind") == "timeout":
+            raise UserError(err.get("message", f"{name}: import timed out"))
+        if err.get("kind") == "internal":
+            raise UserError(f"{name}: tileport's child process failed: {err.get('message')} (a tileport bug; "
+                            "please report it with the module)")
+        raise UserError(err.get("message") or f"{name}: analysis failed")
+    return reply
+
+
+def run_child(request: dict[str, Any], *, cwd: Path, python: str | None = None,
+              timeout: float | None = None) -> tuple[dict[str, Any], CommandResult]:
+    """One fresh child for one op: send the request, return (reply, command)."""
+    timeout = timeout or child_timeout()
+    argv = [python or sys.executable, "-m", CHILD_MODULE]
+    res = run_command(argv, cwd=cwd, env=child_env(), timeout=timeout,
+                      input=json.dumps(with_limits(request)).encode())
+    try:
+        reply = json.loads(res.stdout)
+    except json.JSONDecodeError:
+        reply = None
+    return interpret(reply, res, request, timeout), res
+
+
+class WarmChild:
+    """A warm export server; `run` has the same contract as `run_child`."""
+
+    def __init__(self, python: str | None = None):
+        self.python = python or sys.executable
+        self._lock = threading.Lock()
+        self.last_cpu_s = 0.0  # CPU seconds of the last forked run (it is not this process's child)
+        self._proc = subprocess.Popen([self.python, "-m", CHILD_MODULE, "--serve"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env(),
+                                      start_new_session=True, text=True, bufsize=1,
+                                      preexec_fn=lambda parent=os.getpid(): die_with_parent(parent))
+        if self._readline(SERVER_START_TIMEOUT_S) is None:
+            self.close()
+            raise OSError("the warm export server did not start")
+
+    def _readline(self, timeout: float) -> dict | None:
+        assert self._proc.stdout is not None
+        ready, _, _ = select.select([self._proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        line = self._proc.stdout.readline()
+        try:
+            return json.loads(line) if line else None
+        except json.JSONDecodeError:
+            return None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc.poll() is None
+
+    def run(self, request: dict[str, Any], *, cwd: Path, timeout: float | None = None,
+            **_: Any) -> tuple[dict[str, Any], CommandResult]:
+        timeout = timeout or child_timeout()
+        with self._lock, tempfile.TemporaryDirectory(prefix="tileport-child-") as tmp:
+            job = {"request": with_limits(request), "cwd": str(cwd), "timeout": timeout,
+                   "reply_file": os.path.join(tmp, "reply.json"), "stderr_file": os.path.join(tmp, "stderr.txt")}
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(json.dumps(job) + "\n")
+            self._proc.stdin.flush()
+            status = self._readline(timeout + 30)
+            if status is None:
+                self.close()
+                raise UserError(f"{Path(request['path']).name}: the warm export server stopped answering; "
+                                "rerun the op on its own: tileport analyze OP.py")
+            stderr = Path(job["stderr_file"]).read_text(errors="replace") if os.path.exists(job["stderr_file"]) else ""
+            try:
+                reply = json.loads(Path(job["reply_file"]).read_text())
+            except (OSError, json.JSONDecodeError):
+                reply = None
+        res = CommandResult([self.python, "-m", CHILD_MODULE, "(forked by the warm server)"],
+                            int(status["status"]) if not status["timed_out"] else 124, "", stderr,
+                            float(status["seconds"]), timed_out=bool(status["timed_out"]), cwd=str(cwd))
+        self.last_cpu_s = float(status.get("cpu_s", 0.0))
+        return interpret(reply, res, request, timeout), res
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            try:
+                self._proc.stdin.close()  # type: ignore[union-attr]
+                self._proc.wait(timeout=5)
+            except Exception:
+                self._proc.kill()
+                self._proc.wait()
+        kill_group(self._proc.pid)  # a forked per-op process that outlived the server
+        for stream in (self._proc.stdin, self._proc.stdout):
+            try:
+                stream.close()  # type: ignore[union-attr]
+            except Exception:
+                pass
+
+    def __enter__(self) -> "WarmChild":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_shared: WarmChild | None = None
+
+
+def shared_warm_child(python: str | None = None) -> WarmChild | None:
+    """The process-wide warm server (started on first use), or None where fork is unavailable."""
+    global _shared
+    if not hasattr(os, "fork"):
+        return None
+    if _shared is None or not _shared.alive or _shared.python != (python or sys.executable):
+        if _shared is not None:
+            _shared.close()
+        try:
+            _shared = WarmChild(python)
+        except OSError:
+            _shared = None
+            return None
+        atexit.register(_shared.close)
+    return _shared
