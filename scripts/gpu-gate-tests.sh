@@ -8,10 +8,12 @@
 #                tar -C S -cf - packs | xz -6 -T2 > .gpu/gates/packs.tar.xz   # one archive: the libraries share
 #                                              # their cutile runtime, so xz over them all is ~4 MB a pack
 #   GPU host:    PER=240 bash scripts/gpu-gate-tests.sh .gpu/gates/packs.tar.xz [OP...]   # results in $OUT
+#                (JOBS=2 packs at a time; DEADLINE=S: no pack starts later than S seconds after the start)
 #   back here:   tileport gate ingest $OUT/<op>.json   (refused unless made for the conversion's head)
 #
 # Needs the tileiras bundle split as part1 (copied to /tmp/part1 by a first call) and .gpu/bundle/part2 with the
-# cuda_tile wheel (TOOLCHAIN.md). Two packs run at a time; each in its own `runner.py` with a time limit.
+# cuda_tile wheel (TOOLCHAIN.md). JOBS packs run at a time (a pool); each in its own `runner.py` with a time limit.
+T0=$(date +%s)
 ARCHIVE=${1:-.gpu/gates/packs.tar.xz}; shift || true
 OUT=${OUT:-/tmp/gate-results}; mkdir -p "$OUT"
 mkdir -p /opt/ti
@@ -22,11 +24,21 @@ export PYTHONPATH=/tmp/site CUTILE_MAX_LAUNCH_TIMEOUT_SEC=60
 python3 -c "import torch, pytest, cuda.tile; print('torch', torch.__version__, 'pytest', pytest.__version__, torch.cuda.get_device_name(0))"
 rm -rf /tmp/g && mkdir -p /tmp/g && tar -xJf "$ARCHIVE" -C /tmp/g
 for g in /tmp/g/packs/*; do xz -z -0 "$g/lib/libport.so"; done
-run_one() { g=$1; n=$(basename "$g"); s=$(date +%s); timeout "${PER:-280}" python3 "$g/runner.py" "$g" > "$OUT/$n.log" 2>&1
-            echo "$n rc=$? $(( $(date +%s) - s ))s"; cp "$g/results.json" "$OUT/$n.json" 2>/dev/null; }
+# JOBS packs at a time (default 2), each under PER seconds (default 280), none started past DEADLINE seconds from
+# the script's start (default: no deadline) and none given more than the deadline leaves (a pack cut short says so)
+run_one() { g=$1; lim=$2; n=$(basename "$g"); s=$(date +%s)
+            timeout -k 10 "$lim" python3 "$g/runner.py" "$g" > "$OUT/$n.log" 2>&1; rc=$?
+            echo "$n rc=$rc $(( $(date +%s) - s ))s$([ $rc = 124 ] && echo " (killed at its ${lim}s limit)")"
+            cp "$g/results.json" "$OUT/$n.json" 2>/dev/null; }
 [ $# -gt 0 ] || set -- $(ls /tmp/g/packs)
-while [ $# -gt 0 ]; do
-  run_one "/tmp/g/packs/$1" &
-  if [ $# -gt 1 ]; then run_one "/tmp/g/packs/$2" & shift; fi
-  shift; wait
+for n in "$@"; do
+  while [ "$(jobs -rp | wc -l)" -ge "${JOBS:-2}" ]; do wait -n; done
+  lim=${PER:-280}
+  if [ -n "$DEADLINE" ]; then
+    left=$(( DEADLINE - ($(date +%s) - T0) ))
+    if [ "$left" -lt "${MIN_PER:-30}" ]; then echo "$n NOT RUN (deadline ${DEADLINE}s)"; continue; fi
+    [ "$left" -lt "$lim" ] && lim=$left
+  fi
+  run_one "/tmp/g/packs/$n" "$lim" &
 done
+wait

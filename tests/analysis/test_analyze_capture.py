@@ -170,6 +170,24 @@ def test_op_supplied_inputs_function_decides_what_is_captured(torch_python, tmp_
 
 
 @pytest.mark.slow
+def test_launches_passing_none_are_named_and_the_op_main_check_runs(torch_python, tmp_path):
+    # generated model code forwards `bias=None` straight into ct.launch; cuda-tile 1.7 refuses None as a kernel
+    # argument, so those launches make no variant and no configuration, and each says why in one line
+    a = analyse(REPO / "tests" / "data" / "optional_args" / "linear_bias.py", tmp_path / "o", torch_python)
+    skipped = [n for n in a.notes if "skipped: it passes None for" in n]
+    assert any("'bias'" in n and "refuses as a kernel argument" in n for n in skipped), a.notes
+    # its statically resolved kernel still ran the op's own __main__ check: the tensor launch is a configuration
+    # to judge and time, the None launch is not, and the check's tolerance is recorded
+    assert a.capture is not None and any(s.endswith("__main__") for s in a.capture.sources)
+    assert [c.args[2] for c in a.capture.configurations] == ["float16[192]"]
+    assert a.tolerances["float16"].rtol == 1e-2
+    # a kernel launched only with None is unresolved with that reason, not "no ct.launch reached"
+    (u,) = a.unresolved
+    assert u.kernel == "scale_rows_kernel" and "passes None for 'factor'" in u.message
+    assert "no ct.launch" not in u.message
+
+
+@pytest.mark.slow
 def test_cli_python_option_and_config_key(torch_python, tmp_path):
     (tmp_path / "tileport.toml").write_text(f'targets = ["sm_90"]\n[analysis]\npython = "{torch_python}"\n')
     r = tileport("analyze", str(HELDOUT / "tuned_add.py"), "--no-cubin", "--out", "o", cwd=tmp_path)

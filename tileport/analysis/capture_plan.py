@@ -10,6 +10,7 @@ float -> float32, bool -> bool_, as the JIT does.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from tileport.analysis.plan import (InstancePlan, KernelMeta, Plan, VariantPlan, bounded_stem, fmt_value,
@@ -19,6 +20,30 @@ from tileport.analysis.static import StaticInfo
 
 _TORCH_TO_CT = {"bool": "bool_"}
 INT32_MAX = 2**31 - 1
+
+
+@functools.cache
+def none_argument_ok() -> bool:
+    """Whether cuda-tile takes None as a kernel argument: only where its own signature type can hold it
+    (`ConstantConstraint(None)`; cuda-tile 1.7 refuses it under calling convention v2, so a launch passing None
+    raises on a GPU as well)."""
+    from cuda.tile.compilation import ConstantConstraint
+
+    try:
+        ConstantConstraint(None)
+    except TypeError:
+        return False
+    return True
+
+
+def none_refused(param: str) -> str:
+    """Why a launch passing None for `param` makes no variant."""
+    import cuda.tile as ct
+
+    if not none_argument_ok():
+        return (f"it passes None for '{param}', which cuda-tile {getattr(ct, '__version__', '')} refuses as a kernel "
+                "argument (the launch raises on a GPU too; pass a tensor and a ct.Constant flag instead)")
+    return f"it passes None for '{param}' (a constant None; tileport drafts no variant for it yet)"
 
 
 def _simple(v: Any) -> bool:
@@ -131,6 +156,9 @@ def captured_plan(module: Any, launches: list, static: StaticInfo, kernel_meta_f
                 dt = p.scalar_dtype or _scalar_dtype(a)
                 pdt[p.name] = dt
                 params.append(ParamInfo(name=p.name, kind="scalar", annotation=p.annotation, dtype=dt))
+            elif a["kind"] == "none":
+                bad = none_refused(p.name)
+                break
             else:
                 bad = f"parameter '{p.name}' got {a.get('type', a['kind'])}"
                 break
@@ -201,6 +229,8 @@ def configurations(module: Any, launches: list, describe_arg) -> list[dict[str, 
     out: list[dict[str, Any]] = []
     for ln in launches:
         name, _ = kernel_name(module, ln.kernel)
+        if any(a is None for a in ln.args) and not none_argument_ok():
+            continue  # the reference refuses it too (none_refused): nothing to judge or time
         args = [_arg_text(describe_arg(a)) for a in ln.args]
         grid = repr(tuple(ln.grid)) if isinstance(ln.grid, (tuple, list)) else repr(ln.grid)
         key = (name, grid, tuple(args))

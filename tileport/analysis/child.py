@@ -314,7 +314,10 @@ def run(req: dict) -> dict:
     open_kernels |= set(plan.failed) - planning_failed
     t_static_export = time.perf_counter() - t_plan
     tests = [str(t) for t in req.get("tests") or []]
-    need = bool(open_kernels) or not kernels or static.factory_kernels or bool(tests) or \
+    run_main = has_main_block(path)
+    # the op's own tests and its `__main__` check run even when static analysis resolved every kernel: they are
+    # the launches D and E judge, and their comparisons the tolerances
+    need = bool(open_kernels) or not kernels or static.factory_kernels or bool(tests) or run_main or \
         any(ln.kernel is None for ln in static.launches)
     capture_info = None
     t_cap = 0.0
@@ -334,7 +337,7 @@ def run(req: dict) -> dict:
             from tileport.analysis.capture_plan import configurations
 
             result = cap_mod.capture(module, decl.dtypes, ranks=ranks, tests=tests, op_path=path,
-                                     run_main=has_main_block(path), tests_limit_s=float(req.get("tests_timeout_s", 120)),
+                                     run_main=run_main, tests_limit_s=float(req.get("tests_timeout_s", 120)),
                                      tests_budget_s=float(req.get("tests_budget_s", 30)))
             t_cap = time.perf_counter() - t0
             plan, objects = _merge_capture(module, path, plan, kernels, metas, static, open_kernels, result,
@@ -429,6 +432,11 @@ def _merge_capture(module, path: Path, plan, kernels: dict, metas: list, static,
         calls = "; ".join(tried[:3]) + (f" and {len(tried) - 3} more" if len(tried) > 3 else "")
         errors = f"; first failure: {result['errors'][0]}" if result["errors"] else ""
         static_why = failed.get(name) or "no launch of it found statically"
+        skipped = next((n for n in cplan.notes if f"launch of {name} skipped: " in n), None)
+        if skipped:  # its launches were reached, and none makes a variant
+            failed[name] = f"{name}: {static_why.removeprefix(path.name + ':')}; capture: {skipped}"
+            variants = [v for v in variants if v.kernel != name]
+            continue
         failed[name] = (f"{name}: {static_why.removeprefix(path.name + ':')}; capture: no ct.launch of {name} reached "
                         f"(calls tried: {calls or 'none (no public entry point)'}; launches seen: "
                         f"{', '.join(seen) or 'none'}{errors})")
