@@ -1,4 +1,4 @@
-"""The gate operations the CLI and the dashboard share (tileport.service.gates), on
+"""The gate operations the CLI and the dashboard share (tileport.service.gpu_runs), on
 a real SQLite store and a real git branch: typed results, the one-line refusals, and which results.json the
 dashboard offers to ingest."""
 
