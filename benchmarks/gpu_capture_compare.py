@@ -26,12 +26,12 @@ CORPORA = [REPO / "corpora" / "tilekit" / "tune", REPO / "corpora" / "tilekit" /
 TEST_DIRS = {"tests", "test", "bench", "benchmarks"}
 
 ONE = r'''
-import ast, json, sys
+import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from tileport.analysis import capture as C
 from tileport.analysis.testfind import discover
-from tileport.analysis.testrun import main_block
+from tileport.analysis.mainblock import has_main_block
 import importlib
 root, dotted, op = Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
 extra = json.loads(sys.argv[5])
@@ -39,7 +39,7 @@ sys.path.insert(0, str(root))
 m = importlib.import_module(dotted)
 tests = [str(p) for p in discover(op)] + extra
 r = C.capture(m, ["float16", "float32"], tests=tests, op_path=op,
-              run_main=main_block(ast.parse(op.read_text())) is not None)
+              run_main=has_main_block(op))
 def arg(a):
     d = C.describe_arg(a)
     return f"{d['dtype']}[{'x'.join(map(str, d['shape']))}]" if d["kind"] == "tensor" else repr(d.get("value", d["kind"]))

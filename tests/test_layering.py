@@ -70,7 +70,7 @@ def test_the_contract_imports_only_the_contract():
 
 def test_service_sits_above_the_pipeline_and_below_tui_and_cli():
     assert "service" not in ALLOWED["pipeline"] and "tui" not in ALLOWED["service"] and "cli" not in ALLOWED["service"]
-    assert "pipeline" not in ALLOWED["agents"] and "agents" not in ALLOWED["draft"]  # the model side sits below the spine
+    assert "pipeline" not in ALLOWED["agents"] and "agents" not in ALLOWED["draft"]  # the model side: below the spine
     assert (PKG / "service").is_dir() and (PKG / "pipeline").is_dir()
 
 
@@ -179,7 +179,8 @@ def test_the_service_face_is_lazy():
     import sys
 
     code = ("import sys; from tileport import service; assert not [m for m in sys.modules if m.startswith("
-            "('tileport.agents', 'tileport.pipeline', 'tileport.draft', 'tileport.analysis', 'tileport.service.'))], sorted(sys.modules); service.store_path; "
+            "('tileport.agents', 'tileport.pipeline', 'tileport.draft', 'tileport.analysis', 'tileport.service.'))], "
+            "sorted(sys.modules); service.store_path; "
             "assert 'tileport.service.conversions' in sys.modules and 'tileport.pipeline.runner' not in sys.modules")
     r = subprocess.run([sys.executable, "-c", code], cwd=PKG.parent, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -272,6 +272,7 @@ def run(req: dict) -> dict:
     from tileport.analysis.declaration import OpDeclaration
     from tileport.analysis.fakearrays import faked_in_use, gpu_present
     from tileport.analysis.fakearrays import install as install_array_fakes
+    from tileport.analysis.mainblock import has_main_block
     from tileport.analysis.plan import KernelMeta, Plan, build_plan
     from tileport.analysis.static import StaticInfo
     from tileport.errors import UserError
@@ -313,7 +314,7 @@ def run(req: dict) -> dict:
     open_kernels |= set(plan.failed) - planning_failed
     t_static_export = time.perf_counter() - t_plan
     tests = [str(t) for t in req.get("tests") or []]
-    run_main = _has_main_block(path)
+    run_main = has_main_block(path)
     # the op's own tests and its `__main__` check run even when static analysis resolved every kernel: they are
     # the launches D and E judge, and their comparisons the tolerances
     need = bool(open_kernels) or not kernels or static.factory_kernels or bool(tests) or run_main or \
@@ -418,17 +419,6 @@ def _load_on_fake_device(path: Path, req: dict, first: "ChildError"):
 
 def _params(plan) -> dict[str, list[dict]]:
     return {k.name: [p.model_dump() for p in k.params] for k in plan.kernels}
-
-
-def _has_main_block(path: Path) -> bool:
-    import ast
-
-    from tileport.analysis.testrun import main_block
-
-    try:
-        return main_block(ast.parse(path.read_text(encoding="utf-8-sig"))) is not None
-    except (OSError, SyntaxError, ValueError):
-        return False
 
 
 def _merge_capture(module, path: Path, plan, kernels: dict, metas: list, static, open_kernels: set[str],

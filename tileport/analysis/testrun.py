@@ -33,6 +33,7 @@ from typing import Any, Iterator
 from tileport.analysis import harness
 from tileport.analysis.capture import Capture, _short_error
 from tileport.analysis.fakecuda import _patched
+from tileport.analysis.mainblock import read_main_block
 
 SOURCE_LIMIT_S = 120.0
 BUDGET_S = 30.0  # past this, a test session runs only tests of a new launch signature (see signature_key)
@@ -267,19 +268,6 @@ def _run_pytest(cap: Capture, paths: list[Path], errors: list[str], limit: float
         errors.append(f"tests {label}: pytest collected no tests")
 
 
-def main_block(tree: ast.Module) -> ast.Module | None:
-    """The body of the module's `if __name__ == "__main__":` block(s), as a module of its own."""
-    body: list[ast.stmt] = []
-    for node in tree.body:
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 and \
-                isinstance(node.test.ops[0], ast.Eq):
-            sides = [node.test.left, *node.test.comparators]
-            if any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and \
-                    any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides):
-                body.extend(node.body)
-    return ast.Module(body=body, type_ignores=[]) if body else None
-
-
 MAX_CHOICE_RUNS = 8
 
 
@@ -361,11 +349,7 @@ def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str
                             errors, limit_s, args)
             ran.append(str(s))
         if run_main:
-            try:
-                tree = ast.parse(op_path.read_text(encoding="utf-8-sig"))
-            except (OSError, SyntaxError, ValueError):
-                tree = None
-            block = main_block(tree) if tree is not None else None
+            block = read_main_block(op_path)
             if block is not None:
                 cap.source = "main"
                 code = compile(block, str(op_path), "exec")
@@ -377,4 +361,4 @@ def run_sources(cap: Capture, module: ModuleType, op_path: Path, tests: list[str
     return errors, rec.tolerances, ran
 
 
-__all__ = ["TestTolerance", "kind_of", "main_block", "run_sources"]
+__all__ = ["TestTolerance", "kind_of", "run_sources"]

@@ -9,7 +9,6 @@ folding are const generics; the spec carries one variant per (analysis variant x
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,8 @@ from tileport.errors import UserError
 from tileport.analysis.schema import Analysis, KernelInfo, Variant as RefVariant
 from tileport.analysis.static import Unknown, fold_constant, module_values
 from tileport.validators.rust.reference import tensor_specs
-from tileport.validators.rust.spec import DumpSpec, Entry, Extent, ReferenceKey, Variant, module_ident
+from tileport.validators.rust.spec import (DumpSpec, Entry, Extent, ReferenceKey, Variant, limited, module_ident,
+                                           rust_ident)
 
 _HINT_KEYS = {"occupancy": "occupancy", "num_ctas": "num_cta_in_cga", "num_cta_in_cga": "num_cta_in_cga"}
 
@@ -79,7 +79,7 @@ def _draft_port(analysis: Analysis, kernel: str | None) -> Draft:
             if _probe(fn, info, group, folded, module_consts, lines, path.name, analysis.targets).needs_dtype:
                 dtypes = sorted({i.dtype for v in group for i in v.instances})
             for dtype in dtypes:
-                entry_name = base_name if dtype is None else _limited(f"{base_name}_{RUST_DTYPE.get(dtype, dtype)}")
+                entry_name = base_name if dtype is None else limited(f"{base_name}_{RUST_DTYPE.get(dtype, dtype)}")
                 used_entry_names.add(entry_name)
                 _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, entry_name, dtype,
                              seen_holes, holes, entries_rs, spec_entries, host_entries, helpers, functions)
@@ -105,19 +105,10 @@ def _draft_port(analysis: Analysis, kernel: str | None) -> Draft:
     return Draft(op=analysis.op, kernel_rs=kernel_rs, spec=spec, host_contract=contract, holes=holes)
 
 
-def _limited(name: str, limit: int = 64) -> str:
-    """A generated name within `limit` characters (the spec's and the IR dump's): a long one keeps its head and
-    gets a deterministic hash of the whole, so two long names stay distinct."""
-    if len(name) <= limit:
-        return name
-    digest = hashlib.sha1(name.encode()).hexdigest()[:10]
-    return f"{name[: limit - len(digest) - 1].rstrip('_')}_{digest}"
-
-
 def _variant_name(dtype: str, constants: dict) -> str:
     parts = [RUST_DTYPE.get(dtype, dtype)] + [f"{k}-{str(v).lower() if isinstance(v, bool) else v}"
                                                for k, v in constants.items()]
-    return _limited(re.sub(r"[^A-Za-z0-9_.-]", "_", "__".join(parts)))
+    return limited(re.sub(r"[^A-Za-z0-9_.-]", "_", "__".join(parts)))
 
 
 def _nested_kernel(tree: ast.Module, name: str) -> ast.FunctionDef | None:
@@ -287,7 +278,7 @@ def _entry_name(kernel: str, folded: dict[str, Any], used: set[str]) -> str:
                 parts.append(key.removeprefix(CLOSURE).lower())
         else:
             parts.append(f"{key.removeprefix(CLOSURE).lower()}_{_slug(str(value))}")
-    name = _limited(_ident("_".join([base] + [p for p in parts if p])), 60)
+    name = limited(rust_ident("_".join([base] + [p for p in parts if p])), 60)
     candidate, n = name, 2
     while candidate in used:
         candidate, n = f"{name}_{n}", n + 1
@@ -306,11 +297,6 @@ def _slug(text: str) -> str:
     text = text.replace("==", " eq ").replace("!=", " ne ").replace("<=", " le ").replace(">=", " ge ")
     text = text.replace("<", " lt ").replace(">", " gt ").replace(" and ", " and ").replace(" or ", " or ")
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
-
-
-def _ident(name: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return name if re.match(r"[A-Za-z_]", name) else f"k_{name}"
 
 
 # ---- one entry ------------------------------------------------------------------------------------
@@ -465,7 +451,7 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
         dims = [t for t in shape]
         for d, w in enumerate(whole):
             if w:
-                dims[d] = f"{_ident(name).upper()}_DIM{d}"
+                dims[d] = f"{rust_ident(name).upper()}_DIM{d}"
                 while dims[d] in taken:
                     dims[d] += "_"
                 taken.add(dims[d])

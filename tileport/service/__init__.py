@@ -4,7 +4,7 @@ and `service.X` loads the module that holds X the first time it is asked for.
 
 - `conversions`  where a repository's store is, start / reuse / resume / rerun / stop, the exit code, `why_not`
 - `edits`        a person's edit of a port: what changed, commit it, stage B's gates on it
-- `gates`        gates on a GPU elsewhere: pack, ingest (`tileport.pipeline.gate_service` behind it)
+- `gates`        stages D and E on a GPU elsewhere: pack, run here, ingest
 - `decisions`    approve / override / reject / merge / rebase, and their refusals
 - `oneshot`      `tileport analyze` / `build-rust` as one-stage runs through the stages themselves; `ir-diff`
 - `environment`  the doctor's checks, the offline bundle, a local model server

@@ -11,27 +11,19 @@ from __future__ import annotations
 import importlib.util
 import lzma
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import device_missing
+
 
 def _ready() -> str | None:
-    try:
-        import torch
-    except ImportError:
-        return "torch is not installed"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU visible to torch"
-    try:
-        import cuda.tile  # noqa: F401
-    except ImportError:
-        return "cuda.tile is not installed"
-    if not (os.environ.get("CUTILE_TILEIRAS_PATH") or shutil.which("tileiras")):
-        return "tileiras is not on PATH"
+    missing = device_missing(cuda_tile=True)
+    if missing:
+        return missing
     gates = os.environ.get("TILEPORT_TEST_DIRECT_GATES")
     if not gates or not all((Path(gates) / op / "gate.json").is_file() for op in ("vector_add", "silu_and_mul")):
         return "TILEPORT_TEST_DIRECT_GATES does not name packed vector_add and silu_and_mul gates"

@@ -7,38 +7,21 @@ cargo); else it is packed here."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import device_missing, packed_gate, run_cli
 
-
-def _ready() -> str | None:
-    try:
-        import torch
-    except ImportError:
-        return "torch is not installed"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU visible to torch"
-    if not shutil.which("tileiras"):
-        return "tileiras is not on PATH"
-    return None
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.slow, pytest.mark.skipif(_ready() is not None, reason=str(_ready()))]
+pytestmark = [pytest.mark.gpu, pytest.mark.slow,
+              pytest.mark.skipif(device_missing() is not None, reason=str(device_missing()))]
 
 
 def _gate(tmp_path: Path) -> Path:
-    packed = os.environ.get("TILEPORT_TEST_TESTS_GATE")
-    if not packed:
+    gate = packed_gate("TILEPORT_TEST_TESTS_GATE", tmp_path / "gate")
+    if gate is None:
         pytest.skip("set TILEPORT_TEST_TESTS_GATE to a pack of corpora/tilekit scale_add (tileport run on a CPU "
                     "machine packs it: tests/e2e/test_gate_from_tests.py)")
-    gate = tmp_path / "gate"
-    shutil.copytree(Path(packed), gate)
-    (gate / "results.json").unlink(missing_ok=True)
     return gate
 
 

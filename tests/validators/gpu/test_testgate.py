@@ -86,6 +86,7 @@ def gate(tmp_path: Path, sources: list[dict], op_file: str) -> Path:
     for mod, name in (("testchild", "tp_testchild.py"), ("runner", "runner.py")):
         shutil.copyfile(GPU_DIR / f"{mod}.py", g / name)
     shutil.copyfile(GPU_DIR.parent / "correctness.py", g / "tp_correctness.py")
+    shutil.copyfile(GPU_DIR.parents[1] / "analysis" / "mainblock.py", g / "tp_mainblock.py")
     (g / "gate.json").write_text(json.dumps({"kernels": ["k"], "perf_configs": [], "tests": {
         "import_root": ".", "module": None, "op_file": op_file, "sources": sources}}))
     return g

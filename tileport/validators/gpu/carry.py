@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tileport.analysis.mainblock import has_main_block
 from tileport.analysis.testfind import PROJECT_MARKERS, SKIP_PARTS
 
 PYTEST_CONFIGS = ("pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini")
@@ -70,16 +71,6 @@ class Carry:
     def manifest(self) -> dict:
         return {"import_root": self.import_root, "module": self.module, "op_file": self.op_file,
                 "sources": [s.as_dict() for s in self.sources], "sizes": self.sizes(), "left_out": self.left_out}
-
-
-def has_main_block(path: Path) -> bool:
-    """The module has an `if __name__ == "__main__":` block (its own check harness, as in many examples)."""
-    from tileport.analysis.testrun import main_block
-
-    try:
-        return main_block(ast.parse(Path(path).read_text(encoding="utf-8-sig"))) is not None
-    except (OSError, SyntaxError, ValueError):
-        return False
 
 
 def _get(analysis, key):

@@ -119,8 +119,12 @@ def op_info(analysis: Any = None, op_path: str | Path | None = None, tolerances:
     return info
 
 
-TRAVELLING = (("testgate", "tp_testgate.py"), ("testchild", "tp_testchild.py"), ("replay", "tp_replay.py"),
-              ("perfconfigs", "tp_perfconfigs.py"))
+# the test runner's parts that travel to the GPU host (standard library, torch, cuda.tile, pytest): module -> file
+TRAVELLING = (("tileport.validators.gpu.testgate", "tp_testgate.py"),
+              ("tileport.validators.gpu.testchild", "tp_testchild.py"),
+              ("tileport.validators.gpu.replay", "tp_replay.py"),
+              ("tileport.validators.gpu.perfconfigs", "tp_perfconfigs.py"),
+              ("tileport.analysis.mainblock", "tp_mainblock.py"))
 PROJECT_DIR = "project"
 
 
@@ -137,7 +141,7 @@ def tests_part(op: OpInfo, bindings: dict, stage: Path, test_timeout_s: float) -
     from tileport.validators.gpu.carry import copy_into
 
     for mod, name in TRAVELLING:
-        shutil.copyfile(importlib.import_module(f"tileport.validators.gpu.{mod}").__file__, stage / name)
+        shutil.copyfile(importlib.import_module(mod).__file__, stage / name)
     kernels = kernels_under_conversion(bindings)
     chosen, left = perfconfigs.select(op.configurations, set(kernels))
     part: dict = {"format": 2, "harness": op.harness, "kernels": kernels, "perf_configs": chosen,

@@ -1,5 +1,5 @@
 """One side of the op's own tests, in a child process on the GPU host (travels as `tp_testchild.py`; imports only the
-standard library, torch, cuda.tile and pytest, plus the gate's `runner.py` and `tp_correctness.py`).
+standard library, torch, cuda.tile and pytest, plus the gate's `runner.py`, `tp_correctness.py` and `tp_mainblock.py`).
 
     python tp_testchild.py GATE_DIR --side ref|port --progress FILE [--select FILE] [--lib SO] [--inputs DIR]
                            (--pytest PATH... | --script PATH | --main)
@@ -20,7 +20,6 @@ address, a launch failure) the process ends at once so the next test starts in a
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib
 import importlib.util
 import json
@@ -308,20 +307,6 @@ def _poison_wrapper(C, torch):
     return Poison()
 
 
-def main_block(path: Path):
-    """The op module's `if __name__ == "__main__":` block(s), compiled (as stage A runs them)."""
-    tree = ast.parse(path.read_text(encoding="utf-8-sig"))
-    body = []
-    for node in tree.body:
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 and \
-                isinstance(node.test.ops[0], ast.Eq):
-            sides = [node.test.left, *node.test.comparators]
-            if any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and \
-                    any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides):
-                body.extend(node.body)
-    return compile(ast.Module(body=body, type_ignores=[]), str(path), "exec") if body else None
-
-
 class Comparisons:
     """In a script or __main__ block, an output comparison that comes out false (`torch.allclose`, `torch.equal`,
     `Tensor.allclose`) is a failed check even when the script only prints it: its first is kept with its line."""
@@ -440,7 +425,11 @@ def main(argv=None) -> int:
     if args.main:
         module = import_op(gate, project)
         shim.modules.append(module)
-        code = main_block(project / gate["tests"]["op_file"])
+        from tp_mainblock import read_main_block  # tileport.analysis.mainblock, travelling beside this file
+
+        path = project / gate["tests"]["op_file"]
+        block = read_main_block(path)
+        code = compile(block, str(path), "exec") if block is not None else None
         label = f"main:{gate['tests']['op_file']}"
         run_one(label, (lambda: exec(code, vars(module))) if code else (lambda: None), shim, progress, C, torch)
         return 0

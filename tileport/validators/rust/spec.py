@@ -9,6 +9,7 @@ divisibility hints and an optional constant grid. The IR-dump program tileport g
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -30,17 +31,27 @@ _GENERIC = re.compile(r"^(-?[0-9]+|[A-Za-z_][A-Za-z0-9_]*|\[\s*-?[0-9]+(\s*,\s*-
 Ident = Annotated[str, Field(pattern=_IDENT, max_length=64)]
 
 
-def module_ident(op: str, limit: int = 64) -> str:
-    """The Rust module name of an op: its file stem as an identifier (`01-vector-add` -> `k_01_vector_add`), a long
-    one cut with a hash of the whole so two long names stay distinct. Real projects name files freely."""
-    import hashlib
+def rust_ident(name: str) -> str:
+    """`name` as a Rust identifier: every other character an underscore, `k_` before a leading digit."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return name if re.match(r"[A-Za-z_]", name) else f"k_{name}"
 
-    name = re.sub(r"[^A-Za-z0-9_]", "_", op)
-    name = name if re.match(r"[A-Za-z_]", name) else f"k_{name}"
+
+def limited(name: str, limit: int = 64) -> str:
+    """A generated name within `limit` characters (the spec's and the IR dump's): a long one keeps its head and gets
+    a hash of the whole, so two long names stay distinct."""
     if len(name) <= limit:
         return name
     digest = hashlib.sha1(name.encode()).hexdigest()[:10]
     return f"{name[: limit - len(digest) - 1].rstrip('_')}_{digest}"
+
+
+def module_ident(op: str, limit: int = 64) -> str:
+    """The Rust module name of an op: its file stem as an identifier (`01-vector-add` -> `k_01_vector_add`), a long
+    one cut with a hash of the whole. Real projects name files freely."""
+    return limited(rust_ident(op), limit)
+
+
 Name = Annotated[str, Field(pattern=_NAME, max_length=64)]
 
 

@@ -58,6 +58,20 @@ def _unexplained(nodes: list[Node], status: dict[int, RowStatus], mentioned: set
     return [n for n in left if not (n.users and all(u.idx in left_ids for u in n.users if u.live))]
 
 
+def _report(ctx: Ctx, r, p) -> None:
+    """One unexplained op: a pair of ops that differ, or an op only one side computes (the other is None)."""
+    rt, pt = (strip_names(n.op.text) if n is not None else "missing" for n in (r, p))
+    if r is not None and p is not None:
+        ctx.add("structure", "changed", Severity.ERROR, f"{r.op.name} differs: reference `{rt}` vs port `{pt}`",
+                r, p, rt, pt)
+    elif r is not None:
+        ctx.add("structure", "ref_only", Severity.ERROR, f"reference computes `{rt}`; the port has nothing like it",
+                r, None, rt, pt)
+    else:
+        ctx.add("structure", "port_only", Severity.ERROR, f"port computes `{pt}`; the reference has nothing like it",
+                None, p, rt, pt)
+
+
 def check_structure(ctx: Ctx) -> None:
     """Every difference must be accounted for: differing ops that no check explains are errors."""
     if ctx.ref.hash == ctx.port.hash:
@@ -75,28 +89,14 @@ def check_structure(ctx: Ctx) -> None:
         p = al.r2p.get(n.idx)
         if p is not None:
             seen_pairs.add(p.idx)
-            ctx.add("structure", "changed", Severity.ERROR,
-                    f"{n.op.name} differs: reference `{strip_names(n.op.text)}` vs port `{strip_names(p.op.text)}`",
-                    n, p, strip_names(n.op.text), strip_names(p.op.text))
-        else:
-            ctx.add("structure", "ref_only", Severity.ERROR,
-                    f"reference computes `{strip_names(n.op.text)}`; the port has nothing like it", n, None,
-                    strip_names(n.op.text), "missing")
+        _report(ctx, n, p)
         reported += 1
     for n in un_p:
         if reported >= 10:
             break
         if n.idx in seen_pairs:
             continue
-        q = al.p2r.get(n.idx)
-        if q is not None:
-            ctx.add("structure", "changed", Severity.ERROR,
-                    f"{n.op.name} differs: reference `{strip_names(q.op.text)}` vs port `{strip_names(n.op.text)}`",
-                    q, n, strip_names(q.op.text), strip_names(n.op.text))
-        else:
-            ctx.add("structure", "port_only", Severity.ERROR,
-                    f"port computes `{strip_names(n.op.text)}`; the reference has nothing like it", None, n,
-                    "missing", strip_names(n.op.text))
+        _report(ctx, al.p2r.get(n.idx), n)
         reported += 1
     left = len(un_r) + len(un_p) - reported - len(seen_pairs)
     if left > 0:
