@@ -49,3 +49,7 @@ def test_run_a_library_directory_converts_its_op_files_and_prints_the_summary(tm
     assert r["analysed"] == "yes" and r["compiled"] == "COMPILED" and r["conversion"] is not None
     assert r["gates"] == {"A": True, "B": True, "D": False, "E": False}
     assert doc["totals"]["compiled"] == 1 and run.returncode == 3, run.stderr[-2000:]
+    # the draft state and configurations come from the analysis the conversion committed (they read "-" and
+    # "0 complete drafts" before, although B compiled the complete draft)
+    assert r["draft"] == "complete" and doc["totals"]["complete_drafts"] == 1
+    assert isinstance(r["configurations"], int)

@@ -68,6 +68,10 @@ class Launch:
 
 
 def describe_arg(a: Any) -> dict[str, Any]:
+    from tileport.analysis.hostcapture import Described
+
+    if isinstance(a, Described):  # as the GPU host described it (hostcapture.replayed)
+        return a.desc
     import torch
 
     if isinstance(a, torch.Tensor):

@@ -229,9 +229,10 @@ def configurations(module: Any, launches: list, describe_arg) -> list[dict[str, 
     out: list[dict[str, Any]] = []
     for ln in launches:
         name, _ = kernel_name(module, ln.kernel)
-        if any(a is None for a in ln.args) and not none_argument_ok():
+        described = [describe_arg(a) for a in ln.args]
+        if any(d["kind"] == "none" for d in described) and not none_argument_ok():
             continue  # the reference refuses it too (none_refused): nothing to judge or time
-        args = [_arg_text(describe_arg(a)) for a in ln.args]
+        args = [_arg_text(d) for d in described]
         grid = repr(tuple(ln.grid)) if isinstance(ln.grid, (tuple, list)) else repr(ln.grid)
         key = (name, grid, tuple(args))
         if key in seen:

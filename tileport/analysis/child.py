@@ -321,10 +321,11 @@ def run(req: dict) -> dict:
         any(ln.kernel is None for ln in static.launches)
     capture_info = None
     t_cap = 0.0
+    host = req.get("host_capture")  # launches recorded on the GPU host (hostcapture), replayed here
     if need and req.get("capture", True):
         from tileport.analysis import capture as cap_mod
 
-        why_not = cap_mod.available()
+        why_not = cap_mod.available() if host is None else None
         if why_not is not None:
             hint = f"launch capture needs torch, which {sys.executable} lacks; {NO_TORCH_HINT}"
             plan.failed = {k: f"{msg}; {hint}" if k in planning_failed else msg for k, msg in plan.failed.items()}
@@ -336,9 +337,20 @@ def run(req: dict) -> dict:
             ranks = {k.function: k.array_ndim for k in static.kernels}
             from tileport.analysis.capture_plan import configurations
 
-            result = cap_mod.capture(module, decl.dtypes, ranks=ranks, tests=tests, op_path=path,
-                                     run_main=run_main, tests_limit_s=float(req.get("tests_timeout_s", 120)),
-                                     tests_budget_s=float(req.get("tests_budget_s", 30)))
+            if host is not None:
+                from types import SimpleNamespace
+
+                from tileport.analysis.hostcapture import replayed
+
+                launches, host_notes = replayed(module, host)
+                import_notes.extend(host_notes)
+                result = {"launches": launches, "tried": host.get("tried", []), "errors": host.get("errors", []),
+                          "sources": host.get("sources", []), "mode": host.get("mode", "GPU host"),
+                          "tolerances": [SimpleNamespace(**t) for t in host.get("tolerances", [])]}
+            else:
+                result = cap_mod.capture(module, decl.dtypes, ranks=ranks, tests=tests, op_path=path,
+                                         run_main=run_main, tests_limit_s=float(req.get("tests_timeout_s", 120)),
+                                         tests_budget_s=float(req.get("tests_budget_s", 30)))
             t_cap = time.perf_counter() - t0
             plan, objects = _merge_capture(module, path, plan, kernels, metas, static, open_kernels, result,
                                            no_launch=not static.launches and not tests)

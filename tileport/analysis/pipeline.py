@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import functools
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -175,11 +176,17 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
         cpu0 = _children_cpu()
         reply, child = (server.run(request, cwd=stage) if server is not None
                         else run_child(request, cwd=stage, python=python))
+        host_cmds = []
+        if config.gpu.command_prefix and _capture_missed(reply):
+            reply, child, host_cmds = _capture_on_gpu_host(config, path, tree, test_paths, static, decl, request,
+                                                           reply, child, stage, python, notes)
         child_cpu = server.last_cpu_s if server is not None else _children_cpu() - cpu0
         t_child = time.perf_counter() - t_child
         plan = Plan.model_validate(reply["plan"])
         exports = reply["exports"]
         notes.extend(plan.notes)
+        mode = (reply.get("capture") or {}).get("mode")
+        plan.failed = {k: _gpu_host_hint(config, m, mode) for k, m in plan.failed.items()}
         if not plan.variants:
             failures = list(plan.failed.values()) or [f"{path.name}: no kernel variant to analyse"]
             raise UserError(failures[0] if len(failures) == 1 else
@@ -201,7 +208,7 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
                               env=env, workers=workers)
         t_backend = time.perf_counter() - t_backend
 
-        commands = [_relocate(child.record, stage, final)]
+        commands = [c.record for c in host_cmds] + [_relocate(child.record, stage, final)]
         builds: dict[tuple[int, int], list[TargetBuild]] = {}
         disasm_s = tileiras_s = 0.0
         for (vi, ii, target), r in zip(where, results):
@@ -274,6 +281,49 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
         analysis.timings.total_s = round(time.perf_counter() - t0, 4)
         (stage / "analysis.json").write_text(analysis.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return analysis
+
+
+def _capture_missed(reply: dict) -> bool:
+    """Some kernel is unresolved and capture did not run with real arrays here (a CPU machine, or no torch)."""
+    return bool((reply.get("plan") or {}).get("failed")) and (reply.get("capture") or {}).get("mode") != "gpu"
+
+
+def _capture_on_gpu_host(config: Config, path: Path, tree: ast.Module, test_paths: list[Path], static, decl,
+                         request: dict, reply: dict, child, stage: Path, python: str | None, notes: list[str]):
+    """Capture again on the GPU host behind `[gpu] command_prefix` (analysis.remote), and when it recorded launches,
+    run the child again with them (analysis.hostcapture.replayed); returns (reply, child, the commands run there)."""
+    from tileport.analysis import remote
+    from tileport.analysis.loader import child_timeout
+    from tileport.analysis.testrun import main_block
+
+    prefix = config.gpu.command_prefix
+    host, cmds = remote.host_capture(
+        path, test_paths, prefix=prefix, remote_dir=config.gpu.remote_dir, python=config.gpu.python,
+        dtypes=list(decl.dtypes), ranks={k.function: k.array_ndim for k in static.kernels},
+        run_main=main_block(tree) is not None, tests_timeout_s=config.analysis.tests_timeout_s,
+        tests_budget_s=config.analysis.tests_budget_s, import_timeout=limits.IMPORT_TIMEOUT.value,
+        timeout=child_timeout())
+    if not (host.get("ok") and host.get("launches")):
+        why = host.get("error") or f"its code launched no kernel there ({'; '.join(host.get('errors', [])[:1])})"
+        said = f"on the GPU host ({prefix}) capture recorded nothing either: {why}"
+        notes.append(f"launch capture {said}")
+        failed = reply["plan"]["failed"]
+        reply["plan"]["failed"] = {k: f"{m}; {said}" for k, m in failed.items()}
+        return reply, child, cmds
+    for p in stage.iterdir():  # the first child's exports: the second child writes the variants afresh
+        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+    reply, child = run_child({**request, "host_capture": host}, cwd=stage, python=python)
+    notes.append(f"launch capture on the GPU host ({prefix}): {len(host['launches'])} launch(es) of "
+                 f"{', '.join(host.get('sources') or ['its entry points'])} ({host.get('mode')}), replayed here")
+    return reply, child, cmds
+
+
+def _gpu_host_hint(config: Config, message: str, capture_mode: str | None) -> str:
+    """An unresolved kernel capture reached no launch of on fake arrays: say how to capture with real ones."""
+    if config.gpu.command_prefix or capture_mode == "gpu" or "capture: no ct.launch" not in message:
+        return message
+    return (message + "; to capture on a GPU host with real arrays, set [gpu] command_prefix in tileport.toml "
+            "(e.g. \"ssh gpu-box\")")
 
 
 def _kernel_source(path: Path, plan: Plan, kernel_files: dict[str, str], notes: list[str]) -> Path:

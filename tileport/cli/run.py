@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             for f in finished:
                 print(f"#{f.conversion_id}: {f.status.upper()}" + (f" ({f.reason})" if f.reason else ""), flush=True,
                       file=sys.stderr if args.json else sys.stdout)
-            rows = service.library_rows(config, library, repo=args.repo, draft=False)
+            rows = service.library_rows(config, library, repo=args.repo)
             print_rows(rows, library.root, time.perf_counter() - t0, args.jobs, as_json=args.json)
             return service.exit_code(finished)
     for f in finished:

@@ -87,6 +87,14 @@ def library_rows(config: Config, lib, results=None, *, repo: str | Path | None =
         if c is not None and row["analysed"] is None and c.stages.get("A"):  # `run DIR`: stage A's verdict
             row["analysed"] = "yes" if c.stages["A"] in GATE_PASSES[Stage.ANALYZE] else "no"
             row["why"] = None if row["analysed"] == "yes" else (c.summary or c.error or "")[:300]
+        if c is not None and r is None and row["analysed"] == "yes":  # `run DIR`: its stage A's own analysis
+            a = _conversion_analysis(c)
+            if a is not None:
+                cap = getattr(a, "capture", None)
+                row["configurations"] = len([x for x in cap.configurations if x.source != "guess"]) if cap else 0
+                row["tests"] = [str(t) for t in getattr(a, "tests", []) or []]
+                if draft and f.kind == "cutile":
+                    row["draft"] = _draft_state(a)
         if c is not None:
             row["conversion"] = c.id
             row["compiled"] = c.stages.get("B")
@@ -106,6 +114,21 @@ def _gates_at_head(store, c) -> dict[str, bool]:
     except Exception:  # a moved or deleted repository: the table still prints, from the verdicts
         return {}
     return {r.name: r.status is GateStatus.SATISFIED for r in records}
+
+
+def _conversion_analysis(c):
+    """The stage-A analysis a conversion committed with its port (`ports/<op>/.tileport/reference/analysis.json` in
+    its worktree), or None when it cannot be read."""
+    from tileport.analysis.schema import Analysis
+    from tileport.pipeline.context import ConversionPaths
+
+    if not c.worktree:
+        return None
+    p = ConversionPaths(worktree=Path(c.worktree), op=Path(c.op_path).stem).reference / "analysis.json"
+    try:
+        return Analysis.model_validate_json(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _draft_state(analysis) -> str:

@@ -42,7 +42,8 @@ MAX_RANK = 8
 
 # torch dtype name -> Rust element type (cutile re-exports `half`).
 RUST_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
-               "int32": "i32", "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool"}
+               "int32": "i32", "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool",
+               "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2"}
 TORCH_DTYPES = {v: k for k, v in RUST_DTYPES.items()}
 _SCALAR_CAST = {"f32": "s.f as f32", "f64": "s.f", "bool": "s.i != 0"}
 

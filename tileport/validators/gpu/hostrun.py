@@ -440,7 +440,7 @@ class PortLauncher:
                 raise PortError(f"{entry['entry']}: {p['name']} is a tensor in the port, {type(value).__name__} in the reference", "host")
             want = dtype if p["elem"] in entry["type_params"] else \
                 {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "i32": "int32",
-                 "i64": "int64"}.get(p["elem"], p["elem"])
+                 "i64": "int64", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}.get(p["elem"], p["elem"])
             if _torch_dtype_name(value) != want:
                 raise PortError(f"{entry['entry']}: {p['name']} is {_torch_dtype_name(value)}, the port takes {want}", "host")
             if p["kind"] != "ptr" and value.dim() != len(p["dims"]):

@@ -45,6 +45,7 @@ use cutile::cuda_async::launch::AsyncKernelLaunchBuilder;
 use cutile::cuda_core::{Context, Stream};
 use cutile::cuda_core::sys as cu;
 use cutile::error::Error as CutileError;
+use cutile::core::{f8e4m3fn, f8e5m2};
 use cutile::half::{bf16, f16};
 use cutile::prelude::*;
 use cutile::tensor::{GridBound, KernelInput, KernelInputStored, KernelOutput, KernelOutputStored, Partition,
