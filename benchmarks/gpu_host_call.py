@@ -65,15 +65,15 @@ class _Capture:
         return self.real(stream, grid, kernel, args)
 
 
-def bench_gate(gate_dir: Path, reps: int, max_configs: int = 0, on_row=None) -> list[dict]:
+def bench_gate(pack_dir: Path, reps: int, max_configs: int = 0, on_row=None) -> list[dict]:
     import torch
     import cuda.tile as ct
 
-    gate = json.loads((gate_dir / "gate.json").read_text())
-    R = _load(gate_dir / "runner.py", f"tp_runner_{gate_dir.name}")
-    module = _load(gate_dir / gate["op_file"], f"tp_op_{gate_dir.name}")
+    gate = json.loads((pack_dir / "gate.json").read_text())
+    R = _load(pack_dir / "runner.py", f"tp_runner_{pack_dir.name}")
+    module = _load(pack_dir / gate["op_file"], f"tp_op_{pack_dir.name}")
     so = Path(tempfile.mkdtemp(prefix="tp-hostcall-")) / "libport.so"
-    with lzma.open(gate_dir / gate["library"]) as f, open(so, "wb") as out:
+    with lzma.open(pack_dir / gate["library"]) as f, open(so, "wb") as out:
         shutil.copyfileobj(f, out, 1 << 20)
     lib = R.PortLibrary(so)
     wrapper = getattr(module, gate["op"])

@@ -46,7 +46,7 @@ def device_missing(*, cuda_tile: bool = False) -> str | None:
     return None
 
 
-def packed_gate(variable: str, dest: Path) -> Path | None:
+def packed_dir(variable: str, dest: Path) -> Path | None:
     """A fresh copy at `dest` of the gate dir that the environment variable names (packed on a machine with cargo),
     its earlier results.json dropped; None when the variable is unset."""
     import shutil

@@ -73,9 +73,9 @@ def test_ingest_refusals_are_one_line_and_record_nothing(conv, tmp_path):
 
 def test_pack_refuses_a_conversion_without_a_port_in_one_line(conv):
     with pytest.raises(UserError, match=rf"conversion {conv.cid}: no port at {conv.wt}/ports/op; pass the port dir"):
-        service.pack_gate(config(conv), str(conv.cid))
+        service.pack_port(config(conv), str(conv.cid))
     with pytest.raises(UserError, match="no conversion 99"):
-        service.pack_gate(config(conv), "99")
+        service.pack_port(config(conv), "99")
 
 
 def test_pack_refuses_a_port_edited_since_the_commit_it_would_be_labelled_with(conv):
@@ -83,12 +83,12 @@ def test_pack_refuses_a_port_edited_since_the_commit_it_would_be_labelled_with(c
     conv.stage_commit("B", path="ports/op/kernel.rs")
     conv.store.update_conversion(conv.cid, head_commit=conv.head())
     with pytest.raises(UserError) as clean:  # committed: it goes on, to the op file (this one declares nothing)
-        service.pack_gate(config(conv), str(conv.cid))
+        service.pack_port(config(conv), str(conv.cid))
     assert "changed since" not in str(clean.value)
     (conv.wt / "ports" / "op" / "kernel.rs").write_text("// a person's edit, not committed\n")
     with pytest.raises(UserError, match=rf"conversion {conv.cid}: ports/op/kernel.rs changed since {conv.head()[:10]}; "
                                         "commit the edit first"):
-        service.pack_gate(config(conv), str(conv.cid))
+        service.pack_port(config(conv), str(conv.cid))
 
 
 def test_the_results_offered_for_ingest_are_the_newest_packs_then_the_repositorys(conv, tmp_path):
@@ -110,14 +110,14 @@ def test_busy_names_the_process_that_holds_the_conversion(conv):
     import fcntl
     import os
 
-    assert service.gate_busy(conv.store, conv.cid) is None
+    assert service.gpu_busy(conv.store, conv.cid) is None
     with open(conv.wt.parent / f"{conv.wt.name}.lock", "w") as f:
         f.write(str(os.getpid()))
         f.flush()
         fcntl.flock(f, fcntl.LOCK_EX)
-        assert service.gate_busy(conv.store, conv.cid) == (
+        assert service.gpu_busy(conv.store, conv.cid) == (
             f"conversion {conv.cid} is running a stage (process {os.getpid()}); stop it (x) or wait for it to end")
-    assert service.gate_busy(conv.store, conv.cid) is None
+    assert service.gpu_busy(conv.store, conv.cid) is None
 
 
 def test_a_port_that_does_not_build_is_one_line_with_the_errors_kept_for_the_cli(tmp_path):
@@ -129,7 +129,7 @@ def test_a_port_that_does_not_build_is_one_line_with_the_errors_kept_for_the_cli
     with open(port / "kernel.rs", "a") as f:
         f.write("\nmacro_rules! sneaky { () => {} }\n")
     with pytest.raises(service.BuildFailed) as e:
-        service.pack_gate(Config(), str(port), op_path=str(REPO / "examples" / "vector_add.py"), out=tmp_path / "g")
+        service.pack_port(Config(), str(port), op_path=str(REPO / "examples" / "vector_add.py"), out=tmp_path / "g")
     assert str(e.value) == "the port's cdylib did not build (1 error(s)); fix kernel.rs and pack again"
     assert "TP-FORBIDDEN-MACRO" in e.value.errors[0]
     r = run_cli("gate", "pack", str(port), "--op", "examples/vector_add.py", "--out", str(tmp_path / "g"))

@@ -235,7 +235,7 @@ async def test_a_port_that_does_not_build_ends_the_pack_with_one_line(tmp_path):
 
 
 async def test_quitting_kills_a_pack_under_way(conv, monkeypatch):
-    """NAMED FAKE: pack_gate replaced by a 'cargo build' that is `sleep 60` (a cold build is minutes; a warm one
+    """NAMED FAKE: pack_port replaced by a 'cargo build' that is `sleep 60` (a cold build is minutes; a warm one
     is too quick to quit in the middle of), run through exec.proc like the real build."""
     import threading
 
@@ -254,7 +254,7 @@ async def test_quitting_kills_a_pack_under_way(conv, monkeypatch):
             seen["ended"] = threading.Event()
             seen["ended"].set()
 
-    monkeypatch.setattr("tileport.service.pack_gate", slow_cargo_fake)
+    monkeypatch.setattr("tileport.service.pack_port", slow_cargo_fake)
     app = app_for(conv)
     async with app.run_test(size=(160, 45)) as pilot:
         await open_perf(app, pilot, conv.cid)

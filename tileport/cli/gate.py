@@ -42,7 +42,7 @@ def run_pack(args: argparse.Namespace) -> int:
     from tileport import service
 
     try:
-        packed = service.pack_gate(config_from(args), args.target, op_path=args.op, out=args.out, commit=args.commit)
+        packed = service.pack_port(config_from(args), args.target, op_path=args.op, out=args.out, commit=args.commit)
     except service.BuildFailed as e:
         print("\n".join(e.errors[:20]))
         raise

@@ -1,6 +1,6 @@
 """Stages D and E on a GPU elsewhere (`tileport gate pack|run|ingest`, the dashboard's `g` / `i`): pack a port into a
 gate directory, run a packed gate on this machine, and record the results.json a GPU host wrote for it. Callers print
-or render the typed results (PackedGate, IngestedResults, GateRun); every refusal is a one-line UserError. The faces
+or render the typed results (PackedPort, IngestedResults, GpuRun); every refusal is a one-line UserError. The faces
 reach these operations only through `tileport.service`.
 
 - pack builds the port's cdylib (cargo: minutes cold, seconds from the shared target cache) and writes a
@@ -36,7 +36,7 @@ class BuildFailed(UserError):
 
 
 @dataclass(frozen=True)
-class PackedGate:
+class PackedPort:
     dir: Path
     op: str
     dtypes: list[str]
@@ -71,7 +71,7 @@ class PackedGate:
 
 
 @dataclass(frozen=True)
-class RecordedGateRun:
+class RecordedGpuRun:
     stage: str
     verdict: str
     run_id: int
@@ -84,7 +84,7 @@ class IngestedResults:
     conversion_id: int
     commit: str
     path: Path
-    runs: list[RecordedGateRun] = field(default_factory=list)
+    runs: list[RecordedGpuRun] = field(default_factory=list)
     next_step: str = ""  # the router's judgement over every recorded run, the ingested ones included
 
     @property
@@ -130,7 +130,7 @@ def same_port(store: Store, conversion_id: int, commit: str, head: str | None) -
 
 def _pack(config: Config, target: str, *, store: Store | None = None, op_path: str | None = None,
          out: str | Path | None = None, commit: str | None = None, root: str | Path | None = None,
-         log: Callable[[str], None] | None = None) -> PackedGate:
+         log: Callable[[str], None] | None = None) -> PackedPort:
     """Build `target`'s cdylib and write its gate directory. target: a conversion ID (needs `store`) or a port dir /
     crate dir. Relative defaults (examples/<dir name>.py, gates/<op>) are under `root` (default: the working
     directory, as given). `log`: progress lines (a build takes minutes cold). Raises BuildFailed, UserError."""
@@ -179,8 +179,8 @@ def _pack(config: Config, target: str, *, store: Store | None = None, op_path: s
     if not built.ok:
         raise BuildFailed(built.errors)
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
-    gj = hostpack.read_gate(dest)
-    packed = PackedGate(dest, op.op, list(op.dtypes), [dict(s) for s in op.shapes], len(built.bindings["entries"]),
+    gj = hostpack.read_manifest(dest)
+    packed = PackedPort(dest, op.op, list(op.dtypes), [dict(s) for s in op.shapes], len(built.bindings["entries"]),
                         size, conversion_id, commit, sources=op.sources,
                         carried=op.carry.size_report() if op.carry is not None else None,
                         perf_configs=len(gj.get("perf_configs") or []), left_out=len(gj.get("perf_left_out") or []))
@@ -233,7 +233,7 @@ def _route_after(store: Store, cid: int, config: Config) -> str:
             "continues")
 
 
-def _record(store: Store, cid: int, commit: str, results: dict, path: Path, config: Config) -> list[RecordedGateRun]:
+def _record(store: Store, cid: int, commit: str, results: dict, path: Path, config: Config) -> list[RecordedGpuRun]:
     """The D run with one row per case, and the E run with every sample when the results have perf rows: env ->
     BLOCKED, all pass -> ALL_PASS; E DONE only when every configuration was measured, the flush verified, the
     geomean within [perf] geomean_max and no configuration above [perf] config_max."""
@@ -249,7 +249,7 @@ def _record(store: Store, cid: int, commit: str, results: dict, path: Path, conf
     d = d.with_details(passed=sum(c.status == "PASS" for c in corr.cases), env_missing=corr.env_missing,
                        host_error=corr.host_error, source=INGEST).model_copy(update={"artifacts": art})
     rec = record_run(store, cid, d, commit=commit, cases=corr.cases)
-    out = [RecordedGateRun(d.stage.value, d.verdict, rec.run_id, rec.attempt, d.summary)]
+    out = [RecordedGpuRun(d.stage.value, d.verdict, rec.run_id, rec.attempt, d.summary)]
     if d.verdict == "ALL_PASS" and (results.get("perf") or {}).get("rows"):  # E only after D passed
         from tileport.pipeline.stages.performance import result_from_report
 
@@ -258,11 +258,11 @@ def _record(store: Store, cid: int, commit: str, results: dict, path: Path, conf
                                geomean_max=config.perf.geomean_max, config_max=config.perf.config_max)
         e = e.with_details(source=INGEST).model_copy(update={"artifacts": art})
         rec = record_run(store, cid, e, commit=commit, perf_rows=perf.rows)
-        out.append(RecordedGateRun(e.stage.value, e.verdict, rec.run_id, rec.attempt, e.summary))
+        out.append(RecordedGpuRun(e.stage.value, e.verdict, rec.run_id, rec.attempt, e.summary))
     return out
 
 
-def gate_busy(store: Store, conversion_id: int) -> str | None:
+def gpu_busy(store: Store, conversion_id: int) -> str | None:
     """Why a gate cannot be packed or ingested for this conversion now (a process drives one of its stages), or
     None. Also refuses, as one line, a conversion that is not in the store."""
     from tileport.pipeline.control import conversion_holder
@@ -288,9 +288,9 @@ def likely_results(store: Store, conversion_id: int, roots: Iterable[str | Path]
     return next((c for c in cands if c.is_file()), cands[0] if cands else Path("gates") / op / RESULTS_FILE)
 
 
-def pack_gate(config: Config, target: str, *, repo: str | Path | None = None, store: str | Path | None = None,
+def pack_port(config: Config, target: str, *, repo: str | Path | None = None, store: str | Path | None = None,
               op_path: str | None = None, out: str | Path | None = None, commit: str | None = None,
-              root: str | Path | None = None, log=None) -> PackedGate:
+              root: str | Path | None = None, log=None) -> PackedPort:
     """`tileport gate pack TARGET`: a conversion ID (read from the repository's store) or a port / crate dir."""
     if not target.isdigit():
         return _pack(config, target, store=None, op_path=op_path, out=out, commit=commit, root=root,
@@ -308,7 +308,7 @@ def ingest_results(config: Config, path: str | Path, *, repo: str | Path | None 
 
 
 @dataclass(frozen=True)
-class GateRun:
+class GpuRun:
     """`tileport gate run DIR` on this machine (a GPU host): the results, read as D's cases and E's rows."""
 
     results: dict[str, Any]
@@ -317,13 +317,13 @@ class GateRun:
     results_file: Path
 
 
-def run_here(config: Config, gate_dir: str | Path, *, timeout: float | None = None, perf: bool = True,
-             project: str | None = None) -> GateRun:
+def run_here(config: Config, pack_dir: str | Path, *, timeout: float | None = None, perf: bool = True,
+             project: str | None = None) -> GpuRun:
     """Run a packed gate on this machine (`tileport gate run DIR`); nothing recorded (ingest does that). `project`:
     the op's project checked out here, run instead of the pack's copy."""
     from tileport.validators.gpu import hostpack
     from tileport.validators.gpu.reports import correctness_from_results, perf_from_results
 
-    results, _cmd = hostpack.run_local(Path(gate_dir), timeout=timeout or config.gpu.timeout_s, perf=perf, project=project)
-    return GateRun(results, correctness_from_results(results), perf_from_results(results),
-                   Path(gate_dir) / hostpack.RESULTS_FILE)
+    results, _cmd = hostpack.run_local(Path(pack_dir), timeout=timeout or config.gpu.timeout_s, perf=perf, project=project)
+    return GpuRun(results, correctness_from_results(results), perf_from_results(results),
+                   Path(pack_dir) / hostpack.RESULTS_FILE)

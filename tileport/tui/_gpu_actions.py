@@ -38,12 +38,12 @@ class Pack:
         return time.monotonic() - self.started
 
 
-class GateCommands:
+class GpuCommands:
     """Mixed into TileportApp: uses its actions, store, readonly, current_id and Textual's App methods."""
 
     # --- state (created on first use: a mixin has no __init__ of its own) ---------------------------------
     @property
-    def _gate_lines(self) -> dict[int, Text]:
+    def _pack_lines(self) -> dict[int, Text]:
         if "_gate_lines_" not in self.__dict__:
             self.__dict__["_gate_lines_"] = {}
         return self.__dict__["_gate_lines_"]
@@ -55,18 +55,18 @@ class GateCommands:
             self.__dict__["_packing_"] = {}
         return self.__dict__["_packing_"]
 
-    def gate_status(self, conversion_id: int | None) -> Text | None:
+    def pack_status(self, conversion_id: int | None) -> Text | None:
         """The newest gate line of this conversion in this dashboard (a pack's progress or result, an ingest)."""
-        return self._gate_lines.get(conversion_id) if conversion_id is not None else None
+        return self._pack_lines.get(conversion_id) if conversion_id is not None else None
 
-    def _set_gate_status(self, conversion_id: int, text: Text) -> None:
+    def _set_pack_status(self, conversion_id: int, text: Text) -> None:
         from tileport.tui._perf_view import PerfPanel
 
-        self._gate_lines[conversion_id] = text
+        self._pack_lines[conversion_id] = text
         for screen in self.screen_stack:
             if getattr(screen, "conversion_id", None) == conversion_id and screen.is_mounted:
                 for panel in screen.query(PerfPanel):
-                    panel.show_gate(text)
+                    panel.show_pack(text)
 
     def _from_thread(self, fn, *args, **kw) -> None:
         try:
@@ -75,7 +75,7 @@ class GateCommands:
             pass
 
     # --- why not -------------------------------------------------------------------------------------------
-    def gate_refusal(self, conversion_id: int | None) -> str | None:
+    def pack_refusal(self, conversion_id: int | None) -> str | None:
         """One line saying why no gate can be packed or ingested for this conversion now, or None."""
         if conversion_id is None:
             return "select a conversion first"
@@ -87,14 +87,14 @@ class GateCommands:
             return (f"a gate pack of #{conversion_id} is under way "
                     f"({self.packing[conversion_id].elapsed():.0f} s); wait for its result line")
         try:
-            return service.gate_busy(self.store, conversion_id)
+            return service.gpu_busy(self.store, conversion_id)
         except UserError as e:
             return str(e)
 
-    def _gate_target(self, label: str) -> int | None:
+    def _pack_target(self, label: str) -> int | None:
         """The current conversion, or None after saying in one line why `label` cannot act on it."""
         cid = self.current_id()
-        reason = self.gate_refusal(cid)
+        reason = self.pack_refusal(cid)
         if reason:
             self.notify(f"{label}: {reason}", severity="warning", timeout=8)
             return None
@@ -102,7 +102,7 @@ class GateCommands:
 
     # --- i: ingest results… --------------------------------------------------------------------------------
     def action_ingest(self) -> None:
-        cid = self._gate_target("ingest")
+        cid = self._pack_target("ingest")
         if cid is None:
             return
         from tileport.tui._ingest_path import PathScreen
@@ -125,7 +125,7 @@ class GateCommands:
             done = service.ingest_results(self.actions.config, path, conversion_id=cid)
         except UserError as e:
             line = f"ingest #{cid}: {_one_line(e)}"
-            self._from_thread(self._set_gate_status, cid, Text(line, style="red"))
+            self._from_thread(self._set_pack_status, cid, Text(line, style="red"))
             self._from_thread(self.notify, line, severity="error", timeout=12)
             return
         except Exception as e:  # noqa: BLE001 - a fault of ours: one line, not a traceback over the screen
@@ -133,19 +133,19 @@ class GateCommands:
                               severity="error", timeout=12)
             return
         line = f"ingested {done.path}: {done.text()}"
-        self._from_thread(self._set_gate_status, cid, Text(line, style="green"))
+        self._from_thread(self._set_pack_status, cid, Text(line, style="green"))
         self._from_thread(self.notify, done.text(), timeout=10)
 
     # --- g: pack gate --------------------------------------------------------------------------------------
-    def action_pack_gate(self) -> None:
-        cid = self._gate_target("pack gate")
+    def action_pack_port(self) -> None:
+        cid = self._pack_target("pack gate")
         if cid is None:
             return
         pack = self.packing[cid] = Pack()
 
         def show() -> None:
             if self.packing.get(cid) is pack:
-                self._set_gate_status(cid, Text(f"packing a gate of #{cid} ({pack.elapsed():.0f} s): "
+                self._set_pack_status(cid, Text(f"packing a gate of #{cid} ({pack.elapsed():.0f} s): "
                                                 f"{_one_line(pack.step, 160)}", style="yellow"))
 
         def progress(line: str) -> None:
@@ -160,7 +160,7 @@ class GateCommands:
         def job() -> None:
             try:
                 with tool_scope(pack.scope):
-                    packed = service.pack_gate(self.actions.config, str(cid), root=self.actions.repo, log=progress)
+                    packed = service.pack_port(self.actions.config, str(cid), root=self.actions.repo, log=progress)
             except service.BuildFailed as e:
                 first = f": {_one_line(e.errors[0], 160)}" if e.errors else ""
                 self._pack_ended(cid, timer, f"pack gate #{cid}: {e}{first}", ok=False)
@@ -182,6 +182,6 @@ class GateCommands:
         def ended() -> None:
             timer.stop()
             self.packing.pop(cid, None)
-            self._set_gate_status(cid, Text(line, style="green" if ok else "red"))
+            self._set_pack_status(cid, Text(line, style="green" if ok else "red"))
             self.notify(line, severity="information" if ok else "error", timeout=20)
         self._from_thread(ended)

@@ -18,9 +18,9 @@ ACTIONS = (
     ("help", "Show keys and help"),
 )
 # called directly, not through run_action: a read-only dashboard then says why instead of doing nothing
-GATE_ACTIONS = (
+GPU_ACTIONS = (
     ("ingest", "Ingest results… (a GPU host's results.json for the selected conversion)"),
-    ("pack_gate", "Pack gate: build the selected conversion's gate directory for a GPU host"),
+    ("pack_port", "Pack gate: build the selected conversion's gate directory for a GPU host"),
 )
 
 
@@ -29,7 +29,7 @@ class TileportCommands(Provider):
         app = self.app
         for action, text in ACTIONS:
             yield text, partial(app.run_action, action)
-        for action, text in GATE_ACTIONS:
+        for action, text in GPU_ACTIONS:
             yield text, getattr(app, f"action_{action}")
         for row in app.palette_conversions():
             yield (f"Open conversion {row.id}: {row.op} {row.kernel} ({row.verdict or 'no verdict'})",

@@ -54,16 +54,16 @@ class PerfPanel(Vertical):
                 f"{_fmt(row.ratio, 3)}  flags {row.flags or '-'}\n{host}\n\n{samples}\n\nlaunch:\n"
                 f"{launch_text(row.launch)}")
 
-    GATE_HINT = "g: pack a gate for a GPU host   i: ingest the results.json it wrote"
+    PACK_HINT = "g: pack a gate for a GPU host   i: ingest the results.json it wrote"
 
-    def show_gate(self, text: Text | None) -> None:
+    def show_pack(self, text: Text | None) -> None:
         """The newest gate line (a pack's progress or result, an ingest), else the keys that make one."""
-        hint = None if getattr(self.app, "readonly", False) else Text(self.GATE_HINT, style="dim")
+        hint = None if getattr(self.app, "readonly", False) else Text(self.PACK_HINT, style="dim")
         self.query_one("#perf-gate", Static).update(text if text is not None else (hint or ""))
 
     def on_mount(self) -> None:
-        status = getattr(self.app, "gate_status", None)
-        self.show_gate(status(getattr(self.screen, "conversion_id", None)) if status else None)
+        status = getattr(self.app, "pack_status", None)
+        self.show_pack(status(getattr(self.screen, "conversion_id", None)) if status else None)
         t = self.query_one("#perf-table", DataTable)
         for key, label in (("config", "configuration"), ("ref", "reference ms"), ("port", "port ms"),
                            ("ratio", "port/ref"), ("flags", "flags"), ("host_ref", "ref host us/call"),

@@ -24,7 +24,7 @@ from tileport.errors import UserError
 from tileport import service
 from tileport.store import queries
 from tileport.tui._conversion_screen import ConversionScreen, event_line
-from tileport.tui._gpu_actions import GateCommands
+from tileport.tui._gpu_actions import GpuCommands
 from tileport.tui._main_screen import MainScreen
 from tileport.tui._modals import HelpScreen, QuitScreen, ReasonScreen, StoppingScreen
 from tileport.tui._palette import TileportCommands
@@ -35,7 +35,7 @@ from tileport.tui.view import (STAGE_NAMES, changed_conversions, conversion_rows
 EVENTS_PER_TICK = 20_000  # events read per poll; more than that waits for the next tick
 READONLY_KEYS = {"s": "start", "x": "stop", "r": "rerun", "a": "approve", "j": "reject", "m": "merge", "e": "edit",
                  "c": "convert", "i": "ingest", "g": "pack gate"}
-WRITE_ACTIONS = {"start", "stop", "rerun", "approve", "reject", "merge", "edit", "convert", "ingest", "pack_gate"}
+WRITE_ACTIONS = {"start", "stop", "rerun", "approve", "reject", "merge", "edit", "convert", "ingest", "pack_port"}
 
 
 def _clip_words(text: str, width: int) -> str:
@@ -55,7 +55,7 @@ class DrivesChanged(Message):
         self.conversion_id = conversion_id
 
 
-class TileportApp(GateCommands, App):
+class TileportApp(GpuCommands, App):
     TITLE = "tileport"
     SUB_TITLE = "cuTile Python -> cuTile Rust"
     CSS_PATH = "tileport.tcss"

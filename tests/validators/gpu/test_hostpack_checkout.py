@@ -13,7 +13,7 @@ from tileport.validators.gpu import hostpack
 GPU_DIR = Path(hostpack.__file__).parent
 
 
-def make_tests_gate(root: Path) -> Path:
+def make_tests_pack(root: Path) -> Path:
     g = root / "local" / "gate-op"
     (g / "project" / "tests").mkdir(parents=True)
     (g / "project" / "tests" / "test_op.py").write_text("def test_x():\n    pass\n")
@@ -26,7 +26,7 @@ def make_tests_gate(root: Path) -> Path:
 
 
 def test_a_remote_checkout_runs_there_and_the_project_copy_stays_here(tmp_path):
-    g = make_tests_gate(tmp_path)
+    g = make_tests_pack(tmp_path)
     remote = tmp_path / "remote"
     results, cmds = hostpack.run_remote(g, "bash -c", remote_dir=str(remote), timeout=120, python=sys.executable,
                                         checkout="/srv/checkout/lib")
@@ -37,7 +37,7 @@ def test_a_remote_checkout_runs_there_and_the_project_copy_stays_here(tmp_path):
 
 
 def test_without_a_checkout_the_project_copy_travels(tmp_path):
-    g = make_tests_gate(tmp_path)
+    g = make_tests_pack(tmp_path)
     remote = tmp_path / "remote"
     _, cmds = hostpack.run_remote(g, "bash -c", remote_dir=str(remote), timeout=120, python=sys.executable)
     assert (remote / "gate-op" / "project" / "tests" / "test_op.py").is_file()
@@ -47,6 +47,6 @@ def test_without_a_checkout_the_project_copy_travels(tmp_path):
 def test_a_bad_project_is_one_line(tmp_path):
     from tests.conftest import run_cli
 
-    g = make_tests_gate(tmp_path)
+    g = make_tests_pack(tmp_path)
     r = run_cli("gate", "run", str(g), "--project", str(tmp_path / "nowhere"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--project" in r.stderr and "no such directory" in r.stderr

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.conftest import device_missing, packed_gate, run_cli
+from tests.conftest import device_missing, packed_dir, run_cli
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow,
               pytest.mark.skipif(device_missing() is not None, reason=str(device_missing()))]
@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.slow,
 
 def test_silu_and_mul_port_matches_its_reference_and_is_timed_on_the_device(tmp_path):
     """TILEPORT_TEST_GATE names a gate dir packed elsewhere (a GPU host without cargo); else it is packed here."""
-    gate = packed_gate("TILEPORT_TEST_GATE", tmp_path / "gate")
+    gate = packed_dir("TILEPORT_TEST_GATE", tmp_path / "gate")
     if gate is None:
         gate = tmp_path / "gate"
         r = run_cli("gate", "pack", "ports/silu_and_mul", "--op", "examples/silu_and_mul.py", "--out", str(gate),

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import device_missing, packed_gate, run_cli
+from tests.conftest import device_missing, packed_dir, run_cli
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow,
               pytest.mark.skipif(device_missing() is not None, reason=str(device_missing()))]
 
 
 def _gate(tmp_path: Path) -> Path:
-    gate = packed_gate("TILEPORT_TEST_TESTS_GATE", tmp_path / "gate")
+    gate = packed_dir("TILEPORT_TEST_TESTS_GATE", tmp_path / "gate")
     if gate is None:
         pytest.skip("set TILEPORT_TEST_TESTS_GATE to a pack of corpora/tilekit scale_add (tileport run on a CPU "
                     "machine packs it: tests/e2e/test_pack_from_tests.py)")

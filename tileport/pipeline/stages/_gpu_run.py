@@ -63,7 +63,7 @@ def _packed_for_elsewhere(ctx, missing: str) -> tuple[str, dict]:
     return line, {"commands": list(built.commands)}
 
 
-def run_gate(ctx, stage: Stage, gate: Gate, to_result: Callable[..., StageResult]) -> StageResult:
+def run_on_gpu(ctx, stage: Stage, gate: Gate, to_result: Callable[..., StageResult]) -> StageResult:
     started = utcnow()
     from tileport.validators.gpu import preflight
 

@@ -4,7 +4,7 @@ BLOCKED(env) when the GPU, the driver or the gates themselves are missing."""
 
 from __future__ import annotations
 
-from tileport.pipeline.stages._gpu_run import env_blocked, run_gate
+from tileport.pipeline.stages._gpu_run import env_blocked, run_on_gpu
 from tileport.records import CorrectnessDetails, FailClass, Stage, StageResult, utcnow
 
 STAGE = Stage.HOST_CORRECTNESS
@@ -44,5 +44,5 @@ def result_from_report(report, *, attempt: int, started_at) -> StageResult:
 def run(ctx) -> StageResult:
     from tileport.validators.gpu import host_and_correctness
 
-    return run_gate(ctx, STAGE, host_and_correctness,
+    return run_on_gpu(ctx, STAGE, host_and_correctness,
                     lambda report, **kw: result_from_report(report, **kw))

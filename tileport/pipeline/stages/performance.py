@@ -5,7 +5,7 @@ records E through the same rule."""
 
 from __future__ import annotations
 
-from tileport.pipeline.stages._gpu_run import env_blocked, run_gate
+from tileport.pipeline.stages._gpu_run import env_blocked, run_on_gpu
 from tileport.records import FailClass, PerfDetails, Stage, StageResult, utcnow
 
 STAGE = Stage.PERFORMANCE
@@ -57,6 +57,6 @@ def result_from_report(report, *, attempt: int, started_at, geomean_max: float,
 def run(ctx) -> StageResult:
     from tileport.validators.gpu import performance
 
-    return run_gate(ctx, STAGE, performance,
+    return run_on_gpu(ctx, STAGE, performance,
                     lambda report, **kw: result_from_report(report, geomean_max=ctx.config.perf.geomean_max,
                                                             config_max=ctx.config.perf.config_max, **kw))

@@ -35,7 +35,7 @@ from tileport.validators.gpu.reports import (Case, CorrectnessReport, PerfReport
                                              correctness_from_results, perf_from_results)
 
 __all__ = ["host_and_correctness", "performance", "Case", "CorrectnessReport", "PerfRow", "PerfReport", "band",
-           "run_gate_for_crate", "pack_crate"]
+           "run_pack_for_crate", "pack_crate"]
 
 
 def pack_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: Any, *, commit: str | None = None,
@@ -58,7 +58,7 @@ def pack_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: Any, *, 
                      test_timeout_s=config.gpu.test_timeout_s)
 
 
-def run_gate_for_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: Any, *, perf: bool,
+def run_pack_for_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: Any, *, perf: bool,
                        commit: str | None = None, conversion_id: int | None = None):
     """Build + pack + run; returns (results dict, commands, artifacts, host_error, env_missing)."""
     from tileport.errors import EnvironmentBlocked, UserError
@@ -86,7 +86,7 @@ def run_gate_for_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: 
 
 
 def host_and_correctness(crate_dir, analysis, spec, config) -> CorrectnessReport:
-    results, commands, artifacts, host_error, env_missing = run_gate_for_crate(crate_dir, analysis, spec, config,
+    results, commands, artifacts, host_error, env_missing = run_pack_for_crate(crate_dir, analysis, spec, config,
                                                                                perf=False)
     report = correctness_from_results(results) if results else CorrectnessReport()
     report.env_missing = env_missing or report.env_missing
@@ -96,7 +96,7 @@ def host_and_correctness(crate_dir, analysis, spec, config) -> CorrectnessReport
 
 
 def performance(crate_dir, analysis, spec, config) -> PerfReport:
-    results, commands, artifacts, host_error, env_missing = run_gate_for_crate(crate_dir, analysis, spec, config,
+    results, commands, artifacts, host_error, env_missing = run_pack_for_crate(crate_dir, analysis, spec, config,
                                                                                perf=True)
     report = perf_from_results(results) if results else PerfReport()
     report.env_missing = env_missing or report.env_missing

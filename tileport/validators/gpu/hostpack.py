@@ -34,7 +34,7 @@ from tileport.validators.gpu.cdylib import build_cdylib, pack_library
 from tileport.validators.gpu.ffi import ABI_VERSION
 from tileport.validators.rust.crate import CrateLayout
 
-GATE_FILE = "gate.json"
+MANIFEST_FILE = "gate.json"
 RESULTS_FILE = "results.json"
 LIB_PATH = "lib/libport.so.xz"
 
@@ -176,17 +176,17 @@ def pack(layout: CrateLayout, op: OpInfo, dest: Path, *, commit: str | None, con
     }
     if op.carry is not None:
         gate.update(tests_part(op, built.bindings, stage, test_timeout_s))
-    (stage / GATE_FILE).write_text(json.dumps(gate, indent=1) + "\n")
+    (stage / MANIFEST_FILE).write_text(json.dumps(gate, indent=1) + "\n")
     if dest.exists():
         shutil.rmtree(dest)
     stage.rename(dest)
     return dest, built
 
 
-def read_gate(gate_dir: Path) -> dict:
-    f = Path(gate_dir) / GATE_FILE
+def read_manifest(pack_dir: Path) -> dict:
+    f = Path(pack_dir) / MANIFEST_FILE
     if not f.is_file():
-        raise UserError(f"{gate_dir} is not a gate directory (no {GATE_FILE}); make one with `tileport gate pack`")
+        raise UserError(f"{pack_dir} is not a gate directory (no {MANIFEST_FILE}); make one with `tileport gate pack`")
     return _json_file(f, "pack it again")
 
 
@@ -204,40 +204,40 @@ def runner_env(base: dict | None = None) -> dict[str, str]:
     return env
 
 
-def run_local(gate_dir: Path, *, timeout: float, python: str | None = None, perf: bool = True,
+def run_local(pack_dir: Path, *, timeout: float, python: str | None = None, perf: bool = True,
               project: str | None = None) -> tuple[dict, CommandResult]:
     """Run the gate here in a child process: a crash or a hang fails this conversion only. `project`: the op's
     project checked out here, instead of the pack's copy."""
-    gate_dir = Path(gate_dir).resolve()
-    manifest = read_gate(gate_dir)
+    pack_dir = Path(pack_dir).resolve()
+    manifest = read_manifest(pack_dir)
     if project is not None:
         if not manifest.get("tests"):
-            raise UserError(f"{gate_dir}: --project is for a gate of an op with tests; this one has none")
+            raise UserError(f"{pack_dir}: --project is for a gate of an op with tests; this one has none")
         if not Path(project).is_dir():
             raise UserError(f"--project {project}: no such directory; pass the op's project checked out here")
         project = str(Path(project).resolve())
-    results = gate_dir / RESULTS_FILE
+    results = pack_dir / RESULTS_FILE
     if results.exists():
         results.unlink()
-    argv = [python or sys.executable, str(gate_dir / "runner.py"), str(gate_dir)] + ([] if perf else ["--no-perf"]) \
+    argv = [python or sys.executable, str(pack_dir / "runner.py"), str(pack_dir)] + ([] if perf else ["--no-perf"]) \
         + (["--project", str(project)] if project else [])
-    cmd = run_command(argv, cwd=gate_dir, env=runner_env(), timeout=timeout)
+    cmd = run_command(argv, cwd=pack_dir, env=runner_env(), timeout=timeout)
     return _finish(results, cmd, timeout), cmd
 
 
-def run_remote(gate_dir: Path, prefix: str, *, remote_dir: str, timeout: float, python: str = "python3",
+def run_remote(pack_dir: Path, prefix: str, *, remote_dir: str, timeout: float, python: str = "python3",
                perf: bool = True, checkout: str | None = None) -> tuple[dict, list[CommandResult]]:
     """pack -> copy -> run -> copy back through `prefix` (e.g. "ssh gpu-box"): each step is `prefix CMD`. With
     `checkout` (the op's project checked out on the GPU host) the op's tests run there in place and the pack's
     project/ copy stays here."""
-    gate_dir = Path(gate_dir).resolve()
-    read_gate(gate_dir)
+    pack_dir = Path(pack_dir).resolve()
+    read_manifest(pack_dir)
     pre = shlex.split(prefix)
-    rdir = f"{remote_dir.rstrip('/')}/{gate_dir.name}"
+    rdir = f"{remote_dir.rstrip('/')}/{pack_dir.name}"
     cmds = []
-    skip = f"--exclude {RESULTS_FILE}" + (f" --exclude {shlex.quote(gate_dir.name + '/' + PROJECT_DIR)}" if checkout else "")
-    copy = run_command(["sh", "-c", f"tar -C {shlex.quote(str(gate_dir.parent))} -cf - {skip} "
-                        f"{shlex.quote(gate_dir.name)} | {' '.join(shlex.quote(p) for p in pre)} "
+    skip = f"--exclude {RESULTS_FILE}" + (f" --exclude {shlex.quote(pack_dir.name + '/' + PROJECT_DIR)}" if checkout else "")
+    copy = run_command(["sh", "-c", f"tar -C {shlex.quote(str(pack_dir.parent))} -cf - {skip} "
+                        f"{shlex.quote(pack_dir.name)} | {' '.join(shlex.quote(p) for p in pre)} "
                         + shlex.quote(f"rm -rf {shlex.quote(rdir)} && mkdir -p {shlex.quote(remote_dir)} && "
                                       f"tar -C {shlex.quote(remote_dir)} -xf -")], timeout=600)
     cmds.append(copy)
@@ -251,7 +251,7 @@ def run_remote(gate_dir: Path, prefix: str, *, remote_dir: str, timeout: float, 
     cmds.append(run)
     back = run_command(pre + [f"cat {shlex.quote(rdir)}/{RESULTS_FILE}"], timeout=300, output_cap=1 << 28)
     cmds.append(back)
-    local = gate_dir / RESULTS_FILE
+    local = pack_dir / RESULTS_FILE
     if back.ok and back.stdout.strip():
         local.write_text(back.stdout)
     elif local.exists():
@@ -297,14 +297,14 @@ def _json_file(path: Path, redo: str) -> dict:
         raise UserError(f"{path}: not valid JSON ({e}); {redo}") from None
 
 
-def results_artifacts(gate_dir: Path) -> list[ArtifactRecord]:
+def results_artifacts(pack_dir: Path) -> list[ArtifactRecord]:
     out = []
-    for rel, kind in ((RESULTS_FILE, "gate_results"), (LIB_PATH, "cdylib_xz"), (GATE_FILE, "gate_manifest")):
-        p = Path(gate_dir) / rel
+    for rel, kind in ((RESULTS_FILE, "gate_results"), (LIB_PATH, "cdylib_xz"), (MANIFEST_FILE, "gate_manifest")):
+        p = Path(pack_dir) / rel
         if p.is_file():
             out.append(ArtifactRecord.of(kind, p))
     return out
 
 
-__all__ = ["OpInfo", "op_info", "pack", "read_gate", "run_local", "run_remote", "load_results", "runner_env",
-           "results_artifacts", "GATE_FILE", "RESULTS_FILE"]
+__all__ = ["OpInfo", "op_info", "pack", "read_manifest", "run_local", "run_remote", "load_results", "runner_env",
+           "results_artifacts", "MANIFEST_FILE", "RESULTS_FILE"]

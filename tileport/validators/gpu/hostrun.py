@@ -10,7 +10,7 @@ The port's host is the reference's own host wrapper with `ct.launch` redirected 
 on torch's current stream. So the reference and the port get identical inputs and identical host logic, and
 only the device code differs.
 
-    python runner.py GATE_DIR [--out results.json]
+    python runner.py PACK_DIR [--out results.json]
 
 Correctness (stage D): per declared dtype x shape (x check variant): inputs from the op's `make_inputs`; the
 reference wrapper (cuTile Python via ct.launch) and the port run with NaN-poisoned allocations; the port's output
@@ -993,9 +993,9 @@ def measure_hw(torch, flusher) -> dict:
 
 
 class HostRun:
-    def __init__(self, gate_dir: Path, out: Path):
-        self.dir = gate_dir
-        self.gate = json.loads((gate_dir / "gate.json").read_text())
+    def __init__(self, pack_dir: Path, out: Path):
+        self.dir = pack_dir
+        self.gate = json.loads((pack_dir / "gate.json").read_text())
         self.out = out
         self.dumps: BytecodeDumps | None = None  # main() turns them on before cuda.tile is imported
         self.results: dict = {"gate": {k: self.gate.get(k) for k in ("conversion_id", "commit", "op", "created_at")},
@@ -1292,21 +1292,21 @@ class HostRun:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="judge a packed port against its cuTile Python reference on this GPU")
-    ap.add_argument("gate_dir")
-    ap.add_argument("--out", default=None, help="results file (default GATE_DIR/results.json)")
+    ap.add_argument("pack_dir")
+    ap.add_argument("--out", default=None, help="results file (default PACK_DIR/results.json)")
     ap.add_argument("--no-perf", action="store_true", help="correctness only")
     ap.add_argument("--project", default=None, help="the op's project checkout on this host (default: the pack's "
                     "project/ copy); for packs with the op's tests")
     ap.add_argument("--no-bytecode", action="store_true", help="do not keep the bytecode each side's JIT compiled")
     args = ap.parse_args(argv)
-    gate_dir = Path(args.gate_dir).resolve()
-    runner = HostRun(gate_dir, Path(args.out) if args.out else gate_dir / "results.json")
+    pack_dir = Path(args.pack_dir).resolve()
+    runner = HostRun(pack_dir, Path(args.out) if args.out else pack_dir / "results.json")
     if not args.no_bytecode:  # before cuda.tile is imported: it reads CUDA_TILE_DUMP_BYTECODE then
         runner.dumps = BytecodeDumps(Path(tempfile.mkdtemp(prefix="tp-bytecode-")))
         runner.dumps.enable_reference()
     try:
         if runner.gate.get("tests"):  # format 2: the op's own tests judge (tp_hosttests.py, packed beside this)
-            sys.path.insert(0, str(gate_dir))
+            sys.path.insert(0, str(pack_dir))
             import tp_hosttests
 
             rc = tp_hosttests.run(runner, perf=not args.no_perf, project=args.project)

@@ -65,10 +65,10 @@ class SideRun:
     """Run one kind of source on one side until every test has an outcome, restarting the child after a hang or a
     crash with the tests still to run."""
 
-    def __init__(self, gate_dir: Path, project: Path, side: str, work: Path, limit_s: float, lib: str | None,
+    def __init__(self, pack_dir: Path, project: Path, side: str, work: Path, limit_s: float, lib: str | None,
                  inputs: str | None, log, python: str | None = None):
         self.python = python or sys.executable
-        self.gate_dir, self.project, self.side, self.work, self.limit = gate_dir, project, side, work, limit_s
+        self.pack_dir, self.project, self.side, self.work, self.limit = pack_dir, project, side, work, limit_s
         self.lib, self.inputs, self.log = lib, inputs, log
         self.results: dict[str, dict] = {}
         self.order: list[str] = []
@@ -76,7 +76,7 @@ class SideRun:
         self.n = 0
 
     def _argv(self, source_args: list[str], select: Path | None, progress: Path) -> list[str]:
-        argv = [self.python, str(self.gate_dir / "tp_testchild.py"), str(self.gate_dir), "--project",
+        argv = [self.python, str(self.pack_dir / "tp_testchild.py"), str(self.pack_dir), "--project",
                 str(self.project), "--side", self.side, "--progress", str(progress)]
         if select is not None:
             argv += ["--select", str(select)]
@@ -152,7 +152,7 @@ class SideRun:
 
     def _env(self) -> dict:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(self.gate_dir)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        env["PYTHONPATH"] = os.pathsep.join([str(self.pack_dir)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("CUTILE_MAX_LAUNCH_TIMEOUT_SEC", "60")
         return env
@@ -190,7 +190,7 @@ def judge(test_id: str, ref: dict | None, port: dict | None) -> dict:
     return line
 
 
-def run_tests(gate_dir: Path, gate: dict, project: Path, lib: str, inputs: Path, work: Path, log) -> dict:
+def run_tests(pack_dir: Path, gate: dict, project: Path, lib: str, inputs: Path, work: Path, log) -> dict:
     """Both sides of every source; returns {"tests": [lines], "collect_errors": [...]}."""
     t = gate["tests"]
     limit = float(t.get("timeout_s") or DEFAULT_TEST_TIMEOUT_S)
@@ -198,7 +198,7 @@ def run_tests(gate_dir: Path, gate: dict, project: Path, lib: str, inputs: Path,
     others = [s for s in t["sources"] if s["kind"] != "pytest"]
     sides = {}
     for side in ("ref", "port"):
-        run = SideRun(gate_dir, project, side, work, limit, lib if side == "port" else None,
+        run = SideRun(pack_dir, project, side, work, limit, lib if side == "port" else None,
                       str(inputs) if side == "ref" else None, log)
         if pytest_paths:
             run.run(["--pytest", *pytest_paths], "pytest " + " ".join(pytest_paths))
@@ -223,13 +223,13 @@ def cases_from(lines: list[dict]) -> list[dict]:
              "seconds": (ln["seconds"] or {}).get("port")} for ln in lines]
 
 
-def run_replay(gate_dir: Path, project: Path, lib: str, inputs: Path, out: Path, timeout_s: float, log,
+def run_replay(pack_dir: Path, project: Path, lib: str, inputs: Path, out: Path, timeout_s: float, log,
                configs: Path) -> dict:
     """Stage E's replay in a child: a crash keeps the rows written before it."""
-    argv = [sys.executable, str(gate_dir / "tp_replay.py"), str(gate_dir), "--project", str(project), "--lib", lib,
+    argv = [sys.executable, str(pack_dir / "tp_replay.py"), str(pack_dir), "--project", str(project), "--lib", lib,
             "--inputs", str(inputs), "--out", str(out), "--configs", str(configs)]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(gate_dir)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONPATH"] = os.pathsep.join([str(pack_dir)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONUNBUFFERED"] = "1"
     proc = subprocess.Popen(argv, cwd=str(project), start_new_session=True, env=env)
     try:
@@ -260,11 +260,11 @@ def run(runner, perf: bool = True, project: str | None = None) -> int:
         runner.results["env_missing"] = missing
         runner.save()
         return 3
-    gate, gate_dir = runner.gate, runner.dir
-    proj = Path(project).resolve() if project else gate_dir / "project"
+    gate, pack_dir = runner.gate, runner.dir
+    proj = Path(project).resolve() if project else pack_dir / "project"
     work = Path(tempfile.mkdtemp(prefix="tp-tests-"))
     lib = work / "libport.so"
-    with lzma.open(gate_dir / gate["library"]) as f, open(lib, "wb") as out:
+    with lzma.open(pack_dir / gate["library"]) as f, open(lib, "wb") as out:
         shutil.copyfileobj(f, out, 1 << 20)
     inputs = work / "inputs"
     inputs.mkdir()
@@ -290,7 +290,7 @@ def run(runner, perf: bool = True, project: str | None = None) -> int:
                         runner.results["cases"].append(case)
                         runner.save()
     if gate.get("tests"):
-        got = run_tests(gate_dir, gate, proj, str(lib), inputs, work, log)
+        got = run_tests(pack_dir, gate, proj, str(lib), inputs, work, log)
         runner.results["tests"] = got["tests"]
         runner.results["collect_errors"] = got["collect_errors"]
         runner.results["cases"].extend(cases_from(got["tests"]))
@@ -336,7 +336,7 @@ def run(runner, perf: bool = True, project: str | None = None) -> int:
         torch.cuda.empty_cache()
         cfile = work / "perf_configs.json"
         cfile.write_text(json.dumps(configs))
-        data = run_replay(gate_dir, proj, str(lib), inputs, work / "replay.json",
+        data = run_replay(pack_dir, proj, str(lib), inputs, work / "replay.json",
                           float(gate.get("perf_timeout_s") or 1800), log, cfile)
         runner.results["perf"]["rows"].extend(data.get("rows") or [])
         if data.get("error"):

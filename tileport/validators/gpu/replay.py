@@ -1,7 +1,7 @@
 """Stage E for captured launches, in a child process on the GPU host (travels as `tp_replay.py`; standard library,
 torch and cuda.tile, plus the gate's `runner.py` and `tp_testchild.py`).
 
-    python tp_replay.py GATE_DIR --project DIR --lib SO --inputs DIR --out rows.json
+    python tp_replay.py PACK_DIR --project DIR --lib SO --inputs DIR --out rows.json
 
 For each configuration the pack chose (`gate.json` `perf_configs`: kernel, grid, arguments as dtype[shape] or
 values): the arguments the reference run of the op's tests launched it with (`--inputs`, saved during D), else
@@ -170,21 +170,21 @@ def time_config(R, torch, flusher, sides, args, warmup: int, reps: int) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("gate_dir")
+    ap.add_argument("pack_dir")
     ap.add_argument("--project", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--inputs", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--configs", help="the configurations to time (default: gate.json's perf_configs)")
     a = ap.parse_args(argv)
-    gate_dir = Path(a.gate_dir).resolve()
-    sys.path.insert(0, str(gate_dir))
+    pack_dir = Path(a.pack_dir).resolve()
+    sys.path.insert(0, str(pack_dir))
     import torch
     import cuda.tile as ct
     import runner as R
     import tp_testchild as T
 
-    gate = json.loads((gate_dir / "gate.json").read_text())
+    gate = json.loads((pack_dir / "gate.json").read_text())
     out = Path(a.out)
     data: dict = {"rows": []}
 

@@ -1,7 +1,7 @@
 """One side of the op's own tests, in a child process on the GPU host (travels as `tp_testchild.py`; imports only the
 standard library, torch, cuda.tile and pytest, plus the gate's `runner.py`, `tp_correctness.py` and `tp_mainblock.py`).
 
-    python tp_testchild.py GATE_DIR --side ref|port --progress FILE [--select FILE] [--lib SO] [--inputs DIR]
+    python tp_testchild.py PACK_DIR --side ref|port --progress FILE [--select FILE] [--lib SO] [--inputs DIR]
                            (--pytest PATH... | --script PATH | --main)
 
 Every `ct.launch` (on cuda.tile and wherever a module holds it) goes through a shim: on the port side a launch of a
@@ -372,7 +372,7 @@ def run_one(label: str, fn, shim: Shim, progress: Progress, C, torch) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("gate_dir")
+    ap.add_argument("pack_dir")
     ap.add_argument("--project", required=True)
     ap.add_argument("--side", choices=("ref", "port"), required=True)
     ap.add_argument("--progress", required=True)
@@ -383,14 +383,14 @@ def main(argv=None) -> int:
     ap.add_argument("--script")
     ap.add_argument("--main", action="store_true")
     args = ap.parse_args(argv)
-    gate_dir = Path(args.gate_dir).resolve()
+    pack_dir = Path(args.pack_dir).resolve()
     project = Path(args.project).resolve()
-    sys.path.insert(0, str(gate_dir))
+    sys.path.insert(0, str(pack_dir))
     import torch
     import cuda.tile as ct
     import tp_correctness as C
 
-    gate = json.loads((gate_dir / "gate.json").read_text())
+    gate = json.loads((pack_dir / "gate.json").read_text())
     progress = Progress(args.progress)
     shim = Shim(ct.launch, gate, args.side, args.lib, args.inputs, progress)
     install(shim)
