@@ -80,7 +80,7 @@ def main() -> int:
                     help="an interpreter with tileport's dependencies (draft, bindings)")
     args_ = ap.parse_args()
 
-    from tileport.validators.gpu.runner import PortLauncher, PortLibrary
+    from tileport.validators.gpu.hostrun import PortLauncher, PortLibrary
 
     spec = importlib.util.spec_from_file_location("va", REPO / "examples" / "vector_add.py")
     va = importlib.util.module_from_spec(spec)

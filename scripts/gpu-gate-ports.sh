@@ -23,7 +23,7 @@ pack)
   rm -rf "$dest/src/tileport" && cp -r "$here/tileport" "$dest/src/tileport"
   # the bundle runs itself (`bash DEST/gpu-gate-ports.sh run DEST OUT`) and carries the device test
   cp "$here/scripts/gpu-gate-ports.sh" "$dest/" && mkdir -p "$dest/tests"
-  cp "$here/tests/conftest.py" "$here/tests/validators/gpu/test_gpu_gate_device.py" "$dest/tests/" && touch "$dest/tests/__init__.py"
+  cp "$here/tests/conftest.py" "$here/tests/validators/gpu/test_hostpack_device.py" "$dest/tests/" && touch "$dest/tests/__init__.py"
   find "$dest/src" -name __pycache__ -prune -exec rm -rf {} +
   "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$dest/whl" \

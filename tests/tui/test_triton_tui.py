@@ -16,7 +16,7 @@ from tileport.records import Stage, StageResult
 from tileport.store import Store
 from tileport.tui import TileportApp
 from tileport.analysis.triton.backend import NO_BACKEND_GAP
-from tileport.analysis.triton.model import ReferenceChoice, VariantChoice
+from tileport.analysis.triton.schema import ReferenceChoice, VariantChoice
 
 
 def _choice(triton_faster: bool) -> ReferenceChoice:

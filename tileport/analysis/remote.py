@@ -3,7 +3,7 @@ machine recorded no launch of a kernel.
 
 The op's project (its nearest ancestor with a project marker, as test discovery bounds it; without `.git`,
 `.tileport`, caches) and tileport's analysis package travel to `<[gpu] remote_dir>/capture-<op>` through the prefix
-(`tar | PREFIX 'tar -x'`, as `validators.gpu.gate.run_remote` sends a pack); there `[gpu] python` runs
+(`tar | PREFIX 'tar -x'`, as `validators.gpu.hostpack.run_remote` sends a pack); there `[gpu] python` runs
 `tileport.analysis.hostcapture` on the op with its tests, with real arrays and real launches. Its launches come back
 as JSON and the analysis child here replays them (`hostcapture.replayed`), so the variants, exports and
 configurations are made as for a capture made here. Every step is a recorded command.

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from tileport.records import ArtifactRecord, CommandRecord, utcnow
-from tileport.analysis.triton.model import ReferenceChoice, TritonInfo
+from tileport.analysis.triton.schema import ReferenceChoice, TritonInfo
 
 SCHEMA_VERSION = 1
 

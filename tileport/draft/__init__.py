@@ -28,7 +28,7 @@ through an unsafe PartitionMut (`shared_output` in the contract). After a hole, 
 placeholder (placeholder.py), so the statements after it still translate.
 """
 
-from tileport.draft.model import Draft, Hole, HostContract, HostEntry, HostParam, HostVariant
+from tileport.draft.schema import Draft, Hole, HostContract, HostEntry, HostParam, HostVariant
 from tileport.draft.port import draft_port
 
 __all__ = ["Draft", "Hole", "HostContract", "HostEntry", "HostParam", "HostVariant", "draft_port"]

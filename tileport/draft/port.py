@@ -15,7 +15,7 @@ from typing import Any
 
 from tileport.draft.body import INDENT, BodyTranslator, rust_name
 from tileport.draft.syntax import canonical_ct
-from tileport.draft.model import Draft, Hole, HostContract, HostEntry, HostParam, HostVariant
+from tileport.draft.schema import Draft, Hole, HostContract, HostEntry, HostParam, HostVariant
 from tileport.draft.values import INTS, OP_DTYPE, RUST_DTYPE, Array, Unsupported, Val, shape_macro
 from tileport.errors import UserError
 from tileport.analysis.schema import Analysis, KernelInfo, Variant as RefVariant

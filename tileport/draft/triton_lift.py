@@ -34,7 +34,7 @@ import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tileport.draft.model import Hole
+from tileport.draft.schema import Hole
 from tileport.errors import UserError
 from tileport.analysis.schema import Analysis
 

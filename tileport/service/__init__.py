@@ -4,7 +4,7 @@ and `service.X` loads the module that holds X the first time it is asked for.
 
 - `conversions`  where a repository's store is, start / reuse / resume / rerun / stop, the exit code, `why_not`
 - `edits`        a person's edit of a port: what changed, commit it, stage B's gates on it
-- `gates`        stages D and E on a GPU elsewhere: pack, run here, ingest
+- `gpu_runs`     stages D and E on a GPU elsewhere: pack, run here, ingest
 - `decisions`    approve / override / reject / merge / rebase, and their refusals
 - `oneshot`      `tileport analyze` / `build-rust` as one-stage runs through the stages themselves; `ir-diff`
 - `environment`  the doctor's checks, the offline bundle, a local model server
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-_MODULES = ("conversions", "edits", "gates", "decisions", "oneshot", "environment", "library")
+_MODULES = ("conversions", "edits", "gpu_runs", "decisions", "oneshot", "environment", "library")
 _WHERE = {
     "conversions": ("Store", "Limits", "StopOutcome", "ConversionRunner", "EditJudged", "Finished", "READONLY", "WRITES",
                     "store_path", "configured", "open_store", "exit_code", "runner", "reusable", "start_or_reuse",
@@ -23,8 +23,8 @@ _WHERE = {
                     "worked_examples", "with_tests", "why_not", "read_git", "examples_repo", "list_worktrees", "prune",
                     "recover"),
     "edits": ("edited_files", "why_not_edit", "commit_human_edit", "ungated_head", "judge_edit"),
-    "gates": ("BuildFailed", "PackedGate", "IngestedResults", "pack_gate", "ingest_results", "gate_busy",
-              "likely_results", "ToolScope", "tool_scope", "GateRun", "run_here"),
+    "gpu_runs": ("BuildFailed", "PackedGate", "IngestedResults", "pack_gate", "ingest_results", "gate_busy",
+                 "likely_results", "ToolScope", "tool_scope", "GateRun", "run_here"),
     "decisions": ("PAST", "ApprovalRefused", "approve", "check_approval", "override", "reject", "check_merge",
                   "merge", "rebase", "refusal"),
     "oneshot": ("record", "analyze", "analyze_op", "analyze_examples", "find_examples", "check_targets", "record_analysis",

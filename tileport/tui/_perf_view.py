@@ -1,5 +1,5 @@
 """The performance view: per-configuration ratio table and a plot against the gate, and the gate line: what `i`
-(ingest results…) and `g` (pack gate) did or are doing for this conversion (tileport.tui._gate_actions)."""
+(ingest results…) and `g` (pack gate) did or are doing for this conversion (tileport.tui._gpu_actions)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from tileport.errors import UserError
 from tileport import service
 from tileport.store import queries
 from tileport.tui._conversion_screen import ConversionScreen, event_line
-from tileport.tui._gate_actions import GateCommands
+from tileport.tui._gpu_actions import GateCommands
 from tileport.tui._main_screen import MainScreen
 from tileport.tui._modals import HelpScreen, QuitScreen, ReasonScreen, StoppingScreen
 from tileport.tui._palette import TileportCommands

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tileport.validators.gpu.ffi import direct_layout, render_ffi
-from tileport.validators.gpu.runner import PortLauncher, classify_message
+from tileport.validators.gpu.hostrun import PortLauncher, classify_message
 from tileport.validators.gpu.signature import parse_entries
 from tileport.validators.rust.spec import load_spec
 
@@ -108,7 +108,7 @@ def test_the_kinds_launcher_builds_and_refuses_a_wrong_call_in_one_line_without_
     so = tmp_path / "libport.so"
     with lzma.open(gate / "lib" / "libport.so.xz") as f:
         so.write_bytes(f.read())
-    from tileport.validators.gpu.runner import PortLibrary
+    from tileport.validators.gpu.hostrun import PortLibrary
     lib = PortLibrary(so)
     x = {"ptr": 4096, "shape": [1000, 300], "strides": [300, 1]}
     out = {"ptr": 8192, "shape": [300, 1000], "strides": [1000, 1], "part": [64, 64]}

@@ -26,7 +26,7 @@ import json, sys, types
 import torch
 sys.path.insert(0, sys.argv[2])
 import importlib.util
-from tileport.validators.gpu.runner import PortLauncher, PortLibrary, PortError
+from tileport.validators.gpu.hostrun import PortLauncher, PortLibrary, PortError
 
 spec = importlib.util.spec_from_file_location("op", sys.argv[3]); op = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(op)
@@ -178,7 +178,7 @@ import json, sys, types
 sys.path.insert(0, sys.argv[2])
 import importlib.util
 import torch
-from tileport.validators.gpu.runner import PortLauncher, PortLibrary, PortError
+from tileport.validators.gpu.hostrun import PortLauncher, PortLibrary, PortError
 spec = importlib.util.spec_from_file_location("op", sys.argv[3]); op = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(op)
 lib = PortLibrary(sys.argv[1])

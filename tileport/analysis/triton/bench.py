@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     args = ap.parse_args(argv)
-    R = _load(GPU_DIR / "runner.py", "tp_runner")
+    R = _load(GPU_DIR / "hostrun.py", "tp_runner")
     C = _load(HERE.parents[2] / "validators" / "correctness.py", "tp_correctness")
     import torch
     import cuda.tile as ct

@@ -24,7 +24,7 @@ from tileport.errors import UserError
 from tileport.analysis.schema import Analysis
 from tileport.analysis.triton.backend import NO_BACKEND_GAP
 from tileport.analysis.triton.detect import is_triton_source
-from tileport.analysis.triton.model import ReferenceChoice, VariantChoice
+from tileport.analysis.triton.schema import ReferenceChoice, VariantChoice
 
 HARNESS = "the performance gate's harness: CUPTI device time, L2 flushed, paired configurations"
 def _candidates(op: Path) -> list[Path]:

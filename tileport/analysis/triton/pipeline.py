@@ -29,7 +29,7 @@ from tileport.analysis.schema import (Analysis, CaptureInfo, Instance, KernelInf
                                                  Timings, ToleranceSpec, ToolInfo, Variant)
 from tileport.analysis.triton.backend import NO_BACKEND_GAP, TileIRBackend
 from tileport.analysis.triton.detect import is_triton_source
-from tileport.analysis.triton.model import TritonInfo
+from tileport.analysis.triton.schema import TritonInfo
 from tileport.analysis.triton.static import inspect_triton
 from tileport.exec.proc import run_command
 

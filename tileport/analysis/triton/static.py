@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from tileport.analysis.schema import ConstantBranch, KernelInfo, LaunchInfo, MemoryOp, ParamInfo
 from tileport.analysis.triton.detect import _decorator_name, triton_kernels
-from tileport.analysis.triton.model import TritonConfig, TritonKernel
+from tileport.analysis.triton.schema import TritonConfig, TritonKernel
 
 MEMORY = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_cas", "atomic_xchg"}
 NOT_MATH = MEMORY | {"program_id", "num_programs", "arange", "constexpr", "static_assert", "static_print",

@@ -4,7 +4,7 @@ BLOCKED(env) when the GPU, the driver or the gates themselves are missing."""
 
 from __future__ import annotations
 
-from tileport.pipeline.stages._gates import env_blocked, run_gate
+from tileport.pipeline.stages._gpu_run import env_blocked, run_gate
 from tileport.records import CorrectnessDetails, FailClass, Stage, StageResult, utcnow
 
 STAGE = Stage.HOST_CORRECTNESS

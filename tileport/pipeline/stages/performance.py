@@ -5,7 +5,7 @@ records E through the same rule."""
 
 from __future__ import annotations
 
-from tileport.pipeline.stages._gates import env_blocked, run_gate
+from tileport.pipeline.stages._gpu_run import env_blocked, run_gate
 from tileport.records import FailClass, PerfDetails, Stage, StageResult, utcnow
 
 STAGE = Stage.PERFORMANCE

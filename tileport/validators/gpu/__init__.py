@@ -42,19 +42,19 @@ def pack_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: Any, *, 
                conversion_id: int | None = None):
     """Build the crate's cdylib and pack its gate beside the crate (`<crate>-gate`); returns (gate dir, build
     result) or raises EnvironmentBlocked / UserError (a refusal naming what is missing)."""
-    from tileport.validators.gpu import gate
+    from tileport.validators.gpu import hostpack
     from tileport.validators.rust.build import BuildOptions
     from tileport.validators.rust.crate import CrateLayout, open_crate
 
     layout = open_crate(crate_dir)
     if spec is not None:
         layout = CrateLayout(layout.root, spec)
-    op = gate.op_info(analysis)
+    op = hostpack.op_info(analysis)
     dest = layout.root.parent / f"{layout.root.name}-gate"
     perf_cfg = {"warmup": config.perf.warmup, "repetitions": config.perf.repetitions,
                 "flush_l2": config.perf.flush_l2}
     opts = BuildOptions.of(config, cubins=False, disasm=False)
-    return gate.pack(layout, op, dest, commit=commit, conversion_id=conversion_id, perf=perf_cfg, build_opts=opts,
+    return hostpack.pack(layout, op, dest, commit=commit, conversion_id=conversion_id, perf=perf_cfg, build_opts=opts,
                      test_timeout_s=config.gpu.test_timeout_s)
 
 
@@ -62,7 +62,7 @@ def run_gate_for_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: 
                        commit: str | None = None, conversion_id: int | None = None):
     """Build + pack + run; returns (results dict, commands, artifacts, host_error, env_missing)."""
     from tileport.errors import EnvironmentBlocked, UserError
-    from tileport.validators.gpu import gate
+    from tileport.validators.gpu import hostpack
 
     try:
         dest, built = pack_crate(crate_dir, analysis, spec, config, commit=commit, conversion_id=conversion_id)
@@ -74,14 +74,14 @@ def run_gate_for_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: 
     if not built.ok:
         return {}, commands, artifacts, "the port's cdylib did not build: " + "; ".join(built.errors[:3]), None
     if config.gpu.command_prefix:
-        results, cmds = gate.run_remote(dest, config.gpu.command_prefix, remote_dir=config.gpu.remote_dir,
+        results, cmds = hostpack.run_remote(dest, config.gpu.command_prefix, remote_dir=config.gpu.remote_dir,
                                         timeout=config.gpu.timeout_s, python=config.gpu.python, perf=perf,
                                         checkout=config.gpu.remote_checkout or None)
         commands += [c.record for c in cmds]
     else:
-        results, cmd = gate.run_local(dest, timeout=config.gpu.timeout_s, perf=perf)
+        results, cmd = hostpack.run_local(dest, timeout=config.gpu.timeout_s, perf=perf)
         commands.append(cmd.record)
-    artifacts += gate.results_artifacts(dest)
+    artifacts += hostpack.results_artifacts(dest)
     return results, commands, artifacts, None, results.get("env_missing")
 
 

@@ -39,7 +39,7 @@ def missing(config, *, conversion_id: int | None = None, tileiras: str | os.Path
             python: str | None = None, gpu: bool | None = None) -> str | None:
     """None when a local gate run can start (or it runs through a command_prefix), else one line: the first
     missing part, its fix and the remote way. `python` is the gate's interpreter (default: this one, as
-    gate.run_local uses); only the current interpreter is probed without starting a child."""
+    hostpack.run_local uses); only the current interpreter is probed without starting a child."""
     if config is not None and config.gpu.command_prefix:
         return None
     remote = (f"to run it on a GPU host: `tileport gate pack {conversion_id if conversion_id is not None else 'ID'}`"

@@ -10,7 +10,7 @@ reference side everything runs as launched, and the first launch matching each c
 has its arguments saved (`--inputs`), so E replays what the tests really ran. Floating tensors from
 `torch.empty*` are NaN-filled (`tp_correctness.poisoned_allocations`) while each test runs, on both sides.
 
-Progress goes to FILE as JSON lines, flushed at once, so the parent (`tp_testgate.py`) knows which test is running
+Progress goes to FILE as JSON lines, flushed at once, so the parent (`tp_hosttests.py`) knows which test is running
 when this process hangs or dies: {"ev": "collected", "ids": [...]}, {"ev": "start", "id"}, {"ev": "done", "id",
 "outcome": passed|failed|error|skipped, "message", "seconds", "launches", "port_attempts", "port_launches",
 "fail_class"}, {"ev": "collect_error", "where", "message"}. After a CUDA error that poisons the context (an illegal

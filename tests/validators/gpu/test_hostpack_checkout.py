@@ -8,17 +8,17 @@ import shutil
 import sys
 from pathlib import Path
 
-from tileport.validators.gpu import gate as gate_mod
+from tileport.validators.gpu import hostpack
 
-GPU_DIR = Path(gate_mod.__file__).parent
+GPU_DIR = Path(hostpack.__file__).parent
 
 
 def make_tests_gate(root: Path) -> Path:
     g = root / "local" / "gate-op"
     (g / "project" / "tests").mkdir(parents=True)
     (g / "project" / "tests" / "test_op.py").write_text("def test_x():\n    pass\n")
-    shutil.copyfile(GPU_DIR / "runner.py", g / "runner.py")
-    shutil.copyfile(GPU_DIR / "testgate.py", g / "tp_testgate.py")
+    shutil.copyfile(GPU_DIR / "hostrun.py", g / "runner.py")
+    shutil.copyfile(GPU_DIR / "hosttests.py", g / "tp_hosttests.py")
     (g / "gate.json").write_text(json.dumps({"format": 2, "conversion_id": 1, "commit": "c0ffee", "op": "op",
                                              "tests": {"import_root": ".", "module": None, "op_file": "op.py",
                                                        "sources": [{"kind": "pytest", "path": "tests/test_op.py"}]}}))
@@ -28,7 +28,7 @@ def make_tests_gate(root: Path) -> Path:
 def test_a_remote_checkout_runs_there_and_the_project_copy_stays_here(tmp_path):
     g = make_tests_gate(tmp_path)
     remote = tmp_path / "remote"
-    results, cmds = gate_mod.run_remote(g, "bash -c", remote_dir=str(remote), timeout=120, python=sys.executable,
+    results, cmds = hostpack.run_remote(g, "bash -c", remote_dir=str(remote), timeout=120, python=sys.executable,
                                         checkout="/srv/checkout/lib")
     assert cmds[0].returncode == 0
     assert (remote / "gate-op" / "runner.py").is_file() and not (remote / "gate-op" / "project").exists()
@@ -39,7 +39,7 @@ def test_a_remote_checkout_runs_there_and_the_project_copy_stays_here(tmp_path):
 def test_without_a_checkout_the_project_copy_travels(tmp_path):
     g = make_tests_gate(tmp_path)
     remote = tmp_path / "remote"
-    _, cmds = gate_mod.run_remote(g, "bash -c", remote_dir=str(remote), timeout=120, python=sys.executable)
+    _, cmds = hostpack.run_remote(g, "bash -c", remote_dir=str(remote), timeout=120, python=sys.executable)
     assert (remote / "gate-op" / "project" / "tests" / "test_op.py").is_file()
     assert "--project" not in " ".join(cmds[1].argv)
 

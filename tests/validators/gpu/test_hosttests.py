@@ -1,7 +1,7 @@
 """The GPU runner's test half, the parts a CPU machine can check: each test's verdict from the reference's and the
 port's runs, and the child-process driver (a hang past the per-test limit or a crash fails that test only, the
 rest run in a fresh child) on a real pytest run of a small project in the analysis interpreter (torch +
-cuda.tile + pytest). The GPU runs are in test_gpu_tests_gate.py."""
+cuda.tile + pytest). The GPU runs are in test_hosttests_device.py."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.analysis.test_analyze_capture import _torch_python
-from tileport.validators.gpu import testchild, testgate
-from tileport.validators.gpu.testgate import SideRun, judge
+from tileport.validators.gpu import testchild, hosttests
+from tileport.validators.gpu.hosttests import SideRun, judge
 
-GPU_DIR = Path(testgate.__file__).parent
+GPU_DIR = Path(hosttests.__file__).parent
 
 
 def r(outcome="passed", attempts=1, launches=1, **kw):
@@ -83,7 +83,7 @@ if __name__ == "__main__":
 def gate(tmp_path: Path, sources: list[dict], op_file: str) -> Path:
     g = tmp_path / "gate"
     (g / "project").mkdir(parents=True)
-    for mod, name in (("testchild", "tp_testchild.py"), ("runner", "runner.py")):
+    for mod, name in (("testchild", "tp_testchild.py"), ("hostrun", "runner.py")):
         shutil.copyfile(GPU_DIR / f"{mod}.py", g / name)
     shutil.copyfile(GPU_DIR.parent / "correctness.py", g / "tp_correctness.py")
     shutil.copyfile(GPU_DIR.parents[1] / "analysis" / "mainblock.py", g / "tp_mainblock.py")

@@ -1,4 +1,4 @@
-"""Stages D and E for any analysed op on the GPU host, judged by the op's own tests (travels as `tp_testgate.py`;
+"""Stages D and E for any analysed op on the GPU host, judged by the op's own tests (travels as `tp_hosttests.py`;
 standard library, torch, cuda.tile and pytest only, plus the gate's `runner.py`).
 
 D: the op's tests (pytest files, scripts, its `__main__` block: what stage A ran, carried under `project/`) run
@@ -15,7 +15,7 @@ packed) are replayed on both sides in a child (`tp_replay.py`) with the CUPTI / 
 `runner.py`, on the inputs the reference run of the tests launched with (saved during D) or, when none was seen,
 inputs made from the shapes and dtypes; each side's host wall time per call is recorded beside device time.
 
-The examples' make_inputs/reference harness (`runner.Runner`) runs too when the pack has it.
+The examples' make_inputs/reference harness (`hostrun.HostRun`) runs too when the pack has it.
 """
 
 from __future__ import annotations
@@ -251,7 +251,7 @@ def run_replay(gate_dir: Path, project: Path, lib: str, inputs: Path, out: Path,
 
 
 def run(runner, perf: bool = True, project: str | None = None) -> int:
-    """The whole gate for a pack with the op's tests and/or captured configurations (runner: runner.Runner)."""
+    """The whole gate for a pack with the op's tests and/or captured configurations (runner: hostrun.HostRun)."""
     import lzma
     import shutil
 

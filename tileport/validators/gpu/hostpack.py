@@ -8,7 +8,7 @@ writes `results.json` beside them.
 An op with tests (stage A's `tests`, or its `__main__` block) or captured launches packs in format 2: its project
 under `project/` (the op's package, the tests, their conftest files and helpers, the pytest config; see `carry`),
 the kernels under conversion, the configurations stage E replays (`perfconfigs`), and the runner's test parts
-(`tp_testgate.py`, `tp_testchild.py`, `tp_replay.py`: stdlib + torch + cuda.tile + pytest). No TILEPORT declaration
+(`tp_hosttests.py`, `tp_testchild.py`, `tp_replay.py`: stdlib + torch + cuda.tile + pytest). No TILEPORT declaration
 is needed; the examples' make_inputs/reference harness runs beside the tests when the op has it.
 """
 
@@ -29,7 +29,7 @@ from tileport.errors import UserError
 from tileport.exec.proc import CommandResult, run_command
 from tileport.records import ArtifactRecord
 from tileport.validators import correctness as corr
-from tileport.validators.gpu import runner as runner_mod
+from tileport.validators.gpu import hostrun
 from tileport.validators.gpu.cdylib import build_cdylib, pack_library
 from tileport.validators.gpu.ffi import ABI_VERSION
 from tileport.validators.rust.crate import CrateLayout
@@ -120,7 +120,7 @@ def op_info(analysis: Any = None, op_path: str | Path | None = None, tolerances:
 
 
 # the test runner's parts that travel to the GPU host (standard library, torch, cuda.tile, pytest): module -> file
-TRAVELLING = (("tileport.validators.gpu.testgate", "tp_testgate.py"),
+TRAVELLING = (("tileport.validators.gpu.hosttests", "tp_hosttests.py"),
               ("tileport.validators.gpu.testchild", "tp_testchild.py"),
               ("tileport.validators.gpu.replay", "tp_replay.py"),
               ("tileport.validators.gpu.perfconfigs", "tp_perfconfigs.py"),
@@ -166,7 +166,7 @@ def pack(layout: CrateLayout, op: OpInfo, dest: Path, *, commit: str | None, con
     (stage / "op").mkdir(parents=True)
     pack_library(built.library, stage / LIB_PATH, strip=strip or shutil.which("strip"))
     shutil.copyfile(op.path, stage / "op" / f"{op.op}.py")
-    shutil.copyfile(runner_mod.__file__, stage / "runner.py")
+    shutil.copyfile(hostrun.__file__, stage / "runner.py")
     shutil.copyfile(corr.__file__, stage / "tp_correctness.py")
     gate = {
         "format": 1, "abi": ABI_VERSION, "tileport": __version__, "conversion_id": conversion_id, "commit": commit,

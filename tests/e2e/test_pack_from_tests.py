@@ -46,11 +46,11 @@ def test_run_packs_the_gate_of_an_op_judged_by_its_own_tests(tmp_path):
     for rel in ("tests/ops/test_scale_add.py", "tests/conftest.py", "tests/helpers/compare.py",
                 "tilekit/ops/scale_add.py", "tilekit/config.py", "tilekit/utils.py"):
         assert (gate / "project" / rel).read_text() == (repo / rel).read_text(), rel
-    assert {"runner.py", "tp_testgate.py", "tp_testchild.py", "tp_replay.py", "tp_perfconfigs.py",
+    assert {"runner.py", "tp_hosttests.py", "tp_testchild.py", "tp_replay.py", "tp_perfconfigs.py",
             "tp_correctness.py", "tp_mainblock.py"} <= {p.name for p in gate.iterdir()}
     # what travels imports only the standard library, torch, cuda.tile, pytest and its own parts
     allowed = set(sys.stdlib_module_names) | {"torch", "cuda", "pytest", "runner"}
-    for name in ("tp_testgate.py", "tp_testchild.py", "tp_replay.py", "tp_perfconfigs.py", "tp_mainblock.py",
+    for name in ("tp_hosttests.py", "tp_testchild.py", "tp_replay.py", "tp_perfconfigs.py", "tp_mainblock.py",
                  "runner.py"):
         tree = ast.parse((gate / name).read_text())
         tops = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}

@@ -52,7 +52,7 @@ class PackedGate:
 
     @property
     def results(self) -> Path:
-        from tileport.validators.gpu.gate import RESULTS_FILE
+        from tileport.validators.gpu.hostpack import RESULTS_FILE
 
         return self.dir / RESULTS_FILE
 
@@ -134,7 +134,7 @@ def _pack(config: Config, target: str, *, store: Store | None = None, op_path: s
     """Build `target`'s cdylib and write its gate directory. target: a conversion ID (needs `store`) or a port dir /
     crate dir. Relative defaults (examples/<dir name>.py, gates/<op>) are under `root` (default: the working
     directory, as given). `log`: progress lines (a build takes minutes cold). Raises BuildFailed, UserError."""
-    from tileport.validators.gpu import gate
+    from tileport.validators.gpu import hostpack
     from tileport.validators.rust.build import BuildOptions, prepare_crate
 
     say = log or (lambda line: None)
@@ -165,21 +165,21 @@ def _pack(config: Config, target: str, *, store: Store | None = None, op_path: s
         target = str(port_dir)
     analysis = Path(target) / ".tileport" / "reference" / "analysis.json"  # stage A's, committed with the port
     if analysis.is_file() and not op_path_given:
-        op = gate.op_info(analysis)
+        op = hostpack.op_info(analysis)
     else:
         op_path = op_path or str(base / "examples" / f"{Path(target).resolve().name}.py")
-        op = gate.op_info(op_path=op_path)
+        op = hostpack.op_info(op_path=op_path)
     layout = prepare_crate(target)
     dest = Path(out) if out else base / "gates" / op.op
     perf = {"warmup": config.perf.warmup, "repetitions": config.perf.repetitions, "flush_l2": config.perf.flush_l2}
     opts = BuildOptions.of(config, cubins=False, disasm=False, log=log)
     say(f"building the cdylib of {target} for {op.op} (cargo; minutes on a cold cache)")
-    dest, built = gate.pack(layout, op, dest, commit=commit, conversion_id=conversion_id, perf=perf, build_opts=opts,
+    dest, built = hostpack.pack(layout, op, dest, commit=commit, conversion_id=conversion_id, perf=perf, build_opts=opts,
                             test_timeout_s=config.gpu.test_timeout_s)
     if not built.ok:
         raise BuildFailed(built.errors)
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
-    gj = gate.read_gate(dest)
+    gj = hostpack.read_gate(dest)
     packed = PackedGate(dest, op.op, list(op.dtypes), [dict(s) for s in op.shapes], len(built.bindings["entries"]),
                         size, conversion_id, commit, sources=op.sources,
                         carried=op.carry.size_report() if op.carry is not None else None,
@@ -194,12 +194,12 @@ def _ingest(store: Store, config: Config, path: str | Path, *, conversion_id: in
     """Record a results.json (or a gate dir holding one) for the conversion its gate names; refused (UserError, one
     line, nothing written) when it names none, another conversion than `conversion_id`, or a commit other than
     the conversion's current head."""
-    from tileport.validators.gpu import gate
+    from tileport.validators.gpu import hostpack
 
     path = Path(path)
-    results = gate.load_results(path)
+    results = hostpack.load_results(path)
     if path.is_dir():
-        path = path / gate.RESULTS_FILE
+        path = path / hostpack.RESULTS_FILE
     meta = results.get("gate") or {}
     cid, commit = meta.get("conversion_id"), meta.get("commit")
     if cid is None:
@@ -278,7 +278,7 @@ def likely_results(store: Store, conversion_id: int, roots: Iterable[str | Path]
     """The results.json a person most likely means to ingest for this conversion: in the gate dir its newest pack
     wrote, else gates/<op>/results.json under each of `roots` and the conversion's repository; the first that
     exists, else the first of them."""
-    from tileport.validators.gpu.gate import RESULTS_FILE
+    from tileport.validators.gpu.hostpack import RESULTS_FILE
 
     conv = store.conversion(conversion_id)
     packed = [(ev["payload"] or {}).get("dir") for ev in store.events(conversion_id) if ev["kind"] == PACKED_EVENT]
@@ -321,9 +321,9 @@ def run_here(config: Config, gate_dir: str | Path, *, timeout: float | None = No
              project: str | None = None) -> GateRun:
     """Run a packed gate on this machine (`tileport gate run DIR`); nothing recorded (ingest does that). `project`:
     the op's project checked out here, run instead of the pack's copy."""
-    from tileport.validators.gpu import gate
+    from tileport.validators.gpu import hostpack
     from tileport.validators.gpu.reports import correctness_from_results, perf_from_results
 
-    results, _cmd = gate.run_local(Path(gate_dir), timeout=timeout or config.gpu.timeout_s, perf=perf, project=project)
+    results, _cmd = hostpack.run_local(Path(gate_dir), timeout=timeout or config.gpu.timeout_s, perf=perf, project=project)
     return GateRun(results, correctness_from_results(results), perf_from_results(results),
-                   Path(gate_dir) / gate.RESULTS_FILE)
+                   Path(gate_dir) / hostpack.RESULTS_FILE)

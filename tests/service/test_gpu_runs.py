@@ -1,4 +1,4 @@
-"""The gate operations the CLI and the dashboard share (tileport.service.gates), on
+"""The gate operations the CLI and the dashboard share (tileport.service.gpu_runs), on
 a real SQLite store and a real git branch: typed results, the one-line refusals, and which results.json the
 dashboard offers to ingest."""
 
@@ -97,7 +97,7 @@ def test_the_results_offered_for_ingest_are_the_newest_packs_then_the_repository
     assert service.likely_results(s, conv.cid, [tmp_path / "cwd"]) == tmp_path / "cwd" / "gates" / "op" / "results.json"
     results_file(under_repo, conv.cid, conv.head())
     assert service.likely_results(s, conv.cid, [tmp_path / "cwd"]) == under_repo  # the one that exists
-    for d in ("first", "second"):  # what `gate pack ID` logs (service.gates.PACKED_EVENT)
+    for d in ("first", "second"):  # what `gate pack ID` logs (service.gpu_runs.PACKED_EVENT)
         s.log_event("gate.packed", conv.cid, dir=str(tmp_path / d), commit=conv.head())
     assert service.likely_results(s, conv.cid, []) == under_repo  # neither packed dir has results yet
     results_file(tmp_path / "first" / "results.json", conv.cid, conv.head())

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from tileport import service
 from tileport.errors import UserError
-from tileport.service.gates import ToolScope, tool_scope
+from tileport.service.gpu_runs import ToolScope, tool_scope
 from tileport.tui.actions import READONLY
 
 
@@ -105,7 +105,7 @@ class GateCommands:
         cid = self._gate_target("ingest")
         if cid is None:
             return
-        from tileport.tui._gate_modals import PathScreen
+        from tileport.tui._ingest_path import PathScreen
 
         guess = service.likely_results(self.store, cid, [self.actions.repo])
         self.push_screen(PathScreen(f"Ingest the results of a GPU gate run for #{cid}: the results.json that "

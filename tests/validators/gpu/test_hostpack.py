@@ -1,7 +1,7 @@
 """Stages D and E, the parts a CPU machine can check: entry signatures, generated launchers and their launch mapping,
 the cdylib build and its ctypes loading (without launching), i32 refusal, pack, run -> BLOCKED(env), ingest with
 the commit check, prefix mode through a loopback prefix, and the report arithmetic. The GPU run itself is in
-tests/validators/gpu/test_gpu_gate_device.py (skips without a GPU) and docs/gpu-runs.md.
+tests/validators/gpu/test_hostpack_device.py (skips without a GPU) and docs/gpu-runs.md.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import REPO, run_cli
 from tileport.validators.gpu.ffi import render_ffi
 from tileport.validators.gpu.reports import PerfReport, PerfRow, band
-from tileport.validators.gpu.runner import PortError, PortLauncher, classify_message
+from tileport.validators.gpu.hostrun import PortError, PortLauncher, classify_message
 from tileport.validators.gpu.signature import SignatureError, parse_entries
 from tileport.validators.rust.spec import DumpSpec, load_spec
 
@@ -199,7 +199,7 @@ RECORDED_TRACE = {
 
 def test_launch_attributes_are_read_per_kernel_from_a_recorded_chrome_trace():
     from tileport.validators.gpu.reports import launch_summary
-    from tileport.validators.gpu.runner import launch_attributes
+    from tileport.validators.gpu.hostrun import launch_attributes
 
     got = launch_attributes(RECORDED_TRACE, ["softmax_row"])
     assert got == [{"kernel": "softmax_row", "calls": 2, "grid": [1024, 1, 1], "block": [128, 1, 1],
@@ -215,7 +215,7 @@ def test_launch_attributes_are_read_per_kernel_from_a_recorded_chrome_trace():
 
 
 def test_the_table_explains_slow_rows_by_their_launch_and_all_rows_with_launch_flag(tmp_path):
-    from tileport.validators.gpu.runner import launch_attributes
+    from tileport.validators.gpu.hostrun import launch_attributes
 
     port = launch_attributes(RECORDED_TRACE, ["softmax_row"])
     ref = [{**port[0], "kernel": "softmax_row_kernel", "registers_per_thread": 40, "occupancy_pct": 75}]
@@ -292,7 +292,7 @@ def test_pack_writes_a_self_contained_gate_whose_library_loads_without_a_gpu(va_
     so = tmp_path / "libport.so"
     with lzma.open(gate / "lib" / "libport.so.xz") as f:
         so.write_bytes(f.read())
-    from tileport.validators.gpu.runner import PortLibrary
+    from tileport.validators.gpu.hostrun import PortLibrary
     lib = PortLibrary(so)  # ctypes load: nothing launches
     assert lib.abi == manifest["abi"] and lib.bindings == manifest["bindings"]
     t = {"ptr": 4096, "shape": [1 << 31], "strides": [1], "part": [1024]}
@@ -314,7 +314,7 @@ def test_the_built_launcher_refuses_a_row_its_slab_was_not_built_for_without_a_g
     so = tmp_path / "libport.so"
     with lzma.open(gate / "lib" / "libport.so.xz") as f:
         so.write_bytes(f.read())
-    from tileport.validators.gpu.runner import PortLibrary
+    from tileport.validators.gpu.hostrun import PortLibrary
     lib = PortLibrary(so)
 
     def call(n: int):
@@ -387,12 +387,12 @@ def test_ingest_records_d_only_for_the_conversions_current_commit(tmp_path):
 
 @pytest.mark.slow
 def test_prefix_mode_copies_runs_and_fetches_back_through_a_loopback_prefix(va_gate, tmp_path):
-    from tileport.validators.gpu import gate as gate_mod
+    from tileport.validators.gpu import hostpack
     _, gate = va_gate
     work = tmp_path / "local" / "gate-va"
     shutil.copytree(gate, work)
     remote = tmp_path / "remote"
-    results, cmds = gate_mod.run_remote(work, "bash -c", remote_dir=str(remote), timeout=120, python=sys.executable)
+    results, cmds = hostpack.run_remote(work, "bash -c", remote_dir=str(remote), timeout=120, python=sys.executable)
     assert [c.returncode for c in cmds][0] == 0
     assert (remote / "gate-va" / "runner.py").is_file()  # it was copied "there"
     assert (remote / "gate-va" / "results.json").is_file() and (work / "results.json").is_file()  # and fetched back
@@ -424,14 +424,14 @@ def test_store_keeps_every_case_and_every_sample(tmp_path):
 @pytest.mark.slow
 def test_a_runner_that_dies_or_hangs_fails_that_conversion_only(va_gate, tmp_path):
     """Named fakes: runner.py replaced by one that segfaults, and by one that hangs (no GPU here to fault)."""
-    from tileport.validators.gpu import gate as gate_mod
+    from tileport.validators.gpu import hostpack
     _, gate = va_gate
     for name, body, timeout in (("crash", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)\n", 60),
                                 ("hang", "import time; time.sleep(600)\n", 3)):
         work = tmp_path / name
         shutil.copytree(gate, work)
         (work / "runner.py").write_text(f"# FAKE runner ({name}) for the isolation test\n" + body)
-        results, cmd = gate_mod.run_local(work, timeout=timeout)
+        results, cmd = hostpack.run_local(work, timeout=timeout)
         assert results["crashed"] and results["cases"][-1]["status"] == "FAIL", results
         assert results["cases"][-1]["fail_class"] == "kernel"
         assert ("killed after" in results["crashed"]) == (name == "hang")
@@ -481,7 +481,7 @@ def test_cubin_resources_cli_prints_a_table_and_refuses_a_non_cubin_in_one_line(
 def test_idle_gap_is_the_wait_between_the_harness_work_and_the_first_timed_kernel():
     """A port whose launch path keeps the GPU idle shows it: the gap is measured from the end of the last device
     work before the call (flush, poisoning fill) to its first kernel, once per flushed call."""
-    from tileport.validators.gpu.runner import _harness, idle_gaps
+    from tileport.validators.gpu.hostrun import _harness, idle_gaps
 
     events = [(0.0, 100.0, "void at::native::bitwise_not_kernel"), (110.0, 5.0, "fill_kernel"),
               (130.0, 20.0, "softmax_row_entry"), (151.0, 3.0, "softmax_row_entry"),

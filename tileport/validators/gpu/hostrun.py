@@ -992,7 +992,7 @@ def measure_hw(torch, flusher) -> dict:
 # ----------------------------------------------------------------------------------------------- the run
 
 
-class Runner:
+class HostRun:
     def __init__(self, gate_dir: Path, out: Path):
         self.dir = gate_dir
         self.gate = json.loads((gate_dir / "gate.json").read_text())
@@ -1300,16 +1300,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-bytecode", action="store_true", help="do not keep the bytecode each side's JIT compiled")
     args = ap.parse_args(argv)
     gate_dir = Path(args.gate_dir).resolve()
-    runner = Runner(gate_dir, Path(args.out) if args.out else gate_dir / "results.json")
+    runner = HostRun(gate_dir, Path(args.out) if args.out else gate_dir / "results.json")
     if not args.no_bytecode:  # before cuda.tile is imported: it reads CUDA_TILE_DUMP_BYTECODE then
         runner.dumps = BytecodeDumps(Path(tempfile.mkdtemp(prefix="tp-bytecode-")))
         runner.dumps.enable_reference()
     try:
-        if runner.gate.get("tests"):  # format 2: the op's own tests judge (tp_testgate.py, packed beside this)
+        if runner.gate.get("tests"):  # format 2: the op's own tests judge (tp_hosttests.py, packed beside this)
             sys.path.insert(0, str(gate_dir))
-            import tp_testgate
+            import tp_hosttests
 
-            rc = tp_testgate.run(runner, perf=not args.no_perf, project=args.project)
+            rc = tp_hosttests.run(runner, perf=not args.no_perf, project=args.project)
         else:
             rc = runner.run(perf=not args.no_perf)
     except Exception as exc:

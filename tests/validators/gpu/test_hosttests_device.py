@@ -21,7 +21,7 @@ def _gate(tmp_path: Path) -> Path:
     gate = packed_gate("TILEPORT_TEST_TESTS_GATE", tmp_path / "gate")
     if gate is None:
         pytest.skip("set TILEPORT_TEST_TESTS_GATE to a pack of corpora/tilekit scale_add (tileport run on a CPU "
-                    "machine packs it: tests/e2e/test_gate_from_tests.py)")
+                    "machine packs it: tests/e2e/test_pack_from_tests.py)")
     return gate
 
 
