@@ -294,7 +294,7 @@ def _capture_on_gpu_host(config: Config, path: Path, tree: ast.Module, test_path
     run the child again with them (analysis.hostcapture.replayed); returns (reply, child, the commands run there)."""
     from tileport.analysis import remote
     from tileport.analysis.loader import child_timeout
-    from tileport.analysis.testrun import main_block
+    from tileport.analysis.mainblock import main_block
 
     prefix = config.gpu.command_prefix
     host, cmds = remote.host_capture(
