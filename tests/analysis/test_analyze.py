@@ -393,3 +393,18 @@ def test_a_guessed_dtype_the_kernel_cannot_take_drops_that_instance_only(tmp_pat
     a = analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "out", run_tileiras=False)
     assert [i.dtype for v in a.variants for i in v.instances] == ["float32"] and a.dtypes == ["float32"]
     assert any(n.startswith("float16 instance dropped:") and "cuda-tile rejected kernel exp_rows" in n for n in a.notes)
+
+
+def test_an_op_importing_its_projects_top_level_module_analyses_as_where_the_project_is_installed(tmp_path):
+    # better-benchmark's oracles (repros/canonical/<id>/oracle.py) import `oracle_harness`, a setuptools py-module at
+    # the project root: importable wherever the project is installed (pip install -e .), not from the op's directory
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "bench"\n[tool.setuptools]\npy-modules = ["harness"]\n')
+    (tmp_path / "harness.py").write_text("SCALE = 2\n")
+    op = tmp_path / "repros" / "r1" / "op.py"
+    op.parent.mkdir(parents=True)
+    op.write_text("import cuda.tile as ct\nfrom harness import SCALE\n\n\n@ct.kernel\n"
+                  "def scale(x, y, T: ct.Constant[int]):\n    i = ct.bid(0)\n"
+                  "    ct.store(y, index=(i,), tile=ct.load(x, index=(i,), shape=(T,)) * SCALE)\n\n\n"
+                  "def run(x, y):\n    ct.launch(None, (x.shape[0] // 128,), scale, (x, y, 128))\n")
+    a = analyze_op(op, targets=["sm_90"], out_dir=tmp_path / "out", run_tileiras=False)
+    assert [(v.kernel, v.constants) for v in a.variants] == [("scale", {"T": 128})]

@@ -188,6 +188,38 @@ def test_launches_passing_none_are_named_and_the_op_main_check_runs(torch_python
 
 
 @pytest.mark.slow
+def test_a_script_doing_its_work_at_import_is_analysed_from_the_launches_it_makes(torch_python, tmp_path):
+    # a smoke/probe script in the shape of real ones: it asks the GPU its name, launches at module level, then
+    # compares on the host (a fake tensor's values cannot be compared): the launches before that are what it runs
+    op = tmp_path / "probe_scale.py"
+    op.write_text(textwrap.dedent('''
+        import torch
+        import cuda.tile as ct
+
+        print("device", torch.cuda.get_device_name(0))
+        TILE = 256
+
+        @ct.kernel
+        def scale(a, c, F: ct.Constant[float]):
+            i = ct.bid(0)
+            ct.store(c, index=(i,), tile=ct.load(a, index=(i,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO) * F)
+
+        n = 10000
+        a = torch.randn(n, device="cuda", dtype=torch.float32)
+        c = torch.empty_like(a)
+        ct.launch(torch.cuda.current_stream(), (ct.cdiv(n, TILE), 1, 1), scale, (a, c, 3.0))
+        torch.cuda.synchronize()
+        print("ok", torch.allclose(c, a * 3.0))
+    '''))
+    a = analyse(op, tmp_path / "o", torch_python)
+    (v,) = a.variants
+    assert v.kernel == "scale" and v.constants == {"F": 3.0}
+    assert a.capture.sources == ["probe_scale.py (import)"]
+    assert [c.grid for c in a.capture.configurations] == ["(40, 1, 1)"]
+    assert any("does its work when imported" in n and "1 launch(es) before that are kept" in n for n in a.notes)
+
+
+@pytest.mark.slow
 def test_cli_python_option_and_config_key(torch_python, tmp_path):
     (tmp_path / "tileport.toml").write_text(f'targets = ["sm_90"]\n[analysis]\npython = "{torch_python}"\n')
     r = tileport("analyze", str(HELDOUT / "tuned_add.py"), "--no-cubin", "--out", "o", cwd=tmp_path)

@@ -691,13 +691,28 @@ def workflow_cases() -> list[Case]:
     return cases
 
 
+FAMILIES = (file_entry_cases, config_cases, declaration_cases, source_cases, int_arg_cases, url_cases, server_cases,
+            out_path_cases, ir_semantic_cases, store_cases, workflow_cases)
+
+
 def all_cases() -> list[Case]:
-    cases = (file_entry_cases() + config_cases() + declaration_cases() + source_cases() + int_arg_cases()
-             + url_cases() + server_cases() + out_path_cases() + ir_semantic_cases() + store_cases()
-             + workflow_cases())
+    cases = [c for family in FAMILIES for c in family()]
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
+
+
+def sampled_cases(stride: int = 3) -> list[Case]:
+    """Every family and every group of the corpus, each thinned to one case in `stride` (the first of each group
+    always in): the default suite's share; `pytest -m heavy` runs the whole corpus."""
+    out: list[Case] = []
+    for family in FAMILIES:
+        seen: set[str] = set()
+        for i, c in enumerate(family()):
+            if i % stride == 0 or c.group not in seen:
+                out.append(c)
+            seen.add(c.group)
+    return out
 
 
 # --------------------------------------------------------------------------------------------------

@@ -95,7 +95,7 @@ sequences = st.one_of(
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sequences)
 def test_no_sequence_merges_past_a_failed_missing_or_stale_gate(sequence):
     cfg = Config()

@@ -503,15 +503,18 @@ def call_op(cap: Any, module: ModuleType, torch_dtypes: list, device: str, deadl
 
 def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str, int | None]] | None = None,
             time_budget_s: float = 120.0, tests: list[str] | None = None, op_path: Path | None = None,
-            run_main: bool = False, tests_limit_s: float = 120.0, tests_budget_s: float = 30.0) -> dict[str, Any]:
+            run_main: bool = False, tests_limit_s: float = 120.0, tests_budget_s: float = 30.0,
+            seed: list | None = None) -> dict[str, Any]:
     """Run the op's own tests / scripts / `__main__` block (when given), else its entry points with built inputs;
-    returns {launches: [Launch], tried, errors, mode, seconds, tolerances, sources}.
+    returns {launches: [Launch], tried, errors, mode, seconds, tolerances, sources}. `seed`: launches recorded before
+    (a script's while it was imported): kept first, and with them no inputs are guessed.
     ranks: kernel function -> parameter -> the array rank its body implies (inputs of other ranks are retried)."""
     import torch
 
     t0 = time.perf_counter()
     real = bool(torch.cuda.is_available())
     cap = Capture(module, real, ranks)
+    cap.launches.extend(seed or [])  # launches made before (a script's, while it was imported)
     device = "cuda"
     torch_dtypes = [getattr(torch, d) for d in dtypes if hasattr(torch, d)] or [torch.float16]
     deadline = time.monotonic() + time_budget_s
@@ -526,6 +529,8 @@ def capture(module: ModuleType, dtypes: list[str], *, ranks: dict[str, dict[str,
         cap.tried.extend(sources)
     if not cap.launches:  # else the op's own code paths launched: no guessed inputs
         call_op(cap, module, torch_dtypes, device, deadline)
+    if seed:
+        sources = [f"{op_path.name if op_path else module.__name__} (import)"] + sources
     return {"launches": cap.launches, "tried": cap.tried, "errors": cap.errors, "tolerances": tolerances,
             "sources": sources, "mode": "gpu" if real else "fake tensors (CPU)",
             "seconds": round(time.perf_counter() - t0, 4)}

@@ -66,8 +66,27 @@ def package_root(path: Path) -> tuple[Path, str] | None:
     return (d, ".".join(parts)) if len(parts) > 1 else None
 
 
+def _standalone_name(path: Path) -> str:
+    return "tileport_op_" + re.sub(r"\W", "_", path.stem)
+
+
+INSTALL_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+def project_on_path(path: Path) -> None:
+    """The op's project root (the nearest ancestor with a pyproject.toml / setup.py / setup.cfg, 6 levels at most) at
+    the end of sys.path, as installing the project in development mode puts it: its top-level modules (setuptools
+    `py-modules`, a harness beside the ops) import as they do where the project is installed."""
+    for d in list(path.resolve().parents)[:6]:
+        if any((d / m).is_file() for m in INSTALL_MARKERS):
+            if str(d) not in sys.path:
+                sys.path.append(str(d))
+            return
+
+
 def load_module(path: Path, timeout: float | None = None, limit_text: str = "import time limit"):
     """Import the op: as part of its package when it has one (relative imports work), else standalone."""
+    project_on_path(path)
     pkg = package_root(path)
     if pkg is not None:
         root, dotted = pkg
@@ -77,7 +96,7 @@ def load_module(path: Path, timeout: float | None = None, limit_text: str = "imp
         def load():
             return importlib.import_module(dotted)
     else:
-        name = "tileport_op_" + re.sub(r"\W", "_", path.stem)
+        name = _standalone_name(path)
         sys.path.insert(0, str(path.parent))
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
@@ -281,12 +300,15 @@ def run(req: dict) -> dict:
     if fakes:  # CuPy / cuda.core cannot allocate without a GPU: CPU fakes (fakearrays.py), named in the notes
         install_array_fakes()
     import_notes: list[str] = []
+    import_launches: list = []  # a script's launches made while it was imported (on the fake device)
     try:
         module = load_module(path, req.get("import_timeout"), req.get("import_limit", "import time limit"))
     except ChildError as e:  # a module asking the GPU something at import time, on a machine without one
         if not (fakes and e.kind == "import" and any(m in e.message for m in NO_GPU_MARKERS)):
             raise
-        module = _load_on_fake_device(path, req, e)
+        module, import_launches, partial = _load_on_fake_device(path, req, e)
+        if partial:
+            import_notes.append(partial)
         import_notes.append(f"{path.name} queries the GPU when imported ({e.message.split(': ', 2)[-1][:120]}); "
                             "imported again with the fake CUDA device of launch capture")
     t_import = time.perf_counter()
@@ -318,7 +340,7 @@ def run(req: dict) -> dict:
     # the op's own tests and its `__main__` check run even when static analysis resolved every kernel: they are
     # the launches D and E judge, and their comparisons the tolerances
     need = bool(open_kernels) or not kernels or static.factory_kernels or bool(tests) or run_main or \
-        any(ln.kernel is None for ln in static.launches)
+        bool(import_launches) or any(ln.kernel is None for ln in static.launches)
     capture_info = None
     t_cap = 0.0
     host = req.get("host_capture")  # launches recorded on the GPU host (hostcapture), replayed here
@@ -350,7 +372,7 @@ def run(req: dict) -> dict:
             else:
                 result = cap_mod.capture(module, decl.dtypes, ranks=ranks, tests=tests, op_path=path,
                                          run_main=run_main, tests_limit_s=float(req.get("tests_timeout_s", 120)),
-                                         tests_budget_s=float(req.get("tests_budget_s", 30)))
+                                         tests_budget_s=float(req.get("tests_budget_s", 30)), seed=import_launches)
             t_cap = time.perf_counter() - t0
             plan, objects = _merge_capture(module, path, plan, kernels, metas, static, open_kernels, result,
                                            no_launch=not static.launches and not tests)
@@ -400,17 +422,38 @@ def run(req: dict) -> dict:
 
 
 NO_GPU_MARKERS = ("NVIDIA driver", "CUDA driver", "no CUDA GPUs", "Torch not compiled with CUDA", "cudaGetDeviceCount",
-                  "CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_NOT_INITIALIZED")
+                  "CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_NOT_INITIALIZED", "libcuda.so")
 
 
 def _load_on_fake_device(path: Path, req: dict, first: "ChildError"):
+    """(module, the launches it made while imported, a note or None): the op imported again on the fake CUDA device
+    of launch capture, every `ct.launch` made at import recorded (a script doing its work at module level). A script
+    that fails further on (reading a fake tensor's value back) keeps what it defined and launched before: its module
+    as far as it ran. Otherwise the first error stands."""
+    import types
+
     try:
-        from tileport.analysis.fakecuda import fake_cuda
+        import cuda.tile as ct
+
+        from tileport.analysis.capture import Capture
+        from tileport.analysis.fakecuda import _patched, fake_cuda
     except Exception:  # pragma: no cover - the interpreter has no torch: the first error stands
         raise first from None
+    cap = Capture(types.ModuleType(path.stem), False)
+    cap.source, cap.entry = "main", f"{path.name} (import)"
     try:
-        with fake_cuda():
-            return load_module(path, req.get("import_timeout"), req.get("import_limit", "import time limit"))
+        with fake_cuda(), _patched(ct, "launch", cap.launch):
+            try:
+                return load_module(path, req.get("import_timeout"), req.get("import_limit", "import time limit")), \
+                    cap.launches, None
+            except ChildError as e:
+                partial = sys.modules.get(_standalone_name(path)) if package_root(path) is None else None
+                if not (cap.launches and partial is not None):
+                    raise
+                return partial, cap.launches, (
+                    f"{path.name} does its work when imported: on the fake CUDA device it ran up to "
+                    f"{e.message.split(': ', 1)[0]} ({e.message.rsplit(': ', 1)[-1][:100]}); its "
+                    f"{len(cap.launches)} launch(es) before that are kept")
     except ChildError:
         raise first from None
     except Exception:  # no torch here: the first error stands
