@@ -159,7 +159,7 @@ class SandboxSection(_Section):
 
 class GpuSection(_Section):
     """Where stages D and E run: here (empty prefix) or on a GPU host reached through `command_prefix`
-    (e.g. "ssh gpu-box": the gate directory is copied there, run, and its results.json copied back)."""
+    (e.g. "ssh gpu-box": the pack directory is copied there, run, and its results.json copied back)."""
 
     command_prefix: str = ""
     remote_dir: str = "/tmp/tileport-gates"

@@ -36,8 +36,8 @@ def test_run_packs_the_gate_of_an_op_judged_by_its_own_tests(tmp_path):
                 env={"CUDA_VISIBLE_DEVICES": ""})
     assert r.returncode == 3, r.stdout + r.stderr
     line = next(ln for ln in r.stdout.splitlines() if "D attempt 1" in ln)
-    assert "BLOCKED (env)" in line and "no GPU on this machine" in line and "gate packed at" in line
-    gate = Path(re.search(r"gate packed at (\S+)", r.stdout).group(1))
+    assert "BLOCKED (env)" in line and "no GPU on this machine" in line and "packed for a GPU host at" in line
+    gate = Path(re.search(r"packed for a GPU host at (\S+)", r.stdout).group(1))
     manifest = json.loads((gate / "gate.json").read_text())
     assert manifest["format"] == 2 and manifest["kernels"] == ["_scale_add_kernel"] and not manifest["harness"]
     t = manifest["tests"]
@@ -64,4 +64,4 @@ def test_run_packs_the_gate_of_an_op_judged_by_its_own_tests(tmp_path):
     assert any("float16[1024x1024]" in c["args"] for c in cfgs)
     # the stage record names the pack; `tileport status ID` shows it
     s = run_cli("status", "1", cwd=repo)
-    assert "gate packed at" in s.stdout
+    assert "packed for a GPU host at" in s.stdout

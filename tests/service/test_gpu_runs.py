@@ -24,7 +24,7 @@ def conv(tmp_path):
 
 
 def results_file(path, cid, commit, status="PASS"):
-    """Two correctness cases as the gate runner writes them; no perf section (a `--no-perf` run)."""
+    """Two correctness cases as the GPU run writes them; no perf section (a `--no-perf` run)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"gate": {"conversion_id": cid, "commit": commit}, "cases": [
         {"name": f"op {d} [n=1024]", "dtype": d, "shape": {"n": 1024}, "status": status, "max_abs_err": 0.0,
@@ -45,7 +45,7 @@ def test_ingest_returns_the_runs_it_recorded_and_the_cli_prints_them(conv, tmp_p
     assert conv.store.cases(done.run_ids[0])[0]["shape"] == {"n": 1024}
     cfg = tmp_path / "tileport.toml"
     cfg.write_text(f'store = "{conv.store.path}"\n')
-    r = run_cli("--config", str(cfg), "gate", "ingest", str(path.parent))  # a gate dir holding results.json
+    r = run_cli("--config", str(cfg), "gate", "ingest", str(path.parent))  # `gate`: the former name
     assert r.returncode == 0, r.stderr
     rid = queries.stage_runs(conv.store, conv.cid)[-1].id
     assert r.stdout.strip() == (f"conversion {conv.cid} @ {conv.head()[:12]}: recorded stage run(s) {rid} (D ALL_PASS); "
@@ -59,14 +59,14 @@ def test_ingest_refusals_are_one_line_and_record_nothing(conv, tmp_path):
     with pytest.raises(UserError, match=rf"results are for conversion {conv.cid}, not #{conv.cid + 1}; ingest them"):
         service.ingest_results(config(conv), results_file(tmp_path / "a.json", conv.cid, conv.head()),
                                conversion_id=conv.cid + 1)
-    with pytest.raises(UserError, match="packed without a conversion ID; pack it with `tileport gate pack ID`"):
+    with pytest.raises(UserError, match="packed without a conversion ID; pack it with `tileport gpu pack ID`"):
         service.ingest_results(config(conv), results_file(tmp_path / "b.json", None, conv.head()))
     with pytest.raises(UserError, match=f"no conversion {conv.cid + 5}"):
         service.ingest_results(config(conv), results_file(tmp_path / "c.json", conv.cid + 5, conv.head()))
     old = conv.head()
     conv.human_commit()  # the store has not seen it: the branch's tip decides
     with pytest.raises(UserError, match=f"results are for commit {old[:12]}, conversion {conv.cid} is at "
-                                        f"{conv.head()[:12]}; pack and run the gate again"):
+                                        f"{conv.head()[:12]}; pack and run it again"):
         service.ingest_results(config(conv), results_file(tmp_path / "d.json", conv.cid, old))
     assert len(queries.stage_runs(conv.store, conv.cid)) == before
 
@@ -97,7 +97,7 @@ def test_the_results_offered_for_ingest_are_the_newest_packs_then_the_repository
     assert service.likely_results(s, conv.cid, [tmp_path / "cwd"]) == tmp_path / "cwd" / "gates" / "op" / "results.json"
     results_file(under_repo, conv.cid, conv.head())
     assert service.likely_results(s, conv.cid, [tmp_path / "cwd"]) == under_repo  # the one that exists
-    for d in ("first", "second"):  # what `gate pack ID` logs (service.gpu_runs.PACKED_EVENT)
+    for d in ("first", "second"):  # what `gpu pack ID` logs (service.gpu_runs.PACKED_EVENT)
         s.log_event("gate.packed", conv.cid, dir=str(tmp_path / d), commit=conv.head())
     assert service.likely_results(s, conv.cid, []) == under_repo  # neither packed dir has results yet
     results_file(tmp_path / "first" / "results.json", conv.cid, conv.head())
@@ -132,7 +132,7 @@ def test_a_port_that_does_not_build_is_one_line_with_the_errors_kept_for_the_cli
         service.pack_port(Config(), str(port), op_path=str(REPO / "examples" / "vector_add.py"), out=tmp_path / "g")
     assert str(e.value) == "the port's cdylib did not build (1 error(s)); fix kernel.rs and pack again"
     assert "TP-FORBIDDEN-MACRO" in e.value.errors[0]
-    r = run_cli("gate", "pack", str(port), "--op", "examples/vector_add.py", "--out", str(tmp_path / "g"))
+    r = run_cli("gpu", "pack", str(port), "--op", "examples/vector_add.py", "--out", str(tmp_path / "g"))
     assert r.returncode == 2 and "TP-FORBIDDEN-MACRO" in r.stdout  # the errors, then the one line
     assert r.stderr.strip() == f"tileport: error: {e.value}"
     assert not (tmp_path / "g").exists()

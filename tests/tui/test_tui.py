@@ -413,13 +413,13 @@ async def test_all_blocked_env_names_the_missing_gpu_and_the_next_step_and_the_s
         text = str(app.screen.query_one("#next-step").render())
         assert "all 2 conversions stopped BLOCKED(env) at D: no GPU here" in text
         assert "H100/H200 (sm_90)" in text and "nvidia-smi not found" in text
-        assert "`tileport gate pack 1`" in text and "[gpu] command_prefix" in text
+        assert "`tileport gpu pack 1`" in text and "[gpu] command_prefix" in text
         await pilot.press("u")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "SummaryScreen"
         summary = app.summary_text
         assert "by status:  blocked 2" in summary and "BLOCKED(env) 2" in summary
-        assert "#1 softmax: BLOCKED at D: no NVIDIA GPU" in summary and "gate pack 1" in summary
+        assert "#1 softmax: BLOCKED at D: no NVIDIA GPU" in summary and "gpu pack 1" in summary
 
 
 async def test_convert_asks_for_a_path_and_refuses_a_missing_file_in_one_line(tmp_path):

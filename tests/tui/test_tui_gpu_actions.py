@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def h200_results(cid: int, commit: str) -> dict:
-    """results.json as `tileport gate run` writes it, with the perf rows of a recorded H200 run (softmax with its
+    """results.json as `tileport gpu run` writes it, with the perf rows of a recorded H200 run (softmax with its
     occupancy hints: every configuration faster than the reference) and passing cases."""
     rows = json.loads((DATA / "h200_softmax_after_hints.json").read_text())["rows"]
     cases = [{"name": f"softmax {r['config']}", "dtype": r["config"].split()[0], "shape": {}, "status": "PASS",
@@ -50,7 +50,7 @@ def app_for(conv: Conv, **kw) -> TileportApp:
 
 
 def write_results(conv: Conv, commit: str) -> Path:
-    path = conv.repo / "gates" / "op" / "results.json"  # where `tileport gate pack` puts it by default
+    path = conv.repo / "gates" / "op" / "results.json"  # where `tileport gpu pack` puts it by default
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(h200_results(conv.cid, commit)))
     return path
@@ -98,7 +98,7 @@ async def test_ingest_of_an_h200_results_file_shows_the_perf_rows_and_the_e_verd
         await open_perf(app, pilot, conv.cid)
         screen = app.screen
         assert "no performance run yet" in str(screen.query_one("#perf-summary").render())
-        assert "g: pack a gate for a GPU host" in str(screen.query_one("#perf-gate").render())
+        assert "g: pack the port for a GPU host" in str(screen.query_one("#perf-gate").render())
         await pilot.press("i")
         await pilot.pause()
         box = app.screen.query_one("#path")
@@ -143,7 +143,7 @@ async def test_ingest_of_results_for_a_commit_the_branch_left_is_refused_in_one_
         assert await until(pilot, lambda: any(want in n for n in notes(app))), notes(app)
         line = next(n for n in notes(app) if want in n)
         assert line.startswith(f"ingest #{conv.cid}: ") and "\n" not in line and "Traceback" not in line
-        assert line.endswith("pack and run the gate again for the current commit")
+        assert line.endswith("pack and run it again for the current commit")
         assert want in str(app.screen.query_one("#perf-gate").render())
         assert app.screen.query_one("#perf-table").row_count == 0
     assert len(queries.stage_runs(conv.store, conv.cid)) == before
@@ -162,7 +162,7 @@ async def test_a_missing_results_file_and_escape_record_nothing(conv):
         await pilot.pause()
         await pilot.press("enter")  # the prefilled guess does not exist yet
         assert await until(pilot, lambda: any("no results file" in n for n in notes(app))), notes(app)
-        assert any(n.startswith(f"ingest #{conv.cid}: ") and "run `tileport gate run DIR` on the GPU host" in n
+        assert any(n.startswith(f"ingest #{conv.cid}: ") and "run `tileport gpu run DIR` on the GPU host" in n
                    for n in notes(app))
 
 
@@ -170,11 +170,11 @@ async def test_readonly_refuses_pack_and_ingest_from_keys_and_palette(conv):
     app = app_for(conv, readonly=True)
     async with app.run_test(size=(160, 45)) as pilot:
         await open_perf(app, pilot, conv.cid)
-        assert "pack a gate" not in str(app.screen.query_one("#perf-gate").render())  # not offered
+        assert "pack the port" not in str(app.screen.query_one("#perf-gate").render())  # not offered
         await pilot.press("g")
         await pilot.pause()
-        assert any(n.startswith("pack gate: read-only dashboard") for n in notes(app)), notes(app)
-        for words, label in (("pack gate", "pack gate"), ("ingest results", "ingest")):  # the palette's entries
+        assert any(n.startswith("GPU pack: read-only dashboard") for n in notes(app)), notes(app)
+        for words, label in (("gpu pack", "GPU pack"), ("ingest results", "ingest")):  # the palette's entries
             app.clear_notifications()
             await pilot.press("ctrl+p")
             await pilot.pause()
@@ -203,11 +203,11 @@ async def test_pack_is_refused_while_a_stage_runs_and_says_why_without_a_port(co
             await pilot.pause()
             fcntl.flock(f, fcntl.LOCK_UN)
         running = f"conversion {conv.cid} is running a stage (process {os.getpid()})"
-        assert any(n.startswith("pack gate: ") and running in n for n in notes(app)), notes(app)
+        assert any(n.startswith("GPU pack: ") and running in n for n in notes(app)), notes(app)
         assert any(n.startswith("ingest: ") and running in n for n in notes(app)), notes(app)
         assert not app.packing
         await pilot.press("g")  # no stage runs now: the pack starts, and the service says there is no port
-        want = f"pack gate #{conv.cid}: conversion {conv.cid}: no port at {conv.wt / 'ports' / 'op'}"
+        want = f"GPU pack #{conv.cid}: conversion {conv.cid}: no port at {conv.wt / 'ports' / 'op'}"
         assert await until(pilot, lambda: any(n.startswith(want) for n in notes(app))), notes(app)
         assert not app.packing and want in str(app.screen.query_one("#perf-gate").render())
 
@@ -225,7 +225,7 @@ async def test_a_port_that_does_not_build_ends_the_pack_with_one_line(tmp_path):
     async with app.run_test(size=(160, 45)) as pilot:
         await open_perf(app, pilot, cid)
         await pilot.press("g")
-        want = (f"pack gate #{cid}: the port's cdylib did not build (1 error(s)); fix kernel.rs and pack again: "
+        want = (f"GPU pack #{cid}: the port's cdylib did not build (1 error(s)); fix kernel.rs and pack again: "
                 "src/kernel.rs:")
         assert await until(pilot, lambda: any(n.startswith(want) for n in notes(app)), 60), notes(app)
         line = next(n for n in notes(app) if n.startswith(want))
@@ -280,15 +280,15 @@ async def test_pack_from_the_dashboard_builds_the_gate_and_names_the_commands(tm
         await open_perf(app, pilot, cid)
         await pilot.press("g")
         await pilot.pause()
-        assert str(app.screen.query_one("#perf-gate").render()).startswith(f"packing a gate of #{cid} (")
+        assert str(app.screen.query_one("#perf-gate").render()).startswith(f"packing the port of #{cid} (")
         await pilot.press("g")  # a second pack while one runs
         await pilot.pause()
-        assert any(n.startswith(f"pack gate: a gate pack of #{cid} is under way") for n in notes(app))
+        assert any(n.startswith(f"GPU pack: a GPU pack of #{cid} is under way") for n in notes(app))
         gate = tmp_path / "gates" / "vector_add"
         assert await until(pilot, lambda: not app.packing, 600), notes(app)
         line = str(app.screen.query_one("#perf-gate").render())
         assert line.startswith(f"gate {gate}: vector_add, ") and "MB" in line, line
-        assert f"`tileport gate run {gate}`, then `tileport gate ingest {gate / 'results.json'}`" in line
+        assert f"`tileport gpu run {gate}`, then `tileport gpu ingest {gate / 'results.json'}`" in line
     manifest = json.loads((gate / "gate.json").read_text())
     assert (manifest["conversion_id"], manifest["commit"]) == (cid, "c0ffee")
     s = Store(tmp_path / "tp.db")

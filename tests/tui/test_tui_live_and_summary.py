@@ -78,7 +78,7 @@ async def test_the_summary_says_the_next_step_first_and_each_blocked_conversion_
         person = next(i for i, line in enumerate(lines) if line.startswith("needs a person"))
         assert step < person  # what to do comes before the list, visible at 80x24 without scrolling
         assert "rerun stage D (r, then D)" in text and "resume (s)" not in text
-        assert "`tileport gate pack 1` (likewise 2)" in text  # every blocked one needs its gate, not only #1
+        assert "`tileport gpu pack 1` (likewise 2)" in text  # every blocked one needs its gate, not only #1
         assert "  #1 softmax: BLOCKED at D: no NVIDIA GPU: torch.cuda.is_available() is False" in lines
 
 

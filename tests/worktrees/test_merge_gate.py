@@ -374,7 +374,7 @@ def test_ingest_refuses_results_made_for_a_commit_the_branch_has_left(env, tmp_p
     judged = conv.head()
     conv.store.update_conversion(conv.cid, head_commit=judged)
     conv.human_commit("kernel.rs")
-    # NAMED FAKE: only the header `tileport gate run` writes; the refusal comes before any case is read
+    # NAMED FAKE: only the header `tileport gpu run` writes; the refusal comes before any case is read
     results = tmp_path / "results.json"
     results.write_text(json.dumps({"gate": {"conversion_id": conv.cid, "commit": judged}, "cases": []}))
     runs = len(queries.stage_runs(conv.store, conv.cid))

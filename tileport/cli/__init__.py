@@ -15,7 +15,7 @@ from tileport import __version__
 from tileport.errors import UserError
 
 # Subcommand modules, in the order `tileport --help` lists them. Each defines register(subparsers).
-COMMANDS = ("run", "analyze", "draft", "build_rust", "ir_diff", "gate", "model", "status", "approve", "reject", "merge",
+COMMANDS = ("run", "analyze", "draft", "build_rust", "ir_diff", "gpu", "model", "status", "approve", "reject", "merge",
             "worktrees", "doctor", "offline", "tui", "stop")
 
 

@@ -444,7 +444,7 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
             continue
         plan, why = _static_plan(tr, name, int_consts)
         if plan is None:
-            notes.append(f"output `{name}` keeps dynamic tile dims, so `tileport gate` cannot launch this entry: {why}")
+            notes.append(f"output `{name}` keeps dynamic tile dims, so `tileport gpu` cannot launch this entry: {why}")
             continue
         shape, whole, stores, view_line = plan
         taken = set(int_consts) | tr.prologue.used_names | set(tr.slab_extents)

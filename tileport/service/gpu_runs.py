@@ -1,10 +1,10 @@
-"""Stages D and E on a GPU elsewhere (`tileport gate pack|run|ingest`, the dashboard's `g` / `i`): pack a port into a
-gate directory, run a packed gate on this machine, and record the results.json a GPU host wrote for it. Callers print
+"""Stages D and E on a GPU elsewhere (`tileport gpu pack|run|ingest`, the dashboard's `g` / `i`): pack a port into a
+pack directory, run a pack on this machine, and record the results.json a GPU host wrote for it. Callers print
 or render the typed results (PackedPort, IngestedResults, GpuRun); every refusal is a one-line UserError. The faces
 reach these operations only through `tileport.service`.
 
 - pack builds the port's cdylib (cargo: minutes cold, seconds from the shared target cache) and writes a
-  self-contained gate directory; packed for a conversion, the gate names its ID and head commit, and a
+  self-contained pack directory; packed for a conversion, the pack names its ID and head commit, and a
   `gate.packed` event records where it went (the dashboard offers that dir's results.json to ingest).
 - ingest records the results only when they were made for the conversion's current head (the branch itself, not
   the store's last note of it): the D run with one row per case, and the E run with every sample when D passed,
@@ -24,7 +24,7 @@ from tileport.service.conversions import open_store
 from tileport.store import Store
 
 PACKED_EVENT = "gate.packed"
-INGEST = "gate ingest"  # the `source` of the D and E runs `tileport gate ingest` records
+INGEST = "gate ingest"  # the `source` of the D and E runs `tileport gpu ingest` records
 
 
 class BuildFailed(UserError):
@@ -57,17 +57,17 @@ class PackedPort:
         return self.dir / RESULTS_FILE
 
     def text(self) -> str:
-        """The one line `tileport gate pack` prints."""
+        """The one line `tileport gpu pack` prints."""
         what = self.sources or f"{len(self.dtypes)} dtype(s) x {len(self.shapes)} shape(s)"
         extra = (f"; carries {self.carried}" if self.carried else "") + \
             (f"; E replays {self.perf_configs} captured configuration(s), {self.left_out} left out"
              if self.perf_configs or self.left_out else "")
         return (f"gate {self.dir}: {self.op}, {what}, {self.entries} entr(y/ies), {self.bytes / 1e6:.1f} MB{extra}; "
-                f"run it with `tileport gate run {self.dir}`")
+                f"run it with `tileport gpu run {self.dir}`")
 
     def next_steps(self) -> str:
-        """What to run with the gate: on the GPU host, then back here."""
-        return f"on a GPU host: `tileport gate run {self.dir}`, then `tileport gate ingest {self.results}`"
+        """What to run with the pack: on the GPU host, then back here."""
+        return f"on a GPU host: `tileport gpu run {self.dir}`, then `tileport gpu ingest {self.results}`"
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class IngestedResults:
         return ", ".join(f"{r.stage} {r.verdict}" for r in self.runs)
 
     def text(self) -> str:
-        """The one line `tileport gate ingest` prints."""
+        """The one line `tileport gpu ingest` prints."""
         return (f"conversion {self.conversion_id} @ {self.commit[:12]}: recorded stage run(s) "
                 f"{', '.join(map(str, self.run_ids))} ({self.verdicts()})" + (f"; {self.next_step}" if self.next_step
                                                                               else ""))
@@ -131,7 +131,7 @@ def same_port(store: Store, conversion_id: int, commit: str, head: str | None) -
 def _pack(config: Config, target: str, *, store: Store | None = None, op_path: str | None = None,
          out: str | Path | None = None, commit: str | None = None, root: str | Path | None = None,
          log: Callable[[str], None] | None = None) -> PackedPort:
-    """Build `target`'s cdylib and write its gate directory. target: a conversion ID (needs `store`) or a port dir /
+    """Build `target`'s cdylib and write its pack directory. target: a conversion ID (needs `store`) or a port dir /
     crate dir. Relative defaults (examples/<dir name>.py, gates/<op>) are under `root` (default: the working
     directory, as given). `log`: progress lines (a build takes minutes cold). Raises BuildFailed, UserError."""
     from tileport.validators.gpu import hostpack
@@ -161,7 +161,7 @@ def _pack(config: Config, target: str, *, store: Store | None = None, op_path: s
             changed = uncommitted(worktree, port_dir.relative_to(worktree))
             if changed:
                 raise UserError(f"conversion {conversion_id}: {', '.join(changed[:3])} changed since {str(commit)[:10]}"
-                                "; commit the edit first (the dashboard's e offers to) so the gate is for a commit")
+                                "; commit the edit first (the dashboard's e offers to) so the pack is for a commit")
         target = str(port_dir)
     analysis = Path(target) / ".tileport" / "reference" / "analysis.json"  # stage A's, committed with the port
     if analysis.is_file() and not op_path_given:
@@ -191,7 +191,7 @@ def _pack(config: Config, target: str, *, store: Store | None = None, op_path: s
 
 
 def _ingest(store: Store, config: Config, path: str | Path, *, conversion_id: int | None = None) -> IngestedResults:
-    """Record a results.json (or a gate dir holding one) for the conversion its gate names; refused (UserError, one
+    """Record a results.json (or a pack dir holding one) for the conversion its pack names; refused (UserError, one
     line, nothing written) when it names none, another conversion than `conversion_id`, or a commit other than
     the conversion's current head."""
     from tileport.validators.gpu import hostpack
@@ -203,13 +203,13 @@ def _ingest(store: Store, config: Config, path: str | Path, *, conversion_id: in
     meta = results.get("gate") or {}
     cid, commit = meta.get("conversion_id"), meta.get("commit")
     if cid is None:
-        raise UserError(f"{path}: the gate was packed without a conversion ID; pack it with `tileport gate pack ID`")
+        raise UserError(f"{path}: the port was packed without a conversion ID; pack it with `tileport gpu pack ID`")
     if conversion_id is not None and int(cid) != conversion_id:
         raise UserError(f"{path}: results are for conversion {cid}, not #{conversion_id}; ingest them there")
     head = current_head(store, int(cid))
     if not commit or (commit != head and not same_port(store, int(cid), commit, head)):
         raise UserError(f"{path}: results are for commit {str(commit)[:12] or '(none)'}, conversion {cid} is at "
-                        f"{str(head)[:12] or '(none)'}; pack and run the gate again for the current commit")
+                        f"{str(head)[:12] or '(none)'}; pack and run it again for the current commit")
     commit = head  # the port the results judged is the head's (only stage records were committed since)
     runs = _record(store, int(cid), commit, results, path, config)
     return IngestedResults(int(cid), commit, path, runs, next_step=_route_after(store, int(cid), config))
@@ -263,7 +263,7 @@ def _record(store: Store, cid: int, commit: str, results: dict, path: Path, conf
 
 
 def gpu_busy(store: Store, conversion_id: int) -> str | None:
-    """Why a gate cannot be packed or ingested for this conversion now (a process drives one of its stages), or
+    """Why no GPU pack can be made or ingested for this conversion now (a process drives one of its stages), or
     None. Also refuses, as one line, a conversion that is not in the store."""
     from tileport.pipeline.control import conversion_holder
 
@@ -275,7 +275,7 @@ def gpu_busy(store: Store, conversion_id: int) -> str | None:
 
 
 def likely_results(store: Store, conversion_id: int, roots: Iterable[str | Path] = ()) -> Path:
-    """The results.json a person most likely means to ingest for this conversion: in the gate dir its newest pack
+    """The results.json a person most likely means to ingest for this conversion: in the pack dir its newest pack
     wrote, else gates/<op>/results.json under each of `roots` and the conversion's repository; the first that
     exists, else the first of them."""
     from tileport.validators.gpu.hostpack import RESULTS_FILE
@@ -291,7 +291,7 @@ def likely_results(store: Store, conversion_id: int, roots: Iterable[str | Path]
 def pack_port(config: Config, target: str, *, repo: str | Path | None = None, store: str | Path | None = None,
               op_path: str | None = None, out: str | Path | None = None, commit: str | None = None,
               root: str | Path | None = None, log=None) -> PackedPort:
-    """`tileport gate pack TARGET`: a conversion ID (read from the repository's store) or a port / crate dir."""
+    """`tileport gpu pack TARGET`: a conversion ID (read from the repository's store) or a port / crate dir."""
     if not target.isdigit():
         return _pack(config, target, store=None, op_path=op_path, out=out, commit=commit, root=root,
                                  log=log)
@@ -301,7 +301,7 @@ def pack_port(config: Config, target: str, *, repo: str | Path | None = None, st
 
 def ingest_results(config: Config, path: str | Path, *, repo: str | Path | None = None,
                    store: str | Path | None = None, conversion_id: int | None = None) -> IngestedResults:
-    """`tileport gate ingest results.json`: record D (and E) for the conversion the gate names, only for its
+    """`tileport gpu ingest results.json`: record D (and E) for the conversion the pack names, only for its
     current head commit (else a one-line UserError and nothing recorded)."""
     with open_store(config, repo, store) as s:
         return _ingest(s, config, path, conversion_id=conversion_id)
@@ -309,7 +309,7 @@ def ingest_results(config: Config, path: str | Path, *, repo: str | Path | None 
 
 @dataclass(frozen=True)
 class GpuRun:
-    """`tileport gate run DIR` on this machine (a GPU host): the results, read as D's cases and E's rows."""
+    """`tileport gpu run DIR` on this machine (a GPU host): the results, read as D's cases and E's rows."""
 
     results: dict[str, Any]
     correctness: Any  # validators.gpu.reports: the cases, env_missing, all_pass
@@ -319,7 +319,7 @@ class GpuRun:
 
 def run_here(config: Config, pack_dir: str | Path, *, timeout: float | None = None, perf: bool = True,
              project: str | None = None) -> GpuRun:
-    """Run a packed gate on this machine (`tileport gate run DIR`); nothing recorded (ingest does that). `project`:
+    """Run a pack on this machine (`tileport gpu run DIR`); nothing recorded (ingest does that). `project`:
     the op's project checked out here, run instead of the pack's copy."""
     from tileport.validators.gpu import hostpack
     from tileport.validators.gpu.reports import correctness_from_results, perf_from_results

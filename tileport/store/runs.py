@@ -1,4 +1,4 @@
-"""The one write path of a stage run: `record_run`. `tileport run`, `analyze`, `build-rust`, `gate ingest` and the
+"""The one write path of a stage run: `record_run`. `tileport run`, `analyze`, `build-rust`, `gpu ingest` and the
 dashboard all come through it, so a stage run looks the same whoever made it.
 
 One transaction holds the run row, its commands, its pinned artifacts, its correctness cases and perf rows, the

@@ -94,7 +94,7 @@ class ConversionScreen(RowDetails, Screen):
         Binding("o", "app.shell", "worktree shell", show=False),
         Binding("l", "app.pager", "full log"),
         Binding("i", "app.ingest", "ingest results…", show=False),  # the perf tab's gate line names them
-        Binding("g", "app.pack_port", "pack gate", show=False),
+        Binding("g", "app.pack_port", "GPU pack", show=False),
     ]
 
     def __init__(self, conversion_id: int) -> None:

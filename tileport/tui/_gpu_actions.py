@@ -1,9 +1,9 @@
-"""The dashboard's gate keys for a GPU elsewhere: `i` ingest a results.json, `g` pack a gate for a GPU host.
+"""The dashboard's keys for a GPU elsewhere: `i` ingest a results.json, `g` pack the port for a GPU host.
 
-Both call what `tileport gate ingest|pack` call (`tileport.service`), in thread workers. The store stays the source
+Both call what `tileport gpu ingest|pack` call (`tileport.service`), in thread workers. The store stays the source
 of truth: an ingest records D/E runs and the screens refresh from their events like any other run. Refusals and
-errors are one line in the notify area, never a traceback; the perf tab's gate line shows a pack's progress and
-its result (the gate dir and the commands to run with it).
+errors are one line in the notify area, never a traceback; the perf tab's GPU line shows a pack's progress and
+its result (the pack dir and the commands to run with it).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class GpuCommands:
         return self.__dict__["_packing_"]
 
     def pack_status(self, conversion_id: int | None) -> Text | None:
-        """The newest gate line of this conversion in this dashboard (a pack's progress or result, an ingest)."""
+        """The newest GPU line of this conversion in this dashboard (a pack's progress or result, an ingest)."""
         return self._pack_lines.get(conversion_id) if conversion_id is not None else None
 
     def _set_pack_status(self, conversion_id: int, text: Text) -> None:
@@ -76,7 +76,7 @@ class GpuCommands:
 
     # --- why not -------------------------------------------------------------------------------------------
     def pack_refusal(self, conversion_id: int | None) -> str | None:
-        """One line saying why no gate can be packed or ingested for this conversion now, or None."""
+        """One line saying why no GPU pack can be made or ingested for this conversion now, or None."""
         if conversion_id is None:
             return "select a conversion first"
         if self.readonly:
@@ -84,7 +84,7 @@ class GpuCommands:
         if self.actions.running(conversion_id):
             return f"conversion {conversion_id} is running here; stop it (x) or wait for it to end"
         if conversion_id in self.packing:
-            return (f"a gate pack of #{conversion_id} is under way "
+            return (f"a GPU pack of #{conversion_id} is under way "
                     f"({self.packing[conversion_id].elapsed():.0f} s); wait for its result line")
         try:
             return service.gpu_busy(self.store, conversion_id)
@@ -108,8 +108,8 @@ class GpuCommands:
         from tileport.tui._ingest_path import PathScreen
 
         guess = service.likely_results(self.store, cid, [self.actions.repo])
-        self.push_screen(PathScreen(f"Ingest the results of a GPU gate run for #{cid}: the results.json that "
-                                    "`tileport gate run DIR` wrote on the GPU host (recorded only when it was "
+        self.push_screen(PathScreen(f"Ingest the results of a GPU run for #{cid}: the results.json that "
+                                    "`tileport gpu run DIR` wrote on the GPU host (recorded only when it was "
                                     "made for the conversion's current commit)", value=str(guess)),
                          lambda path: self._ingest_chosen(cid, path))
 
@@ -136,16 +136,16 @@ class GpuCommands:
         self._from_thread(self._set_pack_status, cid, Text(line, style="green"))
         self._from_thread(self.notify, done.text(), timeout=10)
 
-    # --- g: pack gate --------------------------------------------------------------------------------------
+    # --- g: GPU pack --------------------------------------------------------------------------------------
     def action_pack_port(self) -> None:
-        cid = self._pack_target("pack gate")
+        cid = self._pack_target("GPU pack")
         if cid is None:
             return
         pack = self.packing[cid] = Pack()
 
         def show() -> None:
             if self.packing.get(cid) is pack:
-                self._set_pack_status(cid, Text(f"packing a gate of #{cid} ({pack.elapsed():.0f} s): "
+                self._set_pack_status(cid, Text(f"packing the port of #{cid} ({pack.elapsed():.0f} s): "
                                                 f"{_one_line(pack.step, 160)}", style="yellow"))
 
         def progress(line: str) -> None:
@@ -154,7 +154,7 @@ class GpuCommands:
 
         timer = self.set_interval(1.0, show)
         show()
-        self.notify(f"pack gate #{cid}: building the cdylib in the background (minutes on a cold cargo cache); the "
+        self.notify(f"GPU pack #{cid}: building the cdylib in the background (minutes on a cold cargo cache); the "
                     "Performance tab (6) shows its progress", timeout=8)
 
         def job() -> None:
@@ -163,11 +163,11 @@ class GpuCommands:
                     packed = service.pack_port(self.actions.config, str(cid), root=self.actions.repo, log=progress)
             except service.BuildFailed as e:
                 first = f": {_one_line(e.errors[0], 160)}" if e.errors else ""
-                self._pack_ended(cid, timer, f"pack gate #{cid}: {e}{first}", ok=False)
+                self._pack_ended(cid, timer, f"GPU pack #{cid}: {e}{first}", ok=False)
             except UserError as e:
-                self._pack_ended(cid, timer, f"pack gate #{cid}: {_one_line(e)}", ok=False)
+                self._pack_ended(cid, timer, f"GPU pack #{cid}: {_one_line(e)}", ok=False)
             except Exception as e:  # noqa: BLE001 - a fault of ours: one line, not a traceback over the screen
-                self._pack_ended(cid, timer, f"pack gate #{cid} failed: {type(e).__name__}: {_one_line(e)}",
+                self._pack_ended(cid, timer, f"GPU pack #{cid} failed: {type(e).__name__}: {_one_line(e)}",
                                  ok=False)
             else:
                 self._pack_ended(cid, timer, f"{packed.text()}. Next, {packed.next_steps()} (or i here)", ok=True)

@@ -29,7 +29,7 @@ shows up live. Keys:
 | m | conversion | merge (only after every gate passed on this commit and it is approved) |
 | e | conversion | edit the worktree's kernel.rs in `$EDITOR` (not while a stage runs), then commit it as a human attempt and re-run B's gates on it (y), or commit only (c) |
 | 7, v | conversion | code: kernel.rs beside the Python op; v: branch diff, diff between attempts |
-| g | conversion | pack a gate for a GPU host (a cargo build); the Performance tab shows what to run there |
+| g | conversion | pack the port for a GPU host (a cargo build); the Performance tab shows what to run there |
 | i | conversion | ingest the results.json a GPU host wrote: stages D and E, for the current commit only |
 | o | conversion | open the worktree in `$SHELL` |
 | l | conversion | open the full log in `$PAGER` |

@@ -20,7 +20,7 @@ ACTIONS = (
 # called directly, not through run_action: a read-only dashboard then says why instead of doing nothing
 GPU_ACTIONS = (
     ("ingest", "Ingest results… (a GPU host's results.json for the selected conversion)"),
-    ("pack_port", "Pack gate: build the selected conversion's gate directory for a GPU host"),
+    ("pack_port", "GPU pack: build the selected conversion's pack directory for a GPU host"),
 )
 
 

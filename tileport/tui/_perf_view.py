@@ -1,5 +1,5 @@
 """The performance view: per-configuration ratio table and a plot against the gate, and the gate line: what `i`
-(ingest results…) and `g` (pack gate) did or are doing for this conversion (tileport.tui._gpu_actions)."""
+(ingest results…) and `g` (GPU pack) did or are doing for this conversion (tileport.tui._gpu_actions)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class PerfPanel(Vertical):
                 f"{_fmt(row.ratio, 3)}  flags {row.flags or '-'}\n{host}\n\n{samples}\n\nlaunch:\n"
                 f"{launch_text(row.launch)}")
 
-    PACK_HINT = "g: pack a gate for a GPU host   i: ingest the results.json it wrote"
+    PACK_HINT = "g: pack the port for a GPU host   i: ingest the results.json it wrote"
 
     def show_pack(self, text: Text | None) -> None:
         """The newest gate line (a pack's progress or result, an ingest), else the keys that make one."""

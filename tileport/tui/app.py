@@ -34,7 +34,7 @@ from tileport.tui.view import (STAGE_NAMES, changed_conversions, conversion_rows
 
 EVENTS_PER_TICK = 20_000  # events read per poll; more than that waits for the next tick
 READONLY_KEYS = {"s": "start", "x": "stop", "r": "rerun", "a": "approve", "j": "reject", "m": "merge", "e": "edit",
-                 "c": "convert", "i": "ingest", "g": "pack gate"}
+                 "c": "convert", "i": "ingest", "g": "GPU pack"}
 WRITE_ACTIONS = {"start", "stop", "rerun", "approve", "reject", "merge", "edit", "convert", "ingest", "pack_port"}
 
 

@@ -313,8 +313,8 @@ def next_step(rows: list[ConversionRow], targets: list[str], gpu_detail: str | N
         else "no GPU here"
     seen = f" (doctor: {gpu_detail})" if gpu_detail else ""
     return (f"next step: all {len(blocked)} conversions stopped BLOCKED(env) at {blocked[0].stage or 'D'}: {where}; "
-            f"they need {gpus}{seen}. On a GPU host: `tileport gate pack {first}`{others}, copy the gate directory there, "
-            f"`tileport gate run DIR`, then `tileport gate ingest DIR/results.json` here; or set "
+            f"they need {gpus}{seen}. On a GPU host: `tileport gpu pack {first}`{others}, copy the pack directory there, "
+            f"`tileport gpu run DIR`, then `tileport gpu ingest DIR/results.json` here; or set "
             f"[gpu] command_prefix in tileport.toml (e.g. \"ssh gpu-host\") and rerun stage D (r, then D).")
 
 

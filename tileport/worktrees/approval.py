@@ -116,7 +116,7 @@ def _approval_refusal(conversion_id: int, head: str, gates: list[GateRecord], de
     if decision is Decision.OVERRIDE:
         hint = f"name every open gate in --override ({' '.join(sorted({*overrides, *(gr.name for gr in open_)}))})"
     elif any(gr.status in (GateStatus.STALE, GateStatus.MISSING, GateStatus.UNSATISFIED) for gr in open_):
-        hint = f"run the gates on {head[:10]} (`tileport run --resume {conversion_id}`, `tileport gate`)"
+        hint = f"run the gates on {head[:10]} (`tileport run --resume {conversion_id}`, `tileport gpu`)"
         if not config.approval.allow_override:
             hint += "; overrides are off ([approval] allow_override)"
         elif not reason:

@@ -60,7 +60,7 @@ def _ignore_state_dir(repo_root: Path) -> None:
         gi.write_text("# tileport's store and conversion worktrees: never part of the project\n*\n", encoding="utf-8")
 
 
-BUILD_DIR = ".tileport-build"  # the stages' generated crates and gate dirs inside a worktree (pipeline/context.py)
+BUILD_DIR = ".tileport-build"  # the stages' generated crates and pack dirs inside a worktree (pipeline/context.py)
 
 
 def _ignore_build_dir(worktree: Path) -> None:
@@ -71,7 +71,7 @@ def _ignore_build_dir(worktree: Path) -> None:
     d.mkdir(exist_ok=True)
     gi = d / ".gitignore"
     if not gi.exists():
-        gi.write_text("# tileport's generated crates and gate dirs: never part of the project\n*\n", encoding="utf-8")
+        gi.write_text("# tileport's generated crates and pack dirs: never part of the project\n*\n", encoding="utf-8")
 
 
 def check_repo(repo_dir: str | Path) -> BaseRef:

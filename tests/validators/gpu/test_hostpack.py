@@ -402,7 +402,7 @@ def test_prefix_mode_copies_runs_and_fetches_back_through_a_loopback_prefix(va_g
 
 def test_bad_gate_dir_and_missing_results_are_one_line_errors(tmp_path):
     r = run_cli("gate", "run", str(tmp_path))
-    assert r.returncode == 2 and "not a gate directory" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "not a pack directory" in r.stderr and "Traceback" not in r.stderr
     r = run_cli("gate", "ingest", str(tmp_path / "results.json"))
     assert r.returncode == 2 and "no results file" in r.stderr
 

@@ -46,7 +46,7 @@ def test_d_names_the_missing_gpu_before_building_anything(tmp_path, monkeypatch)
     r = host_correctness.run(_ctx(tmp_path, logs))
     assert (r.verdict, r.fail_class.value) == ("BLOCKED", "env")
     assert r.summary.startswith("blocked: no GPU on this machine")  # the GPU first, not "pip install torch"
-    assert "tileport gate pack 7" in r.summary and "command_prefix" in r.summary
+    assert "tileport gpu pack 7" in r.summary and "command_prefix" in r.summary
     assert not (tmp_path / "wt").exists()  # nothing built or packed
     assert logs and "blocked before building" in logs[0]
 
@@ -56,7 +56,7 @@ def test_preflight_order_and_remote_prefix(tmp_path):
     assert preflight.missing(cfg, gpu=False).startswith("no GPU")
     # with a GPU: the interpreter's torch / cuda.tile, then tileiras, each with the remote way
     why = preflight.missing(cfg, gpu=True, tileiras=tmp_path / "no-tileiras")
-    assert why and not why.startswith("no GPU") and "tileport gate pack ID" in why
+    assert why and not why.startswith("no GPU") and "tileport gpu pack ID" in why
     assert why.split(":")[0] in ("torch", "cuda.tile", "tileiras")
     # a command_prefix runs the gate elsewhere: nothing here is required
     remote = cfg.model_copy(update={"gpu": cfg.gpu.model_copy(update={"command_prefix": "ssh gpu-box"})})

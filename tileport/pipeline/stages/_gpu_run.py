@@ -1,5 +1,5 @@
-"""Stages D and E alike: run a GPU gate of `tileport.validators.gpu` on the conversion's crate under the GPU limit
-and turn its report into the stage's result. Without a GPU the gate itself reports BLOCKED(env) naming what is
+"""Stages D and E alike: run `tileport.validators.gpu` (a GPU run) on the conversion's crate under the GPU limit
+and turn its report into the stage's result. Without a GPU the GPU run itself reports BLOCKED(env) naming what is
 missing: never a pass."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def env_blocked(missing: str, *, stage: Stage, **fields: Any) -> StageResult:
 
 
 def _packed_for_elsewhere(ctx, missing: str) -> tuple[str, dict]:
-    """No GPU here and the op has its own tests: pack its gate (the cdylib, the op's project and tests) for a GPU
+    """No GPU here and the op has its own tests: pack it (the cdylib, the op's project and tests) for a GPU
     host, and say where, in the BLOCKED(env) line. An op without tests keeps the one-line hint (nothing built)."""
     from tileport.errors import EnvironmentBlocked, UserError
     from tileport.validators.gpu.carry import has_sources
@@ -41,24 +41,25 @@ def _packed_for_elsewhere(ctx, missing: str) -> tuple[str, dict]:
     from tileport.validators.gpu import pack_crate
 
     gpu = missing.split(";", 1)[0]
-    ctx.log(f"#{ctx.conversion_id} {ctx.op} D: {gpu}; packing the gate for a GPU host (the port's cdylib, the op's "
+    ctx.log(f"#{ctx.conversion_id} {ctx.op} D: {gpu}; packing the port for a GPU host (the port's cdylib, the op's "
             f"project and tests)")
     try:
         head = ctx.worktree.head()
-    except Exception:  # noqa: BLE001 - a worktree without a commit: the gate names none
+    except Exception:  # noqa: BLE001 - a worktree without a commit: the pack names none
         head = None
     try:
         with ctx.limits.cargo:
             dest, built = pack_crate(ctx.paths.crate, analysis, spec, ctx.config, commit=head,
                                      conversion_id=ctx.conversion_id)
     except (EnvironmentBlocked, UserError) as e:
-        return f"{gpu}; the gate could not be packed: {e}", {}
+        return f"{gpu}; the port could not be packed: {e}", {}
     if not built.ok:
-        return f"{gpu}; the gate could not be packed: the port's cdylib did not build ({'; '.join(built.errors[:2])})", \
+        return f"{gpu}; the port could not be packed: the port's cdylib did not build ({'; '.join(built.errors[:2])})", \
             {"commands": list(built.commands)}
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
-    line = (f"{gpu}; gate packed at {dest} ({size / 1e6:.1f} MB): copy it to a GPU host, run `tileport gate run "
-            f"DIR` there (or `python DIR/runner.py DIR`), then `tileport gate ingest DIR/results.json` here")
+    line = (f"{gpu}; packed for a GPU host at {dest} ({size / 1e6:.1f} MB): copy it to a GPU host, run "
+            f"`tileport gpu run DIR` there (or `python DIR/runner.py DIR`), then `tileport gpu ingest "
+            f"DIR/results.json` here")
     ctx.log(f"#{ctx.conversion_id} {ctx.op} D: {line}")
     return line, {"commands": list(built.commands)}
 

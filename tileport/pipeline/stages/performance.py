@@ -1,6 +1,6 @@
 """Stage E, Performance: device time of port vs reference per configuration (after correctness passed).
 DONE when every configuration was measured, geomean(port / reference) <= [perf] geomean_max and no timed
-configuration is above [perf] config_max; else INVESTIGATE; BLOCKED(env) without a GPU. `tileport gate ingest`
+configuration is above [perf] config_max; else INVESTIGATE; BLOCKED(env) without a GPU. `tileport gpu ingest`
 records E through the same rule."""
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ Interface for the stage modules (tileport/pipeline/stages/), which turn these in
 
 `analysis` is stage A's Analysis (object, dict or analysis.json path; its source path, dtypes, shapes,
 tolerances are used); `spec` a DumpSpec or None (the crate's own); `config` a tileport Config. Both functions
-build the cdylib, pack a gate directory under the crate (`<crate>-gate`), and run it here or through
+build the cdylib, pack a pack directory under the crate (`<crate>-gate`), and run it here or through
 `[gpu] command_prefix`; `performance` re-runs correctness on the timed calls. Nothing here imports torch.
 """
 
@@ -40,7 +40,7 @@ __all__ = ["host_and_correctness", "performance", "Case", "CorrectnessReport", "
 
 def pack_crate(crate_dir: str | Path, analysis: Any, spec: Any, config: Any, *, commit: str | None = None,
                conversion_id: int | None = None):
-    """Build the crate's cdylib and pack its gate beside the crate (`<crate>-gate`); returns (gate dir, build
+    """Build the crate's cdylib and pack its gate beside the crate (`<crate>-gate`); returns (pack dir, build
     result) or raises EnvironmentBlocked / UserError (a refusal naming what is missing)."""
     from tileport.validators.gpu import hostpack
     from tileport.validators.rust.build import BuildOptions

@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     import json
 
     ap = argparse.ArgumentParser(description="diff the bytecode each side's JIT compiled per timed configuration")
-    ap.add_argument("results", nargs="+", help="results.json files of `tileport gate run`")
+    ap.add_argument("results", nargs="+", help="results.json files of `tileport gpu run`")
     ap.add_argument("--write", action="store_true", help="keep each row's ir_diff in its results file")
     ap.add_argument("--target", default=None, help="GPU target the hints are judged for (default: the run's)")
     ap.add_argument("--tileirdisasm", default=None,

@@ -137,7 +137,7 @@ def build_cdylib(layout: CrateLayout, dtypes: list[str], opts: BuildOptions | No
 
 
 def pack_library(so: Path, dest: Path, strip: str | None = None) -> Path:
-    """Copy the .so into a gate directory, stripped of debug info when `strip` (a strip binary) is given, and
+    """Copy the .so into a pack directory, stripped of debug info when `strip` (a strip binary) is given, and
     xz-compressed (a debug cutile .so is ~90 MB, stripped ~19 MB, compressed ~3.5 MB)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.parent / (dest.name + ".tmp.so")

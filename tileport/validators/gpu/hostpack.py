@@ -1,6 +1,6 @@
 """Gate directories: pack a port for a GPU host, run it there (in a child process with a time limit), ingest.
 
-A gate directory is self-contained: `gate.json` (conversion, commit, op, dtypes, shapes, tolerances, perf
+A pack directory is self-contained: `gate.json` (conversion, commit, op, dtypes, shapes, tolerances, perf
 settings, bindings), `op/<op>.py` (the cuTile Python reference op), `lib/libport.so.xz` (the port's cdylib,
 stripped and compressed), `runner.py` and `tp_correctness.py` (stdlib + torch + cuda.tile only). Running it
 writes `results.json` beside them.
@@ -41,7 +41,7 @@ LIB_PATH = "lib/libport.so.xz"
 
 @dataclass
 class OpInfo:
-    """What the gate needs of stage A: the op source, dtypes, shapes and tolerances; for an op with tests, what to
+    """What the pack needs of stage A: the op source, dtypes, shapes and tolerances; for an op with tests, what to
     carry for them and the captured configurations."""
 
     op: str
@@ -154,7 +154,7 @@ def tests_part(op: OpInfo, bindings: dict, stage: Path, test_timeout_s: float) -
 def pack(layout: CrateLayout, op: OpInfo, dest: Path, *, commit: str | None, conversion_id: int | None,
          perf: dict, strip: str | None = None, build_opts=None,
          test_timeout_s: float = 300.0) -> tuple[Path, "CdylibResult"]:
-    """Build the cdylib and write a gate directory at dest (replaced atomically)."""
+    """Build the cdylib and write a pack directory at dest (replaced atomically)."""
     from tileport.validators.gpu.cdylib import CdylibResult  # noqa: F401
 
     built = build_cdylib(layout, op.dtypes, build_opts)
@@ -186,7 +186,7 @@ def pack(layout: CrateLayout, op: OpInfo, dest: Path, *, commit: str | None, con
 def read_manifest(pack_dir: Path) -> dict:
     f = Path(pack_dir) / MANIFEST_FILE
     if not f.is_file():
-        raise UserError(f"{pack_dir} is not a gate directory (no {MANIFEST_FILE}); make one with `tileport gate pack`")
+        raise UserError(f"{pack_dir} is not a pack directory (no {MANIFEST_FILE}); make one with `tileport gpu pack`")
     return _json_file(f, "pack it again")
 
 
@@ -206,13 +206,13 @@ def runner_env(base: dict | None = None) -> dict[str, str]:
 
 def run_local(pack_dir: Path, *, timeout: float, python: str | None = None, perf: bool = True,
               project: str | None = None) -> tuple[dict, CommandResult]:
-    """Run the gate here in a child process: a crash or a hang fails this conversion only. `project`: the op's
+    """Run the pack here in a child process: a crash or a hang fails this conversion only. `project`: the op's
     project checked out here, instead of the pack's copy."""
     pack_dir = Path(pack_dir).resolve()
     manifest = read_manifest(pack_dir)
     if project is not None:
         if not manifest.get("tests"):
-            raise UserError(f"{pack_dir}: --project is for a gate of an op with tests; this one has none")
+            raise UserError(f"{pack_dir}: --project is for a pack of an op with tests; this one has none")
         if not Path(project).is_dir():
             raise UserError(f"--project {project}: no such directory; pass the op's project checked out here")
         project = str(Path(project).resolve())
@@ -242,7 +242,7 @@ def run_remote(pack_dir: Path, prefix: str, *, remote_dir: str, timeout: float, 
                                       f"tar -C {shlex.quote(remote_dir)} -xf -")], timeout=600)
     cmds.append(copy)
     if not copy.ok:
-        return {"env_missing": f"copying the gate to the GPU host failed (rc {copy.returncode}): "
+        return {"env_missing": f"copying the pack to the GPU host failed (rc {copy.returncode}): "
                                f"{copy.stderr.strip()[:300]}; check [gpu] command_prefix"}, cmds
     remote = (f"cd {shlex.quote(rdir)} && unset CUDA_HOME CUDA_PATH && "
               f"{shlex.quote(python)} runner.py . {'' if perf else '--no-perf'}"
@@ -285,12 +285,12 @@ def load_results(path: Path) -> dict:
     if p.is_dir():
         p = p / RESULTS_FILE
     if not p.is_file():
-        raise UserError(f"{p}: no results file; run `tileport gate run DIR` on the GPU host first")
-    return _json_file(p, "run the gate again")
+        raise UserError(f"{p}: no results file; run `tileport gpu run DIR` on the GPU host first")
+    return _json_file(p, "run the pack again")
 
 
 def _json_file(path: Path, redo: str) -> dict:
-    """A gate's JSON file, or one line naming it and what to do when it is not valid JSON."""
+    """A pack's JSON file, or one line naming it and what to do when it is not valid JSON."""
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError as e:

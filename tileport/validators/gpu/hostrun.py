@@ -1,6 +1,6 @@
 """The GPU runner: judges one packed port against its cuTile Python reference on the GPU host.
 
-It travels inside a gate directory (`tileport gate pack`) and imports only the standard library, torch and
+It travels inside a pack directory (`tileport gpu pack`) and imports only the standard library, torch and
 cuda.tile, plus `tp_correctness.py` packed beside it (a copy of `tileport.validators.correctness`: the same
 NaN poisoning, comparison and fake-pass guards). No pydantic, no tileport.
 

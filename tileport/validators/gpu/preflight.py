@@ -1,9 +1,9 @@
-"""What a local GPU gate run needs, checked before anything is built (milliseconds, nothing imported).
+"""What a local GPU run needs, checked before anything is built (milliseconds, nothing imported).
 
 Stages D and E run the port on a GPU: here when `[gpu] command_prefix` is empty, else on the host behind the
 prefix (which this check cannot see, so it passes). Here they need, in this order: an NVIDIA GPU with its
-driver, then torch and cuda.tile importable by the interpreter that runs the gate, then tileiras. The first
-missing part is named with its fix, and `tileport gate pack ID` as the way to run the gate on another machine,
+driver, then torch and cuda.tile importable by the interpreter that runs the pack, then tileiras. The first
+missing part is named with its fix, and `tileport gpu pack ID` as the way to run it on another machine,
 so a CPU-only machine answers BLOCKED(env) at once instead of after a cdylib build of minutes.
 """
 
@@ -37,13 +37,13 @@ def _importable(name: str) -> bool:
 
 def missing(config, *, conversion_id: int | None = None, tileiras: str | os.PathLike | None = None,
             python: str | None = None, gpu: bool | None = None) -> str | None:
-    """None when a local gate run can start (or it runs through a command_prefix), else one line: the first
-    missing part, its fix and the remote way. `python` is the gate's interpreter (default: this one, as
+    """None when a local GPU run can start (or it runs through a command_prefix), else one line: the first
+    missing part, its fix and the remote way. `python` is the GPU run's interpreter (default: this one, as
     hostpack.run_local uses); only the current interpreter is probed without starting a child."""
     if config is not None and config.gpu.command_prefix:
         return None
-    remote = (f"to run it on a GPU host: `tileport gate pack {conversion_id if conversion_id is not None else 'ID'}`"
-              f", copy the directory there and `tileport gate run DIR`, then `tileport gate ingest`; or set "
+    remote = (f"to run it on a GPU host: `tileport gpu pack {conversion_id if conversion_id is not None else 'ID'}`"
+              f", copy the directory there and `tileport gpu run DIR`, then `tileport gpu ingest`; or set "
               f"[gpu] command_prefix (e.g. \"ssh gpu-box\")")
     if not (gpu_present() if gpu is None else gpu):
         return f"no GPU on this machine (no NVIDIA device or driver found); {remote}"

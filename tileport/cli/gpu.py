@@ -1,6 +1,7 @@
-"""`tileport gate pack ID|DIR`, `gate run DIR`, `gate ingest results.json`: stages D and E on a GPU elsewhere.
+"""`tileport gpu pack ID|DIR`, `gpu run DIR`, `gpu ingest results.json`: stages D and E on a GPU elsewhere
+(`tileport gate ...`, the verb's former name, still works).
 
-pack builds the port's cdylib and writes a self-contained gate directory (cdylib, the reference op, inputs spec,
+pack builds the port's cdylib and writes a self-contained pack directory (cdylib, the reference op, inputs spec,
 a runner that needs only Python, torch and cuda.tile); run executes it on the GPU host in a child process with
 a time limit and writes results.json; ingest records the results in the store — only when they were made for
 the conversion's current head commit.
@@ -15,16 +16,19 @@ from tileport.cli._common import config_from
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("gate", help="stages D and E: pack a port for a GPU host, run it there, ingest the results",
-                       description="Correctness and performance of a port against its cuTile Python reference on a GPU.")
-    gs = p.add_subparsers(dest="gate_command", metavar="STEP")
-    pk = gs.add_parser("pack", help="build the port's cdylib and write a gate directory")
+    p = sub.add_parser("gpu", aliases=["gate"],
+                       help="stages D and E on a GPU host: pack a port, run the pack there, ingest its results",
+                       description="Correctness and performance of a port against its cuTile Python reference on a "
+                                   "GPU: pack the port for a GPU host, run the pack there (a GPU run), ingest its "
+                                   "results.json. `tileport gate` is the same verb under its former name.")
+    gs = p.add_subparsers(dest="gpu_command", metavar="STEP")
+    pk = gs.add_parser("pack", help="build the port's cdylib and write a pack directory for a GPU host")
     pk.add_argument("target", help="a conversion ID from the store, or a port dir (kernel.rs + spec.json) / crate dir")
     pk.add_argument("--op", help="the cuTile Python op file (default: the conversion's op, or examples/<dir name>.py)")
-    pk.add_argument("--out", help="gate directory to write (default: gates/<op>)")
-    pk.add_argument("--commit", help="commit the gate is for (default: the conversion's head commit)")
+    pk.add_argument("--out", help="pack directory to write (default: gates/<op>)")
+    pk.add_argument("--commit", help="commit the pack is for (default: the conversion's head commit)")
     pk.set_defaults(func=run_pack)
-    rn = gs.add_parser("run", help="run a gate directory on this (GPU) host; writes DIR/results.json")
+    rn = gs.add_parser("run", help="a GPU run: run a pack directory on this (GPU) host; writes DIR/results.json")
     rn.add_argument("dir")
     rn.add_argument("--no-perf", action="store_true", help="correctness only (stage D)")
     rn.add_argument("--timeout", type=float, help="seconds for the whole run (default [gpu] timeout_s)")
@@ -80,7 +84,7 @@ def run_run(args: argparse.Namespace) -> int:
     gm = perf.geomean_measured
     print(corr.summary() + (f"; geomean port/ref {gm:.3f} ({perf.band})" if gm else "")
           + ("" if perf.complete or not perf.rows else "; INCOMPLETE: a configuration was not measured or the L2 "
-             "flush was not verified (the gate fails)")
+             "flush was not verified (stage E fails)")
           + f"; results in {ran.results_file}")
     return 0 if corr.all_pass else 1
 
