@@ -145,3 +145,23 @@ def test_four_conversions_at_once_keep_the_store_and_git_consistent(repo):
         op = Path(r.op_path).stem
         commits = [c for c in git.Repo(repo).iter_commits(f"main..{r.branch}")]
         assert len(commits) == len(END) and all(f"({op} #{r.id})" in c.message for c in commits)
+
+
+def test_a_repair_beyond_the_cap_says_so_in_the_run_log(repo):
+    """A's validator failed (FAIL_FIXABLE routes to the same stage once): the log line of that second attempt reads
+    "A attempt 2/1 (repair)", not an attempt over its cap with no reason."""
+    from tileport.records import Stage, StageResult, utcnow
+
+    def stage_a(ctx):  # NAMED FAKE: stage A whose first output fails its validator, then passes
+        verdict = "FAIL_FIXABLE" if ctx.attempt == 1 else "PASS"
+        return StageResult(stage=Stage.ANALYZE, verdict=verdict, started_at=utcnow(), finished_at=utcnow(),
+                           summary=f"fake A {verdict}")
+
+    lines: list[str] = []
+    runner = service.runner(Config(), repo=repo, model="none", stages={**FAKE_STAGES, "A": stage_a},
+                            out=lines.append)
+    cid = service.start(runner, [repo / "op.py"], repo=repo)[0]
+    runner.drive(cid)
+    assert [(s, a, v) for s, a, v, _ in _runs(repo, cid)][:2] == [("A", 1, "FAIL_FIXABLE"), ("A", 2, "PASS")]
+    assert any(" A attempt 1/1: FAIL_FIXABLE" in ln for ln in lines), lines
+    assert any(" A attempt 2/1 (repair): PASS" in ln for ln in lines), lines

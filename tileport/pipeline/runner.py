@@ -106,6 +106,12 @@ class EditJudged:
 Printer = Callable[[str], None]
 
 
+def _attempt(ctx) -> str:
+    """The attempt as the log shows it: "2/3"; a repair by the same stage (at most once, beyond the cap) says so:
+    "2/1 (repair)"."""
+    return f"{ctx.attempt}/{ctx.cap}" + (" (repair)" if ctx.repair else "")
+
+
 @dataclass
 class ConversionRunner:
     config: Config
@@ -343,7 +349,7 @@ class ConversionRunner:
         self._at("started", stage, ctx.attempt)
         t1 = time.perf_counter()
         scope = scope or ToolScope()
-        control.new_live(control.run_files(wt.path), f"stage {stage} attempt {ctx.attempt}/{ctx.cap} started")
+        control.new_live(control.run_files(wt.path), f"stage {stage} attempt {_attempt(ctx)} started")
         scope.close()  # its next line opens the new live file
         try:
             with tool_scope(scope):
@@ -395,7 +401,7 @@ class ConversionRunner:
         nxt = f"-> {action.stage}" if action.stage else f"STOP {action.stop}"
         tokens = result.tokens.prompt_tokens + result.tokens.completion_tokens
         tok = f", {tokens} tokens" if tokens else ""
-        self.say(f"#{ctx.conversion_id} {ctx.op} {stage} attempt {ctx.attempt}/{ctx.cap}: {result.verdict}{fc} "
+        self.say(f"#{ctx.conversion_id} {ctx.op} {stage} attempt {_attempt(ctx)}: {result.verdict}{fc} "
                  f"[{secs:.1f} s{tok}] {result.summary[:160]}  {nxt}"
                  + (f" ({action.reason})" if action.stop else ""))
 
