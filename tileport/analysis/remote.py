@@ -19,7 +19,7 @@ from typing import Any
 
 import tileport
 from tileport.analysis.testfind import SKIP_PARTS, search_roots
-from tileport.exec.proc import CommandResult, run_command
+from tileport.exec.proc import CommandResult, run_command, send_tree
 
 MAX_PROJECT_BYTES = 256 << 20  # the op's project sent to the GPU host
 EXCLUDE = sorted(SKIP_PARTS | {".tileport", ".tileport-build", "out", ".pytest_cache", ".mypy_cache"})
@@ -47,11 +47,7 @@ def _size(root: Path) -> int:
 
 
 def _send(src: Path, prefix: list[str], dest: str, *, files: list[str] | None = None) -> CommandResult:
-    excludes = " ".join(f"--exclude={shlex.quote(e)}" for e in EXCLUDE)
-    what = " ".join(shlex.quote(f) for f in files) if files else "."
-    remote = f"rm -rf {shlex.quote(dest)} && mkdir -p {shlex.quote(dest)} && tar -C {shlex.quote(dest)} -xf -"
-    return run_command(["sh", "-c", f"tar -C {shlex.quote(str(src))} {excludes} -cf - {what} | "
-                        f"{' '.join(shlex.quote(p) for p in prefix)} {shlex.quote(remote)}"], timeout=600)
+    return send_tree(src, files or ["."], prefix, dest, replace=dest, excludes=EXCLUDE)
 
 
 def host_capture(op: Path, tests: list[Path], *, prefix: str, remote_dir: str, python: str, dtypes: list[str],

@@ -289,3 +289,16 @@ def run_command(
         truncated=t1 or t2,
         cwd=str(Path(cwd)) if cwd else None,
     )
+
+
+def send_tree(src: Path, names: Sequence[str], prefix: Sequence[str], dest: str, *, replace: str,
+              excludes: Sequence[str] = (), timeout: float = 600) -> CommandResult:
+    """Copy `names` under `src` to `dest` on the host behind `prefix` (e.g. "ssh gpu-box"), as one recorded command:
+    `tar -C SRC -cf - NAMES | PREFIX 'rm -rf REPLACE && mkdir -p DEST && tar -C DEST -xf -'`."""
+    import shlex
+
+    q = shlex.quote
+    skip = " ".join(f"--exclude={q(e)}" for e in excludes)
+    there = f"rm -rf {q(replace)} && mkdir -p {q(dest)} && tar -C {q(dest)} -xf -"
+    return run_command(["sh", "-c", f"tar -C {q(str(src))} {skip} -cf - {' '.join(q(n) for n in names)} | "
+                        f"{' '.join(q(p) for p in prefix)} {q(there)}"], timeout=timeout)

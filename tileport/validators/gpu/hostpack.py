@@ -26,7 +26,7 @@ from typing import Any
 
 from tileport import __version__
 from tileport.errors import UserError
-from tileport.exec.proc import CommandResult, run_command
+from tileport.exec.proc import CommandResult, run_command, send_tree
 from tileport.records import ArtifactRecord
 from tileport.validators import correctness as corr
 from tileport.validators.gpu import hostrun
@@ -235,11 +235,8 @@ def run_remote(pack_dir: Path, prefix: str, *, remote_dir: str, timeout: float, 
     pre = shlex.split(prefix)
     rdir = f"{remote_dir.rstrip('/')}/{pack_dir.name}"
     cmds = []
-    skip = f"--exclude {RESULTS_FILE}" + (f" --exclude {shlex.quote(pack_dir.name + '/' + PROJECT_DIR)}" if checkout else "")
-    copy = run_command(["sh", "-c", f"tar -C {shlex.quote(str(pack_dir.parent))} -cf - {skip} "
-                        f"{shlex.quote(pack_dir.name)} | {' '.join(shlex.quote(p) for p in pre)} "
-                        + shlex.quote(f"rm -rf {shlex.quote(rdir)} && mkdir -p {shlex.quote(remote_dir)} && "
-                                      f"tar -C {shlex.quote(remote_dir)} -xf -")], timeout=600)
+    skip = [RESULTS_FILE] + ([f"{pack_dir.name}/{PROJECT_DIR}"] if checkout else [])
+    copy = send_tree(pack_dir.parent, [pack_dir.name], pre, remote_dir, replace=rdir, excludes=skip)
     cmds.append(copy)
     if not copy.ok:
         return {"env_missing": f"copying the pack to the GPU host failed (rc {copy.returncode}): "
