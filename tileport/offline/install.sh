@@ -39,6 +39,24 @@ dest=$(cd "$dest" && pwd)
 tar -xzf "$bundle/src/tileport-src.tar.gz" -C "$dest" --strip-components=1 --no-same-owner
 touch "$dest/.tileport-offline-install"
 
+# 4 and 5 unpack while pip installs (3): tar and pip each keep a CPU busy
+# 4. the cutile crates: vendored sources + the cargo config tileport passes to every build (no network)
+# 5. Rust: the packing machine's toolchain (cargo, rustc, std), which tileport's builds use from here
+rust=$(ls "$bundle"/rust/rust-*.tar.gz 2>/dev/null | head -n1 || true)
+unpack_log=$(mktemp)
+trap 'wait; rm -f "$unpack_log"' EXIT  # a refusal below still lets the unpacking end before install.sh does
+(
+  set -euo pipefail
+  rm -rf "$dest/.offline/cargo" "$dest/.offline/rust"
+  mkdir -p "$dest/.offline/cargo"
+  tar -xzf "$bundle/cargo/vendor.tar.gz" -C "$dest/.offline/cargo" --no-same-owner
+  if [[ -n $rust ]]; then
+    mkdir -p "$dest/.offline/rust"
+    tar -xzf "$rust" -C "$dest/.offline/rust" --strip-components=1 --no-same-owner
+  fi
+) >"$unpack_log" 2>&1 &
+unpack=$!
+
 # 3. the venv, from the wheelhouse only (no index, no pip config from this machine)
 offline_pip() {
   env -u PIP_FIND_LINKS -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null PIP_NO_INDEX=1 \
@@ -50,17 +68,8 @@ PYTHONWARNINGS=ignore offline_pip install -q --no-build-isolation -e "$dest[dev]
   die "pip could not install tileport from $bundle/wheels (see above); is this the bundle's platform ($(uname -m))?"
 touch "$dest/.venv/.tileport-setup"
 
-# 4. the cutile crates: vendored sources + the cargo config tileport passes to every build (no network)
-rm -rf "$dest/.offline/cargo"
-mkdir -p "$dest/.offline/cargo"
-tar -xzf "$bundle/cargo/vendor.tar.gz" -C "$dest/.offline/cargo" --no-same-owner
-
-# 5. Rust: the packing machine's toolchain (cargo, rustc, std), which tileport's builds use from here
-rm -rf "$dest/.offline/rust"
-rust=$(ls "$bundle"/rust/rust-*.tar.gz 2>/dev/null | head -n1 || true)
+wait "$unpack" || die "unpacking the vendored crates or the bundled Rust into $dest/.offline failed: $(tail -n 3 "$unpack_log" | tr '\n' ' ')"
 if [[ -n $rust ]]; then
-  mkdir -p "$dest/.offline/rust"
-  tar -xzf "$rust" -C "$dest/.offline/rust" --strip-components=1 --no-same-owner
   "$dest/.offline/rust/bin/rustc" -V >/dev/null 2>&1 ||
     die "the bundled Rust ($rust) does not run on this machine ($(uname -m)); pack with --no-rust and bring Rust >= 1.89"
   command -v cc >/dev/null ||
