@@ -460,6 +460,37 @@ def test_a_rank4_output_is_a_shared_tensor_written_through_an_unsafe_partition(a
     assert out.output and out.shared_output and out.partition is None
 
 
+RANK4_FIRST_USE_OP = textwrap.dedent('''
+    import cuda.tile as ct
+
+    @ct.kernel
+    def bump4_kernel(out, TILE_S: ct.Constant[int], D: ct.Constant[int]):
+        b = ct.bid(0)
+        n = ct.num_tiles(out, axis=2, shape=(1, 1, TILE_S, D))
+        for s in range(n):
+            t = ct.load(out, index=(b, 0, s, 0), shape=(1, 1, TILE_S, D))
+            ct.store(out, index=(b, 0, s, 0), tile=t + t)
+
+    def bump4(out):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (2, 1, 1), bump4_kernel, (out, 32, 64))
+    ''')
+
+
+def test_a_rank4_output_counted_and_loaded_before_its_store_has_only_the_unsafe_partition(analyses, tmp_path):
+    # the first use of the output is a num_tiles, then a load: every view of it is the unsafe PartitionMut of the
+    # `&Tensor` (a safe `partition_mut` of a `&Tensor` does not borrow-check)
+    op = tmp_path / "bump4.py"
+    op.write_text(RANK4_FIRST_USE_OP, encoding="utf-8")
+    d = draft_port(analyses("bump4", op))
+    assert d.holes == []
+    assert "out: &Tensor<E, { [-1, -1, -1, -1] }>," in d.kernel_rs and ".partition_mut(" not in d.kernel_rs
+    assert d.kernel_rs.count("make_partition_view_mut(out, shape![1, 1, TILE_S, D]") == 1
+    assert "num_tiles(&out_tiles, 2i32)" in d.kernel_rs and "load_view_tko_mut(&out_tiles" in d.kernel_rs
+    out = next(p for p in d.host_contract.entries[0].params if p.name == "out")
+    assert out.output and out.shared_output
+
+
 SHAPE_SLICE_OP = textwrap.dedent('''
     import cuda.tile as ct
 

@@ -70,7 +70,7 @@ class BodyTranslator(MemoryOps, CallOps):
         self.name_prefix = ""  # set while a helper function is inlined: its locals get their own names
         self.inline_depth = 0
         self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype
-        self.unsafe_outputs: set[str] = set()  # rank > 3 outputs: `&Tensor` written through an unsafe PartitionMut
+        self.shared_outputs: set[str] = set()  # rank > 3 outputs: `&Tensor` written through an unsafe PartitionMut
         self.fold_requests: set[str] = set()
         self.local_defs: dict[str, set[str]] = {}  # local name -> the names its assignments read (see request_fold)  # int constants a tile extent computes with: fold them per entry
         self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)

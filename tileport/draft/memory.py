@@ -145,11 +145,6 @@ class MemoryOps:
         """The hoisted partition of `arr` with this tile shape, padding and dim order (created once)."""
         if len(shape) != arr.ndim:
             raise Unsupported("a tile shape whose rank differs from the array's", node)
-        if mutable and len(shape) > 3:
-            # cutile-compiler 0.5.0 kernel_entry_generator.rs:133-138 refuses a `&mut Tensor` parameter of rank > 3
-            # ("Unable to partition tensors with rank > 3"); the output is taken as `&Tensor` and written through
-            # an unsafe PartitionMut of it (make_partition_view_mut), the view cuTile Python stores through
-            self.unsafe_outputs.add(arr.name)
         if mutable and not arr.mutable:
             raise Unsupported("a store into an array that is also loaded", node)
         if arr.mutable and not mutable:
@@ -166,7 +161,7 @@ class MemoryOps:
         self.prologue.view_names.add(name)
         ty = f"<{arr.dtype}, {{ [{', '.join(shape)}] }}>"
         ref = f"&{arr.name}" if arr.in_body else arr.name  # a sliced view is a Tensor value, parameters references
-        if mutable and arr.name in self.unsafe_outputs:
+        if mutable and arr.name in self.shared_outputs:  # a `&Tensor` output (rank > 3)
             line = (f"let mut {name}: PartitionMut{ty} = unsafe {{ make_partition_view_mut({arr.name}, "
                     f"{shape_macro(shape)}, padding::None, {arr.name}.token()) }};")
         elif mutable:
