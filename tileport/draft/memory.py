@@ -238,13 +238,14 @@ class MemoryOps:
         bounds: list[str] = []
         strides = self.stride_constants.get(arr.name, [None] * arr.ndim)
         for k, v in enumerate(idx):
-            if v.kind == "tile":
-                src, src_shape = v.expr, v.shape
+            if v.kind == "py":  # a literal index: cuTile makes it an i64 constant of the access shape, no extension
+                bits = v.value % (1 << 64)  # a negative index: the same bits as its i64 (out of bounds unsigned)
+                eb = self.hoist(f"{p}_i{k}", tile_type("u64", shape), f"constant({bits}u64, {shape_macro(shape)})")
             else:
-                lit = f"{v.value}i32" if v.kind == "py" else v.expr
-                src, src_shape = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({lit})"), ()
-            e = self.hoist(f"{p}_i{k}", f"Tile<u64, {{ [{', '.join(src_shape)}] }}>", f"exti({src})")
-            eb = self.to_tile(Val("tile", e, "u64", src_shape), "u64", shape, node)
+                src, src_shape = (v.expr, v.shape) if v.kind == "tile" else \
+                    (self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({v.expr})"), ())
+                e = self.hoist(f"{p}_i{k}", f"Tile<u64, {{ [{', '.join(src_shape)}] }}>", f"exti({src})")
+                eb = self.to_tile(Val("tile", e, "u64", src_shape), "u64", shape, node)
             if check:
                 n32 = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({arr.name}.shape()[{k}])")
                 n64 = self.hoist(f"{p}_n{k}", u0, f"exti({n32})")
