@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The per-variant reference choice on a GPU host: every cuTile Python example with a Triton twin
 # (examples/<op>.py + examples/triton/<op>.py) timed on both sides with the perf gate's harness
-# (tileport/analysis/triton/bench.py: CUPTI device time, L2 flushed, paired configurations).
+# (tileport/validators/gpu/triton_bench.py: CUPTI device time, L2 flushed, paired configurations).
 #
 #   GPU host (H200: torch 2.11, triton 3.6; cuda.tile and tileiras carried):
 #     bash scripts/gpu-bench-triton.sh BUNDLE_DIR OUT_DIR [OP...]     (default: every examples/triton/*.py)
@@ -32,7 +32,7 @@ for op in "${ops[@]}"; do
   t="$here/examples/triton/$op.py"
   test -f "$t" -a -f "$here/examples/$op.py" || { echo "no pair examples/$op.py + examples/triton/$op.py" >&2; rc=2; continue; }
   echo "=== $op"
-  timeout "${BENCH_TIMEOUT:-400}" python3 -m tileport.analysis.triton.bench \
+  timeout "${BENCH_TIMEOUT:-400}" python3 "$here/tileport/validators/gpu/triton_bench.py" \
     "$here/examples/$op.py" "$t" --out "$out/$op.json" --reps "${REPS:-30}" || rc=$?
 done
 exit $rc

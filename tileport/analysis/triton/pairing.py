@@ -5,7 +5,8 @@ beside `examples/triton/<op>.py`), a cuTile Python op's twin is the Triton modul
 `--triton PATH` wins over the name rule: `tileport run` saves it with the conversion (the store's `triton`), and
 stage A passes it on each run (`find_twin(op, explicit=...)`), so a rerun in another process pairs the same way.
 
-The choice: on a GPU host both sides are timed by `bench.py` (the perf gate's harness, paired configurations);
+The choice: on a GPU host both sides are timed by `validators/gpu/triton_bench.py` (the perf gate's harness,
+paired configurations);
 per cuTile Python variant the faster side over the configurations that exercise it is that variant's
 correctness and performance reference, recorded with its numbers. Without a GPU, cuTile Python is the reference
 of every variant and the record says the choice is pending a GPU. A Triton reference has no Tile IR unless a

@@ -1,7 +1,8 @@
 """Time a cuTile Python op and its Triton twin on the GPU with the performance gate's own harness.
 
-Travels to the GPU host and imports only the standard library, torch, triton and cuda.tile, plus the gate's
-`runner.py` and `correctness.py` (loaded by path from this tileport tree): the same CUPTI device time
+Travels to the GPU host and imports only the standard library, torch, triton and cuda.tile, plus its neighbours
+`hostrun.py` and `../correctness.py` (loaded by path: run as a file, it needs no tileport package or its
+dependencies there): the same CUPTI device time
 (torch.profiler), the same L2 flush before every timed call (verified once per run), the same NaN-poisoned
 allocations, medians of >= 20 repetitions after warm-up, and every timed output checked again against the op's
 torch `reference`. Configurations are paired: each (dtype, shape, check variant) of the cuTile Python op's
@@ -9,7 +10,7 @@ TILEPORT declaration runs on both sides with the same inputs. Each row names the
 exercised (kernel and constants, recorded from its `ct.launch`), so the CPU side (`pairing.choose`) can pick the
 faster side per variant.
 
-    python -m tileport.analysis.triton.bench CUTILE_OP.py TRITON_OP.py [--out bench.json] [--reps N]
+    python tileport/validators/gpu/triton_bench.py CUTILE_OP.py TRITON_OP.py [--out bench.json] [--reps N]
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
-GPU_DIR = HERE.parents[2] / "validators" / "gpu"
+GPU_DIR = HERE.parent
 
 
 def _load(path: Path, name: str):
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=10)
     args = ap.parse_args(argv)
     R = _load(GPU_DIR / "hostrun.py", "tp_runner")
-    C = _load(HERE.parents[2] / "validators" / "correctness.py", "tp_correctness")
+    C = _load(GPU_DIR.parent / "correctness.py", "tp_correctness")
     import torch
     import cuda.tile as ct
 
