@@ -316,6 +316,38 @@ def test_warm_server_runs_each_op_in_a_fresh_process(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["crasher.py", "ok", "saboteur.py"]
 
 
+def test_warm_server_runs_ops_side_by_side_and_answers_each_with_its_own(tmp_path):
+    """Two ops that each wait at import until the other has started: the one warm server runs them at once (one op
+    at a time would leave the first waiting out its minute and failing), and each caller gets its own op's
+    analysis, while a third op that crashes beside them fails alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    wait = ("\nimport pathlib as _p, time as _t\n_here = _p.Path(__file__).parent\n(_here / '{me}.started').touch()\n"
+            "_end = _t.monotonic() + 60\nwhile not (_here / '{other}.started').exists():\n"
+            "    assert _t.monotonic() < _end, '{other} never started beside {me}'\n    _t.sleep(0.05)\n")
+    source = (REPO / "examples" / "vector_add.py").read_text()
+    for me, other in (("left", "right"), ("right", "left")):
+        (tmp_path / f"{me}.py").write_text(source.replace("vector_add_kernel", f"{me}_kernel")
+                                           + wait.format(me=me, other=other))
+    (tmp_path / "crasher.py").write_text("import os\nimport cuda.tile as ct\nos.abort()\n\n@ct.kernel\ndef k(x):\n    pass\n")
+
+    def one(name: str):
+        try:
+            return analyze_op(tmp_path / f"{name}.py", targets=["sm_90"], out_dir=tmp_path / "out" / name,
+                              run_tileiras=False, warm=True)
+        except Exception as e:  # noqa: BLE001 - the crasher's one line
+            return str(e)
+
+    first = analyze_op(REPO / "examples" / "vector_add.py", targets=["sm_90"], out_dir=tmp_path / "out" / "first",
+                       run_tileiras=False, warm=True)  # the one server exists before the three ask for it
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        left, right, crashed = pool.map(one, ["left", "right", "crasher"])
+    assert [k.name for k in getattr(left, "kernels", [])] == ["left_kernel"], left
+    assert [k.name for k in getattr(right, "kernels", [])] == ["right_kernel"], right
+    assert {a.commands[0].argv[-1] for a in (first, left, right)} == {"(forked by the warm server)"}
+    assert "crasher.py: the child process that imports it died (killed by signal 6)" in crashed
+
+
 # ---------------------------------------------------------------------------------------------
 # Bad input: one line, exit 2, nothing left behind
 

@@ -8,9 +8,9 @@ one-line message; a crash (segfault, abort) shows up to the parent as a non-zero
 Request: {path, static, declaration, targets, bytecode_version, out_dir, kernel}
 Reply:   {ok, cuda_tile, plan: Plan, exports: {stem: {symbol, signature, builds: {target: ...}}}, seconds}
 
-`--serve` runs a warm server instead: it imports cuda-tile once and forks a fresh process per
-request, so analysing many ops does not pay cuda-tile's import (about a second) each time while
-every op still runs in its own process (see `loader.WarmChild`).
+`--serve` runs a warm server instead: it imports cuda-tile (and torch with it) once and forks a fresh
+process per request, several at a time, so analysing many ops does not pay those imports (about two
+seconds) each time while every op still runs in its own process (see `loader.WarmChild`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import re
+import select
 import signal
 import sys
 import time
@@ -556,25 +557,6 @@ def main() -> int:
 # Warm server: pay cuda-tile's import once, fork a fresh process per op.
 
 
-def _wait(pid: int, timeout: float) -> tuple[int, bool, float]:
-    """Exit code (negative: signal), whether it was killed for time, and its CPU seconds."""
-    deadline = time.monotonic() + timeout
-    delay = 0.002
-    timed_out = False
-    while True:
-        done, status, usage = os.wait4(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            _, status, usage = os.wait4(pid, 0)
-            timed_out = True
-            break
-        time.sleep(delay)
-        delay = min(delay * 2, 0.05)
-    return os.waitstatus_to_exitcode(status), timed_out, usage.ru_utime + usage.ru_stime
-
-
 def _forked_job(job: dict) -> None:
     """In the forked process: run one request with its own stdout/stderr file, then _exit."""
     code = 0
@@ -599,30 +581,69 @@ def _forked_job(job: dict) -> None:
             os._exit(code)
 
 
+def _fork(job: dict) -> int:
+    pid = os.fork()
+    if pid == 0:
+        _forked_job(job)
+    return pid
+
+
+def _finished(pid: int, deadline: float) -> tuple[int, bool, float] | None:
+    """(exit code (negative: signal), killed for time, CPU seconds) of a forked job that ended, else None."""
+    done, status, usage = os.wait4(pid, os.WNOHANG)
+    timed_out = False
+    if not done:
+        if time.monotonic() <= deadline:
+            return None
+        os.kill(pid, 9)
+        _, status, usage = os.wait4(pid, 0)
+        timed_out = True
+    return os.waitstatus_to_exitcode(status), timed_out, usage.ru_utime + usage.ru_stime
+
+
 def serve() -> int:
-    """Line-delimited JSON on stdin/stdout: {request, reply_file, stderr_file, cwd, timeout} ->
-    {status, timed_out, cpu_s, seconds}. The server itself never imports an op module."""
+    """Line-delimited JSON on stdin/stdout: {id, request, reply_file, stderr_file, cwd, timeout} ->
+    {id, status, timed_out, cpu_s, seconds}, one reply per job as it ends. Jobs run side by side, each in its own
+    forked process; the server itself never imports an op module. End of input: running jobs are killed."""
     _die_with_parent()
     for name in ("cuda.tile", "cuda.tile._compile", "tileport.analysis.plan", "tileport.analysis.signature"):
-        importlib.import_module(name)  # the expensive imports, done once before any fork
+        importlib.import_module(name)  # the expensive imports (torch among them), done once before any fork
 
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        job = json.loads(line)
-        t0 = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            _forked_job(job)
-        status, timed_out, cpu = _wait(pid, float(job.get("timeout", 600)))
-        out.write(json.dumps({"status": status, "timed_out": timed_out, "cpu_s": round(cpu, 4),
-                              "seconds": round(time.monotonic() - t0, 4)}) + "\n")
+    running: dict[int, tuple[Any, float, float]] = {}  # pid -> (job id, start, deadline)
+    pending = b""
+    while True:
+        ready, _, _ = select.select([0], [], [], 0.02 if running else None)
+        if ready:
+            data = os.read(0, 1 << 16)
+            if not data:
+                break
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for line in filter(bytes.strip, lines):
+                job = json.loads(line)
+                t0 = time.monotonic()
+                try:
+                    running[_fork(job)] = (job.get("id"), t0, t0 + float(job.get("timeout", 600)))
+                except OSError:  # no process left to fork: this job fails, the server goes on
+                    out.write(json.dumps({"id": job.get("id"), "status": 71, "timed_out": False, "cpu_s": 0.0,
+                                          "seconds": 0.0}) + "\n")
+        for pid, (job_id, t0, deadline) in list(running.items()):
+            ended = _finished(pid, deadline)
+            if ended is None:
+                continue
+            del running[pid]
+            status, timed_out, cpu = ended
+            out.write(json.dumps({"id": job_id, "status": status, "timed_out": timed_out, "cpu_s": round(cpu, 4),
+                                  "seconds": round(time.monotonic() - t0, 4)}) + "\n")
         out.flush()
+    for pid in running:  # the client went away: nobody waits for these any more
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
     return 0
 
 

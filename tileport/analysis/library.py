@@ -166,8 +166,9 @@ def out_name(root: Path, path: Path) -> str:
 def analyze_library(lib: Library, *, out_root: Path, jobs: int = 1, on_done: Callable[[OpResult], None] | None = None,
                     **kwargs) -> list[OpResult]:
     """Analyse every op of the library into `<out_root>/<dotted path>/`, `jobs` at a time (each op in its own
-    child process); one op's failure does not stop the rest. kwargs go to `analyze_op` (targets, config, python,
-    run_tileiras, tests, discover_tests)."""
+    process, forked from the warm server unless `warm=False`); one op's failure does not stop the rest. kwargs go
+    to `analyze_op` (targets, config, python, run_tileiras, tests, discover_tests, warm)."""
+    kwargs.setdefault("warm", True)  # cuda-tile and torch imported once, not once per op (about 2 s each)
     def one(f: LibraryFile) -> OpResult:
         t0 = time.perf_counter()
         out = out_root / out_name(lib.root, f.path)

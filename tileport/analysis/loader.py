@@ -6,8 +6,9 @@ segfault in a native extension or a stray print cannot take tileport down or cor
 Two ways to get that child:
 * `run_child` starts `python -m tileport.analysis.child` for one op (through `run_command`);
 * `WarmChild` keeps one `python -m tileport.analysis.child --serve` process that has imported
-  cuda-tile already and forks a fresh process per op: same isolation (one op per process, the
-  server never imports an op), without paying cuda-tile's import for every op of a corpus run.
+  cuda-tile (and torch) already and forks a fresh process per op, several side by side: same isolation
+  (one op per process, the server never imports an op), without paying those imports for every op of a
+  corpus or library run.
   It is a long-lived pipe conversation, so it cannot go through `run_command`; each forked run
   is still returned as a `CommandResult` (argv, exit status, seconds, stderr) for the record.
 """
@@ -15,6 +16,7 @@ Two ways to get that child:
 from __future__ import annotations
 
 import atexit
+import itertools
 import json
 import os
 import select
@@ -22,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -95,12 +98,17 @@ def run_child(request: dict[str, Any], *, cwd: Path, python: str | None = None,
 
 
 class WarmChild:
-    """A warm export server; `run` has the same contract as `run_child`."""
+    """A warm export server; `run` has the same contract as `run_child` and may be called from several threads at
+    once: each call's job runs in its own forked process, side by side with the others."""
 
     def __init__(self, python: str | None = None):
         self.python = python or sys.executable
-        self._lock = threading.Lock()
-        self.last_cpu_s = 0.0  # CPU seconds of the last forked run (it is not this process's child)
+        self._send = threading.Lock()
+        self._replies: dict[int, dict] = {}
+        self._done = threading.Condition()
+        self._ids = itertools.count(1)
+        self._cpu = threading.local()
+        self._ended = False  # the server's reply stream ended: no reply comes any more
         self._proc = subprocess.Popen([self.python, "-m", CHILD_MODULE, "--serve"], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env(),
                                       start_new_session=True, text=True, bufsize=1,
@@ -108,6 +116,7 @@ class WarmChild:
         if self._readline(SERVER_START_TIMEOUT_S) is None:
             self.close()
             raise OSError("the warm export server did not start")
+        threading.Thread(target=self._read_replies, name="tileport-warm-replies", daemon=True).start()
 
     def _readline(self, timeout: float) -> dict | None:
         assert self._proc.stdout is not None
@@ -120,20 +129,59 @@ class WarmChild:
         except json.JSONDecodeError:
             return None
 
+    def _read_replies(self) -> None:
+        """One reader for every caller: each reply goes to the job it names; the end of the stream wakes them all."""
+        assert self._proc.stdout is not None
+        try:
+            for line in self._proc.stdout:
+                try:
+                    msg = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                with self._done:
+                    self._replies[msg.get("id")] = msg
+                    self._done.notify_all()
+        except (OSError, ValueError):  # the stream was closed under us
+            pass
+        with self._done:
+            self._ended = True
+            self._done.notify_all()
+
+    def _await(self, job_id: int, timeout: float) -> dict | None:
+        deadline = time.monotonic() + timeout
+        with self._done:
+            while job_id not in self._replies:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._ended:
+                    return None
+                self._done.wait(left)
+            return self._replies.pop(job_id)
+
     @property
     def alive(self) -> bool:
         return self._proc.poll() is None
 
+    @property
+    def last_cpu_s(self) -> float:
+        """CPU seconds of this thread's last forked run (it is not this process's child)."""
+        return getattr(self._cpu, "seconds", 0.0)
+
     def run(self, request: dict[str, Any], *, cwd: Path, timeout: float | None = None,
             **_: Any) -> tuple[dict[str, Any], CommandResult]:
         timeout = timeout or child_timeout()
-        with self._lock, tempfile.TemporaryDirectory(prefix="tileport-child-") as tmp:
-            job = {"request": with_limits(request), "cwd": str(cwd), "timeout": timeout,
+        with tempfile.TemporaryDirectory(prefix="tileport-child-") as tmp:
+            job_id = next(self._ids)
+            job = {"id": job_id, "request": with_limits(request), "cwd": str(cwd), "timeout": timeout,
                    "reply_file": os.path.join(tmp, "reply.json"), "stderr_file": os.path.join(tmp, "stderr.txt")}
             assert self._proc.stdin is not None
-            self._proc.stdin.write(json.dumps(job) + "\n")
-            self._proc.stdin.flush()
-            status = self._readline(timeout + 30)
+            try:
+                with self._send:
+                    self._proc.stdin.write(json.dumps(job) + "\n")
+                    self._proc.stdin.flush()
+            except (OSError, ValueError):
+                status = None
+            else:
+                status = self._await(job_id, timeout + 30)
             if status is None:
                 self.close()
                 raise UserError(f"{Path(request['path']).name}: the warm export server stopped answering; "
@@ -146,7 +194,7 @@ class WarmChild:
         res = CommandResult([self.python, "-m", CHILD_MODULE, "(forked by the warm server)"],
                             int(status["status"]) if not status["timed_out"] else 124, "", stderr,
                             float(status["seconds"]), timed_out=bool(status["timed_out"]), cwd=str(cwd))
-        self.last_cpu_s = float(status.get("cpu_s", 0.0))
+        self._cpu.seconds = float(status.get("cpu_s", 0.0))
         return interpret(reply, res, request, timeout), res
 
     def close(self) -> None:
@@ -172,20 +220,23 @@ class WarmChild:
 
 
 _shared: WarmChild | None = None
+_shared_lock = threading.Lock()
 
 
 def shared_warm_child(python: str | None = None) -> WarmChild | None:
-    """The process-wide warm server (started on first use), or None where fork is unavailable."""
+    """The process-wide warm server (started on first use, once however many threads ask), or None where fork is
+    unavailable."""
     global _shared
     if not hasattr(os, "fork"):
         return None
-    if _shared is None or not _shared.alive or _shared.python != (python or sys.executable):
-        if _shared is not None:
-            _shared.close()
-        try:
-            _shared = WarmChild(python)
-        except OSError:
-            _shared = None
-            return None
-        atexit.register(_shared.close)
-    return _shared
+    with _shared_lock:
+        if _shared is None or not _shared.alive or _shared.python != (python or sys.executable):
+            if _shared is not None:
+                _shared.close()
+            try:
+                _shared = WarmChild(python)
+            except OSError:
+                _shared = None
+                return None
+            atexit.register(_shared.close)
+        return _shared
