@@ -460,6 +460,96 @@ def test_a_rank4_output_is_a_shared_tensor_written_through_an_unsafe_partition(a
     assert out.output and out.shared_output and out.partition is None
 
 
+RANK4_FIRST_USE_OP = textwrap.dedent('''
+    import cuda.tile as ct
+
+    @ct.kernel
+    def bump4_kernel(out, TILE_S: ct.Constant[int], D: ct.Constant[int]):
+        b = ct.bid(0)
+        n = ct.num_tiles(out, axis=2, shape=(1, 1, TILE_S, D))
+        for s in range(n):
+            t = ct.load(out, index=(b, 0, s, 0), shape=(1, 1, TILE_S, D))
+            ct.store(out, index=(b, 0, s, 0), tile=t + t)
+
+    def bump4(out):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (2, 1, 1), bump4_kernel, (out, 32, 64))
+    ''')
+
+
+def test_a_rank4_output_counted_and_loaded_before_its_store_has_only_the_unsafe_partition(analyses, tmp_path):
+    # the first use of the output is a num_tiles, then a load: every view of it is the unsafe PartitionMut of the
+    # `&Tensor` (a safe `partition_mut` of a `&Tensor` does not borrow-check)
+    op = tmp_path / "bump4.py"
+    op.write_text(RANK4_FIRST_USE_OP, encoding="utf-8")
+    d = draft_port(analyses("bump4", op))
+    assert d.holes == []
+    assert "out: &Tensor<E, { [-1, -1, -1, -1] }>," in d.kernel_rs and ".partition_mut(" not in d.kernel_rs
+    assert d.kernel_rs.count("make_partition_view_mut(out, shape![1, 1, TILE_S, D]") == 1
+    assert "num_tiles(&out_tiles, 2i32)" in d.kernel_rs and "load_view_tko_mut(&out_tiles" in d.kernel_rs
+    out = next(p for p in d.host_contract.entries[0].params if p.name == "out")
+    assert out.output and out.shared_output
+
+
+NONE_INIT_OP = textwrap.dedent('''
+    import cuda.tile as ct
+
+    @ct.kernel
+    def chunks_kernel(x, out, CHUNKS: ct.Constant[int], TILE: ct.Constant[int]):
+        row = ct.bid(0)
+        acc = None
+        for c in ct.static_iter(range(CHUNKS)):
+            t = ct.load(x, index=(row, c), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO)
+            acc = t if acc is None else acc * t
+        ct.store(out, index=(row, 0), tile=acc)
+
+    @ct.kernel
+    def pick_kernel(x, out, mode: int, TILE: ct.Constant[int]):
+        i = ct.bid(0)
+        t = ct.load(x, index=(i,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+        y = None
+        if mode == 0:
+            y = t + t
+        elif mode == 1:
+            y = t * t
+        else:
+            y = t
+        ct.store(out, index=(i,), tile=y)
+
+    def run(x, out, v):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (4, 1, 1), chunks_kernel, (x, out, 3, 64))
+        ct.launch(torch.cuda.current_stream(), (4, 1, 1), pick_kernel, (v, v, 1, 64))
+    ''')
+
+
+def test_a_value_none_before_a_static_iter_loop_is_the_first_items_tile_then_the_loop_op_per_item(analyses, tmp_path):
+    # cuTile unrolls ct.static_iter and `acc is None` is static per item: item 0 binds the tile itself, items 1 and 2
+    # multiply (no identity element is invented: a product starting from 1 or a sum from 0 would add an operation)
+    op = tmp_path / "none_init.py"
+    op.write_text(NONE_INIT_OP, encoding="utf-8")
+    d = draft_port(analyses("none_init", op), kernel="chunks_kernel")
+    assert d.holes == [], [str(h) for h in d.holes]
+    assert "fn chunks_chunks_3<" in d.kernel_rs  # CHUNKS folded: the unrolled count is static per variant
+    loads = re.findall(r"let (\w+): Tile<E, \{ \[1, TILE\] \}> = x_tiles\.load\(\[row, (\d)i32\]\);", d.kernel_rs)
+    assert [i for _, i in loads] == ["0", "1", "2"]
+    assert "let acc: Tile<E, { [1, TILE] }> = t;" in d.kernel_rs
+    assert d.kernel_rs.count("let acc: Tile<E, { [1, TILE] }> = acc * t;") == 2
+    assert "for " not in d.kernel_rs and "constant(" not in d.kernel_rs
+
+
+def test_a_value_none_before_a_runtime_if_and_set_on_every_path_is_declared_with_a_zero_no_path_reads(analyses,
+                                                                                                     tmp_path):
+    op = tmp_path / "none_init.py"
+    op.write_text(NONE_INIT_OP, encoding="utf-8")
+    d = draft_port(analyses("none_init", op), kernel="pick_kernel")
+    assert d.holes == [], [str(h) for h in d.holes]
+    body = d.kernel_rs[d.kernel_rs.index("fn pick_f32"):]
+    decl = "let mut y_2: Tile<f32, { [TILE] }> = constant(0.0f32, shape![TILE]);"
+    assert body.index(decl) < body.index("if mode == 0i32 {")
+    assert "y_2 = t + t;" in body and "y_2 = t * t;" in body and "y_2 = t;" in body and "out.store(y_2);" in body
+
+
 SHAPE_SLICE_OP = textwrap.dedent('''
     import cuda.tile as ct
 

@@ -24,8 +24,13 @@ arithmetic compute with, `.ndim`); `if` on run-time scalars is a Rust `if` (reas
 copies); tuple-returning helpers unpack; module-level enum/dtype aliases; `t[:, None]`; 0-d loads; store
 `latency=` / `allow_tma=False`; gather/scatter `latency=`; `exp`/`tanh` `rounding_mode=`; shifts, `bitcast`, `cat`,
 `extract`, `matmul` / `@`; implicit store casts and mixed-dtype promotion; rank > 3 outputs as `&Tensor` written
-through an unsafe PartitionMut (`shared_output` in the contract). After a hole, the hole's output is a typed
-placeholder (placeholder.py), so the statements after it still translate.
+through an unsafe PartitionMut (`shared_output` in the contract; every view of them, whatever comes first). After a
+hole, the hole's output is a typed placeholder (placeholder.py), so the statements after it still translate.
+
+Values that start as None: `for ... in ct.static_iter(...)` is unrolled as cuTile unrolls it (unroll.py), so
+`acc = t if acc is None else acc + t` is the first item's tile, then one `+` per later item; a value None before a
+run-time `if` that every path through it sets is a `let mut` before the `if` with a typed zero no path reads. In a
+run-time loop cuTile Python itself rejects such a value (cuda-tile 1.7: "Type of `acc` depends on path taken").
 """
 
 from tileport.draft.schema import Draft, Hole, HostContract, HostEntry, HostParam, HostVariant

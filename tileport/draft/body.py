@@ -14,18 +14,21 @@ from typing import Any, Callable
 
 from tileport.draft.calls import CallOps
 from tileport.draft.memory import MemoryOps
+from tileport.draft.unroll import UnrollOps
 from tileport.draft.placeholder import infer
 from tileport.analysis.static import DTypeRef, FunctionRef, ModuleRef, fold_constant
 from tileport.draft.values import (FLOATS, INTS, OP_DTYPE, RUST_DTYPE, Array, Lost, NeedsDtype, Unsupported,
                                           Val, View, literal, paren, shape_macro, tile_type)
 from tileport.draft.syntax import (INDENT, CMP_FUNCS, ARITH_OPS, BIT_OPS, FMA_FLOATS, rust_name, dotted,
                                           names_assigned_in_loops, broadcast_shapes, fold_binop, fold_compare, opname,
-                                          operand, EFFECTFUL, assigned_names, idents, range_end, describe)
+                                          operand, EFFECTFUL, assigned_names, idents, range_end, describe,
+                                          is_static_iter, assigns_before_reading)
 
 
 @dataclass
 class Scope:
     names: dict[str, Val] = field(default_factory=dict)
+    loop: bool = False  # the body of a run-time `for` (an `if` branch: False)
 
 
 @dataclass
@@ -38,7 +41,7 @@ class Prologue:
     view_names: set[str] = field(default_factory=set)
 
 
-class BodyTranslator(MemoryOps, CallOps):
+class BodyTranslator(MemoryOps, CallOps, UnrollOps):
     """One entry's body. `env` holds the kernel parameters; `constants` the values this entry folds on."""
 
     def __init__(self, *, source_lines: list[str], file: str, params: dict[str, Val],
@@ -57,10 +60,12 @@ class BodyTranslator(MemoryOps, CallOps):
         self._tmp = 0
         self.last_hoist: tuple[str, str, int] | None = None
         self.folded_tests: dict[str, bool] = {}  # ast.dump(test) -> the branch this entry takes
-        self.uses: dict[int, int] = {}  # binding (assignment statement) -> how often its name is read
-        self.fusable: set[int] = set()  # bindings of named products read by an add/sub (first pass)
-        self.known_fusable: set[int] = set()
-        self.known_uses: dict[int, int] | None = None  # the first pass' counts: deferring products needs them
+        # a binding: (its assignment statement, the ct.static_iter items it is unrolled in)
+        self.uses: dict[tuple, int] = {}  # binding -> how often its name is read
+        self.fusable: set[tuple] = set()  # bindings of named products read by an add/sub (first pass)
+        self.known_fusable: set[tuple] = set()
+        self.known_uses: dict[tuple, int] | None = None  # the first pass' counts: deferring products needs them
+        self.unroll_path: tuple = ()  # the ct.static_iter items being translated (loop statement, item index)
         self.pending: list[Val] = []  # products bound to a name but not written yet (their one use fuses them)
         self.mut_names: set[str] = set()
         self.stride_constants: dict[str, list[int | None]] = {}  # array -> static strides (1) or None
@@ -70,7 +75,7 @@ class BodyTranslator(MemoryOps, CallOps):
         self.name_prefix = ""  # set while a helper function is inlined: its locals get their own names
         self.inline_depth = 0
         self.needs_dtype = False  # an op-dtype literal was needed: write the entry per concrete dtype
-        self.unsafe_outputs: set[str] = set()  # rank > 3 outputs: `&Tensor` written through an unsafe PartitionMut
+        self.shared_outputs: set[str] = set()  # rank > 3 outputs: `&Tensor` written through an unsafe PartitionMut
         self.fold_requests: set[str] = set()
         self.local_defs: dict[str, set[str]] = {}  # local name -> the names its assignments read (see request_fold)  # int constants a tile extent computes with: fold them per entry
         self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
@@ -310,8 +315,18 @@ class BodyTranslator(MemoryOps, CallOps):
         if any(isinstance(n, (ast.Return, ast.Break, ast.Continue)) for st in stmt.body + stmt.orelse
                for n in ast.walk(st)):
             raise Unsupported("a return / break / continue inside an `if` on a run-time value", stmt)
+        declared = []
         for name in sorted(assigned_names(stmt.body + stmt.orelse)):
             found = self.find_outer(name)
+            if found is not None and found[0].kind == "py" and found[0].value is None and \
+                    assigns_before_reading(stmt.body, name) and assigns_before_reading(stmt.orelse, name):
+                # None before the `if` and set on every path through it (cuTile Python types it by its branches):
+                # a `let mut` before the `if`, written once the first branch tells its type (`declare_pending`)
+                rname = self.fresh(rust_name(name))
+                self.emit(f"@DECL@ {rname}")
+                self.scopes[found[1]].names[name] = Val("pending", rname, extra={"was": found[0]})
+                declared.append((found[1], name, rname))
+                continue
             if found is None or found[0].kind not in ("tile", "scalar") or found[0].extra.get("mut"):
                 continue
             old = found[0]
@@ -335,6 +350,11 @@ class BodyTranslator(MemoryOps, CallOps):
             self.scopes.pop()
             self.depth -= 1
         self.emit("}")
+        for at, name, rname in declared:
+            v = self.scopes[at].names.get(name)
+            if v is not None and v.kind == "pending":  # no branch bound it (each a hole): nothing to declare
+                self.lines = [ln for ln in self.lines if ln.strip() != f"@DECL@ {rname}"]
+                self.scopes[at].names[name] = Val("lost")
 
     def runtime_ifexp(self, node: ast.IfExp, hint: str) -> Val:
         """`a if c else b` on a run-time scalar `c`: a Rust `if` expression yielding a value of one type (cutile
@@ -447,6 +467,15 @@ class BodyTranslator(MemoryOps, CallOps):
             v = Val(v.kind, self.last_hoist[1], v.dtype, v.shape, v.value, v.const_name)
         self.last_hoist = None
         current = self.find_outer(name)
+        if current is not None and current[0].kind == "pending":
+            current = self.declare_pending(name, current, v, stmt)
+        if current is not None and current[0].kind == "py" and current[0].value is None \
+                and current[1] < len(self.scopes) - 1 and v.kind in ("tile", "scalar"):
+            if any(sc.loop for sc in self.scopes[current[1] + 1:]):
+                raise Unsupported(f"`{name}` starts as None and becomes {describe(v)} inside a run-time loop", stmt,
+                                  "cuTile Python rejects it too (cuda-tile 1.7: `Type of "
+                                  f"{name} depends on path taken`); in a ct.static_iter loop the draft unrolls it")
+            current = None  # None outside this `if` branch, which does not set it on every path: local to it
         if v.kind in ("py", "array", "view", "dtype", "enum"):
             if current is not None and current[1] < len(self.scopes) - 1 and current[0].kind != v.kind:
                 raise Unsupported(f"reassigning `{name}` with a different kind of value inside a loop", stmt)
@@ -470,7 +499,7 @@ class BodyTranslator(MemoryOps, CallOps):
         if self.name_prefix:  # an inlined helper's local: its own name, never shadowing the caller's
             rname = self.fresh(self.name_prefix + rname)
         self.flush_pending(rname)
-        key = id(stmt)
+        key = (id(stmt), self.unroll_path)
         if (not mut and v.kind == "tile" and v.extra.get("mul") and self.known_uses is not None
                 and self.known_uses.get(key) == 1 and key in self.known_fusable and not (idents(" ".join(v.extra["mul"])) & self.mut_names)):
             # a product read exactly once: keep it unwritten so that read can contract it into an fma
@@ -491,6 +520,26 @@ class BodyTranslator(MemoryOps, CallOps):
         if not mut and v.kind == "tile" and v.extra.get("mul"):
             extra["mul_named"] = True
         self.scopes[-1].names[name] = Val(v.kind, rname, v.dtype, v.shape, extra=extra, const_name=None)
+
+    def declare_pending(self, name: str, current: tuple[Val, int], v: Val, stmt: ast.stmt) -> tuple[Val, int]:
+        """The first value a run-time `if` gives a name that was None before it: the `let mut` before the `if` gets
+        its type and a typed zero no path reads (every path sets it before reading it: `assigns_before_reading`)."""
+        pending, at = current
+        if v.kind not in ("tile", "scalar"):
+            raise Unsupported(f"`{name}` starts as None and becomes a {v.kind} value in a run-time `if`", stmt,
+                              "only a tile or a scalar can be carried out of a run-time `if`")
+        rname = pending.expr
+        rust_t = tile_type(v.dtype, v.shape) if v.kind == "tile" else v.dtype
+        zero = literal(0, v.dtype, stmt)
+        init = f"constant({zero}, {shape_macro(v.shape)})" if v.kind == "tile" else zero
+        marker = f"@DECL@ {rname}"
+        k = next(i for i in range(len(self.lines) - 1, -1, -1) if self.lines[i].strip() == marker)
+        self.lines[k] = self.lines[k].replace(marker, f"let mut {rname}: {rust_t} = {init};")
+        self.define_in_loops(rname)
+        self.mut_names.add(rname)
+        declared = Val(v.kind, rname, v.dtype, v.shape, extra={"mut": True})
+        self.scopes[at].names[name] = declared
+        return declared, at
 
     def flush_pending(self, rname: str) -> None:
         """A deferred product whose operands `let {rname}` is about to shadow is written out first."""
@@ -519,6 +568,9 @@ class BodyTranslator(MemoryOps, CallOps):
     def for_loop(self, stmt: ast.For) -> None:
         if stmt.orelse:
             raise Unsupported("`for ... else`", stmt)
+        if is_static_iter(stmt):
+            self.static_for(stmt)
+            return
         if not isinstance(stmt.target, ast.Name):
             raise Unsupported("a `for` target that is not a name", stmt)
         it = stmt.iter
@@ -543,7 +595,7 @@ class BodyTranslator(MemoryOps, CallOps):
         self.depth += 1
         # the compiler proves an index in range when it walks 0..num_tiles(view, axis); other trip counts it checks
         counted = len(it.args) == 1 and bool(bound_vals[0].extra.get("tile_count"))
-        self.scopes.append(Scope({stmt.target.id: Val("scalar", var, "i32", extra={"index_ok": counted})}))
+        self.scopes.append(Scope({stmt.target.id: Val("scalar", var, "i32", extra={"index_ok": counted})}, loop=True))
         self.block(stmt.body)
         self.scopes.pop()
         self.depth -= 1

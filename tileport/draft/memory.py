@@ -145,11 +145,6 @@ class MemoryOps:
         """The hoisted partition of `arr` with this tile shape, padding and dim order (created once)."""
         if len(shape) != arr.ndim:
             raise Unsupported("a tile shape whose rank differs from the array's", node)
-        if mutable and len(shape) > 3:
-            # cutile-compiler 0.5.0 kernel_entry_generator.rs:133-138 refuses a `&mut Tensor` parameter of rank > 3
-            # ("Unable to partition tensors with rank > 3"); the output is taken as `&Tensor` and written through
-            # an unsafe PartitionMut of it (make_partition_view_mut), the view cuTile Python stores through
-            self.unsafe_outputs.add(arr.name)
         if mutable and not arr.mutable:
             raise Unsupported("a store into an array that is also loaded", node)
         if arr.mutable and not mutable:
@@ -166,7 +161,7 @@ class MemoryOps:
         self.prologue.view_names.add(name)
         ty = f"<{arr.dtype}, {{ [{', '.join(shape)}] }}>"
         ref = f"&{arr.name}" if arr.in_body else arr.name  # a sliced view is a Tensor value, parameters references
-        if mutable and arr.name in self.unsafe_outputs:
+        if mutable and arr.name in self.shared_outputs:  # a `&Tensor` output (rank > 3)
             line = (f"let mut {name}: PartitionMut{ty} = unsafe {{ make_partition_view_mut({arr.name}, "
                     f"{shape_macro(shape)}, padding::None, {arr.name}.token()) }};")
         elif mutable:
@@ -243,13 +238,14 @@ class MemoryOps:
         bounds: list[str] = []
         strides = self.stride_constants.get(arr.name, [None] * arr.ndim)
         for k, v in enumerate(idx):
-            if v.kind == "tile":
-                src, src_shape = v.expr, v.shape
+            if v.kind == "py":  # a literal index: cuTile makes it an i64 constant of the access shape, no extension
+                bits = v.value % (1 << 64)  # a negative index: the same bits as its i64 (out of bounds unsigned)
+                eb = self.hoist(f"{p}_i{k}", tile_type("u64", shape), f"constant({bits}u64, {shape_macro(shape)})")
             else:
-                lit = f"{v.value}i32" if v.kind == "py" else v.expr
-                src, src_shape = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({lit})"), ()
-            e = self.hoist(f"{p}_i{k}", f"Tile<u64, {{ [{', '.join(src_shape)}] }}>", f"exti({src})")
-            eb = self.to_tile(Val("tile", e, "u64", src_shape), "u64", shape, node)
+                src, src_shape = (v.expr, v.shape) if v.kind == "tile" else \
+                    (self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({v.expr})"), ())
+                e = self.hoist(f"{p}_i{k}", f"Tile<u64, {{ [{', '.join(src_shape)}] }}>", f"exti({src})")
+                eb = self.to_tile(Val("tile", e, "u64", src_shape), "u64", shape, node)
             if check:
                 n32 = self.hoist("", "Tile<i32, { [] }>", f"scalar_to_tile({arr.name}.shape()[{k}])")
                 n64 = self.hoist(f"{p}_n{k}", u0, f"exti({n32})")

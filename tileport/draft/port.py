@@ -24,6 +24,10 @@ from tileport.validators.rust.reference import tensor_specs
 from tileport.validators.rust.spec import (DumpSpec, Entry, Extent, ReferenceKey, Variant, limited, module_ident,
                                            rust_ident)
 
+# cutile-compiler 0.5.0 kernel_entry_generator.rs:132-139: a `&mut Tensor` entry parameter has rank 3 at most (cutile
+# 0.5.0 tensor.rs:916-953 partition_launch_grid: "Mutable tensor must be at most rank 3.")
+MAX_MUT_RANK = 3
+
 _HINT_KEYS = {"occupancy": "occupancy", "num_ctas": "num_cta_in_cga", "num_cta_in_cga": "num_cta_in_cga"}
 
 
@@ -328,6 +332,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     stored = _stored_arrays(fn)
     params: dict[str, Val] = {}
     sig: list[tuple[str, str, HostParam]] = []
+    shared_outputs: set[str] = set()
     uses_e = False
     int_consts = [p.name for p in info.params if p.kind == "constant" and p.name not in folded
                   and all(isinstance(v.constants.get(p.name), int) and not isinstance(v.constants.get(p.name), bool)
@@ -347,10 +352,17 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
             ndim = p.ndim or 1
             arr = Array(rname, ndim, dtype, mutable=p.name in stored)
             params[p.name] = Val("array", rname, value=arr)
-            ref = "&mut " if arr.mutable else "&"
+            # cutile-compiler 0.5.0 kernel_entry_generator.rs:132-139 refuses a `&mut Tensor` parameter of rank > 3
+            # ("Unable to partition tensors with rank > 3"): such an output is a `&Tensor`, every view of it an
+            # unsafe PartitionMut (make_partition_view_mut), whatever the body does with it first (a load, a
+            # num_tiles, a scatter)
+            shared = arr.mutable and ndim > MAX_MUT_RANK
+            if shared:
+                shared_outputs.add(rname)
+            ref = "&mut " if arr.mutable and not shared else "&"
             rt = f"{ref}Tensor<{dtype}, {{ [{', '.join(['-1'] * ndim)}] }}>"
             sig.append((rname, rt, HostParam(name=rname, kind="tensor", rust_type=rt, ndim=ndim, output=arr.mutable,
-                                             dtype=fixed or concrete or "op")))
+                                             shared_output=shared, dtype=fixed or concrete or "op")))
         elif p.kind == "scalar":
             sdt = p.dtype or inst.param_dtypes.get(p.name) or "int32"
             rt = RUST_DTYPE.get(sdt, sdt)
@@ -367,6 +379,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
         tr = BodyTranslator(source_lines=lines, file=file, params=params, folded=consts_env,
                             generics=set(int_consts), module_consts=module_consts, on_hole=hole_sink)
         tr.prologue.used_names |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        tr.shared_outputs = set(shared_outputs)
         tr.depth = 2
         tr.folded_tests = {k: v for k, v in folded.items() if k.startswith(("Compare(", "Name(", "BoolOp(", "UnaryOp("))}
         tr.stride_constants = strides
@@ -383,15 +396,11 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     tr = translator(on_hole)
     tr.known_uses, tr.known_fusable = first.uses, first.fusable
     tr.run(list(fn.body))
-    for k, (name, rust_t, host) in enumerate(sig):
-        if name in tr.unsafe_outputs and rust_t.startswith("&mut "):
-            rt = rust_t.removeprefix("&mut ").join(["&", ""])
-            sig[k] = (name, rt, host.model_copy(update={"rust_type": rt, "shared_output": True}))
     notes = _static_outputs(tr, sig, int_consts)
     notes += [f"output `{n}` has rank > 3, which cutile-rs 0.5 cannot take as `&mut Tensor` (cutile-compiler "
-              "kernel_entry_generator.rs: \"Unable to partition tensors with rank > 3\"): it is a `&Tensor` "
-              "written through an unsafe PartitionMut (make_partition_view_mut); the launcher passes it as an input "
-              "and reads it back as the output" for n in sorted(tr.unsafe_outputs)]
+              "kernel_entry_generator.rs:134: \"Unable to partition tensors with rank > 3\"): it is a `&Tensor` "
+              "written in place through an unsafe PartitionMut (make_partition_view_mut); the launcher passes the "
+              "reference's tensor" for n in sorted(shared_outputs)]
     used_generics = [c for c in int_consts if _uses_name(tr, c)] + list(tr.slab_extents)
     generic_decl = ([f"E: ElementType"] if uses_e else []) + [f"const {c}: i32" for c in used_generics]
     hints = _hints(info, targets, fn, module_consts, {k[len(HINT):]: v for k, v in folded.items()
@@ -440,7 +449,7 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
     notes = []
     tr.slab_extents = {}
     for k, (name, rust_t, host) in enumerate(sig):
-        if host.kind != "tensor" or not host.output or name in tr.unsafe_outputs:
+        if host.kind != "tensor" or not host.output or host.shared_output:
             continue
         plan, why = _static_plan(tr, name, int_consts)
         if plan is None:
@@ -494,8 +503,6 @@ def _static_plan(tr: BodyTranslator, name: str, int_consts: list[str]):
     if not stores:
         return None, "it is written by pointer stores (ct.scatter), not tiles of a view"
     shape = stores[0][0]
-    if len(shape) > 3:  # cutile's JIT: "Unable to partition tensors with rank > 3" (the launch grid is 3-D)
-        return None, "cutile-rs 0.5 partitions `&mut` outputs of rank 3 at most (the launch grid's rank)"
     if any(not (re.fullmatch(r"[0-9]+", d) or d in int_consts) for d in shape):
         return None, f"its tile shape ({', '.join(shape)}) is not made of literals and const generics"
     whole = []

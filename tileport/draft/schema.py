@@ -41,7 +41,7 @@ class HostParam(BaseModel):
     output: bool = False  # written by the kernel (`&mut Tensor`): passed whole, or as a partition (below)
     partition: list[str] | None = None  # an output's static tile shape: the host passes tensor.partition(shape)
     # an output of rank > 3 (cutile-rs 0.5 takes no `&mut Tensor` above rank 3): declared `&Tensor` and written through
-    # an unsafe PartitionMut of it; the host passes it as a shared tensor and reads it back as the output
+    # an unsafe PartitionMut of it; the launcher passes the reference's tensor as it passes an input, written in place
     shared_output: bool = False
 
 

@@ -71,11 +71,41 @@ def bind_args(call: ast.Call, positional: list[str], optional: set[str]) -> dict
     return out
 
 
+def assigns_before_reading(stmts: list[ast.stmt], name: str) -> bool:
+    """Every path through `stmts` assigns `name` before anything reads it (an `if` counts when both its branches
+    do and its test does not read it)."""
+    def reads(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
+
+    for st in stmts:
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            if reads(st.value):
+                return False
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return True
+            continue
+        if isinstance(st, ast.If) and not reads(st.test):
+            if assigns_before_reading(st.body, name) and assigns_before_reading(st.orelse, name):
+                return True
+        if reads(st) or name in assigned_names([st]):
+            return False
+    return False
+
+
+def is_static_iter(node: ast.AST) -> bool:
+    """`for ... in ct.static_iter(...)`: a loop cuTile unrolls at compile time (nothing is carried through it)."""
+    it = getattr(node, "iter", None)
+    return isinstance(node, ast.For) and isinstance(it, ast.Call) and ct_name(it.func) == "static_iter"
+
+
 def names_assigned_in_loops(stmts: list[ast.stmt]) -> set[str]:
+    """Names a run-time loop among `stmts` assigns (they are carried: `let mut`); an unrolled ct.static_iter body
+    rebinds its names item after item instead."""
     names: set[str] = set()
     for stmt in stmts:
         for node in ast.walk(stmt):
-            if isinstance(node, (ast.For, ast.While)):
+            if isinstance(node, (ast.For, ast.While)) and not is_static_iter(node):
                 for inner in node.body:
                     for n in ast.walk(inner):
                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):

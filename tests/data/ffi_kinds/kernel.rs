@@ -1,5 +1,6 @@
 // Output kinds the generated launcher takes beyond one tile per block (tests/validators/gpu/test_ffi_kinds.py):
-// a permuted store into a whole output (every tile dim dynamic), and a raw device pointer with its extents.
+// a permuted store into a whole output (every tile dim dynamic), a raw device pointer with its extents, and a
+// rank-4 output taken as `&Tensor` (cutile 0.5 has no `&mut Tensor` above rank 3).
 #[cutile::module]
 pub mod kinds {
     use cutile::core::*;
@@ -37,5 +38,24 @@ pub mod kinds {
         let b: i32 = program_id(0);
         let t: Tile<E, { [TILE] }> = xs.load([b]);
         os.store(t, [b]);
+    }
+
+    // out = x + x on rank-4 tensors: cutile-compiler 0.5.0 refuses a `&mut Tensor` parameter of rank > 3
+    // (kernel_entry_generator.rs:132-139), so the output is a `&Tensor` written in place through an unsafe
+    // PartitionMut of it, as `tileport draft` writes it (`shared_output`); the launcher passes the reference's tensor
+    // as it passes an input. unchecked: cuTile Python clips a view store, never traps.
+    #[cutile::entry(unchecked_accesses = true)]
+    unsafe fn shared4<E: ElementType, const TILE: i32>(
+        x: &Tensor<E, { [-1, -1, -1, -1] }>,
+        out: &Tensor<E, { [-1, -1, -1, -1] }>,
+    ) {
+        let xs: Partition<E, { [1, TILE, 1, TILE] }> = x.partition(shape![1, TILE, 1, TILE]);
+        let mut os: PartitionMut<E, { [1, TILE, 1, TILE] }> =
+            unsafe { make_partition_view_mut(out, shape![1, TILE, 1, TILE], padding::None, out.token()) };
+        let b: i32 = program_id(0);
+        let i: i32 = program_id(1);
+        let j: i32 = program_id(2);
+        let t: Tile<E, { [1, TILE, 1, TILE] }> = xs.load([b, i, 0i32, j]);
+        os.store(t + t, [b, i, 0i32, j]);
     }
 }

@@ -1,6 +1,7 @@
-"""Two output kinds a launcher must take beyond one view tile per block, for the port in this directory
-(kernel.rs): a permuted store (block (bm, bn) writes tile (bn, bm) of `t`) and an output the port reaches through
-a raw device pointer (`copy`). tests/validators/gpu/test_ffi_kinds.py builds it; on a GPU `tileport gate pack
+"""Three output kinds a launcher must take beyond one view tile per block, for the port in this directory
+(kernel.rs): a permuted store (block (bm, bn) writes tile (bn, bm) of `t`), an output the port reaches through
+a raw device pointer (`copy`), and a rank-4 output (`d`, which the port takes as `&Tensor`: cutile 0.5 has no
+`&mut Tensor` above rank 3). tests/validators/gpu/test_ffi_kinds.py builds it; on a GPU `tileport gate pack
 tests/data/ffi_kinds --op tests/data/ffi_kinds/kinds.py` then `tileport gate run` judges it.
 """
 
@@ -26,6 +27,15 @@ def copy_kernel(x, out, TILE: ct.Constant[int]):
     ct.store(out, index=(b,), tile=ct.load(x, index=(b,), shape=(TILE,)))
 
 
+@ct.kernel
+def scale4_kernel(x, out, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    i = ct.bid(1)
+    j = ct.bid(2)
+    t = ct.load(x, index=(b, i, 0, j), shape=(1, TILE, 1, TILE))
+    ct.store(out, index=(b, i, 0, j), tile=t + t)
+
+
 def kinds(x):
     import torch
 
@@ -36,7 +46,10 @@ def kinds(x):
     flat = x.reshape(-1)
     c = torch.empty_like(flat)
     ct.launch(stream, (ct.cdiv(flat.numel(), 1024), 1, 1), copy_kernel, (flat, c, 1024))
-    return t, c.view(m, n)
+    x4 = x.reshape(2, m // 2, 1, n)
+    d = torch.empty_like(x4)
+    ct.launch(stream, (2, ct.cdiv(m // 2, 32), ct.cdiv(n, 32)), scale4_kernel, (x4, d, 32))
+    return t, c.view(m, n), d.view(m, n)
 
 
 def make_inputs(shape, dtype, device="cuda", seed=0):
@@ -47,4 +60,4 @@ def make_inputs(shape, dtype, device="cuda", seed=0):
 
 
 def reference(x):
-    return x.t().contiguous(), x.clone()
+    return x.t().contiguous(), x.clone(), x + x

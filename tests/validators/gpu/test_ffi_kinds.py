@@ -53,6 +53,24 @@ def test_a_pointer_parameter_serves_the_reference_tensor_and_its_extents_come_fr
     assert "let a_out_ptr = device_pointer::<f32>(&ts[1], \"out_ptr\")?;" in f.rust
 
 
+def test_a_rank4_output_taken_as_a_shared_tensor_is_passed_whole_as_the_reference_launches_it():
+    """cutile-compiler 0.5.0 refuses a `&mut Tensor` parameter above rank 3 (kernel_entry_generator.rs:132-139), so a
+    rank-4 output is a `&Tensor` the kernel writes through an unsafe PartitionMut (`tileport draft`'s
+    `shared_output`). cutile launches a `&Tensor` of any rank as its pointer, shape and strides (tensor.rs:2415-2431)
+    on the grid it is given (tile_kernel.rs:1337-1341): the launcher binds the reference's output tensor there,
+    every dim, with no partition and no grid bound from it."""
+    f = _kinds()
+    entry = PortLauncher(SimpleNamespace(bindings=f.bindings)).select("scale4_kernel", {"TILE": 32}, "float32")
+    assert entry["entry"] == "shared4" and not entry["kernel_faults"] and not entry["undecided"]
+    assert [(p["name"], p["kind"], len(p["dims"])) for p in entry["params"]] == [("x", "in", 4), ("out", "in", 4)]
+    assert entry["generics"][1] == {"name": "TILE", "kind": "const", "from": "constant", "constant": "TILE"}
+    fn = f.rust[f.rust.index("fn tp_shared4__f32"):]
+    fn = fn[:fn.index("\n}\n")]
+    assert "let a_out = value(In::<f32>::new(&ts[1], &ctx, \"out\", 4)?);" in fn and "Out::<" not in fn
+    sigs = {s.name: s for s in parse_entries((KINDS / "kernel.rs").read_text())}
+    assert direct_layout(sigs["shared4"]) == ([(0, 0), (1, 9)], 18)  # two &Tensor of rank 4: 1 + 2 x 4 each
+
+
 def test_the_direct_launch_path_is_recorded_only_after_a_warm_launch_through_cutile_succeeded():
     """Issue 34 item 3: a repeated launch goes straight to cuLaunchKernel with the parameters cutile marshalled.
     The generated entry takes the direct path only from a record `fast_capture` keeps, which it makes only after

@@ -94,11 +94,26 @@ def copy(x, stream):
            "scalars": [[c.numel(), float(c.numel())], [1, 1.0]]})
 
 
+def shared4(x, stream):
+    """scale4_kernel -> port entry `shared4` (a rank-4 output taken as &Tensor: the reference's tensor, no partition)"""
+    m, n = x.shape
+    x4 = x.reshape(2, m // 2, 1, n)
+    d = torch.empty_like(x4)
+    grid = (2, cdiv(m // 2, 32), cdiv(n, 32))
+    PortLauncher(lib)(stream, grid, op.scale4_kernel, (x4, d, 32))
+    check({"symbol": "tp_shared4__f32", "stream": stream.cuda_stream, "device": 0, "grid": list(grid),
+           "generics": "f32,32",
+           "tensors": [[x4.data_ptr(), list(x4.shape), list(x4.stride()), [0, 0, 0, 0]],
+                       [d.data_ptr(), list(d.shape), list(d.stride()), [0, 0, 0, 0]]],
+           "scalars": []})
+
+
 s0, s1 = types.SimpleNamespace(cuda_stream=0), types.SimpleNamespace(cuda_stream=7)
 for x in (torch.randn(1000, 300), torch.randn(1000, 300), torch.randn(64, 4096), torch.randn(300, 1000).t(),
           torch.randn(1000, 300)):
     transpose(x, s0)   # same shape twice, a new shape and grid, the first shape with other strides, back
     copy(x.contiguous(), s0)
+    shared4(x.contiguous(), s0)
 transpose(torch.randn(1000, 300), s0, grid=(32, 10, 1))  # the same shapes, another grid: another partition
 transpose(torch.randn(1000, 300), s1)  # another stream
 copy(torch.randn(7, 9), s1)
@@ -137,15 +152,16 @@ def recorded(tmp_path_factory):
 def test_every_warm_launch_hands_the_library_exactly_its_own_tensors_grid_scalars_and_stream(recorded):
     """The plan's buffers are reused call after call: a new allocation, a new shape and grid, the same shape with
     other strides (a transposed view), another grid, a scalar read from a new extent, another stream; each call's C function
-    sees that call's values (an output partition that follows the grid too), never a stale one from the previous call."""
-    assert recorded["launches"] == 14
+    sees that call's values (an output partition that follows the grid too; a rank-4 output the port takes as `&Tensor`
+    passed whole, every dim and stride), never a stale one from the previous call."""
+    assert recorded["launches"] == 19
     assert recorded["mismatches"] == []
 
 
 def test_a_second_shape_reuses_the_plan_and_a_new_dtype_is_a_new_plan_checked_like_a_first_launch(recorded):
-    assert recorded["plans"] == 2  # one per kernel, not per shape, stride or stream
+    assert recorded["plans"] == 3  # one per kernel, not per shape, stride or stream
     assert "no port entry for reference launch transpose_kernel[TILE=64]/float16" in recorded["float16"]
-    assert recorded["plans_after_float16"] == 2 and recorded["plans_at_end"] == 2  # refused before a plan is kept
+    assert recorded["plans_after_float16"] == 3 and recorded["plans_at_end"] == 3  # refused before a plan is kept
 
 
 def test_the_launches_served_are_listed_with_entry_generics_grid_and_shapes(recorded):

@@ -19,6 +19,12 @@ concrete types). How a cuTile Python launch maps onto a port entry is read from 
 * an output whose tile dims are all dynamic (`&mut Tensor<E, {[-1, -1]}>`) is the whole tensor inside the kernel
   (written by `ct.scatter`, permuted `(bid(1), bid(0))` stores, persistent loops over tiles): it is launched with
   the reference's grid, whatever that grid is (`Out` in the prelude says why cutile allows it);
+* an output of rank > 3 is a `&Tensor` the kernel writes through an unsafe PartitionMut (`tileport draft`'s
+  `shared_output`): cutile-compiler 0.5.0 refuses a `&mut Tensor` parameter above rank 3
+  (kernel_entry_generator.rs:132-139) and cutile's partition launch grid is 3-D (tensor.rs:916-953). It is bound as an
+  input (`In`): cutile pushes a `&Tensor` of any rank as pointer, shape and strides (tensor.rs:2415-2431) and launches
+  on the reference's grid as given (tile_kernel.rs:1337-1341), so the reference's output tensor is passed whole and
+  written in place;
 * an output slab dim only the port fixes (rms_norm / softmax chunked `&mut Tensor<E, {[1, N]}>`, N the row length
   of the variant) must tile the output's extent exactly with the launch grid: the launcher refuses any other
   extent before it launches, with one message naming the dim and what the entry was built for.
