@@ -115,6 +115,35 @@ def test_launches_select_the_entry_their_constants_and_dtype_declare():
     assert va.select("vector_add_kernel", {"TILE": 1024}, "float16")["symbols"]["float16"] == "tp_add__f16"
 
 
+MIXED_KERNEL = """
+#[cutile::module]
+pub mod qmm {
+    use cutile::core::*;
+    #[cutile::entry()]
+    fn qmm_f8<const TM: i32, const TN: i32>(
+        a: &Tensor<f8e4m3fn, { [-1, -1] }>,
+        c: &mut Tensor<bf16, { [TM, TN] }>,
+        scale: &Tensor<f32, { [-1] }>,
+    ) {
+    }
+}
+"""
+
+
+def test_a_mixed_precision_entry_is_launched_by_its_reference_dtype_not_its_output_dtype():
+    # an fp8 matmul writing bf16: the launch is keyed by its first tensor (fp8); keying the one instance by the
+    # alphabetically first element type (bf16) left every fp8 launch with "no float8_e4m3fn instance"
+    spec = DumpSpec.model_validate({"module": "qmm", "entries": [{"name": "qmm_f8", "variants": [
+        {"name": "v", "generics": ["64", "64"],
+         "reference": {"kernel": "qmm_kernel", "constants": {"TM": 64, "TN": 64}, "dtype": "float8_e4m3fn"}}]}]})
+    b = render_ffi(MIXED_KERNEL, spec, DTYPES).bindings
+    assert entry(b, "qmm_f8")["symbols"] == {"float8_e4m3fn": "tp_qmm_f8__f8e4m3fn"}
+    chosen = PortLauncher(SimpleNamespace(bindings=b)).select("qmm_kernel", {"TM": 64, "TN": 64}, "float8_e4m3fn")
+    assert chosen["entry"] == "qmm_f8"
+    with pytest.raises(PortError, match="no bfloat16 instance"):
+        PortLauncher(SimpleNamespace(bindings=b)).select("qmm_kernel", {"TM": 64, "TN": 64}, "bfloat16")
+
+
 def test_an_output_with_every_tile_dim_dynamic_is_launched_whole_and_a_mixed_one_is_a_kernel_fault():
     kernel = (PORTS / "rms_norm" / "kernel.rs").read_text()
     spec = load_spec(PORTS / "rms_norm" / "spec.json")

@@ -133,8 +133,12 @@ def entry_bindings(sig: EntrySig, spec: DumpSpec, dtypes: list[str]) -> dict:
             if RUST_DTYPES.get(r.dtype) and RUST_DTYPES[r.dtype] not in rust_dtypes:
                 rust_dtypes.append(RUST_DTYPES[r.dtype])
     else:
-        concrete = sorted(elem_types - type_params)
-        rust_dtypes = concrete[:1] or ["f32"]
+        # One instance, keyed as a launch will ask for it: by the dtype of the reference launch's first tensor (the
+        # spec's reference dtype), not by one of the entry's element types picked by name; a mixed-precision entry
+        # (fp8 inputs, a bf16 output) is launched by its inputs' dtype.
+        launched = [RUST_DTYPES[r.dtype] for r in refs if r.dtype in RUST_DTYPES]
+        first = [p.elem for p in sig.params if p.kind != "scalar" and p.elem in TORCH_DTYPES][:1]
+        rust_dtypes = list(dict.fromkeys(launched)) or first or sorted(elem_types)[:1] or ["f32"]
     slab_checks = _slab_checks(sig, binds, refs)
     kernel_faults = [f"output {p.name}: &mut Tensor with tile dims {p.dims}, static and dynamic mixed; cutile 0.5 "
                      "launches an output either as a partition of its declared static tile shape or, when every "
