@@ -1,6 +1,7 @@
 // Output kinds the generated launcher takes beyond one tile per block (tests/validators/gpu/test_ffi_kinds.py):
-// a permuted store into a whole output (every tile dim dynamic), a raw device pointer with its extents, and a
-// rank-4 output taken as `&Tensor` (cutile 0.5 has no `&mut Tensor` above rank 3).
+// a permuted store into a whole output (every tile dim dynamic), a raw device pointer with its extents, a
+// rank-4 output taken as `&Tensor` (cutile 0.5 has no `&mut Tensor` above rank 3), and a slab output launched on
+// fewer blocks than it has slabs.
 #[cutile::module]
 pub mod kinds {
     use cutile::core::*;
@@ -57,5 +58,16 @@ pub mod kinds {
         let j: i32 = program_id(2);
         let t: Tile<E, { [1, TILE, 1, TILE] }> = xs.load([b, i, 0i32, j]);
         os.store(t + t, [b, i, 0i32, j]);
+    }
+
+    // out = x + x on the slabs the grid reaches: the reference launches 2 blocks over a longer tensor, so only
+    // its first two tiles are written. cutile launches a `&mut Tensor<E, {[TILE]}>` as a partition whose grid must
+    // be the launch grid; the launcher passes the output cut to the slabs the grid reaches (hostrun `_reached`).
+    #[cutile::entry()]
+    fn head<E: ElementType, const TILE: i32>(x: &Tensor<E, { [-1] }>, out: &mut Tensor<E, { [TILE] }>) {
+        let xs: Partition<E, { [TILE] }> = x.partition(shape![TILE]);
+        let b: i32 = program_id(0);
+        let t: Tile<E, { [TILE] }> = xs.load([b]);
+        out.store(t + t);
     }
 }

@@ -1,7 +1,8 @@
-"""Three output kinds a launcher must take beyond one view tile per block, for the port in this directory
+"""Four output kinds a launcher must take beyond one view tile per block, for the port in this directory
 (kernel.rs): a permuted store (block (bm, bn) writes tile (bn, bm) of `t`), an output the port reaches through
-a raw device pointer (`copy`), and a rank-4 output (`d`, which the port takes as `&Tensor`: cutile 0.5 has no
-`&mut Tensor` above rank 3). tests/validators/gpu/test_ffi_kinds.py builds it; on a GPU `tileport gate pack
+a raw device pointer (`copy`), a rank-4 output (`d`, which the port takes as `&Tensor`: cutile 0.5 has no
+`&mut Tensor` above rank 3), and an output with more tiles than the launch has blocks (`h`: only its head is
+written; the port's slab partition must be cut to the slabs the grid reaches). tests/validators/gpu/test_ffi_kinds.py builds it; on a GPU `tileport gate pack
 tests/data/ffi_kinds --op tests/data/ffi_kinds/kinds.py` then `tileport gate run` judges it.
 """
 
@@ -36,6 +37,13 @@ def scale4_kernel(x, out, TILE: ct.Constant[int]):
     ct.store(out, index=(b, i, 0, j), tile=t + t)
 
 
+@ct.kernel
+def head_kernel(x, out, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    t = ct.load(x, index=(b,), shape=(TILE,))
+    ct.store(out, index=(b,), tile=t + t)
+
+
 def kinds(x):
     import torch
 
@@ -49,7 +57,9 @@ def kinds(x):
     x4 = x.reshape(2, m // 2, 1, n)
     d = torch.empty_like(x4)
     ct.launch(stream, (2, ct.cdiv(m // 2, 32), ct.cdiv(n, 32)), scale4_kernel, (x4, d, 32))
-    return t, c.view(m, n), d.view(m, n)
+    h = torch.zeros_like(flat)
+    ct.launch(stream, (2, 1, 1), head_kernel, (flat, h, 1024))  # 2 blocks over a longer tensor: its head only
+    return t, c.view(m, n), d.view(m, n), h.view(m, n)
 
 
 def make_inputs(shape, dtype, device="cuda", seed=0):
@@ -60,4 +70,8 @@ def make_inputs(shape, dtype, device="cuda", seed=0):
 
 
 def reference(x):
-    return x.t().contiguous(), x.clone(), x + x
+    import torch
+
+    h = torch.zeros_like(x).view(-1)
+    h[:2048] = (x + x).reshape(-1)[:2048]
+    return x.t().contiguous(), x.clone(), x + x, h.view(x.shape)

@@ -6,6 +6,7 @@ cuda.tile + pytest). The GPU runs are in test_hosttests_device.py."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -74,9 +75,13 @@ MAIN_OP = '''
 import torch
 def f(x):
     return x + 1
-if __name__ == "__main__":
+def same(a, b):  # a shared helper, as real scripts have
+    return torch.allclose(a, b)
+def case_ones():
     x = torch.ones(4)
-    print("PASS" if torch.allclose(f(x), x + 2) else "FAIL")  # a check that only prints
+    return same(f(x), x + 2)
+if __name__ == "__main__":
+    print("PASS" if case_ones() else "FAIL")  # a check that only prints
 '''
 
 
@@ -128,6 +133,9 @@ def test_a_main_block_whose_comparison_comes_out_false_fails_even_when_it_only_p
     run.run(["--main"], "main")
     (line,) = run.results.values()
     assert line["outcome"] == "failed" and line["message"].startswith("torch.allclose returned False at op.py:")
+    # which case failed and by how much, though the comparison sits in a helper every case calls
+    assert re.search(r"op\.py:\d+ in same < op\.py:\d+ in case_ones", line["message"]), line["message"]
+    assert "max abs diff 1 over 4 elements, torch.float32" in line["message"]
 
 
 def test_the_child_writes_arguments_as_stage_a_captured_them():

@@ -320,8 +320,7 @@ class Comparisons:
         def check(*a, **k):
             ok = fn(*a, **k)
             if ok is False and self.failed is None:
-                f = sys._getframe(1)
-                self.failed = f"torch.{name} returned False at {Path(f.f_code.co_filename).name}:{f.f_lineno}"
+                self.failed = f"torch.{name} returned False at {_callers(sys._getframe(1))}{_max_diff(a)}"
             return ok
         return check
 
@@ -336,6 +335,28 @@ class Comparisons:
         for owner, n, fn in self.saved:
             setattr(owner, n, fn)
         return False
+
+
+def _callers(f, depth: int = 3) -> str:
+    """Where a comparison was made and who asked for it: `utils.py:74 in check < softmax.py:40 in main`, so a failed
+    check in a shared helper still names which of the script's cases it judged."""
+    where = []
+    while f is not None and len(where) < depth:
+        if f.f_code.co_filename.startswith("<") or "site-packages" in f.f_code.co_filename:
+            break
+        where.append(f"{Path(f.f_code.co_filename).name}:{f.f_lineno} in {f.f_code.co_name}")
+        f = f.f_back
+    return " < ".join(where) or "?"
+
+
+def _max_diff(args: tuple) -> str:
+    """The largest absolute difference of the two tensors compared, when they can be subtracted."""
+    try:
+        a, b = args[0], args[1]
+        d = (a.detach().double() - b.detach().double()).abs()
+        return f" (max abs diff {d.max().item():.3g} over {d.numel()} elements, {a.dtype})"
+    except Exception:  # shapes differ, not tensors, an empty one: the line alone
+        return ""
 
 
 def run_one(label: str, fn, shim: Shim, progress: Progress, C, torch) -> None:

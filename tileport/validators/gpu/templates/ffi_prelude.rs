@@ -372,12 +372,16 @@ pub struct Out<T: DType> {
 }
 
 impl<T: DType> Out<T> {
-    /// The output partitioned into tiles of `shape` (the declared static tile shape), one per block.
+    /// The output partitioned into tiles of `shape` (the declared static tile shape), one per block, with
+    /// cutile's partial coverage (`partition_prefix`, cutile tensor.rs `Partition::prefix`): the launch grid may be a
+    /// per-axis prefix of the tile grid, as a reference launch may be (one block over a longer tensor writes its
+    /// first tile only); blocks map to the tiles they would under full coverage and the tiles past the grid keep
+    /// their contents, as the reference leaves them. A grid past the tile grid on any axis is still refused.
     unsafe fn tiles<const R: usize>(tp: &TpTensor, ctx: &Arc<Context>, what: &str, shape: [usize; R])
                                     -> Result<Self, Refused> {
         let t = tensor::<T>(tp, ctx, what, R)?;
         let spec = reference_spec(tp, t.spec(), std::mem::size_of::<T>());
-        Ok(Out { part: t.partition(shape), whole: None, spec })
+        Ok(Out { part: t.partition_prefix(shape), whole: None, spec })
     }
 
     /// The output bound whole (every declared tile dim dynamic).
