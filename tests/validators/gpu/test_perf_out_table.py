@@ -65,3 +65,20 @@ def test_a_slow_row_is_named_and_tiny_is_judged_on_both_sides_whatever_the_runne
     assert f"| softmax | {rows[0]['config']} |" in text and "tiny (both sides" not in \
         next(l for l in text.splitlines() if l.startswith(f"| softmax | {rows[0]['config']} |"))
     assert "- port call at most 2x the reference's: no host_call.json" in text
+
+
+def test_without_host_call_json_the_host_criterion_is_judged_on_stage_e_host_times(tmp_path):
+    # a run made with HOST=0: each timed row carries the op call's host time per side (hostrun.host_times)
+    results = {op: json.loads((RUN2 / f"{op}.json").read_text()) for op in ("softmax", "vector_add")}
+    per_op = {"softmax": [(10.0, 26.0), (12.0, 30.0)], "vector_add": [(8.0, 12.0), (9.0, 13.0)]}
+    for op, res in results.items():
+        for i, row in enumerate(res["perf"]["rows"]):
+            ref, port = per_op[op][i % 2]
+            row["host_us"] = {"ref": {"return_us": ref, "call_us": ref + 5, "calls": 30},
+                              "port": {"return_us": port, "call_us": port + 5, "calls": 30}}
+    text = _run(_out(tmp_path, results, host=None, test_log=None))
+    # medians over configurations: softmax 11 vs 28 us (2.55x), vector_add 8 vs 12 us (1.50x: 5 of its 9 rows at 8 / 12)
+    assert "| softmax | 6 | 11.0 / 28.0 | 2.55 | 16.0 / 33.0 |" in text
+    assert "| vector_add | 9 | 8.0 / 12.0 | 1.50 |" in text
+    line = next(l for l in text.splitlines() if l.startswith("- port call at most 2x"))
+    assert "NO: softmax 2.55x" in line and "vector_add" not in line.split("(worst")[0].split("NO:")[1], line
