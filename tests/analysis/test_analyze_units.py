@@ -368,3 +368,14 @@ def test_an_op_file_named_as_real_projects_name_them_gets_a_rust_module_both_way
     assert derive_spec(a).module == "k_01_vector_add"
     d = draft_port(a)
     assert d.spec.module == "k_01_vector_add" and "pub mod k_01_vector_add {" in d.kernel_rs
+
+
+def test_module_constants_bound_by_unpacking_are_known_item_by_item(tmp_path):
+    from tileport.analysis.static import Unknown, module_values
+    op = tmp_path / "sizes.py"
+    op.write_text("TM, TN, TK = 64, 64, 32\n(WH, WW) = (4, 2 * 2)\n[OH, OW] = [8, 16]\nSIZES = (1, 2)\n"
+                  "A, B = SIZES\nP, *Q = 1, 2, 3\nX, Y = unknown_call()\n", encoding="utf-8")
+    env = module_values(op)
+    assert [env[k] for k in ("TM", "TN", "TK", "WH", "WW", "OH", "OW", "A", "B")] == [64, 64, 32, 4, 4, 8, 16, 1, 2]
+    # what cannot be told item by item stays Unknown, never a wrong value
+    assert all(isinstance(env[k], Unknown) for k in ("P", "Q", "X", "Y"))

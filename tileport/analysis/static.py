@@ -914,16 +914,41 @@ def module_values(path: str | Path, tree: ast.Module | None = None, _depth: int 
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             env[stmt.name] = FunctionRef(str(path), stmt.name)
         elif isinstance(stmt, ast.Assign):
-            v = ev.eval(stmt.value, env)
             for t in stmt.targets:
-                if isinstance(t, ast.Name):
-                    env[t.id] = v
+                pairs = _unpacked(t, stmt.value)
+                if pairs is None:
+                    _bind_target(t, ev.eval(stmt.value, env), env)
+                for sub, node in pairs or ():  # `TM, TN = 64, 32` / `[A, B] = [1, 2]`: item by item
+                    _bind_target(sub, ev.eval(node, env), env)
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
             env[stmt.target.id] = ev.eval(stmt.value, env)
     if len(_MODULE_CACHE) > 256:
         _MODULE_CACHE.clear()
     _MODULE_CACHE[key] = env
     return env
+
+
+def _unpacked(target: ast.AST, value: ast.AST) -> list[tuple[ast.AST, ast.AST]] | None:
+    """(target, value) pairs of a tuple or list target over a tuple or list display of the same length."""
+    if (isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+            and not any(isinstance(e, ast.Starred) for e in [*target.elts, *value.elts])):
+        return list(zip(target.elts, value.elts))
+    return None
+
+
+def _bind_target(target: ast.AST, value: Any, env: dict[str, Any]) -> None:
+    """A module-level assignment target: a name takes the value; a tuple or list of targets (`TM, TN = SIZES`)
+    takes the value's items when it is a tuple of that length, each name Unknown otherwise (a starred target, a
+    value not known here)."""
+    if isinstance(target, ast.Name):
+        env[target.id] = value
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        starred = any(isinstance(e, ast.Starred) for e in target.elts)
+        items = value if isinstance(value, tuple) and len(value) == len(target.elts) and not starred else None
+        for i, t in enumerate(target.elts):
+            _bind_target(t.value if isinstance(t, ast.Starred) else t,
+                         items[i] if items is not None else Unknown(ast.unparse(t)), env)
 
 
 _CT_NAMES = TileNames(ast.parse("import cuda.tile as ct"))

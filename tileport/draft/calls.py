@@ -763,12 +763,18 @@ class CallOps:
             raise Unsupported("ct.mma(..., use_fast_acc=True)", node)
         x, y, acc = (self.expr(args[k], "") for k in ("x", "y", "acc"))
         for v, k in ((x, "x"), (y, "y"), (acc, "acc")):
-            if v.kind != "tile" or len(v.shape) != 2:
-                raise Unsupported("ct.mma of operands that are not 2-D tiles", args[k])
+            if v.kind != "tile" or len(v.shape) not in (2, 3) or len(v.shape) != len(x.shape):
+                raise Unsupported("ct.mma of operands that are not all 2-D or all 3-D tiles", args[k])
         if x.dtype != y.dtype:
             raise Unsupported("ct.mma of operands of two dtypes", node)
-        if x.shape[1] != y.shape[0] or acc.shape != (x.shape[0], y.shape[1]):
+        b = x.shape[:-2]
+        if x.shape[-1] != y.shape[-2] or y.shape[:-2] != b or acc.shape != (*b, x.shape[-2], y.shape[-1]):
             raise Unsupported("ct.mma with operand shapes that do not chain", node)
+        if b:  # batched: cutile's `mma` is 2-D only; its Tile IR op `mmaf` takes rank 3 (cutile _core.rs, N = 3)
+            if x.dtype not in FLOATS and x.dtype != OP_DTYPE:
+                raise Unsupported("a batched ct.mma of integer tiles", node,
+                                  "cutile 0.5 `mmai` needs a signedness per operand; mma per batch item instead")
+            return Val("tile", f"mmaf({x.expr}, {y.expr}, {acc.expr})", acc.dtype, acc.shape)
         return Val("tile", f"mma({x.expr}, {y.expr}, {acc.expr})", acc.dtype, acc.shape)
 
     def reduce(self, name: str, node: ast.Call, hint: str) -> Val:

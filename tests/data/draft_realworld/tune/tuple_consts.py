@@ -26,7 +26,7 @@ def window_max_kernel(x, y):
     best = ct.full((OH, OW), -float("inf"), dtype=ct.float32)
     for di in range(WH):
         for dj in range(WW):
-            t = ct.load(x, index=(i * WH + di, j), shape=(OH, OW), padding_mode=ct.PaddingMode.ZERO)
+            t = ct.load(x, index=(i * WH + di, j * WW + dj), shape=(OH, OW), padding_mode=ct.PaddingMode.ZERO)
             best = ct.maximum(best, ct.astype(t, ct.float32))
     ct.store(y, index=(i, j), tile=ct.astype(best, y.dtype))
 
@@ -42,8 +42,8 @@ def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def window_max(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape
-    y = torch.empty((m // WH, n), dtype=x.dtype, device=x.device)
-    ct.launch(torch.cuda.current_stream(), (ct.cdiv(m // WH, OH), ct.cdiv(n, OW), 1), window_max_kernel, (x, y))
+    y = torch.empty((m // WH, n // WW), dtype=x.dtype, device=x.device)
+    ct.launch(torch.cuda.current_stream(), (ct.cdiv(m // WH, OH), ct.cdiv(n // WW, OW), 1), window_max_kernel, (x, y))
     return y
 
 
@@ -52,5 +52,5 @@ if __name__ == "__main__":
         a = torch.randn(3, 128, 96, device="cuda", dtype=dt)
         b = torch.randn(3, 96, 200, device="cuda", dtype=dt)
         torch.testing.assert_close(bmm(a, b), a @ b, rtol=1e-2, atol=1e-2)
-        x = torch.randn(256, 64, device="cuda", dtype=dt)
+        x = torch.randn(256, 256, device="cuda", dtype=dt)
         window_max(x)
