@@ -36,6 +36,29 @@ def results(cid, commit) -> dict:
                      "left_out": [{"config": "k float16 grid(1, 1, 1) (float16[1x8])", "why": "over the bound"}]}}
 
 
+def test_a_failed_test_keeps_its_own_printed_diagnostics_through_ingest_to_status(tmp_path):
+    conv = conversion_at(tmp_path)
+    try:
+        res = results(conv.cid, conv.head())
+        printed = "\n".join(["10-1 Persistent Softmax: FAIL", "   matched: 1040000/1048576 [99.18%]",
+                              "   First 10 mismatched indices: [(4095, 0), (4095, 1)]"])
+        res["tests"][0].update(status="FAIL", port="failed: torch.allclose returned False", fail_class="kernel",
+                               message="port: failed: torch.allclose returned False at utils.py:74", output=printed)
+        res["cases"][0].update(status="FAIL", fail_class="kernel", message=res["tests"][0]["message"], output=printed)
+        path = tmp_path / "results.json"
+        path.write_text(json.dumps(res))
+        done = service.ingest_results(Config().model_copy(update={"store": str(conv.store.path)}), path)
+        assert [r.verdict for r in done.runs] == ["FAIL"]
+        d = queries.stage_runs(conv.store, conv.cid, "D")[-1]
+        assert queries.cases(conv.store, d.id)[0].output == printed  # typed through the store
+        (tmp_path / "tileport.toml").write_text(f'store = "{conv.store.path}"\n')
+        out = run_cli("status", str(conv.cid), cwd=tmp_path).stdout
+        assert "FAIL          tests/test_op.py::test_a" in out
+        assert "    |    First 10 mismatched indices: [(4095, 0), (4095, 1)]" in out
+    finally:
+        conv.store.close()
+
+
 def test_status_shows_each_test_and_each_configurations_host_time(tmp_path):
     conv = conversion_at(tmp_path)
     try:

@@ -49,6 +49,7 @@ def _detail(store, cid: int, caps: dict[str, int], config_max: float) -> dict:
 
 
 MAX_LINES = 60
+OUTPUT_LINES = 8  # a failed test's last printed lines under its status line
 
 
 def _us(x) -> str:
@@ -65,6 +66,8 @@ def _gate_lines(r: dict) -> list[str]:
         out.append(f"{c['status']:<13} {c['name']}  reference {str(c.get('reference') or '-')[:60]}  port launches "
                    f"{c.get('port_launches') if c.get('port_launches') is not None else '-'}  {secs}"
                    + ("" if c["status"] == "PASS" else f"  {c.get('message', '')[:160]}"))
+        if c["status"] == "FAIL" and c.get("output"):  # the test's own diagnostics, as it printed them
+            out += ["    | " + ln for ln in c["output"].splitlines()[-OUTPUT_LINES:]]
     if len(tests) > MAX_LINES:
         out.append(f"... {len(tests) - MAX_LINES} more test(s) (tileport status ID --json)")
     rows = r.get("perf_rows") or []

@@ -103,6 +103,11 @@ def _v5(db: sqlite_utils.Database) -> None:
         db["perf_rows"].add_column(col, typ)
 
 
+def _v6(db: sqlite_utils.Database) -> None:
+    """A failed stage D test keeps its own last words (what it printed: mismatched indices, its diffs)."""
+    db["cases"].add_column("output", str)
+
+
 # Migration i (0-based) takes the schema from version i to i+1. Append, never edit.
-MIGRATIONS = (_v1, _v2, _v3, _v4, _v5)
+MIGRATIONS = (_v1, _v2, _v3, _v4, _v5, _v6)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -160,6 +160,7 @@ class CaseRow(_Row):
     reference: str | None = None
     port_launches: int | None = None
     seconds: float | None = None
+    output: str = ""  # a failed test's own last words
 
 
 class PerfRun(_Row):
@@ -258,7 +259,8 @@ def cases(store: "Store", run_id: int) -> list[CaseRow]:
     """A D run's cases in the order recorded (the op's tests with the reference's verdict and the port's launches)."""
     return [CaseRow(name=r["name"], dtype=r.get("dtype"), status=r["status"], fail_class=r.get("fail_class"),
                     message=r.get("message") or "", max_abs_err=r.get("max_abs_err"), source=r.get("source"),
-                    reference=r.get("reference"), port_launches=r.get("port_launches"), seconds=r.get("seconds"))
+                    reference=r.get("reference"), port_launches=r.get("port_launches"), seconds=r.get("seconds"),
+                    output=r.get("output") or "")
             for r in _dicts(store, "select * from cases where stage_run_id = ? order by id", [run_id])]
 
 

@@ -38,7 +38,8 @@ def insert_cases(db, stage_run_id: int, cases: Iterable[Any]) -> None:
         {"stage_run_id": stage_run_id, "name": c.name, "dtype": c.dtype, "shape": to_json(c.shape),
          "status": c.status, "max_abs_err": c.max_abs_err, "fail_class": c.fail_class, "message": c.message,
          "source": getattr(c, "source", None), "reference": getattr(c, "reference", None),
-         "port_launches": getattr(c, "port_launches", None), "seconds": getattr(c, "seconds", None)}
+         "port_launches": getattr(c, "port_launches", None), "seconds": getattr(c, "seconds", None),
+         "output": getattr(c, "output", None) or None}
         for c in cases)
 
 

@@ -55,6 +55,7 @@ def test_passes():
     assert torch.empty(4).isnan().all()  # allocations are NaN-poisoned while a test runs
 
 def test_fails():
+    print("mismatch at (3, 1): got 2.0, want 1.0")  # a test's own diagnostics
     assert 1 == 2, "wrong"
 
 def test_hangs():
@@ -113,6 +114,8 @@ def test_a_hang_or_a_crash_fails_that_test_and_the_rest_still_run(tmp_path):
     got = {k.split("::")[1]: v for k, v in run.results.items()}
     assert got["test_passes"]["outcome"] == "passed"
     assert got["test_fails"]["outcome"] == "failed" and "wrong" in got["test_fails"]["message"]
+    assert "mismatch at (3, 1): got 2.0, want 1.0" in got["test_fails"]["output"]  # kept with the failed test
+    assert not got["test_passes"].get("output")
     assert got["test_hangs"].get("crashed") and "timed out after 8 s" in got["test_hangs"]["message"]
     assert got["test_crashes"].get("crashed") and "died (status 3)" in got["test_crashes"]["message"]
     assert got["test_skipped"]["outcome"] == "skipped" and got["test_skipped"]["message"] == "not here"
@@ -136,6 +139,9 @@ def test_a_main_block_whose_comparison_comes_out_false_fails_even_when_it_only_p
     # which case failed and by how much, though the comparison sits in a helper every case calls
     assert re.search(r"op\.py:\d+ in same < op\.py:\d+ in case_ones", line["message"]), line["message"]
     assert "max abs diff 1 over 4 elements, torch.float32" in line["message"]
+    assert line["output"] == "FAIL"  # what the script printed: its own verdict, kept with the failure
+    judged = judge("main:op.py", {"outcome": "passed"}, {**line, "port_attempts": 1})
+    assert judged["status"] == "FAIL" and judged["output"] == "FAIL"
 
 
 def test_the_child_writes_arguments_as_stage_a_captured_them():

@@ -174,6 +174,8 @@ def judge(test_id: str, ref: dict | None, port: dict | None) -> dict:
             "status": "NOT_EVALUATED", "fail_class": None, "message": ""}
     if ref is None or ref["outcome"] != "passed":
         line["message"] = f"not evaluated (reference: {line['reference'][:300]})"
+        if (ref or {}).get("output"):
+            line["output"] = ref["output"]  # what the reference printed as its own check failed
         return line
     if port is None:
         line["message"] = "not evaluated (the port run never reached it)"
@@ -187,6 +189,8 @@ def judge(test_id: str, ref: dict | None, port: dict | None) -> dict:
     else:
         line.update(status="FAIL", fail_class=port.get("fail_class") or "kernel",
                     message=f"port: {line['port'][:600]}")
+        if port.get("output"):
+            line["output"] = port["output"]  # the test's own diagnostics (mismatched indices, its diffs)
     return line
 
 
@@ -220,7 +224,8 @@ def cases_from(lines: list[dict]) -> list[dict]:
     return [{"name": ln["id"], "dtype": "", "shape": {}, "status": ln["status"], "max_abs_err": None,
              "fail_class": ln["fail_class"], "message": ln["message"], "source": "tests",
              "reference": ln["reference"], "port_launches": ln["port_launches"],
-             "seconds": (ln["seconds"] or {}).get("port")} for ln in lines]
+             "seconds": (ln["seconds"] or {}).get("port"), **({"output": ln["output"]} if ln.get("output") else {})}
+            for ln in lines]
 
 
 def run_replay(pack_dir: Path, project: Path, lib: str, inputs: Path, out: Path, timeout_s: float, log,
@@ -303,6 +308,8 @@ def run(runner, perf: bool = True, project: str | None = None) -> int:
             return 3
         for ln in got["tests"]:
             log(f"{ln['status']} {ln['id']}: {ln['message'][:200]}")
+            if ln["status"] != "PASS" and ln.get("output"):
+                log("    " + "\n    ".join(ln["output"].splitlines()[-12:]))  # the test's own last words
         runner.save()
     cases = runner.results["cases"]
     evaluated = [c for c in cases if c["status"] != "NOT_EVALUATED"]

@@ -60,6 +60,7 @@ class Case:
     reference: str | None = None  # the reference's verdict on the same test: passed | failed: ... | skipped: ...
     port_launches: int | None = None  # launches the port served in it
     seconds: float | None = None  # the port's run of it
+    output: str = ""  # a failed test's own last words (what it printed: mismatched indices, diffs), at most ~1.5 KB
 
     @property
     def evaluated(self) -> bool:
@@ -224,7 +225,7 @@ def correctness_from_results(results: dict) -> CorrectnessReport:
                               max_abs_err=c.get("max_abs_err"), fail_class=c.get("fail_class"),
                               message=c.get("message", ""), source=c.get("source") or "harness",
                               reference=c.get("reference"), port_launches=c.get("port_launches"),
-                              seconds=c.get("seconds")))
+                              seconds=c.get("seconds"), output=c.get("output") or ""))
     return rep
 
 

@@ -277,7 +277,8 @@ class Plugin:
             o.update(outcome="skipped", message=("xfail: " if hasattr(report, "wasxfail") else "") + why[:300])
         elif report.failed and o["outcome"] in ("passed", "skipped"):
             o.update(outcome="failed" if report.when == "call" else "error",
-                     message=(f"{report.when}: " if report.when != "call" else "") + _short(report.longrepr))
+                     message=(f"{report.when}: " if report.when != "call" else "") + _short(report.longrepr),
+                     output=_tail("".join(text for name, text in report.sections if name.startswith("Captured std"))))
 
     def pytest_runtest_logfinish(self, nodeid, location):
         self.finish(nodeid)
@@ -290,7 +291,7 @@ class Plugin:
         self.progress.write(ev="done", id=nodeid, outcome=o["outcome"], message=o["message"],
                             seconds=round(time.perf_counter() - self.t0, 4), launches=cur["launches"],
                             port_attempts=cur["port_attempts"], port_launches=cur["port_launches"],
-                            fail_class=fail_class)
+                            fail_class=fail_class, output=o.get("output", ""))
         if o["outcome"] in ("failed", "error") and sticky(o["message"]):
             os._exit(17)  # the CUDA context is gone: the parent starts the rest in a fresh process
 
@@ -337,6 +338,38 @@ class Comparisons:
         return False
 
 
+OUTPUT_TAIL = 1500  # characters of a failed test's own output kept with its result
+
+
+def _tail(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= OUTPUT_TAIL else "..." + text[-OUTPUT_TAIL:]
+
+
+def _stdout_offset() -> int | None:
+    """Where this process's output file stands (the parent sends stdout and stderr to one log file)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return os.lseek(1, 0, os.SEEK_CUR)
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _stdout_since(start: int | None) -> str:
+    """The tail of what a script printed since `start`: its own diagnostics (mismatched indices, diffs) kept with a
+    failed result, as the user would have seen them in a terminal."""
+    end = _stdout_offset()
+    if start is None or end is None or end <= start:
+        return ""
+    try:
+        with open("/proc/self/fd/1", "rb") as f:
+            f.seek(max(start, end - 4 * OUTPUT_TAIL))
+            return _tail(f.read(end - f.tell()).decode("utf-8", "replace"))
+    except OSError:
+        return ""
+
+
 def _callers(f, depth: int = 3) -> str:
     """Where a comparison was made and who asked for it: `utils.py:74 in check < softmax.py:40 in main`, so a failed
     check in a shared helper still names which of the script's cases it judged."""
@@ -370,6 +403,7 @@ def run_one(label: str, fn, shim: Shim, progress: Progress, C, torch) -> None:
     outcome, message = "passed", ""
     comparisons = Comparisons(torch)
     sys.argv = [label.split(":", 1)[1]]  # as `python SCRIPT` would see it: no arguments of ours
+    start = _stdout_offset()
     try:
         with C.poisoned_allocations(torch), comparisons:
             fn()
@@ -388,7 +422,7 @@ def run_one(label: str, fn, shim: Shim, progress: Progress, C, torch) -> None:
         fail_class = cur["port_error"][0] if cur["port_error"] else "kernel"
     progress.write(ev="done", id=label, outcome=outcome, message=message, seconds=round(time.perf_counter() - t0, 4),
                    launches=cur["launches"], port_attempts=cur["port_attempts"], port_launches=cur["port_launches"],
-                   fail_class=fail_class)
+                   fail_class=fail_class, output=_stdout_since(start) if outcome != "passed" else "")
 
 
 def main(argv=None) -> int:
