@@ -1135,10 +1135,20 @@ class HostRun:
         row = {"config": f"{dtype} [{label}]", "dtype": dtype, "shape": shape, "variant": variant, "flags": [],
                "ref_ms": None, "port_ms": None, "ratio": None, "ref_samples": [], "port_samples": []}
         seed = C.case_seed(self.gate["op"], dtype, shape, variant)
+        # where a configuration's wall time goes (a device run is short: this says what to cut next)
+        phases, mark = row.setdefault("phase_s", {}), [time.perf_counter()]
+
+        def lap(name: str) -> None:
+            now = time.perf_counter()
+            phases[name] = round(phases.get(name, 0.0) + now - mark[0], 3)
+            mark[0] = now
+
         sets = [self.module.make_inputs(dict(shape), dtype, device="cuda", seed=seed + 1 + i) for i in range(reps)]
+        lap("inputs")
         # what each side launches: the launch count from a recorded call, the kernel names from its trace
         _, ref_launches = self._call("ref", sets[0], variant)
         _, port_calls = self._call("port", sets[0], variant)
+        lap("first_calls")
         launched = {"ref": [l["kernel"] for l in ref_launches], "port": [c["entry"] for c in port_calls]}
         expect: dict[str, list[str]] = {}
         for side in ("ref", "port"):
@@ -1156,9 +1166,11 @@ class HostRun:
             for want in launched[side]:
                 if not any(want in n for n in names):
                     row["flags"].append(f"{side}: no kernel named like {want} in the trace ({names[:4]})")
+        lap("learn_profiles")
         # the bytecode each side's JIT compiled for this configuration (issue 34: the IR the reference really runs)
         row["bytecode"] = bytecode_evidence(self.dumps, self.library, expect["ref"], port_calls,
                                             self.results.setdefault("bytecode", {}))
+        lap("bytecode")
         if row.get("failed"):
             return row
         nbytes = sum(l["bytes"] for l in ref_launches)
@@ -1175,7 +1187,9 @@ class HostRun:
                     out, _ = self._call(side, sets[i], variant)
                 outs.append(out)
 
+            lap("warmup")
             events, exported = _profile(one, reps, trace=True)
+            lap(f"timed_{side}")
             if isinstance(exported, dict):
                 row.setdefault("launch", {})[side] = launch_attributes(exported, expect[side])
             else:
@@ -1204,6 +1218,7 @@ class HostRun:
                 for o, r in zip(C._outputs(out), ref):
                     if not C.compare(o.double(), r.double(), atol, rtol).ok:
                         bad += 1
+            lap("check_timed")
             if bad:
                 problems.append(f"{bad} timed outputs do not match the reference")
             row[f"{side}_samples"] = samples
@@ -1215,6 +1230,7 @@ class HostRun:
         for side in ("ref", "port"):  # host wall time per call from Python, beside device time
             row.setdefault("host_us", {})[side] = host_times(lambda side=side: self._call(side, sets[0], variant),
                                                              torch.cuda.synchronize)
+        lap("host_times")
         if row["ref_ms"] and row["port_ms"]:
             row["ratio"] = row["port_ms"] / row["ref_ms"]
             if max(row["ref_ms"], row["port_ms"]) * 1000 < TINY_US:  # both sides (reports.is_tiny judges it)
@@ -1259,9 +1275,11 @@ class HostRun:
 
         configs = [(d, s, v) for d in self.gate["dtypes"] for s in self.gate["shapes"] for v in self.variants]
         for d, s, v in configs:
+            t0 = time.perf_counter()
             case = self.correctness(d, s, v)
             self.results["cases"].append(case)
-            print(f"{case['status']} {case['name']}: {case['message'][:300]}", flush=True)
+            print(f"{case['status']} {case['name']}: {case['message'][:300]} ({time.perf_counter() - t0:.1f} s)",
+                  flush=True)
             self.save()
             if case["fail_class"] == "env":
                 self.results["env_missing"] = case["message"]
@@ -1285,7 +1303,7 @@ class HostRun:
             self.results["perf"]["rows"].append(row)
             print(f"PERF {self.gate['op']} {row['config']}: ref {row['ref_ms']} ms port {row['port_ms']} ms "
                   f"ratio {row['ratio'] and round(row['ratio'], 3)} {row['flags']} "
-                  f"[idle gap before the kernel us: {row.get('idle_gap_us')}]", flush=True)
+                  f"[idle gap before the kernel us: {row.get('idle_gap_us')}] [s: {row.get('phase_s')}]", flush=True)
             self.save()
         return 0
 
