@@ -182,3 +182,38 @@ def test_matmul_shifts_rounded_tanh_and_hinted_pointer_accesses_build_and_pair_w
     for pair in report.pairs:
         assert pair.verdict in ("PASS", "PASS_WITH_NOTES"), sorted(
             f.check + ": " + f.message for f in pair.findings if f.severity == Severity.ERROR)
+
+
+WIDEN_OP = '''
+    import cuda.tile as ct
+
+    TILEPORT = {"dtypes": ["float16", "float32"], "params": {"widen_kernel.out": "float32"}}
+
+    @ct.kernel
+    def widen_kernel(x, out, n, TILE: ct.Constant[int]):
+        idx = ct.bid(0) * TILE + ct.arange(TILE, dtype=ct.int32)
+        vals = ct.gather(x, idx)
+        best = ct.where(idx < n, vals, ct.full((TILE,), -1.0, dtype=ct.float32))
+        ct.scatter(out, idx, vals)
+        ct.scatter(out, idx + n, best)
+
+    def run(x, out):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (ct.cdiv(x.numel(), 128), 1, 1), widen_kernel,
+                  (x, out, x.numel(), 128))
+    '''
+
+
+def test_where_promotes_and_a_scatter_widens_as_cutile_python_does(tmp_path):
+    # ct.where of an f16 tile and an f32 one is f32 (promote_types); a scatter of f16 values into an f32 array casts
+    # them (implicit_cast); both per dtype of the op, as the reference compiles them (KernelBench-style max-pool)
+    analysis, draft = _draft(tmp_path, "widen_op", WIDEN_OP)
+    assert draft.holes == [], [str(h) for h in draft.holes]
+    assert "convert_tile(" in draft.kernel_rs
+    layout, result = _build("widen", draft)
+    assert result.ok, [d.short() for d in result.diagnostics if d.level == "error"]
+    report = self_check(result, analysis, layout.spec)
+    assert not report.unmatched and len(report.pairs) == 2  # one per dtype of x
+    for pair in report.pairs:
+        assert pair.verdict in ("PASS", "PASS_WITH_NOTES"), sorted(
+            f.check + ": " + f.message for f in pair.findings if f.severity == Severity.ERROR)

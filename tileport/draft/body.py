@@ -83,6 +83,9 @@ class BodyTranslator(MemoryOps, CallOps, UnrollOps):
         # output -> its view stores: (tile shape, per index component the bid axis / "0" / None, in a loop,
         # the view variable, the stored tile expression, the index as written)
         self.out_stores: dict[str, list[tuple]] = {}
+        # array -> the token of its latest pointer store at the entry's top level: the next pointer access of that
+        # array is ordered after it, as cuTile Python's token order does for accesses of one array
+        self.ptr_tokens: dict[str, str] = {}
 
     # ---- names -------------------------------------------------------------------------------
 

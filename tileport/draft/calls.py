@@ -672,6 +672,9 @@ class CallOps:
         if not tiles:
             raise Unsupported("ct.where choosing between two scalars", node)
         dtype = tiles[0].dtype
+        if len({t.dtype for t in tiles}) > 1:  # cuTile's where promotes x and y to one dtype (promote_types)
+            dtype = self.promoted(tiles, node)
+            a, b = self.cast_to(a, dtype), self.cast_to(b, dtype)
         shape = broadcast_shapes([c.shape] + [t.shape for t in tiles], node)
         cx = self.to_tile(c, "bool", shape, node)
         ax, bx = self.to_tile(a, dtype, shape, node), self.to_tile(b, dtype, shape, node)

@@ -279,11 +279,24 @@ class MemoryOps:
         ptr = self.hoist(f"{p}_ptr", ptr_t, f"addptr_tile({base}, {offset})")
         if not shape and arr.dtype in ELEM_BYTES:  # a single element: cuTile assumes it is naturally aligned
             ptr = self.hoist(f"{p}_ptr", ptr_t, f"unsafe {{ assume_div_by::<_, {ELEM_BYTES[arr.dtype]}>({ptr}) }}")
-        tok = self.hoist(f"{arr.name}_token", "Token", f"get_tensor_token({arr.name})")
+        tok = self.ptr_tokens.get(arr.name) or self.hoist(f"{arr.name}_token", "Token",
+                                                           f"get_tensor_token({arr.name})")
         if store:
+            if value.kind == "tile" and value.dtype != arr.dtype:
+                # cuTile's scatter casts the value implicitly as a store does (_get_scatter_value: implicit_cast)
+                if OP_DTYPE in (value.dtype, arr.dtype):
+                    raise NeedsDtype("a scatter that converts to or from the op dtype", node,
+                                     "the entry is specialised per dtype")
+                value = self.tile(arr.dtype, value.shape, f"convert_tile({value.expr})", f"{arr.name}_value")
             val = self.to_tile(value, arr.dtype, shape, node)
-            self.emit(f"unsafe {{ store_ptr_tko({ptr}, {val}, ordering::Weak, None::<scope::Device>, {mask_arg}, "
-                      f"Some({tok}), Latency::<{latency}>) }};")
+            call = (f"unsafe {{ store_ptr_tko({ptr}, {val}, ordering::Weak, None::<scope::Device>, {mask_arg}, "
+                    f"Some({tok}), Latency::<{latency}>) }};")
+            if len(self.scopes) == 1 and not self.loops:  # top level: later accesses of this array wait for it
+                t = self.fresh(f"{arr.name}_token")
+                self.emit(f"let {t}: Token = {call}")
+                self.ptr_tokens[arr.name] = t
+            else:  # in a loop or a branch the token cannot be carried out of the block: the accesses stay unordered
+                self.emit(call)
             return Val("none")
         if len(shape) >= 2 and masks:
             # cutile-compiler 0.5.0 compile_cuda_tile_op.rs (compile_load_ptr_tko) reshapes a scalar padding value
