@@ -7,6 +7,7 @@ import copy
 import re
 from typing import Any
 
+from tileport.draft.core_names import CORE_FUNCTIONS
 from tileport.draft.values import OP_DTYPE, Unsupported, Val, paren, tile_type
 from tileport.analysis.static import TileNames, TileRef, Unknown, dotted_parts, fold_constant
 
@@ -35,8 +36,9 @@ RUST_KEYWORDS = {"as", "break", "const", "continue", "crate", "else", "enum", "e
 
 
 def rust_name(name: str) -> str:
-    """A Python identifier as a Rust one (keywords and names cutile's prelude uses get a trailing `_`)."""
-    return f"{name}_" if name in RUST_KEYWORDS else name
+    """A Python identifier as a Rust one: keywords, names cutile's prelude uses and the free functions of
+    `cutile::core` (a local `num_tiles` would shadow `num_tiles(&view, axis)`) get a trailing `_`."""
+    return f"{name}_" if name in RUST_KEYWORDS or name in CORE_FUNCTIONS else name
 
 
 def ct_name(func: ast.expr) -> str | None:
