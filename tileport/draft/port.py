@@ -181,8 +181,9 @@ def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, 
                                                 entry_name, on_hole, analysis.targets, helpers, dtype)
     entries_rs.append(text)
     extents = tr.slab_extents
+    closure = {k.removeprefix(CLOSURE): v for k, v in folded.items() if k.startswith(CLOSURE)}
     spec_entries.append(Entry(name=entry_name, variants=_spec_variants(analysis, info, group, generics, uses_e,
-                                                                       extents),
+                                                                       extents, closure),
                               extents={g: Extent(param=p, axis=d) for g, (_, _, p, d) in extents.items()}))
     host_entries.append(_host_entry(analysis, info, entry_name, group, generics, params, uses_e, folded, functions,
                                     extents))
@@ -614,7 +615,8 @@ def _generic_value(rv: RefVariant, g: str, extents: dict[str, tuple]) -> str:
 
 
 def _spec_variants(analysis: Analysis, info: KernelInfo, group: list[RefVariant], generics: list[str],
-                   uses_e: bool, extents: dict[str, tuple] | None = None) -> list[Variant]:
+                   uses_e: bool, extents: dict[str, tuple] | None = None,
+                   closure: dict[str, Any] | None = None) -> list[Variant]:
     renamed = {rust_name(p.name): p.name for p in info.params if rust_name(p.name) != p.name}
     out = []
     seen: set[str] = set()
@@ -629,7 +631,7 @@ def _spec_variants(analysis: Analysis, info: KernelInfo, group: list[RefVariant]
                 [_generic_value(rv, g, extents or {}) for g in generics]
             out.append(Variant(name=name, generics=gen, strides=strides, tensors=tensors,
                                reference=ReferenceKey(kernel=rv.kernel, constants=dict(rv.constants), dtype=inst.dtype,
-                                                      params=renamed)))
+                                                      params=renamed, closure=dict(closure or {}))))
     return out
 
 

@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import REPO, run_cli
 from tileport.validators.gpu.ffi import render_ffi
 from tileport.validators.gpu.reports import PerfReport, PerfRow, band
-from tileport.validators.gpu.hostrun import PortError, PortLauncher, classify_message
+from tileport.validators.gpu.hostrun import PortError, PortLauncher, classify_message, closure_constants
 from tileport.validators.gpu.signature import SignatureError, parse_entries
 from tileport.validators.rust.spec import DumpSpec, load_spec
 
@@ -142,6 +142,41 @@ def test_a_mixed_precision_entry_is_launched_by_its_reference_dtype_not_its_outp
     assert chosen["entry"] == "qmm_f8"
     with pytest.raises(PortError, match="no bfloat16 instance"):
         PortLauncher(SimpleNamespace(bindings=b)).select("qmm_kernel", {"TM": 64, "TN": 64}, "bfloat16")
+
+
+FACTORY_KERNEL = """
+#[cutile::module]
+pub mod fac {
+    use cutile::core::*;
+    #[cutile::entry()]
+    fn axpy_tile_128(x: &Tensor<f32, { [-1] }>, out: &mut Tensor<f32, { [128] }>) {
+    }
+    #[cutile::entry()]
+    fn axpy_tile_256(x: &Tensor<f32, { [-1] }>, out: &mut Tensor<f32, { [256] }>) {
+    }
+}
+"""
+
+
+def test_a_factory_kernels_launch_selects_the_entry_drafted_for_its_closure_values():
+    # make_axpy(tile) returns a new `axpy` per call, same name, constants and dtype: only the closure tells them apart
+    spec = DumpSpec.model_validate({"module": "fac", "entries": [
+        {"name": f"axpy_tile_{t}", "variants": [{"name": "v", "reference": {
+            "kernel": "axpy", "constants": {}, "dtype": "float32", "closure": {"tile": t}}}]} for t in (128, 256)]})
+    b = render_ffi(FACTORY_KERNEL, spec, ["float32"]).bindings
+    assert entry(b, "axpy_tile_256")["structural"] == {"closure:tile": [256]}
+    launcher = PortLauncher(SimpleNamespace(bindings=b))
+    assert launcher.select("axpy", {"closure:tile": 256}, "float32")["entry"] == "axpy_tile_256"
+    assert launcher.select("axpy", {"closure:tile": 128}, "float32")["entry"] == "axpy_tile_128"
+    with pytest.raises(PortError, match="closure:tile=512 not in"):
+        launcher.select("axpy", {"closure:tile": 512}, "float32")
+
+    def make_axpy(tile, scale, name="axpy"):
+        def axpy(x, out):
+            return x, out, tile, scale, name  # the closure a factory kernel reads
+        return axpy
+    assert closure_constants(make_axpy(256, 0.5)) == {"closure:tile": 256, "closure:scale": 0.5, "closure:name": "axpy"}
+    assert closure_constants(lambda x: x) == {} and closure_constants(object()) == {}
 
 
 def test_an_output_with_every_tile_dim_dynamic_is_launched_whole_and_a_mixed_one_is_a_kernel_fault():

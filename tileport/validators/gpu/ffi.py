@@ -51,6 +51,7 @@ RUST_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64"
                "int32": "i32", "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool",
                "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2"}
 TORCH_DTYPES = {v: k for k, v in RUST_DTYPES.items()}
+CLOSURE = "closure:"  # a structural selector naming a factory kernel's closure value (hostrun reads the kernel's)
 _SCALAR_CAST = {"f32": "s.f as f32", "f64": "s.f", "bool": "s.i != 0"}
 
 
@@ -112,8 +113,8 @@ def entry_bindings(sig: EntrySig, spec: DumpSpec, dtypes: list[str]) -> dict:
     bound = {b["constant"] for b in binds if b.get("from") == "constant"}
     structural: dict[str, list] = {}
     for r in refs:
-        for k, v in r.constants.items():
-            if k not in bound:
+        for k, v in [*r.constants.items(), *((f"{CLOSURE}{c}", x) for c, x in r.closure.items())]:
+            if k not in bound:  # a factory's closure value selects like a constant (hostrun: `closure:NAME`)
                 vals = structural.setdefault(k, [])
                 if _const(v) not in vals:
                     vals.append(_const(v))

@@ -392,6 +392,7 @@ class PortLauncher:
         bound = {p.name: a for p, a in zip(params, args)}
         index = {p.name: i for i, p in enumerate(params)}
         constants = {p.name: bound[p.name] for p in params if _is_constant(p.annotation)}
+        constants.update(closure_constants(func))
         tensors_in = [a for a in args if isinstance(a, torch.Tensor)]
         if not tensors_in:
             raise PortError(f"{name}: no tensor argument", "host")
@@ -460,6 +461,21 @@ class PortLauncher:
             steps.append(("tensor", index[ref_name], part))
         return _Plan(symbol=entry["symbols"][dtype], entry=entry["entry"], generics=generics, steps=steps,
                      device=tensors_in[0].device.index or 0, kernel=kernel, args=tuple(args), library=self.library)
+
+
+def closure_constants(func) -> dict:
+    """A kernel made by a factory (`make_kernel(tile)` returning a new `k` per call) is told apart by its closure
+    values, as the port's entries were drafted per value: `closure:NAME` -> value (numbers, bools, strings)."""
+    out = {}
+    for var, cell in zip(getattr(getattr(func, "__code__", None), "co_freevars", ()),
+                         getattr(func, "__closure__", None) or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(value, (bool, int, float, str)):
+            out[f"closure:{var}"] = value
+    return out
 
 
 def _signature(kernel) -> tuple:

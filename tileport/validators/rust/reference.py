@@ -49,16 +49,34 @@ def _same_constants(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return set(a) == set(b) and all(_same_value(a[k], b[k]) for k in a)
 
 
+def _value_text(v: Any) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def _name_values(name: str | None) -> dict[str, str]:
+    """`k=v` parts of a variant's name (stage A writes constants and a factory's closure values so)."""
+    out = {}
+    for part in (name or "").split(","):
+        k, sep, v = part.partition("=")
+        if sep:
+            out[k.strip()] = v.strip()
+    return out
+
+
 def find_instance(analysis: Analysis, key: ReferenceKey) -> tuple[RefVariant, Instance] | str:
     """The reference instance `key` names, or a one-line reason naming what does exist."""
     kernels = sorted({v.kernel for v in analysis.variants})
     variants = [v for v in analysis.variants if v.kernel == key.kernel]
     if not variants:
         return f"the reference has no kernel {key.kernel!r} (it has: {', '.join(kernels) or 'none'})"
-    variant = next((v for v in variants if _same_constants(v.constants, key.constants)), None)
+    same = [v for v in variants if _same_constants(v.constants, key.constants)]
+    if key.closure:  # a factory's instances differ only in closure values, which the variant's name records
+        same = [v for v in same if all(_name_values(v.name).get(k) == _value_text(x) for k, x in key.closure.items())]
+    variant = same[0] if same else None
     if variant is None:
         have = "; ".join(v.name or "(no constants)" for v in variants)
-        return f"{key.kernel} has no variant with constants {key.constants} (it has: {have})"
+        what = f"constants {key.constants}" + (f" and closure values {key.closure}" if key.closure else "")
+        return f"{key.kernel} has no variant with {what} (it has: {have})"
     inst = next((i for i in variant.instances if i.dtype == key.dtype), None)
     if inst is None:
         have = ", ".join(i.dtype for i in variant.instances)

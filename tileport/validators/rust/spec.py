@@ -102,9 +102,12 @@ class ReferenceKey(_Strict):
     constants: dict[str, int | float | bool | str] = Field(default_factory=dict)
     dtype: Annotated[str, Field(pattern=_IDENT, max_length=32)]
     params: dict[Ident, Ident] = Field(default_factory=dict)
+    # a factory kernel's closure values (`make_kernel(tile)` returning a new `k` per call): what tells its
+    # instances apart when kernel, constants and dtype are the same; stage A names them in the variant's name
+    closure: dict[Ident, int | float | bool | str] = Field(default_factory=dict)
 
     def label(self) -> str:
-        consts = ",".join(f"{k}={_const_text(v)}" for k, v in self.constants.items())
+        consts = ",".join(f"{k}={_const_text(v)}" for k, v in {**self.constants, **self.closure}.items())
         return f"{self.kernel}[{consts}]/{self.dtype}" if consts else f"{self.kernel}/{self.dtype}"
 
 
