@@ -507,20 +507,7 @@ class HostWalker:
 
     # -- effects --------------------------------------------------------------------------------
     def assign(self, target: ast.expr, value: Any, value_node: ast.expr | None, env: dict[str, Any]) -> None:
-        if isinstance(target, ast.Name):
-            env[target.id] = value
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            n = len(target.elts)
-            if isinstance(value, tuple) and len(value) == n:
-                for t, v in zip(target.elts, value):
-                    self.assign(t, v, None, env)
-            else:
-                text = ast.unparse(value_node) if value_node is not None else "?"
-                # `m, n = x.shape` unpacks integers
-                is_shape = isinstance(value_node, ast.Attribute) and value_node.attr in ("shape", "stride")
-                for i, t in enumerate(target.elts):
-                    self.assign(t, Unknown(f"{text}[{i}]", "int" if is_shape else None), None, env)
-        # attributes / subscripts: no tracked effect
+        bind_target(target, value, value_node, env)
 
     def record_launches(self, node: ast.AST | None, path: _Path) -> None:
         if node is None:
@@ -917,9 +904,9 @@ def module_values(path: str | Path, tree: ast.Module | None = None, _depth: int 
             for t in stmt.targets:
                 pairs = _unpacked(t, stmt.value)
                 if pairs is None:
-                    _bind_target(t, ev.eval(stmt.value, env), env)
+                    bind_target(t, ev.eval(stmt.value, env), stmt.value, env)
                 for sub, node in pairs or ():  # `TM, TN = 64, 32` / `[A, B] = [1, 2]`: item by item
-                    _bind_target(sub, ev.eval(node, env), env)
+                    bind_target(sub, ev.eval(node, env), node, env)
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
             env[stmt.target.id] = ev.eval(stmt.value, env)
     if len(_MODULE_CACHE) > 256:
@@ -937,18 +924,23 @@ def _unpacked(target: ast.AST, value: ast.AST) -> list[tuple[ast.AST, ast.AST]] 
     return None
 
 
-def _bind_target(target: ast.AST, value: Any, env: dict[str, Any]) -> None:
-    """A module-level assignment target: a name takes the value; a tuple or list of targets (`TM, TN = SIZES`)
-    takes the value's items when it is a tuple of that length, each name Unknown otherwise (a starred target, a
-    value not known here)."""
+def bind_target(target: ast.expr, value: Any, value_node: ast.expr | None, env: dict[str, Any]) -> None:
+    """An assignment's effect on `env`: a name takes the value; a tuple or list of targets takes the items of a tuple
+    value of that length, and otherwise each name (a starred one too) is Unknown (`m, n = x.shape` unpacks integers);
+    attributes and subscripts have no tracked effect."""
     if isinstance(target, ast.Name):
         env[target.id] = value
     elif isinstance(target, (ast.Tuple, ast.List)):
-        starred = any(isinstance(e, ast.Starred) for e in target.elts)
-        items = value if isinstance(value, tuple) and len(value) == len(target.elts) and not starred else None
-        for i, t in enumerate(target.elts):
-            _bind_target(t.value if isinstance(t, ast.Starred) else t,
-                         items[i] if items is not None else Unknown(ast.unparse(t)), env)
+        n = len(target.elts)
+        if isinstance(value, tuple) and len(value) == n:
+            for t, v in zip(target.elts, value):
+                bind_target(t, v, None, env)
+        else:
+            text = ast.unparse(value_node) if value_node is not None else "?"
+            is_shape = isinstance(value_node, ast.Attribute) and value_node.attr in ("shape", "stride")
+            for i, t in enumerate(target.elts):
+                bind_target(t.value if isinstance(t, ast.Starred) else t,
+                            Unknown(f"{text}[{i}]", "int" if is_shape else None), None, env)
 
 
 _CT_NAMES = TileNames(ast.parse("import cuda.tile as ct"))

@@ -20,7 +20,7 @@ from tileport.draft.values import INTS, OP_DTYPE, RUST_DTYPE, Array, Unsupported
 from tileport.errors import UserError
 from tileport.analysis.schema import Analysis, KernelInfo, Variant as RefVariant
 from tileport.analysis.static import Unknown, fold_constant, module_values
-from tileport.validators.rust.reference import tensor_specs
+from tileport.validators.rust.reference import name_values, tensor_specs
 from tileport.validators.rust.spec import (DumpSpec, Entry, Extent, ReferenceKey, Variant, limited, module_ident,
                                            rust_ident)
 
@@ -207,8 +207,7 @@ def _free_names(fn: ast.FunctionDef) -> set[str]:
 def _closure_values(v: RefVariant, free: set[str]) -> dict[str, Any]:
     """A factory kernel's closure values, as stage A's capture recorded them in the variant name (k=v, ...)."""
     out: dict[str, Any] = {}
-    for part in v.name.split(","):
-        key, _, text = part.partition("=")
+    for key, text in name_values(v.name).items():
         if key not in free or key in v.constants:
             continue
         value = fold_constant(ast.Constant(True) if text == "true" else ast.Constant(False) if text == "false"

@@ -20,7 +20,7 @@ from typing import Any
 from tileport.errors import UserError
 from tileport.analysis import schema
 from tileport.analysis.schema import ANALYSIS_FILE, Analysis, Instance, TargetBuild, Variant as RefVariant
-from tileport.validators.rust.spec import DumpSpec, Entry, ReferenceKey, TensorSpec, Variant, module_ident
+from tileport.validators.rust.spec import DumpSpec, Entry, ReferenceKey, TensorSpec, Variant, const_text, module_ident
 
 
 # cuTile Python dtype names -> the Rust element types cutile generics take.
@@ -49,11 +49,7 @@ def _same_constants(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return set(a) == set(b) and all(_same_value(a[k], b[k]) for k in a)
 
 
-def _value_text(v: Any) -> str:
-    return str(v).lower() if isinstance(v, bool) else str(v)
-
-
-def _name_values(name: str | None) -> dict[str, str]:
+def name_values(name: str | None) -> dict[str, str]:
     """`k=v` parts of a variant's name (stage A writes constants and a factory's closure values so)."""
     out = {}
     for part in (name or "").split(","):
@@ -71,7 +67,7 @@ def find_instance(analysis: Analysis, key: ReferenceKey) -> tuple[RefVariant, In
         return f"the reference has no kernel {key.kernel!r} (it has: {', '.join(kernels) or 'none'})"
     same = [v for v in variants if _same_constants(v.constants, key.constants)]
     if key.closure:  # a factory's instances differ only in closure values, which the variant's name records
-        same = [v for v in same if all(_name_values(v.name).get(k) == _value_text(x) for k, x in key.closure.items())]
+        same = [v for v in same if all(name_values(v.name).get(k) == const_text(x) for k, x in key.closure.items())]
     variant = same[0] if same else None
     if variant is None:
         have = "; ".join(v.name or "(no constants)" for v in variants)

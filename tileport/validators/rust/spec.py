@@ -107,11 +107,11 @@ class ReferenceKey(_Strict):
     closure: dict[Ident, int | float | bool | str] = Field(default_factory=dict)
 
     def label(self) -> str:
-        consts = ",".join(f"{k}={_const_text(v)}" for k, v in {**self.constants, **self.closure}.items())
+        consts = ",".join(f"{k}={const_text(v)}" for k, v in {**self.constants, **self.closure}.items())
         return f"{self.kernel}[{consts}]/{self.dtype}" if consts else f"{self.kernel}/{self.dtype}"
 
 
-def _const_text(v: object) -> str:
+def const_text(v: object) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
