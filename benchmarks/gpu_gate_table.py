@@ -69,9 +69,9 @@ def read_out(out: Path) -> tuple[list[tuple[str, dict]], list[dict] | None, str 
 
 def stage_e(results: list[tuple[str, dict]], launch_all: bool, config_max: float) -> tuple[list[str], dict]:
     """The stage-E lines and what the done criteria need: counted ratios, rows over config_max, failures."""
-    lines = ["| op | config | ref ms | port ms | port/ref | ref % limit | port % limit | flags |",
-             "|---|---|---|---|---|---|---|---|"]
-    launch_rows, all_ratios, over, worst, summary, hw_seen = [], [], [], None, [], None
+    lines = ["| op | config | ref ms | port ms | port/ref | ref again/first | ref % limit | port % limit | flags |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    launch_rows, all_ratios, over, worst, summary, hw_seen, spreads = [], [], [], None, [], None, []
     for name, res in results:
         op = (res.get("gate") or {}).get("op") or name
         cases = res.get("cases", [])
@@ -86,8 +86,13 @@ def stage_e(results: list[tuple[str, dict]], launch_all: bool, config_max: float
             given = list(r.get("flags") or [])
             flags = "; ".join((["tiny (both sides under 5 us)"] if tiny and not any("tiny" in f for f in given)
                                else []) + given)
+            # the reference timed before and after the port (hostrun's A-B-A): its spread is the noise floor
+            spread = (r.get("ref_again") or {}).get("spread")
+            if spread:
+                spreads.append(spread)
             lines.append(f"| {op} | {r['config']} | {_f(r.get('ref_ms'))} | {_f(r.get('port_ms'))} | "
-                         f"{_f(ratio, 3)} | {_pct(hw.get('ref', {}))} | {_pct(hw.get('port', {}))} | {flags} |")
+                         f"{_f(ratio, 3)} | {_f(spread, 3) if spread else '-'} | {_pct(hw.get('ref', {}))} | "
+                         f"{_pct(hw.get('port', {}))} | {flags} |")
             if launch_all or (ratio and ratio > SLOW):
                 launch_rows.append((op, r))
             if ratio and ratio > config_max and not r.get("failed"):
@@ -108,6 +113,9 @@ def stage_e(results: list[tuple[str, dict]], launch_all: bool, config_max: float
     gm = _geomean(all_ratios)
     lines.append(f"\noverall geomean port/ref: {_f(gm, 3)} over {len(all_ratios)} configurations"
                  + (f"; worst {worst[0]:.3f} ({worst[1]} {worst[2]})" if worst else ""))
+    if spreads:
+        lines.append(f"the reference timed again after the port, again/first: median {statistics.median(spreads):.3f}, "
+                     f"{min(spreads):.3f}-{max(spreads):.3f} over {len(spreads)} configurations")
     if hw_seen:
         lines.append(f"hardware measured in the same run: {json.dumps(hw_seen)}")
     if launch_rows:

@@ -127,6 +127,11 @@ def test_slices_become_tensor_views_over_an_offset_base(analyses):
     assert "make_tensor_view(up_half_base, up_half_shape, x_strides, x.token())" in rs
     assert "assume_div_by::<_, 16>" in rs  # the slice at offset 0 keeps the base alignment
     assert "let up_half_tiles: Partition<E, { [TILE_M, TILE_N] }> = up_half.partition(" in rs
+    # a view built in the kernel is read with the plain view load cuTile Python's ct.load is: cutile cannot
+    # discharge Partition::load's bounds check for it, and the check would stay in the kernel as asserts
+    assert ("load_view_tko(&up_half_tiles, [row_block, col_block], ordering::Weak, scope::TileBlock, None, "
+            "tma::Enabled)") in rs
+    assert "_tiles.load(" not in rs
 
 
 RUNTIME_IF_OP = textwrap.dedent('''
@@ -598,3 +603,47 @@ def test_a_conditional_expression_on_a_run_time_scalar_is_a_rust_if_expression(a
     m = re.search(r"let (u\w*): Tile<f32, \{ \[1, TILE\] \}> = if n > 4i32 \{\n(.*\n)*? *\} else \{\n *t \+ t\n *\};",
                   d.kernel_rs)
     assert m, d.kernel_rs
+
+
+PERSISTENT_OP = textwrap.dedent('''
+    import cuda.tile as ct
+
+    TILEPORT = {"dtypes": ["float16"],
+                "constants": {"persistent_copy_kernel.M": [256], "persistent_copy_kernel.N": [192]}}
+
+    @ct.kernel
+    def persistent_copy_kernel(x, y, M: ct.Constant[int], N: ct.Constant[int], TM: ct.Constant[int],
+                               TN: ct.Constant[int]):
+        tiles_n = ct.cdiv(N, TN)
+        total = ct.cdiv(M, TM) * tiles_n
+        for tile_id in range(ct.bid(0), total, ct.num_blocks(0)):
+            bm = tile_id // tiles_n
+            bn = tile_id % tiles_n
+            keep = ct.full((TM, TN), False, dtype=ct.bool_)
+            t = ct.load(x, index=(bm, bn), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO)
+            ct.store(y, index=(bm, bn), tile=ct.where(keep, t * 0, t))
+
+    def persistent_copy(x):
+        import torch
+        y = torch.empty_like(x)
+        m, n = x.shape
+        ct.launch(torch.cuda.current_stream(), (8, 1, 1), persistent_copy_kernel, (x, y, m, n, 64, 64))
+        return y
+    ''')
+
+
+def test_a_false_tile_is_never_the_constant_op_cutile_compiles_to_true(analyses, tmp_path):
+    # cutile-compiler 0.5.0 encodes `constant(false, ..)` as true (compile_expression.rs encode_literal_bytes:
+    # an i1 is 0xFF unless its literal text is "0", and a bool literal's text is "false"): a floor modulo's sign
+    # fix-up by a constant divisor was always taken, so a persistent GEMM stored only its first tile column
+    op = tmp_path / "persistent_copy.py"
+    op.write_text(PERSISTENT_OP, encoding="utf-8")
+    d = draft_port(analyses("persistent_copy", op))
+    assert d.holes == [], [str(h) for h in d.holes]
+    rs = d.kernel_rs
+    assert "constant(false" not in rs
+    # `tile_id % tiles_n`: the divisor's sign is known (not negative): a false spelled so that it compiles false
+    assert re.search(r"let tmp_\d+: Tile<bool, \{ \[\] \}> = scalar_to_tile\(false\);", rs), rs
+    # ct.full(..., False, dtype=bool): the same false, broadcast to the tile's shape
+    assert re.search(r"let tmp_\d+: Tile<bool, \{ \[TM, 64\] \}> = scalar_to_tile\(false\)"
+                     r"\.reshape\(shape!\[1, 1\]\)\.broadcast\(shape!\[TM, 64\]\);", rs), rs

@@ -18,7 +18,7 @@ from tileport.draft.unroll import UnrollOps
 from tileport.draft.placeholder import infer
 from tileport.analysis.static import DTypeRef, FunctionRef, ModuleRef, fold_constant
 from tileport.draft.values import (FLOATS, INTS, OP_DTYPE, RUST_DTYPE, Array, Lost, NeedsDtype, Unsupported,
-                                          Val, View, literal, paren, shape_macro, tile_type)
+                                          Val, View, constant_tile, literal, paren, shape_macro, tile_type)
 from tileport.draft.syntax import (INDENT, CMP_FUNCS, ARITH_OPS, BIT_OPS, FMA_FLOATS, rust_name, dotted,
                                           names_assigned_in_loops, broadcast_shapes, fold_binop, fold_compare, opname,
                                           operand, EFFECTFUL, assigned_names, idents, range_end, describe,
@@ -559,8 +559,7 @@ class BodyTranslator(MemoryOps, CallOps, UnrollOps):
     def materialize(self, v: Val, like: Val, node: ast.AST) -> Val:
         if like.kind == "scalar":
             return Val("scalar", literal(v.value, like.dtype, node), like.dtype)
-        return self.tile(like.dtype, like.shape, f"constant({literal(v.value, like.dtype, node)}, "
-                                                 f"{shape_macro(like.shape)})")
+        return self.tile(like.dtype, like.shape, constant_tile(v.value, like.dtype, like.shape, node))
 
     def find_outer(self, name: str) -> tuple[Val, int] | None:
         for i in range(len(self.scopes) - 1, -1, -1):
@@ -803,8 +802,7 @@ class BodyTranslator(MemoryOps, CallOps, UnrollOps):
             r = self.hoist("", t0, f"remi({tx}, {ty})")
             zero = self.hoist("", t0, "scalar_to_tile(0i32)")
             if b.kind == "py":  # a constant divisor's sign is known: cuTile folds `y < 0` to a constant
-                neg = self.hoist("", "Tile<bool, { [] }>",
-                                 f"constant({'true' if b.value < 0 else 'false'}, shape![])")
+                neg = self.hoist("", "Tile<bool, { [] }>", constant_tile(b.value < 0, "bool", ()))
             else:
                 neg = f"lt_tile({ty}, {zero})"
             fix = self.hoist("", "Tile<bool, { [] }>", f"(lt_tile({r}, {zero}) ^ {neg}) & ne_tile({r}, {zero})")
@@ -928,7 +926,7 @@ class BodyTranslator(MemoryOps, CallOps, UnrollOps):
         if v.kind == "py":
             # a Python number meeting a tile: a 0-d constant broadcast to the tile, as cuTile writes it (the JIT
             # needs a constant's type spelled out, so it is bound to a typed let)
-            c = self.hoist("", tile_type(dtype, ()), f"constant({literal(v.value, dtype, node)}, shape![])")
+            c = self.hoist("", tile_type(dtype, ()), constant_tile(v.value, dtype, (), node))
             if not shape:
                 return c
             return self.to_tile(Val("tile", c, dtype, ()), dtype, shape, node)

@@ -6,8 +6,8 @@ import ast
 import os
 from typing import Any
 
-from tileport.draft.values import (FLOATS, INTS, OP_DTYPE, NeedsDtype, Unsupported, Val, View, gap,
-                                          literal, paren, shape_macro)
+from tileport.draft.values import (FLOATS, INTS, OP_DTYPE, NeedsDtype, Unsupported, Val, View, constant_tile,
+                                          gap, literal, paren, shape_macro)
 from tileport.draft.syntax import (ROUNDING, PADDING, UNARY_MATH, REDUCTIONS, ct_name, call_label, bind_args,
                                           broadcast_shapes, canonical_ct, names_assigned_in_loops)
 from tileport.draft.coverage import FUNCTIONS
@@ -727,7 +727,7 @@ class CallOps:
         d = self.expr(dtype_node, "")
         if d.kind != "dtype":
             raise Unsupported("a dtype argument that is not a dtype", dtype_node)
-        return self.tile(d.value, shape, f"constant({literal(value, d.value, node)}, {shape_macro(shape)})")
+        return self.tile(d.value, shape, constant_tile(value, d.value, shape, node))
 
     def ct_full(self, node: ast.Call, hint: str) -> Val:
         args = bind_args(node, ["shape", "fill_value", "dtype"], set())

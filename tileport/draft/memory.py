@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from tileport.draft.values import (OP_DTYPE, Array, NeedsDtype, Unsupported, Val, View, gap, literal, paren,
-                                          shape_macro, tile_type)
+from tileport.draft.values import (OP_DTYPE, Array, NeedsDtype, Unsupported, Val, View, constant_tile, gap,
+                                          literal, paren, shape_macro, tile_type)
 from tileport.draft.syntax import ELEM_BYTES, ct_name, call_label, bind_args, broadcast_shapes, operand
 
 
@@ -61,7 +61,7 @@ class MemoryOps:
     def scalar_store_tile(self, v: Val, arr: Array, node: ast.expr) -> Val:
         dtype = arr.dtype
         if v.kind == "py":
-            return self.tile(dtype, (), f"constant({literal(v.value, dtype, node)}, shape![])")
+            return self.tile(dtype, (), constant_tile(v.value, dtype, (), node))
         if v.dtype != dtype:
             raise Unsupported("a store that converts dtype implicitly", node)
         return self.tile(dtype, (), f"scalar_to_tile({v.expr})")
@@ -446,6 +446,14 @@ class MemoryOps:
             lat = f"Some({latency})" if latency is not None else "None"
             expr = (f"unsafe {{ load_view_tko_mut(&{view.var}, {at}, ordering::Weak, scope::TileBlock, {lat}, "
                     f"tma::Enabled) }}")
+        elif arr.value.in_body:
+            # a view the kernel built (Array.slice) has no launch-time provenance, so cutile 0.5.0 cannot
+            # discharge `Partition::load`'s check_partition_access for it: the check stays in the kernel as
+            # `assert` ops (silu_and_mul on an H100: 4 asserts, 59-62 registers against the reference's 51-55,
+            # 1.08-1.10x). cuTile Python's ct.load is the plain view load, whose out-of-range tiles read padding:
+            # the draft writes that op.
+            lat = f"Some({latency})" if latency is not None else "None"
+            expr = f"load_view_tko(&{view.var}, {at}, ordering::Weak, scope::TileBlock, {lat}, tma::Enabled)"
         elif latency is not None:
             expr = f"{view.var}.load_pipelined::<{latency}>({at})"
         else:

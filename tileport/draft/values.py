@@ -126,6 +126,23 @@ def _half_bits(v: float, dtype: str) -> int:
     return struct.unpack("<I", struct.pack("<f", v))[0] >> 16  # bf16: the top half of the f32 (truncated)
 
 
+def constant_tile(value: Any, dtype: str, shape: tuple, node: ast.AST | None = None) -> str:
+    """A tile of `shape` filled with a Python value, as the `constant` op.
+
+    A false bool is `scalar_to_tile(false)` broadcast: cutile-compiler 0.5.0 builds a `constant`'s value from the
+    literal's text (compile_cuda_tile_op.rs, the "dense" attribute: `Lit::Bool(b) => b.value.to_string()`) and
+    encodes an i1 as true unless that text is "0" (compile_expression.rs `encode_literal_bytes`: `lit_string !=
+    "0"`), so `constant(false, ..)` compiles to a tile of true (measured: a floor modulo's sign fix-up always
+    taken, a persistent GEMM storing only its first tile column); a plain `false` literal is encoded as 0."""
+    if dtype == "bool" and not value:
+        zero_d = "scalar_to_tile(false)"
+        if not shape:
+            return zero_d
+        ones = ", ".join(["1"] * len(shape))
+        return f"{zero_d}.reshape(shape![{ones}]).broadcast({shape_macro(shape)})"
+    return f"constant({literal(value, dtype, node)}, {shape_macro(shape)})"
+
+
 def literal(value: Any, dtype: str, node: ast.AST | None = None) -> str:
     """A Python number as a Rust literal of `dtype`."""
     if dtype == "bool":
