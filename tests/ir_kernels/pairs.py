@@ -76,6 +76,15 @@ def swizzle_copy_max_clamp(x, y, TILE: ct.Constant[int], GROUP: ct.Constant[int]
 
 
 # x's shape divisible by 16 as cutile-rs' spec `shape_div: [16]` states (both sides assume the same)
+@ct.kernel
+def group_walk(x, y, TILE: ct.Constant[int], GROUP: ct.Constant[int]):
+    """Reference: Python's floor-mod by a constant divisor (its fix-up test compares with a constant false)."""
+    bid = ct.bid(0)
+    row = (bid // GROUP) * GROUP + bid % GROUP
+    t = ct.load(x, index=(row,), shape=(TILE,))
+    ct.store(y, index=(bid,), tile=t)
+
+
 SWIZZLE_SIG = signature(array(f32, 1, shape_divisible_by=(16,)), array(f32, 1, shape_divisible_by=(16,)), 256, 8)
 
 # ---------------------------------------------------------------------------------------------

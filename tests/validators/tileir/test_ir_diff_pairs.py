@@ -76,6 +76,20 @@ def test_tile_count_rounded_down_fails_both_in_python_and_in_cutile_rs():
         assert any("divi" in m for _, m in errors(rep)), rep.findings
 
 
+def test_a_floor_mod_whose_fix_up_test_is_inverted_is_not_floor_mod():
+    # cutile-compiler 0.5.0 compiles `constant(false)` as true: a port's fix-up `(r < 0) ^ (b < 0)` with the
+    # constant divisor's sign spelled that way is always taken for r != 0 (10-persistent-scheduling's GEMM on an
+    # H100 stored only its first tile column); the same IR with that one constant flipped must fail
+    ref = ir(P.group_walk, P.SWIZZLE_SIG)
+    assert re.search(r"xori %\w+, %false", ref), ref
+    assert passes(diff_texts(ref, ref))
+    flipped = ref.replace("constant <i1: false>", "constant <i1: true>")
+    rep = diff_texts(ref, flipped)
+    assert rep.verdict == Verdict.FAIL_FIXABLE, rep.findings
+    # the reference's floor-mod against the port's select, which is no longer taken for one
+    assert any("floor-mod(bid(x), 8)" in m and "select(" in m for _, m in errors(rep)), errors(rep)
+
+
 def test_clamp_picking_the_larger_value_fails():
     rep = diff_texts(ir(P.swizzle_copy, P.SWIZZLE_SIG), ir(P.swizzle_copy_max_clamp, P.SWIZZLE_SIG))
     assert rep.verdict == Verdict.FAIL_FIXABLE, rep.findings

@@ -235,7 +235,7 @@ def normalize(node, signs: Signs, h: Callable[..., str]) -> str | None:
         return _set(node, h, "floor-mod", "remi (truncating: the sign follows the dividend)", (a, b), rt,
                     _NEEDS_DIV, ok, ("dividend", a), ("divisor", b))
     if name == "select" and len(ops) == 3:
-        fm = _floor_mod_select(ops)
+        fm = _floor_mod_select(ops, signs)
         if fm is not None:
             r_node, a, b = fm
             _absorb(node, stop={id(a), id(b)})
@@ -283,9 +283,11 @@ def _set(node, h, computes: str, written: str, inputs: tuple, rtype: str, needs:
     return h("intform", computes, tag, rtype, ",".join(hs))
 
 
-def _floor_mod_select(ops) -> tuple[object, object, object] | None:
-    """select(cond, r + b, r) with r = remi(a, b): Python's floor-mod. Returns (remi node, a, b)."""
-    _, fixed, r = ops
+def _floor_mod_select(ops, signs: Signs) -> tuple[object, object, object] | None:
+    """select(cond, r + b, r) with r = remi(a, b) and cond Python's fix-up test, `r != 0 and (r < 0) != (b < 0)`:
+    Python's floor-mod. Returns (remi node, a, b). Any other condition is not floor-mod (a port whose test is
+    inverted or always true computes something else: cutile-compiler 0.5.0 compiles `constant(false)` as true)."""
+    cond, fixed, r = ops
     rn = r.node
     fn = fixed.node
     if rn is None or fn is None or rn.op.name != "remi" or fn.op.name != "addi" or len(rn.operands) != 2:
@@ -293,7 +295,54 @@ def _floor_mod_select(ops) -> tuple[object, object, object] | None:
     a, b = rn.operands
     if {v.hash for v in fn.operands} != {r.hash, b.hash}:
         return None
+    if not _floor_mod_test(cond, r, b, signs):
+        return None
     return rn, a, b
+
+
+def _bool_literal(v) -> bool | None:
+    if v.splat is None:
+        return None
+    return {"true": True, "1": True, "-1": True, "false": False, "0": False}.get(str(v.splat[1]).strip().lower())
+
+
+def _compares(v, pred: str, x, zero_right: bool = True) -> bool:
+    """v is `cmpi pred x, 0` (or `0, x` for a symmetric predicate when zero_right is False)."""
+    n = v.node
+    if n is None or n.op.name != "cmpi" or len(n.operands) != 2 or _pred(n.op) != pred or "unsigned" in n.op.flags:
+        return False
+    p, q = n.operands
+    if p.hash == x.hash and int_literal(q) == 0:
+        return True
+    return not zero_right and q.hash == x.hash and int_literal(p) == 0
+
+
+def _floor_mod_test(cond, r, b, signs: Signs) -> bool:
+    """cond is `(r != 0) & ((r < 0) ^ (b < 0))`, with `b < 0` written as a compare or as the constant it is; or
+    `(r != 0) & (r < 0)` / `r < 0` where b is known non-negative."""
+    b_nonneg = signs.of(b) >= NONNEG
+
+    def sign_differs(p) -> bool:
+        if _compares(p, "less_than", r):
+            return b_nonneg
+        n = p.node
+        if n is None or n.op.name != "xori" or len(n.operands) != 2:
+            return False
+        for u, w in (n.operands, tuple(reversed(n.operands))):
+            if _compares(u, "less_than", r):
+                if _compares(w, "less_than", b):
+                    return True
+                lit = _bool_literal(w)
+                return lit is False and b_nonneg
+        return False
+
+    c = cond.node
+    if c is not None and c.op.name == "andi" and len(c.operands) == 2:
+        for p, q in (c.operands, tuple(reversed(c.operands))):
+            if _compares(q, "not_equal", r, zero_right=False) and sign_differs(p):
+                return True
+        return False
+    return _compares(cond, "less_than", r) and b_nonneg
 
 
 def _absorb_cond(cond) -> None:
