@@ -23,7 +23,8 @@ Performance (stage E), only for cases that passed: device time of every kernel f
 flush (a bitwise_not over a buffer several times L2's size, verified once per run: a cold read must be slower
 than a warm one), every timed output checked again against torch's reference for those inputs; the number of
 launches and the kernel names per call are asserted from the trace (anything else running is a failure).
-Medians, per-configuration ratio port/reference, every raw sample. Shapes whose medians are both under
+The reference is timed before and after the port (A-B-A: both passes count, and `ref_again` keeps their ratio, the
+A/A spread below which port/reference is noise). Medians, per-configuration ratio port/reference, every raw sample. Shapes whose medians are both under
 `TINY_US` are flagged tiny (left out of the geomean unless over config_max: reports.is_tiny). Each side's
 achieved bandwidth is given as % of a measured device copy, and FLOP/s (when the op module defines
 `flops(shape)`) as % of a measured cuBLAS GEMM. Each row also keeps, per side, the launch attributes CUPTI recorded for every timed kernel (grid, block, registers per thread, shared
