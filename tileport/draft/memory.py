@@ -448,9 +448,9 @@ class MemoryOps:
                     f"tma::Enabled) }}")
         elif arr.value.in_body:
             # a view the kernel built (Array.slice) has no launch-time provenance, so cutile 0.5.0 cannot
-            # discharge `Partition::load`'s check_partition_access for it: the check stays in the kernel as
-            # `assert` ops (silu_and_mul on an H100: 4 asserts, 59-62 registers against the reference's 51-55,
-            # 1.08-1.10x). cuTile Python's ct.load is the plain view load, whose out-of-range tiles read padding:
+            # discharge the check_partition_access of Partition::load for it: the check stays in the kernel as
+            # `assert` ops (silu_and_mul on an H100: 4 asserts, 59-62 registers against 51-55 in the reference,
+            # 1.08-1.10x). ct.load in cuTile Python is the plain view load, whose out-of-range tiles read padding:
             # the draft writes that op.
             lat = f"Some({latency})" if latency is not None else "None"
             expr = f"load_view_tko(&{view.var}, {at}, ordering::Weak, scope::TileBlock, {lat}, tma::Enabled)"

@@ -105,6 +105,7 @@ def parse_core(source: str) -> list[ApiFn]:
 def ct_map(api_names: set[str]) -> dict[str, list[str]]:
     """ct.X -> cutile names the draft translator writes for it (its tables, then its handlers' source)."""
     from tileport.draft import syntax
+    from tileport.draft import values as draft_values
     from tileport.draft.body import BodyTranslator
 
     out: dict[str, list[str]] = {}
@@ -125,6 +126,11 @@ def ct_map(api_names: set[str]) -> dict[str, list[str]]:
                     src += inspect.getsource(h)
                 except (OSError, TypeError):
                     pass
+        # and the draft's own spelling helpers it calls (values.constant_tile, ...)
+        for helper in dict.fromkeys(re.findall(r"\b([a-z_][a-z0-9_]*)\(", src)):
+            h = getattr(draft_values, helper, None)
+            if inspect.isfunction(h):
+                src += inspect.getsource(h)
         names: dict[str, None] = {}
         for lit in re.findall(r"\"([^\"]*)\"|'([^']*)'", src):
             text = lit[0] or lit[1]
