@@ -40,8 +40,10 @@ def test_vector_add_is_complete_with_one_variant_per_dtype(analyses):
     assert "x.partition(shape![TILE])" in d.kernel_rs  # a view load with zero padding, as the reference
     # one store per block at bid(0): the output is declared with its static tile, as cutile launches outputs
     assert "out: &mut Tensor<E, { [TILE] }>" in d.kernel_rs
-    # ... and stored at the block's own tile (the launcher hands each block its partition), no view of its own
-    assert "out.store(a + b);" in d.kernel_rs and "out.partition" not in d.kernel_rs
+    # ... and stored at the reference's own index, through a view of the whole output (not cutile's block-relative
+    # `out.store`, which indexes every axis by its block id)
+    assert "unsafe { out.partition_full_mut(shape![TILE]) };" in d.kernel_rs
+    assert "out_tiles.store(a + b, [block]);" in d.kernel_rs and "out.store(" not in d.kernel_rs
     [entry] = d.spec.entries
     assert sorted((v.reference.dtype, tuple(v.generics)) for v in entry.variants) == [
         ("bfloat16", ("bf16", "1024")), ("float16", ("f16", "1024")), ("float32", ("f32", "1024"))]
@@ -253,9 +255,10 @@ def test_outputs_stored_in_a_loop_become_one_slab_per_block(analyses):
     # the row's slab spans the output's columns: a const generic the launcher binds to out.shape[1]
     assert "fn softmax_chunked<E: ElementType, const TILE_N: i32, const OUT_DIM1: i32>(" in chunked
     assert "out: &mut Tensor<E, { [1, OUT_DIM1] }>" in chunked
-    assert "= out.partition_mut(shape![1, TILE_N]);" in chunked
-    # the reference stores at (row, j): relative to the block's slab that is (0, j)
-    assert "dst.store(out_tile, [0i32, j]);" in chunked and "[row, j]);" in chunked  # the loads keep (row, j)
+    # the reference stores at (row, j): so does the port, through a view of the whole output (a block-relative
+    # (0, j) would add bid(y) to j on the store path)
+    assert "= unsafe { out.partition_full_mut(shape![1, TILE_N]) };" in chunked
+    assert "dst.store(out_tile, [row, j]);" in chunked and "[0i32, j]" not in chunked
     from tileport.validators.gpu.ffi import entry_bindings
     from tileport.validators.gpu.signature import parse_entries
     sig = next(s for s in parse_entries(d.kernel_rs) if s.name == "softmax_chunked")
@@ -304,7 +307,7 @@ def test_several_stores_per_block_make_a_slab_and_one_tile_stored_twice_stays_dy
     # two stores per block at (row, 0) and (row, 1): a row slab, named clear of the kernel's own OUT_DIM1
     assert "out: &mut Tensor<E, { [1, OUT_DIM1_] }>" in d.kernel_rs
     assert "const OUT_DIM1: i32" in d.kernel_rs and "const OUT_DIM1_: i32" in d.kernel_rs
-    assert ".store(t, [0i32, 0i32]);" in d.kernel_rs and "[0i32, 1i32]);" in d.kernel_rs
+    assert ".store(t, [row, 0i32]);" in d.kernel_rs and ".store(t + t, [row, 1i32]);" in d.kernel_rs
     # the same block tile stored on every loop trip: no per-block partition expresses that
     assert "output `dup` keeps dynamic tile dims" in d.kernel_rs and "several times per block at the same" in d.kernel_rs
     assert "dup: &mut Tensor<E, { [-1, -1] }>" in d.kernel_rs
@@ -552,7 +555,8 @@ def test_a_value_none_before_a_runtime_if_and_set_on_every_path_is_declared_with
     body = d.kernel_rs[d.kernel_rs.index("fn pick_f32"):]
     decl = "let mut y_2: Tile<f32, { [TILE] }> = constant(0.0f32, shape![TILE]);"
     assert body.index(decl) < body.index("if mode == 0i32 {")
-    assert "y_2 = t + t;" in body and "y_2 = t * t;" in body and "y_2 = t;" in body and "out.store(y_2);" in body
+    assert "y_2 = t + t;" in body and "y_2 = t * t;" in body and "y_2 = t;" in body \
+        and ".store(y_2, [i]);" in body
 
 
 SHAPE_SLICE_OP = textwrap.dedent('''

@@ -60,6 +60,9 @@ def test_draft_builds_and_passes_the_ir_self_check(op, refs):
         # no bounds check the reference does not run: an undischarged cutile check is an `assert` in the kernel
         # (silu_and_mul's sliced views: 59-62 registers against 51-55, 1.08-1.10x on an H100)
         assert not [f.message for f in pair.findings if f.check.endswith("runtime_check")], (pair.entry, pair.variant)
+        # every store where the reference's is: no index that only agrees for a grid of extent 1 on some axis
+        # (cutile's block-relative stores read bid(y) on the store path: 1.5-2.5 % on rms_norm/softmax/layer_norm)
+        assert not [f.message for f in pair.findings if f.check == "memory.index_grid"], (pair.entry, pair.variant)
 
 
 def test_a_slab_with_stores_at_literal_indices_builds_and_pairs_with_the_reference(refs, tmp_path):

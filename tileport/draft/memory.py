@@ -341,8 +341,12 @@ class MemoryOps:
         strides = self.strides_of(arr)
         consts = self.stride_constants.get(arr.name, [None] * arr.ndim)
         self.stride_constants[name] = consts
-        dyn = ", ".join(["-1"] * arr.ndim)
-        dims = [f"{arr.name}.shape()[{d}]" if d != axis else f"{operand(stop)} - {operand(start)}"
+        # a slice between two constants has a static extent, as cuTile Python types it (`?x64`, not `?x?`)
+        static = (stop_v.value - start_v.value if start_v.kind == stop_v.kind == "py"
+                  and isinstance(start_v.value, int) and isinstance(stop_v.value, int) else None)
+        dyn = ", ".join(str(static) if d == axis and static is not None else "-1" for d in range(arr.ndim))
+        dims = [f"{arr.name}.shape()[{d}]" if d != axis else
+                (f"{static}i32" if static is not None else f"{operand(stop)} - {operand(start)}")
                 for d in range(arr.ndim)]
         shape = self.hoist(f"{name}_shape", f"Shape<{{ [{dyn}] }}>",
                            f"Shape::<{{ [{dyn}] }}> {{ dims: &[{', '.join(dims)}] }}")
