@@ -410,7 +410,11 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     # cutile JIT adds a bounds assert wherever it cannot prove a computed tile index in range. An output kept with
     # dynamic dims (`notes`) is launched whole, and cutile 0.5 turns a block-id store index into it into a host
     # launch check on the view's extent that the whole-output binding cannot satisfy (gpu.ffi: Out::whole)
-    unchecked = bool(tr.computed_index or notes)
+    # A store through a whole-output view (`_static_outputs`) needs it too: proving its block-id index in range,
+    # cutile 0.5 adds a launch check against the extent of the launch-partitioned `&mut` output, which is its
+    # per-block partition (every such port refused to launch on an H100, 2026-12-06: "launch check failed:
+    # num_tile_blocks(0) <= ceil(extent(out, 0)/1)").
+    unchecked = bool(tr.computed_index or notes or tr.full_views)
     if unchecked:
         keys.append("unchecked_accesses = true")
     attr = f"#[cutile::entry({', '.join(keys)})]"
@@ -445,9 +449,8 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
     (`out.store(tile)`, `out.partition_mut(tile)`) add the block id of every axis, so an axis the reference indexes
     by 0 or by a loop counter read `bid(y)` and scaled it after the wait for the tile, on every block's path to its
     store: the only SASS difference of the rms_norm, softmax and layer_norm ports, whose one-block-per-SM rows were
-    1.5-2.5 % slower on an H100. cutile still bounds-checks a safe entry's store (a block id on the axis the grid
-    partitions, a 0 inside the tile's extent: proved, no runtime check); a slab entry is `unchecked_accesses`, as
-    the reference, which clips.
+    1.5-3 % slower on an H100 (benchmarks/cubin_ab.py, one launcher: 1.017-1.031 before, 1.000-1.004 after). Such
+    an entry is `unchecked_accesses`, as the reference, which clips (see `_entry`).
 
     Other outputs (pointer stores, block ids on another axis, other uses of the output) keep dynamic dims; the
     returned notes say why (the gate cannot launch them as drafted). `tr.slab_extents` gets each extent generic ->
@@ -456,6 +459,7 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
     to that output's extent."""
     notes = []
     tr.slab_extents = {}
+    tr.full_views = False
     for k, (name, rust_t, host) in enumerate(sig):
         if host.kind != "tensor" or not host.output or host.shared_output:
             continue
@@ -489,6 +493,7 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
                     "id on each axis the launch partitions): this block's own tile or slab.",
                     view_line.replace(f"= {name}.partition_mut(", f"= unsafe {{ {name}.partition_full_mut(")
                     .removesuffix(";") + " };"]
+                tr.full_views = True
         if any(whole):
             wide = ", ".join(d for d, w in zip(dims, whole) if w)
             notes.append(f"output `{name}` is one slab per block, [{', '.join(dims)}], stored block-relative: {wide} "
