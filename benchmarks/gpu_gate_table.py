@@ -210,7 +210,7 @@ def criteria(e: dict, h: dict | None, test: str | None, config_max: float) -> li
                   "yes" if e["n"] else "no measurement"))
     gm = e["geomean"]
     out.append(f"- overall geomean at most {GEOMEAN_MAX:.2f}: "
-               + ("no measurement" if gm is None else f"{'yes' if gm <= GEOMEAN_MAX else 'NO'} ({gm:.3f} over {e['n']})"))
+               + ("no measurement" if gm is None else f"{'yes' if gm <= GEOMEAN_MAX else 'NO'} ({gm:.4f} over {e['n']})"))
     if h is None:
         out.append("- port call at most 2x the reference's: no host_call.json and no host_us in the rows")
     else:
