@@ -55,3 +55,18 @@ def test_the_same_bytecode_on_both_sides_is_identical_and_a_missing_side_is_said
     annotate(gone)
     assert summary(gone["perf"]["rows"][0]["ir_diff"]) == \
         "not compared (no bytecode from the port for this configuration)"
+
+
+def test_bytecode_newer_than_the_local_tileirdisasm_is_an_error_that_says_which_tool_reads_it():
+    # the port's bytecode as the H100 run of 2026-12-05 recorded it (rms_norm f16): cutile there wrote Tile IR 13.5,
+    # the version of the bundle's tileiras; this machine's pinned tileirdisasm reads up to 13.4
+    store = {"r1": base64.b64encode((BC / "softmax_row_ref_f16.tileirbc").read_bytes()).decode(),
+             "p135": base64.b64encode((BC / "rms_norm_port_f16_v13_5.tileirbc").read_bytes()).decode()}
+    results = {"gate": {"op": "rms_norm"}, "env": {"capability": [9, 0]}, "bytecode": store,
+               "perf": {"rows": [{"config": "float16 [m=4096,n=4096]", "ratio": 1.02,
+                                  "bytecode": {"ref": ["r1"], "port": ["p135"]}}]}}
+    annotate(results)
+    err = results["perf"]["rows"][0]["ir_diff"].get("error", "")
+    if "13.5" not in err:
+        pytest.skip(f"this tileirdisasm reads Tile IR 13.5 ({err[:80]})")
+    assert "unsupported Tile version 13.5" in err and "nvidia-cuda-tileiras==13.5.*" in err

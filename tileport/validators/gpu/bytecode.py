@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -49,7 +50,7 @@ def row_diff(row: dict, store: dict, target: str | None = None, tileirdisasm: st
             try:
                 rep = diff_modules(load_module(paths[0], tileirdisasm), load_module(paths[1], tileirdisasm), target)
             except (EnvironmentBlocked, UserError) as e:
-                return {"error": (str(e).splitlines() or ["?"])[0][:300]}
+                return {"error": _newer_bytecode_hint(str(e))}
             except Exception as e:  # evidence only: a tool or parse failure never fails the report it annotates
                 return {"error": f"{type(e).__name__}: {str(e)[:280]}"}
             findings = sorted(rep.findings, key=lambda f: _rank(f.severity))
@@ -65,6 +66,19 @@ def row_diff(row: dict, store: dict, target: str | None = None, tileirdisasm: st
     if bc.get("port_tileiras_args"):
         out["port_tileiras_args"] = bc["port_tileiras_args"]
     return out
+
+
+def _newer_bytecode_hint(message: str) -> str:
+    """The tool's first line; when it cannot read the bytecode's version (the GPU host's cutile writes the version
+    of the tileiras it found there, 13.5 from the bundle, newer than this machine's pinned tileirdisasm), what to
+    pass instead."""
+    line = next((ln for ln in message.splitlines() if "unsupported Tile version" in ln),
+                (message.splitlines() or ["?"])[0])
+    got = re.search(r"unsupported Tile version (\d+)\.(\d+)", line)
+    if got:
+        line += (f" -- the GPU host's JIT wrote Tile IR {got[1]}.{got[2]}: pass --tileirdisasm from "
+                 f"nvidia-cuda-tileiras=={got[1]}.{got[2]}.* (pip download --no-deps; nvidia/cu13/bin/tileirdisasm)")
+    return line[:400]
 
 
 def _rank(sev: Severity) -> int:
