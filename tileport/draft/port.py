@@ -496,7 +496,7 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
                 tr.full_views = True
         if any(whole):
             wide = ", ".join(d for d, w in zip(dims, whole) if w)
-            notes.append(f"output `{name}` is one slab per block, [{', '.join(dims)}], stored block-relative: {wide} "
+            notes.append(f"output `{name}` is one slab per block, [{', '.join(dims)}], stored at the reference's indices: {wide} "
                          "is the output's extent on that axis, bound at launch (the spec's variants use the tiles "
                          "the stores need, for the IR check)")
     return notes
