@@ -86,7 +86,7 @@ def stage_e(results: list[tuple[str, dict]], launch_all: bool, config_max: float
             given = list(r.get("flags") or [])
             flags = "; ".join((["tiny (both sides under 5 us)"] if tiny and not any("tiny" in f for f in given)
                                else []) + given)
-            # the reference timed before and after the port (hostrun's A-B-A): its spread is the noise floor
+            # the reference timed twice, beside the port (hostrun.time_rotating): its spread is the noise floor
             spread = (r.get("ref_again") or {}).get("spread")
             if spread:
                 spreads.append(spread)

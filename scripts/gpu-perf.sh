@@ -34,11 +34,12 @@ pack)
   WHEELS=0 bash "$here/scripts/gpu-gate-drafts.sh" pack "$stage" || echo "gpu-gate-drafts.sh: some op not packed (PACKED.txt)"
   for g in "$stage"/gates/*/; do
     xz -d "$g/lib/libport.so.xz" || exit 1
-    # stage E's budget on the device: 3 warm-up and 20 timed calls per side and configuration (runner minimum)
+    # stage E on the device: 3 warm-up calls per side, then 50 rounds (the product default) of reference, port,
+    # reference again in rotating order per configuration
     python3 - "$g/gate.json" <<'PY' || exit 1
 import json, sys
 p = sys.argv[1]; g = json.load(open(p))
-g["perf"].update(warmup=3, repetitions=20)
+g["perf"].update(warmup=3, repetitions=50)
 json.dump(g, open(p, "w"), indent=1)
 PY
   done

@@ -281,6 +281,20 @@ def test_permuted_scatter_and_persistent_outputs_stay_dynamic_with_a_reason(anal
     assert "no store index is a block id" in pm.kernel_rs and all(f == [] for f in _launch_faults(pm).values())
 
 
+def test_a_store_whose_loop_may_revisit_a_tile_is_ordered_through_the_loop_token_as_the_reference(analyses):
+    # persistent_matmul stores at (pid_m, pid_n) computed from the loop counter: cuTile Python chains those stores
+    # through a token the loop carries; cutile 0.5 carries none through a range loop, so the draft threads one
+    pm = draft_port(analyses("persistent_matmul")).kernel_rs
+    assert "let mut c_tok: Token = c.token();" in pm
+    assert "make_partition_view_mut(c, shape![TILE_M, TILE_N], padding::None, c_tok) };" in pm
+    assert "c_tiles_at.store(c_tile, [pid_m, pid_n]);\n" in pm and "c_tok = get_partition_token_mut(&c_tiles_at);" in pm
+    assert "c_tiles.store(" not in pm and "let mut c_tiles:" not in pm  # the hoisted view only counts tiles now
+    assert "unchecked_accesses = true" in pm
+    # softmax's chunked store at (row, j), j the loop counter, is cuTile's parallel loop store: not ordered
+    sm = draft_port(analyses("softmax")).kernel_rs
+    assert "_tok" not in sm and "dst.store(out_tile, [row, j]);" in sm
+
+
 TWO_STORES_OP = textwrap.dedent('''
     import cuda.tile as ct
 

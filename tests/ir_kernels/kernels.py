@@ -300,6 +300,18 @@ STORE_LOAD_SIG = signature(array(f32, 1), array(f32, 1), 256)
 
 
 @ct.kernel
+def revisiting_store(x, y, N: ct.Constant[int], TILE: ct.Constant[int]):
+    # a loop storing at an index that is not its counter (two trips may hit one tile): cuTile Python orders the
+    # stores through a token the loop carries
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,))
+    for i in range(N):
+        ct.store(y, index=(ct.bid(0) + i // 2,), tile=t)
+
+
+REVISIT_SIG = signature(array(f32, 1), array(f32, 1), 4, 256)
+
+
+@ct.kernel
 def vector_add(x, y, out, TILE: ct.Constant[int]):
     b = ct.bid(0)
     a = ct.load(x, index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)

@@ -590,7 +590,7 @@ class BodyTranslator(MemoryOps, CallOps, UnrollOps):
         var = rust_name(stmt.target.id)
         # loop-carried (mutable) variables and the loop variable vary with the loop
         carried = {rust_name(n) for n in assigned_names(stmt.body)}
-        self.loops.append([len(self.lines), carried | {var}, self.depth])
+        self.loops.append([len(self.lines), carried | {var}, self.depth, var, id(stmt)])
         self.define_in_loops(var)
         self.emit(f"for {var} in {head} {{")
         self.loops[-1][0] = len(self.lines) - 1

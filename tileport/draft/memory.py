@@ -109,14 +109,16 @@ class MemoryOps:
         vals = [self.expr(i, "") for i in items]
         index = [self.index_scalar(v, i) for v, i in zip(vals, items)]
         latency, tma = hints
+        # the loops around the store, and whether an index is the innermost one's counter (port._thread_loop_tokens)
+        loops = (tuple(loop[4] for loop in self.loops), bool(self.loops) and self.loops[-1][3] in index)
         if latency is None and tma is not False:
             self.out_stores.setdefault(view.array.name, []).append(
-                (view.shape, [_block_axis(v) for v in vals], bool(self.loops), view.var, tile.expr, index))
+                (view.shape, [_block_axis(v) for v in vals], bool(self.loops), view.var, tile.expr, index) + loops)
             self.emit(f"{view.var}.store({tile.expr}, [{', '.join(index)}]);")
             return
         # a store with cuTile's latency / allow_tma=False hints: the op under PartitionMut::store, with them
         self.out_stores.setdefault(view.array.name, []).append(
-            (view.shape, [_block_axis(v) for v in vals], True, view.var, tile.expr, index))
+            (view.shape, [_block_axis(v) for v in vals], True, view.var, tile.expr, index) + loops)
         lat = f"Some({latency})" if latency is not None else "None"
         self.emit(f"unsafe {{ store_view_tko_mut(&mut {view.var}, {tile.expr}, [{', '.join(index)}], "
                   f"ordering::Weak, scope::TileBlock, {lat}, tma::{'Disabled' if tma is False else 'Enabled'}) }};")

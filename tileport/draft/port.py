@@ -397,6 +397,7 @@ def _entry(fn: ast.FunctionDef, info: KernelInfo, group: list[RefVariant], folde
     tr.known_uses, tr.known_fusable = first.uses, first.fusable
     tr.run(list(fn.body))
     notes = _static_outputs(tr, sig, int_consts)
+    _thread_loop_tokens(tr)
     notes += [f"output `{n}` has rank > 3, which cutile-rs 0.5 cannot take as `&mut Tensor` (cutile-compiler "
               "kernel_entry_generator.rs:134: \"Unable to partition tensors with rank > 3\"): it is a `&Tensor` "
               "written in place through an unsafe PartitionMut (make_partition_view_mut); the launcher passes the "
@@ -500,6 +501,75 @@ def _static_outputs(tr: BodyTranslator, sig: list, int_consts: list[str]) -> lis
                          "is the output's extent on that axis, bound at launch (the spec's variants use the tiles "
                          "the stores need, for the IR check)")
     return notes
+
+
+def _thread_loop_tokens(tr: BodyTranslator) -> None:
+    """Thread the token of every output stored inside a loop through that loop, as cuTile Python does.
+
+    cuTile Python orders an array's stores through one token chain, which a loop carries from one iteration to
+    the next (`for ... iter_values(%tok) -> (token)`, each store reading the carried token), unless the store is a
+    parallel one (`_parallel_store`: its index is the loop's counter, as softmax's chunked store at (row, j)). cutile 0.5 carries no
+    token through a plain range loop (cutile-compiler compile_expression.rs: only `Dim` and mapped-partition loops
+    set up token accumulators), so a store in one reads the token from before the loop and its iterations' stores
+    are unordered. tileiras then schedules them differently: the persistent matmul's SASS had 968 instructions and
+    4 TMA stores against the reference's 904 and 2, and the same 904 once the token was threaded.
+
+    Every store of such an output goes through a view made at the store with the carried token
+    (`make_partition_view_mut(out, tile, padding::None, tok)`: a view of the whole output, as `partition_mut` of a
+    dynamic output and `partition_full_mut` are), then `tok = get_partition_token_mut(&view)`: a mutated `Token`
+    variable, which cutile carries through loops and branches. The hoisted view stays for `num_tiles`, made from a
+    shared borrow so the output can be borrowed again at each store. Such an entry is `unchecked_accesses`, as any
+    entry storing through a whole-output view (`_entry`)."""
+    for name, stores in tr.out_stores.items():
+        if not any(s[6] and not _parallel_store(s, stores) for s in stores):
+            continue
+        tok = tr.fresh(f"{rust_ident(name)}_tok")
+        for var in dict.fromkeys(s[3] for s in stores):
+            shape = next(s[0] for s in stores if s[3] == var)
+            macro = shape_macro(shape)
+            ty, ref = None, name
+            for lines in (tr.prologue.lines, tr.lines):
+                for k, line in enumerate(lines):
+                    m = re.match(rf"(\s*)let mut {re.escape(var)}: PartitionMut(<.*>) = (.*);$", line)
+                    if not m:
+                        continue
+                    ty = m.group(2)
+                    if f"make_partition_view_mut(&{name}," in line:  # a view of a Tensor value (a slice)
+                        ref = f"&{name}"
+                    if m.group(3) == f"{name}.partition_mut({macro})":  # a `&mut` borrow: make it a shared one
+                        lines[k] = (f"{m.group(1)}let mut {var}: PartitionMut{ty} = unsafe {{ make_partition_view_mut("
+                                    f"{name}, {macro}, padding::None, {name}.token()) }};")
+            if ty is None:
+                continue
+            call = re.compile(rf"^(\s*)(unsafe {{ store_view_tko_mut\(&mut )?{re.escape(var)}(\.store\(|, )")
+            out = []
+            for line in tr.lines:
+                m = call.match(line)
+                if not m:
+                    out.append(line)
+                    continue
+                pad, at = m.group(1), tr.fresh(f"{var}_at")
+                out += [f"{pad}let mut {at}: PartitionMut{ty} = unsafe {{ make_partition_view_mut({ref}, {macro}, "
+                        f"padding::None, {tok}) }};",
+                        pad + line[len(pad):].replace(f"&mut {var},", f"&mut {at},", 1).replace(
+                            f"{var}.store(", f"{at}.store(", 1),
+                        f"{pad}{tok} = get_partition_token_mut(&{at});"]
+            tr.lines[:] = out
+            for lines in (tr.prologue.lines, tr.lines):  # the hoisted view is only counted on now
+                lines[:] = [line.replace(f"let mut {var}:", f"let {var}:", 1) for line in lines]
+        tr.prologue.lines.insert(0, f"let mut {tok}: Token = {name}.token();")
+        tr.full_views = True
+
+
+def _parallel_store(store: tuple, stores: list[tuple]) -> bool:
+    """cuTile Python's parallel loop store (cuda/tile/_passes/token_order.py `_get_parallel_stores`): the only
+    memory op on its array in one loop (none in nested blocks), with an index that is the loop's own counter, so no
+    two iterations store to one tile. It reads the token from before the loop; nothing orders its iterations.
+    Looked at for a store directly in an outermost loop: in an inner loop it still reads the outer loop's token."""
+    loops, counter = store[6], store[7]
+    if len(loops) != 1 or not counter:
+        return False
+    return sum(1 for s in stores if s[6] and s[6][0] == loops[0]) == 1
 
 
 def _static_plan(tr: BodyTranslator, name: str, int_consts: list[str]):

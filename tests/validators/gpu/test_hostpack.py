@@ -545,14 +545,14 @@ def test_cubin_resources_cli_prints_a_table_and_refuses_a_non_cubin_in_one_line(
 def test_idle_gap_is_the_wait_between_the_harness_work_and_the_first_timed_kernel():
     """A port whose launch path keeps the GPU idle shows it: the gap is measured from the end of the last device
     work before the call (flush, poisoning fill) to its first kernel, once per flushed call."""
-    from tileport.validators.gpu.hostrun import _harness, idle_gaps
+    from tileport.validators.gpu.hostrun import _harness, _segments
 
     events = [(0.0, 100.0, "void at::native::bitwise_not_kernel"), (110.0, 5.0, "fill_kernel"),
               (130.0, 20.0, "softmax_row_entry"), (151.0, 3.0, "softmax_row_entry"),
               (200.0, 100.0, "void at::native::bitwise_not_kernel"), (305.0, 5.0, "fill_kernel"),
               (400.0, 20.0, "softmax_row_entry")]
-    assert idle_gaps(events, ["softmax_row_entry"]) == [15.0, 90.0]
-    assert idle_gaps(events, ["other"]) == []
+    assert [g for g, _ in _segments(events, with_gap=True)] == [15.0, 90.0]
+    assert [len(seg) for seg in _segments(events)] == [3, 2]  # each call's work, the fill included
     assert _harness("vectorized_elementwise_kernel<fill>") and not _harness("softmax_row_entry")
 
 
@@ -578,3 +578,61 @@ def test_an_entry_written_for_the_launch_dtype_serves_it_before_the_generic_one(
     assert si.select("silu_and_mul_kernel", consts, "float32")["entry"] == "silu_and_mul_f32"
     assert si.select("silu_and_mul_kernel", consts, "float16")["entry"] == "silu_and_mul"
     assert si.select("silu_and_mul_kernel", consts, "bfloat16")["entry"] == "silu_and_mul"
+
+
+class _FakeTrace:
+    """A fake of torch.profiler's view of a timed run (CI has no GPU): each call j leaves a flush, then the kernels
+    its stream's side launches, with the duration `ms` gives that stream; `drop` calls leave no trace at all."""
+
+    def __init__(self, kernels: dict[str, list[str]], ms: dict[str, float], drop: frozenset = frozenset()):
+        self.kernels, self.ms, self.drop, self.labels = kernels, ms, drop, []
+
+    def __call__(self, fn, n, trace=False):
+        events, t = [], 0.0
+        for j in range(n):
+            fn(j)
+            label, side = self.labels[-1]
+            if len(self.labels) - 1 in self.drop:
+                continue
+            events.append((t, 50.0, "void at::native::bitwise_not_kernel"))
+            t += 60.0
+            for name in self.kernels[side]:
+                events.append((t, self.ms[label] * 1000, name))
+                t += self.ms[label] * 1000 + 5
+        exported = {"traceEvents": [{"cat": "kernel", "ph": "X", "name": name, "args": {"grid": [4, 1, 1]}}
+                                    for _, _, name in events if "bitwise_not" not in name]}
+        return events, exported
+
+
+def test_the_reference_the_port_and_the_reference_again_are_timed_in_rotating_rounds_and_told_apart_by_position():
+    from tileport.validators.gpu.hostrun import time_rotating
+
+    # the port's kernel has the reference's very name: only the position in the round tells the two apart
+    fake = _FakeTrace({"ref": ["k"], "port": ["k"]}, {"ref": 2.0, "port": 3.0, "ref_again": 2.2})
+    calls, checked = [], []
+
+    def stream(label, side):
+        def call(r):
+            fake.labels.append((label, side))
+            calls.append((r, label))
+            return (label, r)
+        return (label, side, call)
+
+    got = time_rotating([stream("ref", "ref"), stream("port", "port"), stream("ref_again", "ref")],
+                        {"ref": ["k"], "port": ["k"]}, 7, lambda: None,
+                        check=lambda label, r, out: checked.append(out) or out != ("port", 5),
+                        per_profile=3, profile=fake)
+    assert got["ref"]["samples"] == [2.0] * 7 and got["port"]["samples"] == [3.0] * 7
+    assert got["ref_again"]["samples"] == [2.2] * 7
+    firsts = [label for k, (r, label) in enumerate(calls) if k % 3 == 0]
+    assert firsts[:3] == ["ref", "port", "ref_again"]  # no stream always runs first, or always after another
+    assert sorted(checked) == sorted((label, r) for r, label in calls) and got["port"]["bad"] == 1
+    assert got["ref"]["gaps"] == [10.0] * 7 and not got["port"]["problems"]
+    assert got["launch"]["ref"][0]["calls"] == 21  # the shared name: every call's event, as recorded
+
+    # a call whose work is missing from the trace is a problem, never a sample of the wrong stream
+    lost = _FakeTrace({"ref": ["a"], "port": ["b"]}, {"ref": 2.0, "port": 3.0, "ref_again": 2.0}, frozenset({4}))
+    bad = time_rotating([("ref", "ref", lambda r: lost.labels.append(("ref", "ref"))),
+                         ("port", "port", lambda r: lost.labels.append(("port", "port")))],
+                        {"ref": ["a"], "port": ["b"]}, 4, lambda: None, profile=lost)
+    assert "flushed segments in the trace" in bad["ref"]["problems"][0] and not bad["port"]["samples"]

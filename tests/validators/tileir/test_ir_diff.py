@@ -14,7 +14,7 @@ import pytest
 from ir_kernels.build import array, compile_text, signature, tileirdisasm
 from ir_kernels.kernels import (
     MUTATIONS, REWRITES, SOFTMAX_SIG, SOFTMAX_SIG_UNALIGNED, STORE_LOAD_SIG, VEC_SIG, matmul, matmul_sig, softmax,
-    store_then_load, vector_add, vector_add_out_first,
+    store_then_load, vector_add, vector_add_out_first, revisiting_store, REVISIT_SIG,
 )
 from tileport.validators.tileir.diff import (
     IRDiffReport, RowStatus, Severity, Verdict, diff_texts,
@@ -143,6 +143,19 @@ def test_stronger_alignment_in_the_port_is_a_warning_not_a_failure():
     assert rep.verdict == Verdict.PASS_WITH_NOTES
     assert rep.checks(Severity.WARNING) == {"assumptions.div_by"}
     assert not rep.checks(Severity.ERROR)
+
+
+def test_a_loop_store_left_unordered_across_iterations_is_a_speed_warning_naming_the_fix():
+    ref = ir(revisiting_store, REVISIT_SIG)
+    m = re.search(r"store_view_tko weak [^\n]* token = (%iterArg\w*)", ref)
+    assert m, ref  # the reference's store reads the token its loop carries
+    entry_token = re.search(r"(%\w+) = make_token", ref).group(1)
+    port = ref.replace(m.group(0), m.group(0).replace(m.group(1), entry_token))  # cutile 0.5's range-loop store
+    rep = diff_texts(ref, port)
+    f = next(f for f in rep.findings if f.check == "memory.loop_tokens")
+    assert f.severity == Severity.WARNING and "make_partition_view_mut(.., tok)" in f.message
+    assert not rep.checks(Severity.ERROR)
+    assert "memory.loop_tokens" not in diff_texts(ref, ref).checks()
 
 
 def test_missing_token_ordering_on_the_same_array_fails():

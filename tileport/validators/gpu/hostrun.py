@@ -19,12 +19,13 @@ is compared with the reference's (and the reference with torch's, as a sanity ch
 (no GPU, no tileiras, tileiras rc 5 from an older CUDA).
 
 Performance (stage E), only for cases that passed: device time of every kernel from CUPTI (torch.profiler),
-`warmup` calls first, then `repetitions` timed calls per side, each on fresh inputs, each preceded by an L2
-flush (a bitwise_not over a buffer several times L2's size, verified once per run: a cold read must be slower
-than a warm one), every timed output checked again against torch's reference for those inputs; the number of
-launches and the kernel names per call are asserted from the trace (anything else running is a failure).
-The reference is timed before and after the port (A-B-A: both passes count, and `ref_again` keeps their ratio, the
-A/A spread below which port/reference is noise). Medians, per-configuration ratio port/reference, every raw sample. Shapes whose medians are both under
+`warmup` calls first, then `repetitions` rounds (`time_rotating`), each calling the reference, the port and the
+reference again in an order that rotates round by round, each call on fresh inputs (up to INPUT_SETS sets) and
+preceded by an L2 flush (a bitwise_not over a buffer several times L2's size, verified once per run: a cold read
+must be slower than a warm one), every timed output checked again against torch's reference for those inputs; the
+number of launches and the kernel names per call are asserted from the trace (anything else running is a
+failure). Both reference streams count, and `ref_again` keeps their ratio, the A/A spread below which
+port/reference is noise; a drift of the card over the row lands on all three streams alike. Medians, per-configuration ratio port/reference, every raw sample. Shapes whose medians are both under
 `TINY_US` are flagged tiny (left out of the geomean unless over config_max: reports.is_tiny). Each side's
 achieved bandwidth is given as % of a measured device copy, and FLOP/s (when the op module defines
 `flops(shape)`) as % of a measured cuBLAS GEMM. Each row also keeps, per side, the launch attributes CUPTI recorded for every timed kernel (grid, block, registers per thread, shared
@@ -897,6 +898,8 @@ def launch_attributes(trace: dict, kernel_names: list[str]) -> list[dict]:
 
 
 FLUSH_NAME = "bitwise_not"
+# distinct input sets one timed configuration cycles through (memory: a row keeps them all on the device)
+INPUT_SETS = 20
 # Device work that belongs to the harness, never to a side: output poisoning (fill).
 HARNESS_KERNELS = ("fill",)
 
@@ -904,21 +907,6 @@ HARNESS_KERNELS = ("fill",)
 def _harness(name: str) -> bool:
     low = name.lower()
     return any(k in low for k in HARNESS_KERNELS)
-
-
-def idle_gaps(events, names) -> list[float]:
-    """Per timed call, the idle time (us) between the end of the device work before it (the flush, the poisoning
-    fill) and the start of its first kernel: how long the GPU waited for the host's launch path."""
-    gaps, prev_end, waiting = [], None, False
-    for start, dur, name in events:
-        if FLUSH_NAME in name:
-            waiting = True
-        elif waiting and name in names:
-            if prev_end is not None:
-                gaps.append(round(max(0.0, start - prev_end), 3))
-            waiting = False
-        prev_end = max(prev_end or start + dur, start + dur)
-    return gaps
 
 
 def host_times(call, sync, n: int = 30) -> dict:
@@ -946,16 +934,84 @@ class Flusher:
         self.buf.bitwise_not_()
 
 
-def _segments(events, flush_name=FLUSH_NAME):
-    """Split device activity into one list per timed call: each call starts with a flush kernel."""
-    segs, cur = [], None
+def time_rotating(streams, expect: dict[str, list[str]], rounds: int, flusher, check=None, per_profile: int = 10,
+                  profile=None):
+    """Device time of several streams of calls timed together, so that whatever drifts over a row (clocks,
+    temperature, what ran before) lands on every stream alike.
+
+    `streams`: (label, side, call) with call(r) making round r's call and returning its output; `expect`: side ->
+    the kernel names one call of that side launches (a reference timed twice is two streams of one side: their
+    two medians apart are the A/A spread). Round r calls every stream once, starting with stream r mod n (no
+    stream always follows another), each call after an L2 flush; CUPTI records per_profile rounds at a time, then
+    `check(label, r, out)` (when given) judges each output of those calls, which are then dropped.
+
+    Returns label -> {"samples": ms per call, "problems": [...], "gaps": idle us before the call's first kernel,
+    "bad": outputs check refused}, and "launch" -> side -> CUPTI's launch attributes (or the export's error).
+    `profile` stands in for `_profile` (a test's fake trace: CI has no GPU)."""
+    profile = profile or _profile
+    n = len(streams)
+    res = {label: {"samples": [], "problems": [], "gaps": [], "bad": 0} for label, _, _ in streams}
+    traces: dict[str, list] = {side: [] for _, side, _ in streams}
+    errors: dict[str, str] = {}
+    for first in range(0, rounds, per_profile):
+        order = [(r, streams[(r + k) % n]) for r in range(first, min(rounds, first + per_profile)) for k in range(n)]
+        outs: list = []
+
+        def one(j):
+            r, (label, _, call) = order[j]
+            flusher()
+            outs.append(call(r))
+
+        events, exported = profile(one, len(order), trace=True)
+        segs = _segments(events, with_gap=True)
+        if len(segs) != len(order):
+            for label in res:
+                res[label]["problems"].append(f"{len(segs)} flushed segments in the trace, {len(order)} calls made")
+            return {**res, "launch": {}}
+        for j, (gap, seg) in enumerate(segs):
+            r, (label, side, _) = order[j]
+            names = expect[side]
+            mine = [d for _, d, name in seg if name in names]
+            other = [name for _, _, name in seg if name not in names and not _harness(name)]
+            if len(mine) != len(names):
+                res[label]["problems"].append(f"call {r}: {len(mine)} of the {len(names)} expected kernels in the trace")
+            if other:
+                res[label]["problems"].append(f"call {r}: unexpected device work {sorted(set(other))[:3]}")
+            res[label]["samples"].append(round(sum(mine) / 1000.0, 6))
+            if gap is not None:
+                res[label]["gaps"].append(gap)
+        for side in traces:
+            if isinstance(exported, dict):
+                names = set(expect[side])
+                traces[side] += [ev for ev in exported.get("traceEvents") or [] if isinstance(ev, dict)
+                                 and str(ev.get("cat", "")).lower() == "kernel" and ev.get("name") in names]
+            else:
+                errors[side] = exported
+        if check is not None:
+            for (r, (label, _, _)), out in zip(order, outs):
+                if not check(label, r, out):
+                    res[label]["bad"] += 1
+        del outs
+    launch = {side: errors[side] if side in errors else launch_attributes({"traceEvents": evs}, expect[side])
+              for side, evs in traces.items()}
+    return {**res, "launch": launch}
+
+
+def _segments(events, flush_name=FLUSH_NAME, with_gap: bool = False):
+    """Split device activity into one list per timed call: each call starts with a flush kernel. with_gap: each
+    list comes as (gap, list), gap the idle time (us) between the end of the harness work before the call's first
+    kernel (the flush, the poisoning fill) and that kernel's start: how long the GPU waited for the launch path."""
+    segs, cur, prev_end = [], None, None
     for start, dur, name in events:
         if flush_name in name:
-            cur = []
+            cur = [None, []]
             segs.append(cur)
         elif cur is not None:
-            cur.append((start, dur, name))
-    return segs
+            if cur[0] is None and not _harness(name) and prev_end is not None:
+                cur[0] = round(max(0.0, start - prev_end), 3)
+            cur[1].append((start, dur, name))
+        prev_end = max(prev_end or start + dur, start + dur)
+    return [(g, c) for g, c in segs] if with_gap else [c for _, c in segs]
 
 
 def measure_hw(torch, flusher) -> dict:
@@ -1160,7 +1216,9 @@ class HostRun:
             phases[name] = round(phases.get(name, 0.0) + now - mark[0], 3)
             mark[0] = now
 
-        sets = [self.module.make_inputs(dict(shape), dtype, device="cuda", seed=seed + 1 + i) for i in range(reps)]
+        # fresh inputs for up to INPUT_SETS rounds, then again from the first (each call reads after an L2 flush)
+        sets = [self.module.make_inputs(dict(shape), dtype, device="cuda", seed=seed + 1 + i)
+                for i in range(min(reps, INPUT_SETS))]
         lap("inputs")
         # what each side launches: the launch count from a recorded call, the kernel names from its trace
         _, ref_launches = self._call("ref", sets[0], variant)
@@ -1192,69 +1250,53 @@ class HostRun:
             return row
         nbytes = sum(l["bytes"] for l in ref_launches)
         flops = self.module.flops(dict(shape)) if callable(getattr(self.module, "flops", None)) else None
-        # A-B-A: the reference is timed before and after the port, so a drift of the card over the row (clocks,
-        # temperature, the order itself) lands on both sides; its two medians apart are the A/A spread, below
-        # which port/ref is noise (METHOD: time the same version twice)
-        passes: dict[str, list[list[float]]] = {"ref": [], "port": []}
-        for side in ("ref", "port", "ref"):
-            again = bool(passes[side])
+        # the reference, the port and the reference again, timed together round by round in rotating order (one
+        # L2 flush before each call): a drift of the card over the row lands on all three alike, and the two
+        # reference streams apart are the A/A spread, below which port/ref is noise (METHOD: time the same version
+        # twice). Every timed output is checked against torch's reference for its inputs.
+        for side in ("ref", "port"):
             for i in range(warmup):
-                self._call(side, sets[i % reps], variant)
-            torch.cuda.synchronize()
-            outs = []
+                self._call(side, sets[i % len(sets)], variant)
+        torch.cuda.synchronize()
+        lap("warmup")
 
-            def one(i, side=side):
-                self.flusher()
+        def call(side):
+            def one(r):
                 with C.poisoned_allocations(torch):
-                    out, _ = self._call(side, sets[i], variant)
-                outs.append(out)
+                    out, _ = self._call(side, sets[r % len(sets)], variant)
+                return out
+            return one
 
-            lap("warmup")
-            events, exported = _profile(one, reps, trace=True)
-            lap(f"timed_{side}")
-            if again:
-                pass  # the launch attributes and idle gaps of the first pass stand
-            elif isinstance(exported, dict):
-                row.setdefault("launch", {})[side] = launch_attributes(exported, expect[side])
-            else:
-                row.setdefault("launch", {})[side] = []
-                row.setdefault("launch_errors", {})[side] = exported
-            segs = _segments(events)
-            samples, problems = [], []
-            names = expect[side]
-            gaps = idle_gaps(events, names)
-            if gaps and not again:
-                row.setdefault("idle_gap_us", {})[side] = statistics.median(gaps)
-            if len(segs) != reps:
-                problems.append(f"{len(segs)} flushed segments in the trace, {reps} calls made")
-            for k, seg in enumerate(segs):
-                mine = [d for _, d, n in seg if n in names]
-                other = [n for _, d, n in seg if n not in names and not _harness(n)]
-                if len(mine) != len(names):
-                    problems.append(f"call {k}: {len(mine)} of the {len(names)} expected kernels in the trace")
-                if other:
-                    problems.append(f"call {k}: unexpected device work {sorted(set(other))[:3]}")
-                samples.append(round(sum(mine) / 1000.0, 6))
-            # correctness of exactly the timed calls
-            bad = 0
-            for i, out in enumerate(outs):
-                ref = C._outputs(self.module.reference(**sets[i], **variant))
-                for o, r in zip(C._outputs(out), ref):
-                    if not C.compare(o.double(), r.double(), atol, rtol).ok:
-                        bad += 1
-            lap("check_timed")
-            if bad:
-                problems.append(f"{bad} timed outputs do not match the reference")
-            passes[side].append(samples)
-            row[f"{side}_samples"] = [x for p in passes[side] for x in p]
+        def check(label, r, out) -> bool:
+            ref = C._outputs(self.module.reference(**sets[r % len(sets)], **variant))
+            return all(C.compare(o.double(), x.double(), atol, rtol).ok for o, x in zip(C._outputs(out), ref))
+
+        timed = time_rotating([("ref", "ref", call("ref")), ("port", "port", call("port")),
+                               ("ref_again", "ref", call("ref"))], expect, reps, self.flusher, check)
+        lap("timed")
+        row["launch"] = {side: a for side, a in timed["launch"].items() if not isinstance(a, str)}
+        if any(isinstance(a, str) for a in timed["launch"].values()):
+            row["launch_errors"] = {side: a for side, a in timed["launch"].items() if isinstance(a, str)}
+        for label in ("ref", "port", "ref_again"):
+            got = timed[label]
+            side = "ref" if label == "ref_again" else label
+            if got["gaps"] and label != "ref_again":
+                row.setdefault("idle_gap_us", {})[side] = statistics.median(got["gaps"])
+            problems = got["problems"] + ([f"{got['bad']} timed outputs do not match the reference"]
+                                          if got["bad"] else [])
             if problems:
-                row["flags"].append(f"{side}{' (timed again)' if again else ''}: " + "; ".join(problems[:3]))
-                row.setdefault("failed", True)
-            elif samples:
-                row[f"{side}_ms"] = statistics.median(row[f"{side}_samples"])
-                if again and all(passes[side]):
-                    first, second = (statistics.median(p) for p in passes[side])
-                    row["ref_again"] = {"first_ms": first, "again_ms": second, "spread": second / first}
+                row["flags"].append(f"{side}{' (timed again)' if label == 'ref_again' else ''}: "
+                                    + "; ".join(problems[:3]))
+                row["failed"] = True
+        if not row.get("failed"):
+            first, again = timed["ref"]["samples"], timed["ref_again"]["samples"]
+            row["ref_samples"] = first + again
+            row["port_samples"] = timed["port"]["samples"]
+            row["ref_ms"] = statistics.median(row["ref_samples"])
+            row["port_ms"] = statistics.median(row["port_samples"])
+            row["ref_again"] = {"first_ms": statistics.median(first), "again_ms": statistics.median(again),
+                                "spread": statistics.median(again) / statistics.median(first)}
+        lap("check_timed")
         for side in ("ref", "port"):  # host wall time per call from Python, beside device time
             row.setdefault("host_us", {})[side] = host_times(lambda side=side: self._call(side, sets[0], variant),
                                                              torch.cuda.synchronize)

@@ -145,34 +145,27 @@ def time_config(R, torch, flusher, sides, args, warmup: int, reps: int) -> dict:
     for side, call in sides.items():
         for _ in range(warmup):
             call(args)
-        torch.cuda.synchronize()
-
-        def one(i, call=call):
-            flusher()
-            call(args)
-        events, exported = R._profile(one, reps, trace=True)
-        row.setdefault("launch", {})[side] = R.launch_attributes(exported, expect[side]) if isinstance(exported, dict) else []
-        gaps = R.idle_gaps(events, expect[side])
-        if gaps:
-            row.setdefault("idle_gap_us", {})[side] = statistics.median(gaps)
-        segs = R._segments(events)
-        samples, problems = [], []
-        if len(segs) != reps:
-            problems.append(f"{len(segs)} flushed segments in the trace, {reps} calls made")
-        for k, seg in enumerate(segs):
-            mine = [d for _, d, n in seg if n in expect[side]]
-            other = [n for _, d, n in seg if n not in expect[side] and not R._harness(n)]
-            if len(mine) != len(expect[side]):
-                problems.append(f"call {k}: {len(mine)} of the {len(expect[side])} expected kernels in the trace")
-            if other:
-                problems.append(f"call {k}: unexpected device work {sorted(set(other))[:3]}")
-            samples.append(round(sum(mine) / 1000.0, 6))
-        row[f"{side}_samples"] = samples
-        if problems:
-            row["flags"].append(f"{side}: " + "; ".join(problems[:3]))
+    torch.cuda.synchronize()
+    # the reference, the port and the reference again in rotating order, round by round (R.time_rotating)
+    timed = R.time_rotating([("ref", "ref", lambda r: sides["ref"](args)), ("port", "port", lambda r: sides["port"](args)),
+                             ("ref_again", "ref", lambda r: sides["ref"](args))], expect, reps, flusher)
+    row["launch"] = {side: a if isinstance(a, list) else [] for side, a in timed["launch"].items()}
+    for label in ("ref", "port", "ref_again"):
+        got = timed[label]
+        side = "ref" if label == "ref_again" else label
+        if got["gaps"] and label != "ref_again":
+            row.setdefault("idle_gap_us", {})[side] = statistics.median(got["gaps"])
+        if got["problems"]:
+            row["flags"].append(f"{side}{' (timed again)' if label == 'ref_again' else ''}: "
+                                + "; ".join(got["problems"][:3]))
             row["failed"] = True
-        elif samples:
-            row[f"{side}_ms"] = statistics.median(samples)
+    if not row.get("failed"):
+        first, again = timed["ref"]["samples"], timed["ref_again"]["samples"]
+        row["ref_samples"], row["port_samples"] = first + again, timed["port"]["samples"]
+        row["ref_ms"], row["port_ms"] = statistics.median(first + again), statistics.median(row["port_samples"])
+        row["ref_again"] = {"first_ms": statistics.median(first), "again_ms": statistics.median(again),
+                            "spread": statistics.median(again) / statistics.median(first)}
+    for side, call in sides.items():
         row.setdefault("host_us", {})[side] = R.host_times(lambda call=call: call(args), torch.cuda.synchronize)
     return row
 

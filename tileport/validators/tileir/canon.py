@@ -399,6 +399,7 @@ class _Builder:
             for name, ty in region.args:
                 if ty == "token":
                     v = Val(name, ty, "token")
+                    v.owner_node = parent  # a token a loop carries from one iteration to the next (memory.tokens)
                 else:
                     v = Val(name, ty, _h("barg", depth, pos, ty))
                     v.barg = (depth, pos)

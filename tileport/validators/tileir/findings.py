@@ -60,6 +60,7 @@ _CONSEQUENCE: dict[tuple[str, Severity | None], Consequence] = {
     ("memory.mask_bound", None): Consequence.HOST,
     ("memory.address_stride", None): Consequence.HOST,
     ("memory.index_grid", None): Consequence.HOST,
+    ("memory.loop_tokens", None): Consequence.SPEED,
     ("memory.padding_host", None): Consequence.HOST,
     ("structure.specialised", None): Consequence.HOST,
     ("structure.runtime_check", None): Consequence.NEITHER,

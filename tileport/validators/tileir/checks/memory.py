@@ -3,7 +3,7 @@ ordering, padding, dim map, index, masks, atomic mode) and their token ordering.
 
 from __future__ import annotations
 
-from tileport.validators.tileir.canon import MEM_LOADS, MEM_WRITES, CanonEntry, Node, Val, and_terms, base_arg, render
+from tileport.validators.tileir.canon import LOOPS, MEM_LOADS, MEM_WRITES, CanonEntry, Node, Val, and_terms, base_arg, render
 from tileport.validators.tileir.checks.context import Ctx
 from tileport.validators.tileir.checks.hints import check_op_hints
 from tileport.validators.tileir.checks.masks import compare_masks, masked_lanes_unobservable
@@ -317,6 +317,23 @@ def _mem_preds(n: Node, memo: dict[int, frozenset]) -> frozenset:
     return res
 
 
+def _loop_carried(n: Node) -> bool:
+    """n's token operands reach, through token-only ops (join_tokens), a token that a loop around n carries from
+    one iteration to the next: n is ordered after the writes of the loop's earlier iterations."""
+    stack, seen = list(n.tok_operands), set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if v.node is None:
+            if v.owner_node is not None and v.owner_node.op.name in LOOPS:
+                return True
+        elif v.node.op.name not in MEM_LOADS and v.node.op.name not in MEM_WRITES:
+            stack.extend(v.node.tok_operands)
+    return False
+
+
 def _check_tokens(ctx: Ctx, rmem: dict[int, Mem], pmem: dict[int, Mem]) -> None:
     al = ctx.al
     rmemo: dict[int, frozenset] = {}
@@ -326,6 +343,17 @@ def _check_tokens(ctx: Ctx, rmem: dict[int, Mem], pmem: dict[int, Mem]) -> None:
         p = al.partner(r)
         if p is None or p.idx not in pmem:
             continue
+        if rm.dir != "load" and _loop_carried(r) and not _loop_carried(p):
+            # cuTile Python threads an array's token through every loop that writes it; cutile 0.5 carries none
+            # through a plain range loop (compile_expression.rs: only dim and mapped-partition loops set up token
+            # accumulators), so each iteration's store reads the token from before the loop
+            ctx.add("memory", "loop_tokens", Severity.WARNING,
+                    f"reference orders the {rm.what()} (line {r.op.line}) after the previous iteration's writes "
+                    "through the token its loop carries; the port's store reads a token from before the loop, so "
+                    "its iterations' stores are unordered: tileiras schedules them differently (a persistent "
+                    "matmul: 968 SASS instructions and 4 TMA stores against the reference's 904 and 2). Thread "
+                    "the token: a view made in the loop with make_partition_view_mut(.., tok), then "
+                    "tok = get_partition_token_mut(&view) after its store", r, p, "carried", "from before the loop")
         ppreds = _mem_preds(p, pmemo)
         for rp in _mem_preds(r, rmemo):
             pp = al.partner(rp)
