@@ -10,6 +10,7 @@ import json
 import lzma
 import shutil
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -417,6 +418,11 @@ def test_gate_run_without_a_gpu_is_blocked_env_naming_the_part(va_gate, tmp_path
     assert r.stdout.startswith("BLOCKED(env): ") and ("torch" in r.stdout or "GPU" in r.stdout)
     results = json.loads((work / "results.json").read_text())
     assert results["env_missing"] and results["cases"] == []
+    # the pack's runner, run by hand on such a host, says why in one line (it used to print nothing)
+    r = subprocess.run([sys.executable, str(work / "runner.py"), str(work)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 3 and r.stderr.startswith("not judged here: ") and r.stderr.count("\n") == 1, r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
 
 
 @pytest.mark.slow

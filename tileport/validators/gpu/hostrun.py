@@ -1324,12 +1324,17 @@ class HostRun:
         del sets
         return row
 
+    def missing_env(self, message: str) -> int:
+        """This host cannot judge the pack: the reason goes into results.json and, as one line, to stderr; exit 3."""
+        self.results["env_missing"] = message
+        self.save()
+        print(f"not judged here: {message}", file=sys.stderr, flush=True)
+        return 3
+
     def run(self, perf: bool = True) -> int:
         missing = self.env()
         if missing:
-            self.results["env_missing"] = missing
-            self.save()
-            return 3
+            return self.missing_env(missing)
         try:
             self.load()
         except PortError as e:
@@ -1338,9 +1343,7 @@ class HostRun:
             self.save()
             return 1
         except OSError as e:
-            self.results["env_missing"] = f"the port library does not load on this host: {e}"
-            self.save()
-            return 3
+            return self.missing_env(f"the port library does not load on this host: {e}")
         import torch
 
         configs = [(d, s, v) for d in self.gate["dtypes"] for s in self.gate["shapes"] for v in self.variants]
@@ -1352,9 +1355,7 @@ class HostRun:
                   flush=True)
             self.save()
             if case["fail_class"] == "env":
-                self.results["env_missing"] = case["message"]
-                self.save()
-                return 3
+                return self.missing_env(case["message"])
         if not perf:
             return 0 if all(c["status"] == "PASS" for c in self.results["cases"]) else 1
         self.flusher = Flusher(torch)

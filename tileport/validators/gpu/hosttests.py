@@ -293,9 +293,7 @@ def run(runner, perf: bool = True, project: str | None = None) -> int:
     reap_children_on_termination()
     missing = runner.env()
     if missing:
-        runner.results["env_missing"] = missing
-        runner.save()
-        return 3
+        return runner.missing_env(missing)
     gate, pack_dir = runner.gate, runner.dir
     proj = Path(project).resolve() if project else pack_dir / "project"
     work = Path(tempfile.mkdtemp(prefix="tp-tests-"))
@@ -334,9 +332,7 @@ def run(runner, perf: bool = True, project: str | None = None) -> int:
                      runner_mod(runner).classify_message(ln["reference"], "kernel") == "env"]
         evaluated = [ln for ln in got["tests"] if ln["status"] != "NOT_EVALUATED"]
         if not evaluated and env_lines:
-            runner.results["env_missing"] = f"the reference tests could not run here: {env_lines[0]['reference'][:300]}"
-            runner.save()
-            return 3
+            return runner.missing_env(f"the reference tests could not run here: {env_lines[0]['reference'][:300]}")
         for ln in got["tests"]:
             log(f"{ln['status']} {ln['id']}: {ln['message'][:200]}")
             if ln["status"] != "PASS" and ln.get("output"):
