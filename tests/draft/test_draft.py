@@ -295,6 +295,34 @@ def test_a_store_whose_loop_may_revisit_a_tile_is_ordered_through_the_loop_token
     assert "_tok" not in sm and "dst.store(out_tile, [row, j]);" in sm
 
 
+ROW_SCATTER_OP = textwrap.dedent('''
+    import cuda.tile as ct
+
+    @ct.kernel
+    def row_scatter_kernel(x, out, N_ROWS: ct.Constant[int], TILE: ct.Constant[int]):
+        # a persistent loop scattering one row per trip (a pointer store is never cuTile's parallel loop store)
+        for row in range(ct.bid(0), N_ROWS, ct.num_blocks(0)):
+            cols = ct.arange(TILE, dtype=ct.int32)
+            t = ct.gather(x, (row, cols))
+            ct.scatter(out, (row, cols), t)
+
+    def row_scatter(x, out):
+        import torch
+        ct.launch(torch.cuda.current_stream(), (4, 1, 1), row_scatter_kernel, (x, out, 64, 128))
+    ''')
+
+
+def test_scatters_in_a_loop_carry_their_token_from_trip_to_trip(analyses, tmp_path):
+    op = tmp_path / "row_scatter.py"
+    op.write_text(ROW_SCATTER_OP, encoding="utf-8")
+    d = draft_port(analyses("row_scatter", op))
+    assert d.holes == []
+    k = d.kernel_rs
+    assert "let mut out_token: Token = get_tensor_token(out);" in k
+    store = next(line.strip() for line in k.splitlines() if "store_ptr_tko(" in line)
+    assert store.startswith("out_token = unsafe { store_ptr_tko(") and "Some(out_token), Latency" in store
+
+
 TWO_STORES_OP = textwrap.dedent('''
     import cuda.tile as ct
 

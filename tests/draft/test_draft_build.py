@@ -88,6 +88,25 @@ def test_a_slab_with_stores_at_literal_indices_builds_and_pairs_with_the_referen
     assert not [f.message for p in report.pairs for f in p.findings if f.check == "memory.index_grid"]
 
 
+def test_loop_scatters_build_and_keep_the_reference_token_order(refs, tmp_path):
+    # the reference orders each trip's scatter after the last through the token its loop carries; so must the port
+    from tests.draft.test_draft import ROW_SCATTER_OP
+    op = tmp_path / "row_scatter.py"
+    op.write_text(ROW_SCATTER_OP, encoding="utf-8")
+    analysis = analyze_op(op, targets=["sm_90"], out_dir=refs / "row_scatter", run_tileiras=False, warm=True)
+    draft = draft_port(analysis)
+    layout = write_crate(crate_cache_root() / "test-draft-row-scatter", draft.spec, draft.kernel_rs)
+    try:
+        result = build_crate(layout, BuildOptions(cubins=False))
+    except EnvironmentBlocked as e:
+        pytest.skip(str(e))
+    assert result.ok, [d.short() for d in result.diagnostics]
+    report = self_check(result, analysis, layout.spec)
+    assert report.pairs and all(p.verdict in ("PASS", "PASS_WITH_NOTES") for p in report.pairs)
+    assert not [f.message for p in report.pairs for f in p.findings if f.check.startswith("memory.")
+                and f.severity != Severity.NOTE]
+
+
 # the real-world-style corpus (tests/data/draft_corpus): op -> named cutile-rs gaps its draft must leave (0: it must be
 # complete, build and pass the IR self-check); every other hole is a failure
 CORPUS_GAPS = {"tuning/prefix_sum": 2, "untouched/group_dequant": 1}

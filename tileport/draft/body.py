@@ -78,14 +78,16 @@ class BodyTranslator(MemoryOps, CallOps, UnrollOps):
         self.shared_outputs: set[str] = set()  # rank > 3 outputs: `&Tensor` written through an unsafe PartitionMut
         self.fold_requests: set[str] = set()
         self.local_defs: dict[str, set[str]] = {}  # local name -> the names its assignments read (see request_fold)  # int constants a tile extent computes with: fold them per entry
-        self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
+        self.loops: list[list] = []  # open loops: [index of the `for` line, names varying with it, depth, counter, id]  # a load/store index the compiler may not prove in bounds (cuTile never traps)
         self.loop_assigned: dict[int, set[str]] = {}
         # output -> its view stores: (tile shape, per index component the bid axis / "0" / None, in a loop,
-        # the view variable, the stored tile expression, the index as written)
+        # the view variable, the stored tile expression, the index as written, the ids of the loops around it,
+        # whether an index is the innermost loop's counter)
         self.out_stores: dict[str, list[tuple]] = {}
         # array -> the token of its latest pointer store at the entry's top level: the next pointer access of that
         # array is ordered after it, as cuTile Python's token order does for accesses of one array
         self.ptr_tokens: dict[str, str] = {}
+        self.carried_tokens: dict[str, str] = {}  # array -> the mutable Token its scatters in loops/branches carry
 
     # ---- names -------------------------------------------------------------------------------
 

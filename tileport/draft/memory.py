@@ -281,8 +281,19 @@ class MemoryOps:
         ptr = self.hoist(f"{p}_ptr", ptr_t, f"addptr_tile({base}, {offset})")
         if not shape and arr.dtype in ELEM_BYTES:  # a single element: cuTile assumes it is naturally aligned
             ptr = self.hoist(f"{p}_ptr", ptr_t, f"unsafe {{ assume_div_by::<_, {ELEM_BYTES[arr.dtype]}>({ptr}) }}")
-        tok = self.ptr_tokens.get(arr.name) or self.hoist(f"{arr.name}_token", "Token",
-                                                           f"get_tensor_token({arr.name})")
+        carried = store and (len(self.scopes) > 1 or self.loops) and not arr.in_body and (
+            arr.name not in self.ptr_tokens or arr.name in self.carried_tokens)
+        if carried:
+            # a scatter in a loop or a branch: a mutable Token, which cutile carries out of the block and from one
+            # trip to the next, so the scatters stay ordered as cuTile Python orders them (token_order.py: a
+            # pointer store is never a parallel loop store)
+            tok = self.carried_tokens.get(arr.name)
+            if tok is None:
+                tok = self.carried_tokens[arr.name] = self.fresh(f"{arr.name}_token")
+                self.prologue.lines.append(f"let mut {tok}: Token = get_tensor_token({arr.name});")
+        else:
+            tok = self.ptr_tokens.get(arr.name) or self.hoist(f"{arr.name}_token", "Token",
+                                                               f"get_tensor_token({arr.name})")
         if store:
             if value.kind == "tile" and value.dtype != arr.dtype:
                 # cuTile's scatter casts the value implicitly as a store does (_get_scatter_value: implicit_cast)
@@ -297,7 +308,10 @@ class MemoryOps:
                 t = self.fresh(f"{arr.name}_token")
                 self.emit(f"let {t}: Token = {call}")
                 self.ptr_tokens[arr.name] = t
-            else:  # in a loop or a branch the token cannot be carried out of the block: the accesses stay unordered
+            elif carried:
+                self.emit(f"{tok} = {call}")
+                self.ptr_tokens[arr.name] = tok
+            else:  # a slice's, or after a store at the top level: nothing to carry it from (unordered)
                 self.emit(call)
             return Val("none")
         if len(shape) >= 2 and masks:

@@ -555,8 +555,11 @@ def _thread_loop_tokens(tr: BodyTranslator) -> None:
                             f"{var}.store(", f"{at}.store(", 1),
                         f"{pad}{tok} = get_partition_token_mut(&{at});"]
             tr.lines[:] = out
-            for lines in (tr.prologue.lines, tr.lines):  # the hoisted view is only counted on now
-                lines[:] = [line.replace(f"let mut {var}:", f"let {var}:", 1) for line in lines]
+            used = re.compile(rf"\b{re.escape(var)}\b")
+            for lines in (tr.prologue.lines, tr.lines):  # the hoisted view only counts tiles now, if anything
+                lines[:] = [line.replace(f"let mut {var}:", f"let {var}:", 1) for line in lines
+                            if not line.lstrip().startswith(f"let mut {var}:") or
+                            sum(1 for x in tr.prologue.lines + tr.lines if used.search(x)) > 1]
         tr.prologue.lines.insert(0, f"let mut {tok}: Token = {name}.token();")
         tr.full_views = True
 
