@@ -68,21 +68,26 @@ def test_draft_builds_and_passes_the_ir_self_check(op, refs):
         assert not [f.message for f in pair.findings if f.check == "memory.loop_tokens"], (pair.entry, pair.variant)
 
 
-def test_a_slab_with_stores_at_literal_indices_builds_and_pairs_with_the_reference(refs, tmp_path):
-    # two stores per block at (row, 0) and (row, 1): the IR check's slab must hold both tiles (cutile checks a
-    # literal index at compile time), and its stores pair with the reference's exactly
-    from tests.draft.test_draft import TWO_STORES_OP
-    op = tmp_path / "halves.py"
-    op.write_text(TWO_STORES_OP, encoding="utf-8")
-    analysis = analyze_op(op, targets=["sm_90"], out_dir=refs / "halves", run_tileiras=False, warm=True)
+def _self_check_of(source: str, name: str, refs, tmp_path):
+    """The IR self-check report of the draft of an op written out from `source`, built by cargo + cutile."""
+    op = tmp_path / f"{name}.py"
+    op.write_text(source, encoding="utf-8")
+    analysis = analyze_op(op, targets=["sm_90"], out_dir=refs / name, run_tileiras=False, warm=True)
     draft = draft_port(analysis)
-    layout = write_crate(crate_cache_root() / "test-draft-halves", draft.spec, draft.kernel_rs)
+    layout = write_crate(crate_cache_root() / f"test-draft-{name}", draft.spec, draft.kernel_rs)
     try:
         result = build_crate(layout, BuildOptions(cubins=False))
     except EnvironmentBlocked as e:
         pytest.skip(str(e))
     assert result.ok, [d.short() for d in result.diagnostics]
-    report = self_check(result, analysis, layout.spec)
+    return self_check(result, analysis, layout.spec)
+
+
+def test_a_slab_with_stores_at_literal_indices_builds_and_pairs_with_the_reference(refs, tmp_path):
+    # two stores per block at (row, 0) and (row, 1): the IR check's slab must hold both tiles (cutile checks a
+    # literal index at compile time), and its stores pair with the reference's exactly
+    from tests.draft.test_draft import TWO_STORES_OP
+    report = _self_check_of(TWO_STORES_OP, "halves", refs, tmp_path)
     assert report.pairs and all(p.verdict == "PASS_WITH_NOTES" for p in report.pairs)
     # the stores keep the reference's (row, 0) and (row, 1): no index that only agrees for a grid of extent 1
     assert not [f.message for p in report.pairs for f in p.findings if f.check == "memory.index_grid"]
@@ -91,17 +96,7 @@ def test_a_slab_with_stores_at_literal_indices_builds_and_pairs_with_the_referen
 def test_loop_scatters_build_and_keep_the_reference_token_order(refs, tmp_path):
     # the reference orders each trip's scatter after the last through the token its loop carries; so must the port
     from tests.draft.test_draft import ROW_SCATTER_OP
-    op = tmp_path / "row_scatter.py"
-    op.write_text(ROW_SCATTER_OP, encoding="utf-8")
-    analysis = analyze_op(op, targets=["sm_90"], out_dir=refs / "row_scatter", run_tileiras=False, warm=True)
-    draft = draft_port(analysis)
-    layout = write_crate(crate_cache_root() / "test-draft-row-scatter", draft.spec, draft.kernel_rs)
-    try:
-        result = build_crate(layout, BuildOptions(cubins=False))
-    except EnvironmentBlocked as e:
-        pytest.skip(str(e))
-    assert result.ok, [d.short() for d in result.diagnostics]
-    report = self_check(result, analysis, layout.spec)
+    report = _self_check_of(ROW_SCATTER_OP, "row_scatter", refs, tmp_path)
     assert report.pairs and all(p.verdict in ("PASS", "PASS_WITH_NOTES") for p in report.pairs)
     assert not [f.message for p in report.pairs for f in p.findings if f.check.startswith("memory.")
                 and f.severity != Severity.NOTE]
