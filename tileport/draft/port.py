@@ -556,10 +556,10 @@ def _thread_loop_tokens(tr: BodyTranslator) -> None:
                         f"{pad}{tok} = get_partition_token_mut(&{at});"]
             tr.lines[:] = out
             used = re.compile(rf"\b{re.escape(var)}\b")
+            still_read = sum(1 for x in tr.prologue.lines + tr.lines if used.search(x)) > 1  # beyond its own line
             for lines in (tr.prologue.lines, tr.lines):  # the hoisted view only counts tiles now, if anything
                 lines[:] = [line.replace(f"let mut {var}:", f"let {var}:", 1) for line in lines
-                            if not line.lstrip().startswith(f"let mut {var}:") or
-                            sum(1 for x in tr.prologue.lines + tr.lines if used.search(x)) > 1]
+                            if still_read or not line.lstrip().startswith(f"let mut {var}:")]
         tr.prologue.lines.insert(0, f"let mut {tok}: Token = {name}.token();")
         tr.full_views = True
 

@@ -611,7 +611,7 @@ class _FakeTrace:
 
 
 def test_the_reference_the_port_and_the_reference_again_are_timed_in_rotating_rounds_and_told_apart_by_position():
-    from tileport.validators.gpu.hostrun import time_rotating
+    from tileport.validators.gpu.hostrun import fold_timed, time_rotating
 
     # the port's kernel has the reference's very name: only the position in the round tells the two apart
     fake = _FakeTrace({"ref": ["k"], "port": ["k"]}, {"ref": 2.0, "port": 3.0, "ref_again": 2.2})
@@ -635,6 +635,15 @@ def test_the_reference_the_port_and_the_reference_again_are_timed_in_rotating_ro
     assert sorted(checked) == sorted((label, r) for r, label in calls) and got["port"]["bad"] == 1
     assert got["ref"]["gaps"] == [10.0] * 7 and not got["port"]["problems"]
     assert got["launch"]["ref"][0]["calls"] == 21  # the shared name: every call's event, as recorded
+    # into a stage-E row: the port's refused output fails the row, naming it; without it, medians and the A/A spread
+    row = {"flags": []}
+    fold_timed(row, got)
+    assert row["failed"] and row["flags"] == ["port: 1 timed outputs do not match the reference"]
+    got["port"]["bad"] = 0
+    row = {"flags": []}
+    fold_timed(row, got)
+    assert (row["ref_ms"], row["port_ms"]) == (2.1, 3.0) and row["ref_again"]["spread"] == pytest.approx(1.1)
+    assert row["idle_gap_us"] == {"ref": 10.0, "port": 10.0} and "failed" not in row
 
     # a call whose work is missing from the trace is a problem, never a sample of the wrong stream
     lost = _FakeTrace({"ref": ["a"], "port": ["b"]}, {"ref": 2.0, "port": 3.0, "ref_again": 2.0}, frozenset({4}))

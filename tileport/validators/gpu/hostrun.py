@@ -997,6 +997,31 @@ def time_rotating(streams, expect: dict[str, list[str]], rounds: int, flusher, c
     return {**res, "launch": launch}
 
 
+def fold_timed(row: dict, timed: dict) -> None:
+    """A `time_rotating` run of the streams "ref", "port" and "ref_again" into a stage-E row: launch attributes per
+    side (an export error in `launch_errors`), the idle gap before each side's kernel, the problems as flags (the
+    row then failed), else every sample, the medians and the A/A spread of the two reference streams."""
+    for side, got in timed["launch"].items():
+        row.setdefault("launch", {})[side] = [] if isinstance(got, str) else got
+        if isinstance(got, str):
+            row.setdefault("launch_errors", {})[side] = got
+    for label in ("ref", "port", "ref_again"):
+        got = timed[label]
+        side = "ref" if label == "ref_again" else label
+        if got["gaps"] and label != "ref_again":
+            row.setdefault("idle_gap_us", {})[side] = statistics.median(got["gaps"])
+        problems = got["problems"] + ([f"{got['bad']} timed outputs do not match the reference"] if got["bad"] else [])
+        if problems:
+            row["flags"].append(f"{side}{' (timed again)' if label == 'ref_again' else ''}: " + "; ".join(problems[:3]))
+            row["failed"] = True
+    if not row.get("failed"):
+        first, again = timed["ref"]["samples"], timed["ref_again"]["samples"]
+        row["ref_samples"], row["port_samples"] = first + again, timed["port"]["samples"]
+        row["ref_ms"], row["port_ms"] = statistics.median(first + again), statistics.median(row["port_samples"])
+        row["ref_again"] = {"first_ms": statistics.median(first), "again_ms": statistics.median(again),
+                            "spread": statistics.median(again) / statistics.median(first)}
+
+
 def _segments(events, flush_name=FLUSH_NAME, with_gap: bool = False):
     """Split device activity into one list per timed call: each call starts with a flush kernel. with_gap: each
     list comes as (gap, list), gap the idle time (us) between the end of the harness work before the call's first
@@ -1011,7 +1036,7 @@ def _segments(events, flush_name=FLUSH_NAME, with_gap: bool = False):
                 cur[0] = round(max(0.0, start - prev_end), 3)
             cur[1].append((start, dur, name))
         prev_end = max(prev_end or start + dur, start + dur)
-    return [(g, c) for g, c in segs] if with_gap else [c for _, c in segs]
+    return [tuple(seg) for seg in segs] if with_gap else [c for _, c in segs]
 
 
 def measure_hw(torch, flusher) -> dict:
@@ -1274,29 +1299,7 @@ class HostRun:
         timed = time_rotating([("ref", "ref", call("ref")), ("port", "port", call("port")),
                                ("ref_again", "ref", call("ref"))], expect, reps, self.flusher, check)
         lap("timed")
-        row["launch"] = {side: a for side, a in timed["launch"].items() if not isinstance(a, str)}
-        if any(isinstance(a, str) for a in timed["launch"].values()):
-            row["launch_errors"] = {side: a for side, a in timed["launch"].items() if isinstance(a, str)}
-        for label in ("ref", "port", "ref_again"):
-            got = timed[label]
-            side = "ref" if label == "ref_again" else label
-            if got["gaps"] and label != "ref_again":
-                row.setdefault("idle_gap_us", {})[side] = statistics.median(got["gaps"])
-            problems = got["problems"] + ([f"{got['bad']} timed outputs do not match the reference"]
-                                          if got["bad"] else [])
-            if problems:
-                row["flags"].append(f"{side}{' (timed again)' if label == 'ref_again' else ''}: "
-                                    + "; ".join(problems[:3]))
-                row["failed"] = True
-        if not row.get("failed"):
-            first, again = timed["ref"]["samples"], timed["ref_again"]["samples"]
-            row["ref_samples"] = first + again
-            row["port_samples"] = timed["port"]["samples"]
-            row["ref_ms"] = statistics.median(row["ref_samples"])
-            row["port_ms"] = statistics.median(row["port_samples"])
-            row["ref_again"] = {"first_ms": statistics.median(first), "again_ms": statistics.median(again),
-                                "spread": statistics.median(again) / statistics.median(first)}
-        lap("check_timed")
+        fold_timed(row, timed)
         for side in ("ref", "port"):  # host wall time per call from Python, beside device time
             row.setdefault("host_us", {})[side] = host_times(lambda side=side: self._call(side, sets[0], variant),
                                                              torch.cuda.synchronize)

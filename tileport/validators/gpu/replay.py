@@ -149,22 +149,7 @@ def time_config(R, torch, flusher, sides, args, warmup: int, reps: int) -> dict:
     # the reference, the port and the reference again in rotating order, round by round (R.time_rotating)
     timed = R.time_rotating([("ref", "ref", lambda r: sides["ref"](args)), ("port", "port", lambda r: sides["port"](args)),
                              ("ref_again", "ref", lambda r: sides["ref"](args))], expect, reps, flusher)
-    row["launch"] = {side: a if isinstance(a, list) else [] for side, a in timed["launch"].items()}
-    for label in ("ref", "port", "ref_again"):
-        got = timed[label]
-        side = "ref" if label == "ref_again" else label
-        if got["gaps"] and label != "ref_again":
-            row.setdefault("idle_gap_us", {})[side] = statistics.median(got["gaps"])
-        if got["problems"]:
-            row["flags"].append(f"{side}{' (timed again)' if label == 'ref_again' else ''}: "
-                                + "; ".join(got["problems"][:3]))
-            row["failed"] = True
-    if not row.get("failed"):
-        first, again = timed["ref"]["samples"], timed["ref_again"]["samples"]
-        row["ref_samples"], row["port_samples"] = first + again, timed["port"]["samples"]
-        row["ref_ms"], row["port_ms"] = statistics.median(first + again), statistics.median(row["port_samples"])
-        row["ref_again"] = {"first_ms": statistics.median(first), "again_ms": statistics.median(again),
-                            "spread": statistics.median(again) / statistics.median(first)}
+    R.fold_timed(row, timed)
     for side, call in sides.items():
         row.setdefault("host_us", {})[side] = R.host_times(lambda call=call: call(args), torch.cuda.synchronize)
     return row
