@@ -7,11 +7,16 @@ dtype x shape x variant configurations, with the op module's own inputs (`make_i
   Python's (reference) or the port's library (port): median wall time until the call returns (`ret`, what the
   caller's thread pays: Python -> launch -> return) and until a synchronise after it (`sync`, which adds the
   kernel), over --reps calls, each after a synchronise so no call waits on the previous one's queue;
+* where an op call's time goes (`split`): before its first launch (the wrapper's own work: allocations, stream),
+  in its launches, and after the last one, medians, from stamps a thin shim around each side's `ct.launch` takes
+  (the same shim on both sides; these calls are timed apart from the plain ones above);
 * launch: the wrapper's launches alone, replayed with the same arguments (`ct.launch(stream, grid, kernel,
   args)` against the port's launcher with the same arguments), median until return.
 
-Each side is warmed first (JIT compile, the port's first-launch plan). Prints one line per configuration and, per
-op, the median over its configurations; exit 0.
+The two sides alternate call by call (port then reference, then reference then port), so neither is always the
+one measured first or right after the other's kernel; Python's garbage collections during each side's timed calls
+are counted (`gc`). Each side is warmed first (JIT compile, the port's first-launch plan). Prints one line per
+configuration and, per op, the median over its configurations; exit 0.
 
     python benchmarks/gpu_host_call.py DEST/gates [--reps 200] [--max-configs N] [--json OUT.json] [--only OP...]
 
@@ -21,6 +26,8 @@ Runs where the gate runs (torch, cuda.tile, a GPU, tileiras on PATH); it imports
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import importlib.util
 import json
 import lzma
@@ -39,19 +46,80 @@ def _load(path: Path, name: str):
     return mod
 
 
-def _per_call(fn, sync, reps: int) -> tuple[float, float]:
-    """Median us until fn returns, and until a synchronise after it, each call starting on an idle stream."""
-    ret, full = [], []
-    for _ in range(reps):
-        sync()
-        t0 = time.perf_counter()
-        fn()
-        t1 = time.perf_counter()
-        sync()
-        t2 = time.perf_counter()
-        ret.append((t1 - t0) * 1e6)
-        full.append((t2 - t0) * 1e6)
-    return statistics.median(ret), statistics.median(full)
+def _alternating(sides: dict, sync, reps: int) -> dict:
+    """Per side (name -> (context manager factory, fn)): median us until fn returns and until a synchronise after
+    it, each call starting on an idle stream, the sides taking turns (their order reversed every round); and how
+    many garbage collections ran during each side's timed calls."""
+    names = list(sides)
+    ret = {n: [] for n in names}
+    full = {n: [] for n in names}
+    gcs = {n: 0 for n in names}
+    current = [None]
+
+    def count(phase, info):
+        if phase == "start" and current[0] is not None:
+            gcs[current[0]] += 1
+
+    gc.callbacks.append(count)
+    try:
+        for r in range(reps):
+            for n in (names if r % 2 == 0 else names[::-1]):
+                enter, fn = sides[n]
+                with enter():
+                    sync()
+                    current[0] = n
+                    t0 = time.perf_counter()
+                    fn()
+                    t1 = time.perf_counter()
+                    sync()
+                    t2 = time.perf_counter()
+                    current[0] = None
+                ret[n].append((t1 - t0) * 1e6)
+                full[n].append((t2 - t0) * 1e6)
+    finally:
+        gc.callbacks.remove(count)
+    return {n: (statistics.median(ret[n]), statistics.median(full[n]), gcs[n]) for n in names}
+
+
+class _Stamps:
+    """A side's `ct.launch` with a stamp as the wrapper's first launch begins and its last one returns."""
+
+    def __init__(self, inner):
+        self.inner, self.first, self.last = inner, None, None
+
+    def __call__(self, stream, grid, kernel, args):
+        t = time.perf_counter()
+        if self.first is None:
+            self.first = t
+        r = self.inner(stream, grid, kernel, args)
+        self.last = time.perf_counter()
+        return r
+
+
+def _split(sides: dict, sync, reps: int) -> dict:
+    """Per side (name -> (patch: a launch -> a context where the op's `ct.launch` is it, the side's launch, the op
+    call)): medians in us of the op call before its first launch, from there until its last launch returns, and
+    after it; the sides taking turns as in `_alternating`."""
+    parts = {n: ([], [], []) for n in sides}
+    names = list(sides)
+    for r in range(reps):
+        for n in (names if r % 2 == 0 else names[::-1]):
+            patch, launch, fn = sides[n]
+            shim = _Stamps(launch)
+            with patch(shim):
+                sync()
+                t0 = time.perf_counter()
+                fn()
+                t1 = time.perf_counter()
+            if shim.first is None:
+                continue
+            pre, mid, post = parts[n]
+            pre.append((shim.first - t0) * 1e6)
+            mid.append((shim.last - shim.first) * 1e6)
+            post.append((t1 - shim.last) * 1e6)
+    return {n: {k: round(statistics.median(v), 2) for k, v in zip(("before", "launches", "after"), parts[n]) if v}
+            for n in names}
+
 
 
 class _Capture:
@@ -93,43 +161,55 @@ def bench_gate(pack_dir: Path, reps: int, max_configs: int = 0, on_row=None) -> 
             with R._Patched(ct, module, cap):
                 wrapper(**inputs, **variant)  # reference warm-up (JIT) and its launches
             launcher = R.PortLauncher(lib)
+            real_launch = ct.launch
+
+            def op_call():
+                wrapper(**inputs, **variant)
+
             with R._Patched(ct, module, launcher):
                 wrapper(**inputs, **variant)  # port warm-up (JIT, plans)
-                sync()
-                before = lib.profile()
-                row["port_ret_us"], row["port_sync_us"] = _per_call(
-                    lambda: wrapper(**inputs, **variant), sync, reps)
-                row["port_launch_us"] = _per_call(
-                    lambda: [launcher(*l) for l in cap.launches], sync, reps)[0]
-                after = lib.profile()
-                if before and after:  # TILEPORT_FFI_PROFILE=1: the library's own split, per launch
-                    n = max(1, (after["warm"] + after["cold"]) - (before["warm"] + before["cold"]))
-                    row["ffi_us"] = {k.removesuffix("_ns"): round((after[k] - before[k]) / n / 1000, 2)
-                                     for k in ("decide_ns", "prepare_ns", "launch_ns", "total_ns")}
-                    row["ffi_us"]["cold_launches"] = after["cold"] - before["cold"]
-                    nd = after.get("direct", 0) - before.get("direct", 0)
-                    row["ffi_us"]["slow_launches"] = (after["warm"] + after["cold"]) - (before["warm"] + before["cold"])
-                    row["ffi_us"]["direct_launches"] = nd
-                    if nd:
-                        for k in ("direct_ns", "direct_find_ns", "direct_driver_ns"):
-                            if k in after:
-                                row["ffi_us"][k.removesuffix("_ns")] = round((after[k] - before[k]) / nd / 1000, 2)
-                        if "direct_ctx_sets" in after:
-                            row["ffi_us"]["direct_ctx_sets"] = after["direct_ctx_sets"] - before["direct_ctx_sets"]
-                row["fast"] = lib.fast_stats()
-                if callable(getattr(module, "reference", None)):  # the port's output after the timed calls
-                    real_empty_like = torch.empty_like  # a NaN-filled output: a launch that wrote nothing fails
-                    torch.empty_like = lambda *a, **k: real_empty_like(*a, **k).fill_(float("nan"))
-                    try:
+            sync()
+            before = lib.profile()
+            calls = _alternating({"port": (lambda: R._Patched(ct, module, launcher), op_call),
+                                  "ref": (contextlib.nullcontext, op_call)}, sync, reps)
+            (row["port_ret_us"], row["port_sync_us"], gc_port), (row["ref_ret_us"], row["ref_sync_us"], gc_ref) = \
+                calls["port"], calls["ref"]
+            replays = _alternating({"port": (contextlib.nullcontext, lambda: [launcher(*l) for l in cap.launches]),
+                                    "ref": (contextlib.nullcontext, lambda: [real_launch(*l) for l in cap.launches])},
+                                   sync, reps)
+            row["port_launch_us"], row["ref_launch_us"] = replays["port"][0], replays["ref"][0]
+            after = lib.profile()
+            row["gc"] = {"port": gc_port, "ref": gc_ref}
+            patch = lambda shim: R._Patched(ct, module, shim)  # noqa: E731
+            row["split"] = _split({"port": (patch, launcher, op_call), "ref": (patch, real_launch, op_call)},
+                                  sync, reps)
+            if before and after:  # TILEPORT_FFI_PROFILE=1: the library's own split, per launch
+                n = max(1, (after["warm"] + after["cold"]) - (before["warm"] + before["cold"]))
+                row["ffi_us"] = {k.removesuffix("_ns"): round((after[k] - before[k]) / n / 1000, 2)
+                                 for k in ("decide_ns", "prepare_ns", "launch_ns", "total_ns")}
+                row["ffi_us"]["cold_launches"] = after["cold"] - before["cold"]
+                nd = after.get("direct", 0) - before.get("direct", 0)
+                row["ffi_us"]["slow_launches"] = (after["warm"] + after["cold"]) - (before["warm"] + before["cold"])
+                row["ffi_us"]["direct_launches"] = nd
+                if nd:
+                    for k in ("direct_ns", "direct_find_ns", "direct_driver_ns"):
+                        if k in after:
+                            row["ffi_us"][k.removesuffix("_ns")] = round((after[k] - before[k]) / nd / 1000, 2)
+                    if "direct_ctx_sets" in after:
+                        row["ffi_us"]["direct_ctx_sets"] = after["direct_ctx_sets"] - before["direct_ctx_sets"]
+            row["fast"] = lib.fast_stats()
+            if callable(getattr(module, "reference", None)):  # the port's output after the timed calls
+                real_empty_like = torch.empty_like  # a NaN-filled output: a launch that wrote nothing fails
+                torch.empty_like = lambda *a, **k: real_empty_like(*a, **k).fill_(float("nan"))
+                try:
+                    with R._Patched(ct, module, launcher):
                         got = wrapper(**inputs, **variant).clone()
-                    finally:
-                        torch.empty_like = real_empty_like
-                    sync()
-                    want = module.reference(**inputs, **variant)
-                    atol, rtol = gate["tolerances"].get(dtype, (1e-2, 1e-2))
-                    row["output_ok"] = bool(torch.allclose(got.float(), want.float(), atol=atol, rtol=rtol))
-            row["ref_ret_us"], row["ref_sync_us"] = _per_call(lambda: wrapper(**inputs, **variant), sync, reps)
-            row["ref_launch_us"] = _per_call(lambda: [ct.launch(*l) for l in cap.launches], sync, reps)[0]
+                finally:
+                    torch.empty_like = real_empty_like
+                sync()
+                want = module.reference(**inputs, **variant)
+                atol, rtol = gate["tolerances"].get(dtype, (1e-2, 1e-2))
+                row["output_ok"] = bool(torch.allclose(got.float(), want.float(), atol=atol, rtol=rtol))
             row["launches"] = len(cap.launches)
             launcher.clear()
         except Exception as exc:  # one configuration's failure is a line, not the end of the run
@@ -149,9 +229,16 @@ def _line(r: dict) -> str:
             f"({r['port_ret_us'] / r['ref_ret_us']:.2f}x) | +sync ref {r['ref_sync_us']:7.1f} port "
             f"{r['port_sync_us']:7.1f} | launch x{r['launches']} ref {r['ref_launch_us']:6.1f} port "
             f"{r['port_launch_us']:6.1f} us ({r['port_launch_us'] / r['ref_launch_us']:.2f}x)"
+            + (f" | split us before/launches/after ref {_parts(r['split'].get('ref'))} port "
+               f"{_parts(r['split'].get('port'))}" if r.get("split") else "")
+            + (f" | gc ref {r['gc']['ref']} port {r['gc']['port']}" if r.get("gc") else "")
             + (f" | in the library per launch: {r['ffi_us']}" if r.get("ffi_us") else "")
             + (f" | direct path: {r['fast']}" if r.get("fast") else "")
             + (f" | port output {'ok' if r['output_ok'] else 'WRONG'}" if "output_ok" in r else ""))
+
+
+def _parts(p: dict | None) -> str:
+    return "/".join(f"{p[k]:.1f}" for k in ("before", "launches", "after")) if p else "-"
 
 
 def main(argv=None) -> int:

@@ -2,7 +2,9 @@
 
 Only the pinned dependencies are built (`cargo build -p cutile -p cutile-compiler` in a tileport-generated
 crate, with the same lock, environment, features and target dir as every conversion build), so no port code
-runs and the first conversion starts warm: its cargo build then recompiles only its own crate.
+runs and the first conversion starts warm: its cargo build then recompiles only its own crate. Both profiles:
+the dev one stage B's IR dumps build in, and the release one of the port's host library (`gpu/cdylib.py`), which
+stages D and E load and time.
 
     python -m tileport.validators.rust.prebuild [--quiet]
 """
@@ -68,12 +70,29 @@ def prebuild(progress: Callable[[str], None] = print, opts: BuildOptions | None 
     opts.target_dir.mkdir(parents=True, exist_ok=True)
     total = _count(str(tc.cargo), layout.root, env, extra)
     jobs = opts.cargo_jobs or settings.cpu_budget()
-    argv = [str(tc.cargo), "build", *extra, "-p", "cutile", "-p", "cutile-compiler", "--message-format=json",
-            "-j", str(jobs)]
     t0 = time.monotonic()
+    built = fresh = 0
+    for profile in PROFILES:
+        n, f = _build_profile([str(tc.cargo), "build", *extra, *profile, "-p", "cutile", "-p", "cutile-compiler",
+                               "--message-format=json", "-j", str(jobs)], layout.root, env, total, t0, progress)
+        built, fresh = built + n, fresh + f
+    secs = time.monotonic() - t0
+    deps_stamp(tc, opts).touch()
+    progress(f"prebuild: cutile dependency tree ready in {opts.target_dir} ({built} crates in {len(PROFILES)} "
+             f"profiles, {fresh} already built, {secs:.0f} s)")
+    return secs
+
+
+PROFILES = ([], ["--release"])  # dev (stage B's builds), release (the port's host library)
+
+
+def _build_profile(argv: list[str], root: Path, env: dict, total: int, t0: float,
+                   progress: Callable[[str], None]) -> tuple[int, int]:
+    """One profile's build of the tree, a line per crate compiled; (crates, of them already built)."""
+    profile = "release" if "--release" in argv else "dev"
     seen: set[str] = set()
     fresh = 0
-    proc = subprocess.Popen(argv, cwd=layout.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -90,18 +109,14 @@ def prebuild(progress: Callable[[str], None] = print, opts: BuildOptions | None 
         seen.add(pkg)
         fresh += bool(msg.get("fresh"))
         if not msg.get("fresh"):
-            progress(f"prebuild: compiled crate {len(seen)}/{max(total, len(seen))}: {name} "
+            progress(f"prebuild: compiled crate {len(seen)}/{max(total, len(seen))} ({profile}): {name} "
                      f"({time.monotonic() - t0:.0f} s)")
     err = proc.stderr.read() if proc.stderr else ""
     rc = proc.wait()
-    secs = time.monotonic() - t0
     if rc != 0:
         tail = [ln for ln in err.strip().splitlines() if ln.strip()][-3:]
-        raise UserError(f"prebuild: cargo build of the cutile tree failed (rc {rc}): " + " | ".join(tail))
-    deps_stamp(tc, opts).touch()
-    progress(f"prebuild: cutile dependency tree ready in {opts.target_dir} ({len(seen)} crates, {fresh} already "
-             f"built, {secs:.0f} s)")
-    return secs
+        raise UserError(f"prebuild: cargo build ({profile}) of the cutile tree failed (rc {rc}): " + " | ".join(tail))
+    return len(seen), fresh
 
 
 def main(argv: list[str] | None = None) -> int:
