@@ -651,3 +651,42 @@ def test_the_reference_the_port_and_the_reference_again_are_timed_in_rotating_ro
                          ("port", "port", lambda r: lost.labels.append(("port", "port")))],
                         {"ref": ["a"], "port": ["b"]}, 4, lambda: None, profile=lost)
     assert "flushed segments in the trace" in bad["ref"]["problems"][0] and not bad["port"]["samples"]
+
+
+class _SideTrace:
+    """A fake of torch.profiler for a replay (CI has no GPU): each call leaves a flush, then its side's kernel
+    lasting `ms[side]`; the side is the last one `sides` called."""
+
+    def __init__(self, ms: dict[str, float]):
+        self.ms, self.called = ms, []
+
+    def __call__(self, fn, n, trace=False):
+        events, t = [], 0.0
+        for j in range(n):
+            fn(j)
+            side = self.called[-1]
+            events += [(t, 50.0, "void at::native::bitwise_not_kernel"), (t + 60.0, self.ms[side] * 1000, f"k_{side}")]
+            t += 70.0 + self.ms[side] * 1000
+        exported = {"traceEvents": [{"cat": "kernel", "ph": "X", "name": name, "args": {"grid": [4, 1, 1]}}
+                                    for _, _, name in events if "bitwise_not" not in name]}
+        return (events, exported) if trace else events
+
+
+@pytest.mark.parametrize("call_ms, rounds", [(0.02, 50), (150.0, 22), (2000.0, 10)])
+def test_a_slow_configuration_is_timed_over_fewer_rounds_and_says_so(monkeypatch, call_ms, rounds):
+    """A 32768-cubed GEMM from an op's own tests takes ~150 ms a call: 50 rounds of three calls, plus the host
+    timings, outlasted a pack's whole time limit on the device. Its rounds are cut to fit a per-configuration
+    budget, never under MIN_ROUNDS, and the row says so; a fast kernel keeps every round."""
+    from tileport.validators.gpu import hostrun, replay
+
+    fake = _SideTrace({"ref": call_ms, "port": call_ms * 1.01})
+    monkeypatch.setattr(hostrun, "_profile", fake)
+    sides = {side: (lambda xs, side=side: fake.called.append(side)) for side in ("ref", "port")}
+    torch = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
+    row = replay.time_config(hostrun, torch, lambda: None, sides, [], warmup=2, reps=50)
+    assert row["rounds"] == rounds and len(row["port_samples"]) == rounds
+    assert row["host_us"]["port"]["calls"] == min(30, rounds)
+    assert row["port_ms"] / row["ref_ms"] == pytest.approx(1.01)
+    cut = [f for f in row["flags"] if "rounds" in f]
+    assert cut == ([] if rounds == 50 else [f"timed over {rounds} rounds, not 50: one call takes "
+                                            f"{call_ms * 1.01:.1f} ms of device time (10 s a configuration)"])

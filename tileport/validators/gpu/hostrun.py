@@ -57,6 +57,8 @@ MAX_RANK = 8
 ERR_LEN = 4096
 FLUSH_BYTES = 512 << 20  # H200 L2 is 60 MB; any GPU's L2 is far below this
 TINY_US = 5.0  # below this a launch is mostly fixed cost: flagged, not averaged in
+ROW_BUDGET_S = 10.0  # device time one configuration's timed rounds may take: slower calls get fewer rounds
+MIN_ROUNDS = 10  # ... but never fewer than this
 ENV_MARKERS = ("failed to compile tile ir program", "tileiras", "cuda_error_no_device", "no cuda gpus",
                "cuda_error_not_initialized", "driver version is insufficient", "cuda_error_insufficient_driver",
                "libcuda", "cannot open shared object")
@@ -909,6 +911,31 @@ def _harness(name: str) -> bool:
     return any(k in low for k in HARNESS_KERNELS)
 
 
+def rounds_within(call_ms: float, reps: int, streams: int = 3, budget_s: float = ROW_BUDGET_S) -> int:
+    """The rounds a configuration is timed over: `reps`, unless a round (`streams` calls of `call_ms`, the slower
+    side's device time per call) would take more than its share of `budget_s`; then as many as fit, never fewer
+    than MIN_ROUNDS (nor than reps). A 150 ms GEMM's median over 10 rounds is steadier than a 5 us kernel's over 50,
+    and 50 rounds of it would take half a device call."""
+    if call_ms <= 0 or reps <= MIN_ROUNDS:
+        return reps
+    return max(MIN_ROUNDS, min(reps, int(budget_s * 1000.0 / (streams * call_ms))))
+
+
+def timed_rounds(row: dict, call_ms: float, reps: int) -> int:
+    """`rounds_within` for a stage-E row, which keeps the count and says why when it is under `reps`."""
+    rounds = rounds_within(call_ms, reps)
+    row["rounds"] = rounds
+    if rounds < reps:
+        row["flags"].append(f"timed over {rounds} rounds, not {reps}: one call takes {call_ms:.1f} ms of device "
+                            f"time ({ROW_BUDGET_S:g} s a configuration)")
+    return rounds
+
+
+def device_ms(segment) -> float:
+    """Device time of one traced call (a `_segments` entry), in ms, the harness's own kernels left out."""
+    return sum(d for _, d, n in segment if not _harness(n)) / 1000.0
+
+
 def host_times(call, sync, n: int = 30) -> dict:
     """Median wall time of one call from Python (host work + launch), in us: until it returns (`return_us`) and
     until a synchronise after it ends (`call_us`), over n warm calls."""
@@ -1251,12 +1278,14 @@ class HostRun:
         lap("first_calls")
         launched = {"ref": [l["kernel"] for l in ref_launches], "port": [c["entry"] for c in port_calls]}
         expect: dict[str, list[str]] = {}
+        call_ms = 0.0  # the slower side's device time per call, from the traces below
         for side in ("ref", "port"):
             def learn(i, side=side):
                 self.flusher()
                 self._call(side, sets[0], variant)
             segs = _segments(_profile(learn, 1))
             names = [n for _, _, n in (segs[0] if segs else []) if not _harness(n)]
+            call_ms = max(call_ms, device_ms(segs[0]) if segs else 0.0)
             expect[side] = names
             row[f"{side}_kernels"] = names
             if len(names) != len(launched[side]):
@@ -1296,13 +1325,14 @@ class HostRun:
             ref = C._outputs(self.module.reference(**sets[r % len(sets)], **variant))
             return all(C.compare(o.double(), x.double(), atol, rtol).ok for o, x in zip(C._outputs(out), ref))
 
+        rounds = timed_rounds(row, call_ms, reps)
         timed = time_rotating([("ref", "ref", call("ref")), ("port", "port", call("port")),
-                               ("ref_again", "ref", call("ref"))], expect, reps, self.flusher, check)
+                               ("ref_again", "ref", call("ref"))], expect, rounds, self.flusher, check)
         lap("timed")
         fold_timed(row, timed)
         for side in ("ref", "port"):  # host wall time per call from Python, beside device time
             row.setdefault("host_us", {})[side] = host_times(lambda side=side: self._call(side, sets[0], variant),
-                                                             torch.cuda.synchronize)
+                                                             torch.cuda.synchronize, n=min(30, rounds))
         lap("host_times")
         if row["ref_ms"] and row["port_ms"]:
             row["ratio"] = row["port_ms"] / row["ref_ms"]

@@ -21,6 +21,7 @@ import argparse
 import json
 import statistics
 import sys
+import time
 from pathlib import Path
 
 def make_args(cfg: dict, torch, seed: int):
@@ -130,12 +131,14 @@ def check(cfg, kernel, args, sides, torch, tol) -> tuple[bool, str]:
 def time_config(R, torch, flusher, sides, args, warmup: int, reps: int) -> dict:
     row: dict = {"flags": []}
     expect = {}
+    call_ms = 0.0  # the slower side's device time per call
     for side, call in sides.items():
         def learn(i, call=call):
             flusher()
             call(args)
         segs = R._segments(R._profile(learn, 1))
         expect[side] = [n for _, _, n in (segs[0] if segs else []) if not R._harness(n)]
+        call_ms = max(call_ms, R.device_ms(segs[0]) if segs else 0.0)
         row[f"{side}_kernels"] = expect[side]
         if not expect[side]:
             row["flags"].append(f"{side}: no kernel in the trace")
@@ -147,11 +150,13 @@ def time_config(R, torch, flusher, sides, args, warmup: int, reps: int) -> dict:
             call(args)
     torch.cuda.synchronize()
     # the reference, the port and the reference again in rotating order, round by round (R.time_rotating)
+    rounds = R.timed_rounds(row, call_ms, reps)
     timed = R.time_rotating([("ref", "ref", lambda r: sides["ref"](args)), ("port", "port", lambda r: sides["port"](args)),
-                             ("ref_again", "ref", lambda r: sides["ref"](args))], expect, reps, flusher)
+                             ("ref_again", "ref", lambda r: sides["ref"](args))], expect, rounds, flusher)
     R.fold_timed(row, timed)
     for side, call in sides.items():
-        row.setdefault("host_us", {})[side] = R.host_times(lambda call=call: call(args), torch.cuda.synchronize)
+        row.setdefault("host_us", {})[side] = R.host_times(lambda call=call: call(args), torch.cuda.synchronize,
+                                                           n=min(30, rounds))
     return row
 
 
@@ -195,6 +200,13 @@ def main(argv=None) -> int:
         row = {"config": cfg["config"], "source": "capture", "kernel": cfg["kernel"], "dtype": cfg["dtype"],
                "size_class": cfg.get("size_class"), "tests": cfg.get("origins", []), "flags": [], "ref_ms": None,
                "port_ms": None, "ratio": None, "ref_samples": [], "port_samples": []}
+        phases, mark = row.setdefault("phase_s", {}), [time.perf_counter()]
+
+        def lap(name: str) -> None:  # where a configuration's wall time goes (a replay runs under a time limit)
+            now = time.perf_counter()
+            phases[name] = round(now - mark[0], 3)
+            mark[0] = now
+
         try:
             kernel = find_kernel(cfg["kernel"], [module], prefix)
             if kernel is None:
@@ -216,16 +228,19 @@ def main(argv=None) -> int:
                 args, flags = make_args(cfg, torch, cfg["id"] + 1)
                 row["inputs"] = "made from the captured shapes and dtypes"
                 row["flags"] += flags
+            lap("inputs")
             grid = parse_grid(cfg["grid"])
             sides = {"ref": lambda xs: real(stream, grid, kernel, tuple(xs)),
                      "port": lambda xs: port(stream, grid, kernel, tuple(xs))}
             ok, why = check(cfg, kernel, args, sides, torch, tol)
             row["check"] = why
+            lap("check")
             if not ok:
                 row["failed"] = True
                 row["flags"].append(f"replay outputs differ: {why}")
             else:
                 timed = time_config(R, torch, flusher, sides, args, warmup, reps)
+                lap("timed")
                 flags = row["flags"] + timed.pop("flags", [])
                 row.update(timed)
                 row["flags"] = flags
@@ -242,7 +257,7 @@ def main(argv=None) -> int:
             row["failed"] = True
         data["rows"].append(row)
         print(f"PERF {row['config']}: ref {row['ref_ms']} ms port {row['port_ms']} ms ratio "
-              f"{row['ratio'] and round(row['ratio'], 3)} host us {row.get('host_us')} {row['flags']}", flush=True)
+              f"{row['ratio'] and round(row['ratio'], 3)} host us {row.get('host_us')} {row['flags']} s {phases}", flush=True)
         save()
         if any(T.sticky(f) for f in row["flags"]):
             data["error"] = "a CUDA error ended the replay (the context is lost)"
