@@ -610,39 +610,48 @@ class _FakeTrace:
         return events, exported
 
 
-def test_the_reference_the_port_and_the_reference_again_are_timed_in_rotating_rounds_and_told_apart_by_position():
-    from tileport.validators.gpu.hostrun import fold_timed, time_rotating
+def test_the_sides_alternate_call_by_call_each_timed_twice_and_told_apart_by_position():
+    """What ran just before a call matters on the device (a reference call after a port call took 0.25 % longer
+    than one after a reference call, on an H100): no timed call may follow one of its own side, not even the
+    first of a CUPTI record, which follows an untimed lead call."""
+    from tileport.validators.gpu.hostrun import fold_timed, side_streams, time_rotating
 
     # the port's kernel has the reference's very name: only the position in the round tells the two apart
-    fake = _FakeTrace({"ref": ["k"], "port": ["k"]}, {"ref": 2.0, "port": 3.0, "ref_again": 2.2})
+    fake = _FakeTrace({"ref": ["k"], "port": ["k"]}, {"ref": 2.0, "port": 3.0, "ref_again": 2.2, "port_again": 3.3})
     calls, checked = [], []
+    streams = side_streams(lambda side: side)  # each stream's "call" is its side's name here
 
-    def stream(label, side):
-        def call(r):
+    def traced(label, side, _):
+        def one(r):
             fake.labels.append((label, side))
-            calls.append((r, label))
+            calls.append((r, label, side))
             return (label, r)
-        return (label, side, call)
+        return (label, side, one)
 
-    got = time_rotating([stream("ref", "ref"), stream("port", "port"), stream("ref_again", "ref")],
-                        {"ref": ["k"], "port": ["k"]}, 7, lambda: None,
+    got = time_rotating([traced(*s) for s in streams], {"ref": ["k"], "port": ["k"]}, 7, lambda: None,
                         check=lambda label, r, out: checked.append(out) or out != ("port", 5),
                         per_profile=3, profile=fake)
+    assert [label for label, _, _ in streams] == ["ref", "port", "ref_again", "port_again"]
+    assert len(calls) == 4 * 7 + 3  # one untimed lead call per record of 3, 3 and 1 rounds
+    leads = {0, 13, 26}
+    assert all(calls[i - 1][2] != calls[i][2] for i in range(1, len(calls)) if i not in leads)  # timed: after the other side
+    assert all(calls[i][2] != calls[i + 1][2] for i in leads)  # a lead is of the other side than the call it leads
     assert got["ref"]["samples"] == [2.0] * 7 and got["port"]["samples"] == [3.0] * 7
-    assert got["ref_again"]["samples"] == [2.2] * 7
-    firsts = [label for k, (r, label) in enumerate(calls) if k % 3 == 0]
-    assert firsts[:3] == ["ref", "port", "ref_again"]  # no stream always runs first, or always after another
-    assert sorted(checked) == sorted((label, r) for r, label in calls) and got["port"]["bad"] == 1
+    assert got["ref_again"]["samples"] == [2.2] * 7 and got["port_again"]["samples"] == [3.3] * 7
+    assert len(checked) == 28 and got["port"]["bad"] == 1  # the lead calls are neither timed nor checked
+    firsts = [label for r, label, _ in calls[1:5] + calls[5:9]]
+    assert firsts == ["ref", "port", "ref_again", "port_again", "ref_again", "port_again", "ref", "port"]
     assert got["ref"]["gaps"] == [10.0] * 7 and not got["port"]["problems"]
-    assert got["launch"]["ref"][0]["calls"] == 21  # the shared name: every call's event, as recorded
-    # into a stage-E row: the port's refused output fails the row, naming it; without it, medians and the A/A spread
+    # into a stage-E row: the port's refused output fails the row, naming it; without it, each side's pooled
+    # median and its A/A spread
     row = {"flags": []}
     fold_timed(row, got)
     assert row["failed"] and row["flags"] == ["port: 1 timed outputs do not match the reference"]
     got["port"]["bad"] = 0
     row = {"flags": []}
     fold_timed(row, got)
-    assert (row["ref_ms"], row["port_ms"]) == (2.1, 3.0) and row["ref_again"]["spread"] == pytest.approx(1.1)
+    assert (row["ref_ms"], row["port_ms"]) == (2.1, 3.15) and row["ref_again"]["spread"] == pytest.approx(1.1)
+    assert row["port_again"]["spread"] == pytest.approx(1.1) and len(row["port_samples"]) == 14
     assert row["idle_gap_us"] == {"ref": 10.0, "port": 10.0} and "failed" not in row
 
     # a call whose work is missing from the trace is a problem, never a sample of the wrong stream
@@ -672,9 +681,9 @@ class _SideTrace:
         return (events, exported) if trace else events
 
 
-@pytest.mark.parametrize("call_ms, rounds", [(0.02, 50), (150.0, 22), (2000.0, 10)])
+@pytest.mark.parametrize("call_ms, rounds", [(0.02, 50), (150.0, 16), (2000.0, 10)])
 def test_a_slow_configuration_is_timed_over_fewer_rounds_and_says_so(monkeypatch, call_ms, rounds):
-    """A 32768-cubed GEMM from an op's own tests takes ~150 ms a call: 50 rounds of three calls, plus the host
+    """A 32768-cubed GEMM from an op's own tests takes ~150 ms a call: 50 rounds of four calls, plus the host
     timings, outlasted a pack's whole time limit on the device. Its rounds are cut to fit a per-configuration
     budget, never under MIN_ROUNDS, and the row says so; a fast kernel keeps every round."""
     from tileport.validators.gpu import hostrun, replay
@@ -684,7 +693,7 @@ def test_a_slow_configuration_is_timed_over_fewer_rounds_and_says_so(monkeypatch
     sides = {side: (lambda xs, side=side: fake.called.append(side)) for side in ("ref", "port")}
     torch = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
     row = replay.time_config(hostrun, torch, lambda: None, sides, [], warmup=2, reps=50)
-    assert row["rounds"] == rounds and len(row["port_samples"]) == rounds
+    assert row["rounds"] == rounds and len(row["port_samples"]) == 2 * rounds  # the port timed twice a round
     assert row["host_us"]["port"]["calls"] == min(30, rounds)
     assert row["port_ms"] / row["ref_ms"] == pytest.approx(1.01)
     cut = [f for f in row["flags"] if "rounds" in f]

@@ -19,13 +19,14 @@ is compared with the reference's (and the reference with torch's, as a sanity ch
 (no GPU, no tileiras, tileiras rc 5 from an older CUDA).
 
 Performance (stage E), only for cases that passed: device time of every kernel from CUPTI (torch.profiler),
-`warmup` calls first, then `repetitions` rounds (`time_rotating`), each calling the reference, the port and the
-reference again in an order that rotates round by round, each call on fresh inputs (up to INPUT_SETS sets) and
-preceded by an L2 flush (a bitwise_not over a buffer several times L2's size, verified once per run: a cold read
-must be slower than a warm one), every timed output checked again against torch's reference for those inputs; the
-number of launches and the kernel names per call are asserted from the trace (anything else running is a
-failure). Both reference streams count, and `ref_again` keeps their ratio, the A/A spread below which
-port/reference is noise; a drift of the card over the row lands on all three streams alike. Medians, per-configuration ratio port/reference, every raw sample. Shapes whose medians are both under
+`warmup` calls first, then `repetitions` rounds (`time_rotating`; fewer for a slow call, `rounds_within`), each
+calling the reference, the port, the reference again and the port again (`side_streams`), the sides alternating
+call by call, each call on fresh inputs (up to INPUT_SETS sets) and preceded by an L2 flush (a bitwise_not over a
+buffer several times L2's size, verified once per run: a cold read must be slower than a warm one), every timed
+output checked again against torch's reference for those inputs; the number of launches and the kernel names per
+call are asserted from the trace (anything else running is a failure). Both streams of a side count, and
+`ref_again` / `port_again` keep their ratio, the A/A spread below which port/reference is noise; a drift of the
+card over the row lands on all four streams alike. Medians, per-configuration ratio port/reference, every raw sample. Shapes whose medians are both under
 `TINY_US` are flagged tiny (left out of the geomean unless over config_max: reports.is_tiny). Each side's
 achieved bandwidth is given as % of a measured device copy, and FLOP/s (when the op module defines
 `flops(shape)`) as % of a measured cuBLAS GEMM. Each row also keeps, per side, the launch attributes CUPTI recorded for every timed kernel (grid, block, registers per thread, shared
@@ -911,7 +912,7 @@ def _harness(name: str) -> bool:
     return any(k in low for k in HARNESS_KERNELS)
 
 
-def rounds_within(call_ms: float, reps: int, streams: int = 3, budget_s: float = ROW_BUDGET_S) -> int:
+def rounds_within(call_ms: float, reps: int, streams: int = 4, budget_s: float = ROW_BUDGET_S) -> int:
     """The rounds a configuration is timed over: `reps`, unless a round (`streams` calls of `call_ms`, the slower
     side's device time per call) would take more than its share of `budget_s`; then as many as fit, never fewer
     than MIN_ROUNDS (nor than reps). A 150 ms GEMM's median over 10 rounds is steadier than a 5 us kernel's over 50,
@@ -961,39 +962,59 @@ class Flusher:
         self.buf.bitwise_not_()
 
 
+def side_streams(call) -> list[tuple]:
+    """The four streams a stage-E row times: the reference, the port, the reference again and the port again;
+    `call(side)` gives that side's call(r). Listed so that, in `time_rotating`'s order, sides alternate call by
+    call: every timed call follows one of the other side, and the two streams of a side apart are its A/A spread."""
+    return [("ref", "ref", call("ref")), ("port", "port", call("port")),
+            ("ref_again", "ref", call("ref")), ("port_again", "port", call("port"))]
+
+
 def time_rotating(streams, expect: dict[str, list[str]], rounds: int, flusher, check=None, per_profile: int = 10,
                   profile=None):
     """Device time of several streams of calls timed together, so that whatever drifts over a row (clocks,
     temperature, what ran before) lands on every stream alike.
 
     `streams`: (label, side, call) with call(r) making round r's call and returning its output; `expect`: side ->
-    the kernel names one call of that side launches (a reference timed twice is two streams of one side: their
-    two medians apart are the A/A spread). Round r calls every stream once, starting with stream r mod n (no
-    stream always follows another), each call after an L2 flush; CUPTI records per_profile rounds at a time, then
-    `check(label, r, out)` (when given) judges each output of those calls, which are then dropped.
+    the kernel names one call of that side launches (a side timed twice is two streams of it: their two medians
+    apart are the A/A spread). Round r calls every stream once, in list order rotated by r (by 2r for an even
+    number of streams, so that `side_streams`' alternation carries on from round to round), each call after an
+    L2 flush. What ran just before a call matters: on an H100 a reference call after a port call took 0.25 % longer
+    than one after a reference call, and with three streams (ref, port, ref again) the port always followed the
+    reference, which favoured the reference by about as much as the whole port/ref geomean was above 1. CUPTI
+    records per_profile rounds at a time, each record led by one untimed call of the stream before its first in
+    that order (a record's first call otherwise follows nothing and ran 0.4-1 % slower); then `check(label, r, out)`
+    (when given) judges each timed output of those calls, which are then dropped.
 
     Returns label -> {"samples": ms per call, "problems": [...], "gaps": idle us before the call's first kernel,
     "bad": outputs check refused}, and "launch" -> side -> CUPTI's launch attributes (or the export's error).
     `profile` stands in for `_profile` (a test's fake trace: CI has no GPU)."""
     profile = profile or _profile
     n = len(streams)
+    step = 1 if n % 2 else 2 % n
     res = {label: {"samples": [], "problems": [], "gaps": [], "bad": 0} for label, _, _ in streams}
     traces: dict[str, list] = {side: [] for _, side, _ in streams}
     errors: dict[str, str] = {}
     for first in range(0, rounds, per_profile):
-        order = [(r, streams[(r + k) % n]) for r in range(first, min(rounds, first + per_profile)) for k in range(n)]
+        lead = streams[((first - 1) * step + n - 1) % n]  # the call before this record's first, in the order
+        order = [(r, streams[(r * step + k) % n]) for r in range(first, min(rounds, first + per_profile))
+                 for k in range(n)]
         outs: list = []
 
         def one(j):
-            r, (label, _, call) = order[j]
             flusher()
+            if j == 0:
+                lead[2](first)
+                return
+            r, (label, _, call) = order[j - 1]
             outs.append(call(r))
 
-        events, exported = profile(one, len(order), trace=True)
-        segs = _segments(events, with_gap=True)
+        events, exported = profile(one, len(order) + 1, trace=True)
+        segs = _segments(events, with_gap=True)[1:]
         if len(segs) != len(order):
             for label in res:
-                res[label]["problems"].append(f"{len(segs)} flushed segments in the trace, {len(order)} calls made")
+                res[label]["problems"].append(f"{len(segs)} flushed segments in the trace after the lead call, "
+                                              f"{len(order)} calls timed")
             return {**res, "launch": {}}
         for j, (gap, seg) in enumerate(segs):
             r, (label, side, _) = order[j]
@@ -1025,28 +1046,33 @@ def time_rotating(streams, expect: dict[str, list[str]], rounds: int, flusher, c
 
 
 def fold_timed(row: dict, timed: dict) -> None:
-    """A `time_rotating` run of the streams "ref", "port" and "ref_again" into a stage-E row: launch attributes per
-    side (an export error in `launch_errors`), the idle gap before each side's kernel, the problems as flags (the
-    row then failed), else every sample, the medians and the A/A spread of the two reference streams."""
+    """A `time_rotating` run of `side_streams` ("ref", "port", "ref_again", "port_again"; the "_again" ones may be
+    missing) into a stage-E row: launch attributes per side (an export error in `launch_errors`), the idle gap
+    before each side's kernel, the problems as flags (the row then failed), else every sample and the medians of
+    each side's streams pooled, and per side timed twice its A/A spread (`ref_again`, `port_again`)."""
     for side, got in timed["launch"].items():
         row.setdefault("launch", {})[side] = [] if isinstance(got, str) else got
         if isinstance(got, str):
             row.setdefault("launch_errors", {})[side] = got
-    for label in ("ref", "port", "ref_again"):
+    labels = [label for label in ("ref", "port", "ref_again", "port_again") if label in timed]
+    for label in labels:
         got = timed[label]
-        side = "ref" if label == "ref_again" else label
-        if got["gaps"] and label != "ref_again":
-            row.setdefault("idle_gap_us", {})[side] = statistics.median(got["gaps"])
+        side = label.removesuffix("_again")
+        if got["gaps"]:
+            row.setdefault("idle_gap_us", {}).setdefault(side, []).extend(got["gaps"])
         problems = got["problems"] + ([f"{got['bad']} timed outputs do not match the reference"] if got["bad"] else [])
         if problems:
-            row["flags"].append(f"{side}{' (timed again)' if label == 'ref_again' else ''}: " + "; ".join(problems[:3]))
+            row["flags"].append(f"{side}{' (timed again)' if label != side else ''}: " + "; ".join(problems[:3]))
             row["failed"] = True
+    for side, gaps in (row.get("idle_gap_us") or {}).items():
+        row["idle_gap_us"][side] = statistics.median(gaps)
     if not row.get("failed"):
-        first, again = timed["ref"]["samples"], timed["ref_again"]["samples"]
-        row["ref_samples"], row["port_samples"] = first + again, timed["port"]["samples"]
-        row["ref_ms"], row["port_ms"] = statistics.median(first + again), statistics.median(row["port_samples"])
-        row["ref_again"] = {"first_ms": statistics.median(first), "again_ms": statistics.median(again),
-                            "spread": statistics.median(again) / statistics.median(first)}
+        for side in ("ref", "port"):
+            first, again = timed[side]["samples"], (timed.get(f"{side}_again") or {}).get("samples") or []
+            row[f"{side}_samples"], row[f"{side}_ms"] = first + again, statistics.median(first + again)
+            if again:
+                row[f"{side}_again"] = {"first_ms": statistics.median(first), "again_ms": statistics.median(again),
+                                        "spread": statistics.median(again) / statistics.median(first)}
 
 
 def _segments(events, flush_name=FLUSH_NAME, with_gap: bool = False):
@@ -1304,10 +1330,11 @@ class HostRun:
             return row
         nbytes = sum(l["bytes"] for l in ref_launches)
         flops = self.module.flops(dict(shape)) if callable(getattr(self.module, "flops", None)) else None
-        # the reference, the port and the reference again, timed together round by round in rotating order (one
-        # L2 flush before each call): a drift of the card over the row lands on all three alike, and the two
-        # reference streams apart are the A/A spread, below which port/ref is noise (METHOD: time the same version
-        # twice). Every timed output is checked against torch's reference for its inputs.
+        # the reference and the port, each timed twice, round by round with the sides alternating call by call
+        # (one L2 flush before each call): a drift of the card over the row lands on all four streams alike, no
+        # side gains from following itself, and each side's two streams apart are its A/A spread, below which
+        # port/ref is noise (METHOD: time the same version twice). Every timed output is checked against torch's
+        # reference for its inputs.
         for side in ("ref", "port"):
             for i in range(warmup):
                 self._call(side, sets[i % len(sets)], variant)
@@ -1326,8 +1353,7 @@ class HostRun:
             return all(C.compare(o.double(), x.double(), atol, rtol).ok for o, x in zip(C._outputs(out), ref))
 
         rounds = timed_rounds(row, call_ms, reps)
-        timed = time_rotating([("ref", "ref", call("ref")), ("port", "port", call("port")),
-                               ("ref_again", "ref", call("ref"))], expect, rounds, self.flusher, check)
+        timed = time_rotating(side_streams(call), expect, rounds, self.flusher, check)
         lap("timed")
         fold_timed(row, timed)
         for side in ("ref", "port"):  # host wall time per call from Python, beside device time

@@ -149,10 +149,9 @@ def time_config(R, torch, flusher, sides, args, warmup: int, reps: int) -> dict:
         for _ in range(warmup):
             call(args)
     torch.cuda.synchronize()
-    # the reference, the port and the reference again in rotating order, round by round (R.time_rotating)
+    # the reference and the port, each timed twice, sides alternating call by call (R.side_streams, R.time_rotating)
     rounds = R.timed_rounds(row, call_ms, reps)
-    timed = R.time_rotating([("ref", "ref", lambda r: sides["ref"](args)), ("port", "port", lambda r: sides["port"](args)),
-                             ("ref_again", "ref", lambda r: sides["ref"](args))], expect, rounds, flusher)
+    timed = R.time_rotating(R.side_streams(lambda side: lambda r: sides[side](args)), expect, rounds, flusher)
     R.fold_timed(row, timed)
     for side, call in sides.items():
         row.setdefault("host_us", {})[side] = R.host_times(lambda call=call: call(args), torch.cuda.synchronize,
