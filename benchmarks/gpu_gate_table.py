@@ -69,7 +69,7 @@ def read_out(out: Path) -> tuple[list[tuple[str, dict]], list[dict] | None, str 
 
 def stage_e(results: list[tuple[str, dict]], launch_all: bool, config_max: float) -> tuple[list[str], dict]:
     """The stage-E lines and what the done criteria need: counted ratios, rows over config_max, failures."""
-    lines = ["| op | config | ref ms | port ms | port/ref | ref again/first | ref % limit | port % limit | flags |",
+    lines = ["| op | config | ref ms | port ms | port/ref | A/A ref; port | ref % limit | port % limit | flags |",
              "|---|---|---|---|---|---|---|---|---|"]
     launch_rows, all_ratios, over, worst, summary, hw_seen, spreads = [], [], [], None, [], None, []
     for name, res in results:
@@ -86,12 +86,14 @@ def stage_e(results: list[tuple[str, dict]], launch_all: bool, config_max: float
             given = list(r.get("flags") or [])
             flags = "; ".join((["tiny (both sides under 5 us)"] if tiny and not any("tiny" in f for f in given)
                                else []) + given)
-            # the reference timed twice, beside the port (hostrun.time_rotating): its spread is the noise floor
-            spread = (r.get("ref_again") or {}).get("spread")
-            if spread:
+            # each side timed twice (hostrun.side_streams; results before it: the reference only): the second
+            # stream over the first is the noise floor
+            spread = {side: (r.get(f"{side}_again") or {}).get("spread") for side in ("ref", "port")}
+            if ratio and not tiny and not r.get("failed"):
                 spreads.append(spread)
+            aa = "; ".join(_f(v, 3) if v else "-" for v in spread.values())
             lines.append(f"| {op} | {r['config']} | {_f(r.get('ref_ms'))} | {_f(r.get('port_ms'))} | "
-                         f"{_f(ratio, 3)} | {_f(spread, 3) if spread else '-'} | {_pct(hw.get('ref', {}))} | "
+                         f"{_f(ratio, 3)} | {aa} | {_pct(hw.get('ref', {}))} | "
                          f"{_pct(hw.get('port', {}))} | {flags} |")
             if launch_all or (ratio and ratio > SLOW):
                 launch_rows.append((op, r))
@@ -113,9 +115,11 @@ def stage_e(results: list[tuple[str, dict]], launch_all: bool, config_max: float
     gm = _geomean(all_ratios)
     lines.append(f"\noverall geomean port/ref: {_f(gm, 3)} over {len(all_ratios)} configurations"
                  + (f"; worst {worst[0]:.3f} ({worst[1]} {worst[2]})" if worst else ""))
-    if spreads:
-        lines.append(f"the reference timed again after the port, again/first: median {statistics.median(spreads):.3f}, "
-                     f"{min(spreads):.3f}-{max(spreads):.3f} over {len(spreads)} configurations")
+    for side in ("ref", "port"):  # over the configurations in the geomean: the geomean's own noise floor
+        got = [s[side] for s in spreads if s[side]]
+        if got:
+            lines.append(f"A/A, the {side} timed twice, second/first: geomean {_geomean(got):.4f}, median "
+                         f"{statistics.median(got):.3f}, {min(got):.3f}-{max(got):.3f} over {len(got)} configurations")
     if hw_seen:
         lines.append(f"hardware measured in the same run: {json.dumps(hw_seen)}")
     if launch_rows:
