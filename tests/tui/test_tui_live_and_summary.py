@@ -211,6 +211,28 @@ async def test_store_events_right_after_enter_opens_a_conversion_do_not_crash_th
         assert app.events_seen  # the event was read (the screen reads the store itself when it mounts)
 
 
+@pytest.mark.asyncio
+async def test_a_store_event_landing_while_the_dashboard_closes_does_not_crash_it(tmp_path):
+    """Seen in CI on a loaded machine: the store poll ticked while the dashboard was shutting down, after the
+    conversion screen's widgets had gone, and NoMatches('#conv-log') failed the run with a traceback."""
+    from tileport.tui._conversion_screen import ConversionScreen
+
+    db = tmp_path / "t.db"
+    seed_blocked(db)
+    app = app_for(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await app.push_screen(ConversionScreen(1))
+        await pilot.pause()
+        app.exit()  # as q does; the screens are taken down next
+        await app.screen.query_one("#conv-log").remove()
+        s = Store(db)
+        s.log_event("stage.finished", 1, text="#1 softmax D: blocked")
+        s.close()
+        app.poll_store()  # the tick that lands in between: read, but no screen on its way out is drawn on
+        assert app.events_seen == 1
+    assert app.return_code == 0  # closed cleanly, no traceback
+
+
 def test_a_live_view_opened_inside_a_line_does_not_show_the_cut_line(tmp_path):
     # the tail of a long build starts in the middle of one of cargo's JSON lines: that fragment is not a line
     live = tmp_path / "conv.live"

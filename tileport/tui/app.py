@@ -265,6 +265,8 @@ class TileportApp(GpuCommands, App):
 
     # --- live updates ------------------------------------------------------------------------
     def poll_store(self) -> None:
+        if not self.is_running:
+            return  # shutting down: the screens lose their widgets while a tick can still land
         last, touched, events = changed_conversions(self.store, self._last_event, EVENTS_PER_TICK)
         if not events:
             return
@@ -273,8 +275,9 @@ class TileportApp(GpuCommands, App):
         for screen in self.screen_stack:
             handler = getattr(screen, "store_changed", None)
             # a screen pushed but not composed yet has no widgets to update (it reads the store when it mounts);
-            # calling it crashed the dashboard when events arrived right after enter opened a conversion
-            if handler is not None and screen.is_mounted:
+            # calling it crashed the dashboard when events arrived right after enter opened a conversion; nor one
+            # of a dashboard on its way out (exit asked: not attached), whose widgets are going away
+            if handler is not None and screen.is_mounted and screen.is_attached:
                 handler(touched, events)
         for ev in events:
             if ev["kind"] == "stage.finished" and isinstance(self.screen, MainScreen):
