@@ -100,11 +100,14 @@ def test_repeated_launches_go_direct_for_several_signatures_and_a_changed_one_go
     steps = got["steps"]
     assert all(s["ok"] for s in steps), got
     assert [s["recorded"] for s in steps[:3]] == [0, 1, 1], got  # recorded by the second launch (warm), once
-    assert steps[9]["direct"] == 8, got  # launches 3..10 of A went direct
-    assert steps[12]["recorded"] == 2 and steps[12]["direct"] == 9, got  # B: recorded on its second launch
-    assert steps[13]["direct"] == 10, got  # A again: the first record still serves
+    d = [s["direct"] for s in steps]
+    assert d[9] == 8, got  # launches 3..10 of A went direct
+    # B: recorded by its first warm launch through cutile (its first, when cutile's JIT already holds the entry's
+    # function, as with the release library on an H100), then direct
+    assert steps[12]["recorded"] == 2 and d[12] - d[9] in (1, 2), got
+    assert d[13] == d[12] + 1, got  # A again: the first record still serves
     # the misaligned address: not A's signature; through cutile, then a record of its own
-    assert steps[14]["direct"] == 10 and steps[16]["recorded"] == 3 and steps[16]["direct"] == 11, got
+    assert d[14] == d[13] and steps[16]["recorded"] == 3 and d[16] - d[13] in (1, 2), got
     assert steps[-1]["refused"] == 0 and steps[-1]["driver_refused"] == 0, got
 
 
