@@ -60,6 +60,7 @@ FLUSH_BYTES = 512 << 20  # H200 L2 is 60 MB; any GPU's L2 is far below this
 TINY_US = 5.0  # below this a launch is mostly fixed cost: flagged, not averaged in
 ROW_BUDGET_S = 10.0  # device time one configuration's timed rounds may take: slower calls get fewer rounds
 MIN_ROUNDS = 10  # ... but never fewer than this
+SIDE_STREAMS = ("ref", "port", "ref_again", "port_again")  # a stage-E row's streams, in `time_rotating`'s order
 ENV_MARKERS = ("failed to compile tile ir program", "tileiras", "cuda_error_no_device", "no cuda gpus",
                "cuda_error_not_initialized", "driver version is insufficient", "cuda_error_insufficient_driver",
                "libcuda", "cannot open shared object")
@@ -912,7 +913,7 @@ def _harness(name: str) -> bool:
     return any(k in low for k in HARNESS_KERNELS)
 
 
-def rounds_within(call_ms: float, reps: int, streams: int = 4, budget_s: float = ROW_BUDGET_S) -> int:
+def rounds_within(call_ms: float, reps: int, streams: int = len(SIDE_STREAMS), budget_s: float = ROW_BUDGET_S) -> int:
     """The rounds a configuration is timed over: `reps`, unless a round (`streams` calls of `call_ms`, the slower
     side's device time per call) would take more than its share of `budget_s`; then as many as fit, never fewer
     than MIN_ROUNDS (nor than reps). A 150 ms GEMM's median over 10 rounds is steadier than a 5 us kernel's over 50,
@@ -932,9 +933,26 @@ def timed_rounds(row: dict, call_ms: float, reps: int) -> int:
     return rounds
 
 
-def device_ms(segment) -> float:
-    """Device time of one traced call (a `_segments` entry), in ms, the harness's own kernels left out."""
-    return sum(d for _, d, n in segment if not _harness(n)) / 1000.0
+def learn_call(call, flusher) -> tuple[list[str], float]:
+    """One traced call after an L2 flush: the kernel names it launched and its device time in ms, the harness's
+    own kernels left out (what a stage-E row expects of each call, and how slow one is)."""
+    def one(i):
+        flusher()
+        call()
+    segs = _segments(_profile(one, 1))
+    mine = [(d, n) for _, d, n in (segs[0] if segs else []) if not _harness(n)]
+    return [n for _, n in mine], sum(d for d, _ in mine) / 1000.0
+
+
+def phase_timer(phases: dict):
+    """lap(name): the wall time since the previous lap (or this call), added to phases[name] in s."""
+    mark = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        phases[name] = round(phases.get(name, 0.0) + now - mark[0], 3)
+        mark[0] = now
+    return lap
 
 
 def host_times(call, sync, n: int = 30) -> dict:
@@ -963,11 +981,11 @@ class Flusher:
 
 
 def side_streams(call) -> list[tuple]:
-    """The four streams a stage-E row times: the reference, the port, the reference again and the port again;
-    `call(side)` gives that side's call(r). Listed so that, in `time_rotating`'s order, sides alternate call by
-    call: every timed call follows one of the other side, and the two streams of a side apart are its A/A spread."""
-    return [("ref", "ref", call("ref")), ("port", "port", call("port")),
-            ("ref_again", "ref", call("ref")), ("port_again", "port", call("port"))]
+    """The four streams a stage-E row times (SIDE_STREAMS): the reference, the port, the reference again and the
+    port again; `call(side)` gives that side's call(r). Listed so that, in `time_rotating`'s order, sides alternate
+    call by call: every timed call follows one of the other side, and the two streams of a side apart are its A/A
+    spread."""
+    return [(label, label.removesuffix("_again"), call(label.removesuffix("_again"))) for label in SIDE_STREAMS]
 
 
 def time_rotating(streams, expect: dict[str, list[str]], rounds: int, flusher, check=None, per_profile: int = 10,
@@ -1054,7 +1072,7 @@ def fold_timed(row: dict, timed: dict) -> None:
         row.setdefault("launch", {})[side] = [] if isinstance(got, str) else got
         if isinstance(got, str):
             row.setdefault("launch_errors", {})[side] = got
-    labels = [label for label in ("ref", "port", "ref_again", "port_again") if label in timed]
+    labels = [label for label in SIDE_STREAMS if label in timed]
     for label in labels:
         got = timed[label]
         side = label.removesuffix("_again")
@@ -1287,13 +1305,7 @@ class HostRun:
                "ref_ms": None, "port_ms": None, "ratio": None, "ref_samples": [], "port_samples": []}
         seed = C.case_seed(self.gate["op"], dtype, shape, variant)
         # where a configuration's wall time goes (a device run is short: this says what to cut next)
-        phases, mark = row.setdefault("phase_s", {}), [time.perf_counter()]
-
-        def lap(name: str) -> None:
-            now = time.perf_counter()
-            phases[name] = round(phases.get(name, 0.0) + now - mark[0], 3)
-            mark[0] = now
-
+        lap = phase_timer(row.setdefault("phase_s", {}))
         # fresh inputs for up to INPUT_SETS rounds, then again from the first (each call reads after an L2 flush)
         sets = [self.module.make_inputs(dict(shape), dtype, device="cuda", seed=seed + 1 + i)
                 for i in range(min(reps, INPUT_SETS))]
@@ -1306,12 +1318,8 @@ class HostRun:
         expect: dict[str, list[str]] = {}
         call_ms = 0.0  # the slower side's device time per call, from the traces below
         for side in ("ref", "port"):
-            def learn(i, side=side):
-                self.flusher()
-                self._call(side, sets[0], variant)
-            segs = _segments(_profile(learn, 1))
-            names = [n for _, _, n in (segs[0] if segs else []) if not _harness(n)]
-            call_ms = max(call_ms, device_ms(segs[0]) if segs else 0.0)
+            names, ms = learn_call(lambda side=side: self._call(side, sets[0], variant), self.flusher)
+            call_ms = max(call_ms, ms)
             expect[side] = names
             row[f"{side}_kernels"] = names
             if len(names) != len(launched[side]):

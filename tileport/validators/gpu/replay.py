@@ -21,7 +21,6 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 def make_args(cfg: dict, torch, seed: int):
@@ -133,12 +132,8 @@ def time_config(R, torch, flusher, sides, args, warmup: int, reps: int) -> dict:
     expect = {}
     call_ms = 0.0  # the slower side's device time per call
     for side, call in sides.items():
-        def learn(i, call=call):
-            flusher()
-            call(args)
-        segs = R._segments(R._profile(learn, 1))
-        expect[side] = [n for _, _, n in (segs[0] if segs else []) if not R._harness(n)]
-        call_ms = max(call_ms, R.device_ms(segs[0]) if segs else 0.0)
+        expect[side], ms = R.learn_call(lambda call=call: call(args), flusher)
+        call_ms = max(call_ms, ms)
         row[f"{side}_kernels"] = expect[side]
         if not expect[side]:
             row["flags"].append(f"{side}: no kernel in the trace")
@@ -199,13 +194,8 @@ def main(argv=None) -> int:
         row = {"config": cfg["config"], "source": "capture", "kernel": cfg["kernel"], "dtype": cfg["dtype"],
                "size_class": cfg.get("size_class"), "tests": cfg.get("origins", []), "flags": [], "ref_ms": None,
                "port_ms": None, "ratio": None, "ref_samples": [], "port_samples": []}
-        phases, mark = row.setdefault("phase_s", {}), [time.perf_counter()]
-
-        def lap(name: str) -> None:  # where a configuration's wall time goes (a replay runs under a time limit)
-            now = time.perf_counter()
-            phases[name] = round(now - mark[0], 3)
-            mark[0] = now
-
+        phases = row.setdefault("phase_s", {})  # where a configuration's wall time goes (a replay runs under a limit)
+        lap = R.phase_timer(phases)
         try:
             kernel = find_kernel(cfg["kernel"], [module], prefix)
             if kernel is None:
