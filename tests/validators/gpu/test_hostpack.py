@@ -681,21 +681,29 @@ class _SideTrace:
         return (events, exported) if trace else events
 
 
-@pytest.mark.parametrize("call_ms, rounds", [(0.02, 50), (150.0, 16), (2000.0, 10)])
-def test_a_slow_configuration_is_timed_over_fewer_rounds_and_says_so(monkeypatch, call_ms, rounds):
-    """A 32768-cubed GEMM from an op's own tests takes ~150 ms a call: 50 rounds of four calls, plus the host
-    timings, outlasted a pack's whole time limit on the device. Its rounds are cut to fit a per-configuration
-    budget, never under MIN_ROUNDS, and the row says so; a fast kernel keeps every round."""
+@pytest.mark.parametrize("call_ms, rounds, warm, host", [(0.02, 50, 2, 30), (150.0, 16, 2, 6), (200.0, 12, 2, 4),
+                                                      (930.0, 5, 1, 3)])
+def test_a_slow_configuration_makes_fewer_calls_and_says_so(monkeypatch, call_ms, rounds, warm, host):
+    """A 32768-cubed GEMM from an op's own tests takes 150-930 ms a call: 50 rounds of four calls, plus the
+    warm-up and host timings, outlasted a pack's whole time limit on the device (on an H200 one configuration took
+    52 s and its pack was killed with four of six untimed). Its rounds are cut to fit a per-configuration budget,
+    never under MIN_ROUNDS (MIN_ROUNDS_SLOW once a round takes over a second), its warm-up and host-time calls to
+    about a second a side, and the row says so; a fast kernel keeps every call. The reference's kernel names reach
+    the evidence hook, whose answer the row keeps as the IR each side compiled."""
     from tileport.validators.gpu import hostrun, replay
 
     fake = _SideTrace({"ref": call_ms, "port": call_ms * 1.01})
     monkeypatch.setattr(hostrun, "_profile", fake)
     sides = {side: (lambda xs, side=side: fake.called.append(side)) for side in ("ref", "port")}
     torch = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None))
-    row = replay.time_config(hostrun, torch, lambda: None, sides, [], warmup=2, reps=50)
+    row = replay.time_config(hostrun, torch, lambda: None, sides, [], warmup=2, reps=50,
+                             evidence=lambda kernels: {"ref": list(kernels)})
     assert row["rounds"] == rounds and len(row["port_samples"]) == 2 * rounds  # the port timed twice a round
-    assert row["host_us"]["port"]["calls"] == min(30, rounds)
+    assert row["host_us"]["port"]["calls"] == host
     assert row["port_ms"] / row["ref_ms"] == pytest.approx(1.01)
-    cut = [f for f in row["flags"] if "rounds" in f]
-    assert cut == ([] if rounds == 50 else [f"timed over {rounds} rounds, not 50: one call takes "
-                                            f"{call_ms * 1.01:.1f} ms of device time (10 s a configuration)"])
+    assert row["bytecode"] == {"ref": ["k_ref"]}
+    cut = [f for f in row["flags"] if "rounds" in f or "warm-up" in f]
+    parts = [f"{n} {what}, not {full}" for n, full, what in ((rounds, 50, "timed rounds"),
+                                                            (warm, 2, "warm-up calls a side")) if n < full]
+    assert cut == ([] if not parts else [f"{'; '.join(parts)}: one call takes {call_ms * 1.01:.1f} ms of device "
+                                         "time (10 s a configuration)"])

@@ -6,6 +6,7 @@ limit (`timeout` sends the runner SIGTERM), its replay child, started in a sessi
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -50,5 +51,56 @@ def test_sigterm_to_the_runner_kills_the_children_it_started_in_their_own_sessio
         while _alive(child) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _alive(child), "the child outlived the runner"
+    finally:
+        parent.kill()
+
+
+# A stand-in for tp_replay.py (the real one needs a GPU): it times one configuration, writes its row the way the
+# replay does (the whole file replaced), then is still busy with the next when the pack's limit comes.
+STAND_IN_REPLAY = r'''
+import json, sys, time
+from pathlib import Path
+out = Path(sys.argv[sys.argv.index("--out") + 1])
+tmp = out.with_suffix(".tmp")
+tmp.write_text(json.dumps({"rows": [{"config": "first", "ratio": 1.0}], "bytecode": {"abc": "AAAA"}}))
+tmp.replace(out)
+time.sleep(120)
+'''
+
+RUNNER = r'''
+import json, sys
+from pathlib import Path
+from tileport.validators.gpu import hosttests
+pack, results = Path(sys.argv[1]), Path(sys.argv[2])
+hosttests.reap_children_on_termination()
+state = {"perf": {"rows": [{"config": "harness"}]}}
+def take(data):
+    state["perf"]["rows"] = [{"config": "harness"}] + data.get("rows", [])
+    state["bytecode"] = data.get("bytecode", {})
+    results.write_text(json.dumps(state))
+print("started", flush=True)
+hosttests.run_replay(pack, pack, "lib.so", pack, pack / "replay.json", 600, print, pack / "configs.json",
+                     progress=take)
+'''
+
+
+def test_rows_the_replay_measured_are_in_the_results_when_the_packs_limit_stops_the_runner(tmp_path):
+    """On an H200 two cutile-rs GEMM packs were stopped at their limit (`timeout` sends the runner SIGTERM) after
+    their replay had timed configurations: results.json kept none, since the runner read the replay's rows only
+    once the replay ended. Now it takes them as they land, so a stopped pack still says what it measured."""
+    (tmp_path / "tp_replay.py").write_text(STAND_IN_REPLAY)
+    results = tmp_path / "results.json"
+    parent = subprocess.Popen([sys.executable, "-c", RUNNER, str(tmp_path), str(results)], cwd=str(REPO),
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert parent.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + 30
+        while not results.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        parent.send_signal(signal.SIGTERM)  # the pack's limit, while the replay is still busy
+        assert parent.wait(timeout=30) == 128 + signal.SIGTERM
+        kept = json.loads(results.read_text())
+        assert [r["config"] for r in kept["perf"]["rows"]] == ["harness", "first"]
+        assert kept["bytecode"] == {"abc": "AAAA"}
     finally:
         parent.kill()

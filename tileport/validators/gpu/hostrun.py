@@ -19,7 +19,7 @@ is compared with the reference's (and the reference with torch's, as a sanity ch
 (no GPU, no tileiras, tileiras rc 5 from an older CUDA).
 
 Performance (stage E), only for cases that passed: device time of every kernel from CUPTI (torch.profiler),
-`warmup` calls first, then `repetitions` rounds (`time_rotating`; fewer for a slow call, `rounds_within`), each
+`warmup` calls first, then `repetitions` rounds (`time_rotating`; fewer for a slow call, `plan_row`), each
 calling the reference, the port, the reference again and the port again (`side_streams`), the sides alternating
 call by call, each call on fresh inputs (up to INPUT_SETS sets) and preceded by an L2 flush (a bitwise_not over a
 buffer several times L2's size, verified once per run: a cold read must be slower than a warm one), every timed
@@ -52,6 +52,7 @@ import tempfile
 import threading
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 MAX_RANK = 8
@@ -60,6 +61,10 @@ FLUSH_BYTES = 512 << 20  # H200 L2 is 60 MB; any GPU's L2 is far below this
 TINY_US = 5.0  # below this a launch is mostly fixed cost: flagged, not averaged in
 ROW_BUDGET_S = 10.0  # device time one configuration's timed rounds may take: slower calls get fewer rounds
 MIN_ROUNDS = 10  # ... but never fewer than this
+SLOW_ROUND_MS = 1000.0  # ... unless one round takes longer than this (a 32768^3 GEMM): then MIN_ROUNDS_SLOW
+MIN_ROUNDS_SLOW = 5
+SIDE_BUDGET_MS = 1000.0  # device time a side's warm-up calls, and its host-time calls, may each take
+MIN_HOST_CALLS = 3
 SIDE_STREAMS = ("ref", "port", "ref_again", "port_again")  # a stage-E row's streams, in `time_rotating`'s order
 ENV_MARKERS = ("failed to compile tile ir program", "tileiras", "cuda_error_no_device", "no cuda gpus",
                "cuda_error_not_initialized", "driver version is insufficient", "cuda_error_insufficient_driver",
@@ -734,6 +739,15 @@ class BytecodeDumps:
         self.index = self.port_dir / "index"
         self.index.touch()
 
+    @classmethod
+    def attached(cls) -> "BytecodeDumps | None":
+        """In a child of a runner that turned dumps on (the replay): the same folders, found through the
+        environment it inherited (`CUDA_TILE_DUMP_BYTECODE` names ref/ under the root); None when they are off."""
+        ref = os.environ.get("CUDA_TILE_DUMP_BYTECODE")
+        if not ref or Path(ref).name != "ref" or not Path(ref).is_dir():
+            return None
+        return cls(Path(ref).parent)
+
     def enable_reference(self) -> None:
         """Before cuda.tile is imported: its bytecode to ref/, and (tileiras found on PATH, where cuda.tile looks
         for it on a GPU host without the tileiras pip package) its tileiras flags to ref-tileiras/index."""
@@ -916,21 +930,45 @@ def _harness(name: str) -> bool:
 def rounds_within(call_ms: float, reps: int, streams: int = len(SIDE_STREAMS), budget_s: float = ROW_BUDGET_S) -> int:
     """The rounds a configuration is timed over: `reps`, unless a round (`streams` calls of `call_ms`, the slower
     side's device time per call) would take more than its share of `budget_s`; then as many as fit, never fewer
-    than MIN_ROUNDS (nor than reps). A 150 ms GEMM's median over 10 rounds is steadier than a 5 us kernel's over 50,
-    and 50 rounds of it would take half a device call."""
+    than MIN_ROUNDS (nor than reps), or MIN_ROUNDS_SLOW once a round takes over SLOW_ROUND_MS. A 150 ms GEMM's
+    median over 10 rounds is steadier than a 5 us kernel's over 50, and 50 rounds of it would take half a device
+    call; a 930 ms one's over 5 rounds still repeats within 0.1 % (H200, cutile-rs paper GEMMs)."""
     if call_ms <= 0 or reps <= MIN_ROUNDS:
         return reps
-    return max(MIN_ROUNDS, min(reps, int(budget_s * 1000.0 / (streams * call_ms))))
+    floor = MIN_ROUNDS if streams * call_ms <= SLOW_ROUND_MS else MIN_ROUNDS_SLOW
+    return max(floor, min(reps, int(budget_s * 1000.0 / (streams * call_ms))))
 
 
-def timed_rounds(row: dict, call_ms: float, reps: int) -> int:
-    """`rounds_within` for a stage-E row, which keeps the count and says why when it is under `reps`."""
+@dataclass(frozen=True)
+class RowPlan:
+    """How many calls of each kind one stage-E configuration makes: warm-up calls per side, timed rounds, and
+    host-time calls per side."""
+    warmup: int
+    rounds: int
+    host_calls: int
+
+
+def plan_row(row: dict, call_ms: float, warmup: int, reps: int) -> RowPlan:
+    """A configuration's calls within its device-time budget (`call_ms`: the slower side's device time per call).
+    Rounds as `rounds_within` says; warm-up and host-time calls each within SIDE_BUDGET_MS a side, at least one
+    warm-up call (a 900 ms kernel warms the clocks itself) and MIN_HOST_CALLS host calls. Before, a 930 ms GEMM
+    spent 52 s on one configuration, 20 of them in 10 warm-up and 10 host calls a side, and its pack was killed
+    at its limit with two configurations of six timed. The row keeps the counts and says when any is cut."""
     rounds = rounds_within(call_ms, reps)
+    host = min(30, rounds)
+    warm = warmup
+    if call_ms > 0:
+        fit = int(SIDE_BUDGET_MS / call_ms)
+        warm = max(min(1, warmup), min(warmup, fit))
+        host = max(min(MIN_HOST_CALLS, host), min(host, fit))
     row["rounds"] = rounds
-    if rounds < reps:
-        row["flags"].append(f"timed over {rounds} rounds, not {reps}: one call takes {call_ms:.1f} ms of device "
-                            f"time ({ROW_BUDGET_S:g} s a configuration)")
-    return rounds
+    cut = [f"{n} {what}, not {full}" for n, full, what in ((rounds, reps, "timed rounds"),
+                                                            (warm, warmup, "warm-up calls a side"))
+           if n < full]
+    if cut:
+        row["flags"].append(f"{'; '.join(cut)}: one call takes {call_ms:.1f} ms of device time "
+                            f"({ROW_BUDGET_S:g} s a configuration)")
+    return RowPlan(warm, rounds, host)
 
 
 def learn_call(call, flusher) -> tuple[list[str], float]:
@@ -1343,8 +1381,9 @@ class HostRun:
         # side gains from following itself, and each side's two streams apart are its A/A spread, below which
         # port/ref is noise (METHOD: time the same version twice). Every timed output is checked against torch's
         # reference for its inputs.
+        plan = plan_row(row, call_ms, warmup, reps)
         for side in ("ref", "port"):
-            for i in range(warmup):
+            for i in range(plan.warmup):
                 self._call(side, sets[i % len(sets)], variant)
         torch.cuda.synchronize()
         lap("warmup")
@@ -1360,13 +1399,12 @@ class HostRun:
             ref = C._outputs(self.module.reference(**sets[r % len(sets)], **variant))
             return all(C.compare(o.double(), x.double(), atol, rtol).ok for o, x in zip(C._outputs(out), ref))
 
-        rounds = timed_rounds(row, call_ms, reps)
-        timed = time_rotating(side_streams(call), expect, rounds, self.flusher, check)
+        timed = time_rotating(side_streams(call), expect, plan.rounds, self.flusher, check)
         lap("timed")
         fold_timed(row, timed)
         for side in ("ref", "port"):  # host wall time per call from Python, beside device time
             row.setdefault("host_us", {})[side] = host_times(lambda side=side: self._call(side, sets[0], variant),
-                                                             torch.cuda.synchronize, n=min(30, rounds))
+                                                             torch.cuda.synchronize, n=plan.host_calls)
         lap("host_times")
         if row["ref_ms"] and row["port_ms"]:
             row["ratio"] = row["port_ms"] / row["ref_ms"]

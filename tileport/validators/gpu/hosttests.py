@@ -258,25 +258,46 @@ def cases_from(lines: list[dict]) -> list[dict]:
             for ln in lines]
 
 
+REPLAY_POLL_S = 1.0  # how often the runner takes the replay child's rows into results.json
+
+
+def _read_rows(out: Path) -> dict:
+    try:
+        return json.loads(out.read_text())
+    except (OSError, json.JSONDecodeError):  # not written yet (the child replaces it whole, never half)
+        return {}
+
+
 def run_replay(pack_dir: Path, project: Path, lib: str, inputs: Path, out: Path, timeout_s: float, log,
-               configs: Path) -> dict:
-    """Stage E's replay in a child: a crash keeps the rows written before it."""
+               configs: Path, progress=None) -> dict:
+    """Stage E's replay in a child: a crash keeps the rows written before it. `progress(data)` is called with
+    the child's file each time it changes, so that rows measured before the pack's own time limit stops the
+    runner are in results.json already (found on an H200: two cutile-rs GEMM packs killed at their limit had
+    timed configurations and kept none)."""
     argv = [sys.executable, str(pack_dir / "tp_replay.py"), str(pack_dir), "--project", str(project), "--lib", lib,
             "--inputs", str(inputs), "--out", str(out), "--configs", str(configs)]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(pack_dir)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONUNBUFFERED"] = "1"
     proc = _spawn(argv, cwd=str(project), env=env)
-    try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-    data = {}
-    if out.exists():
+    deadline = time.monotonic() + timeout_s
+    seen = None
+    while True:
         try:
-            data = json.loads(out.read_text())
-        except json.JSONDecodeError:
-            data = {}
+            proc.wait(timeout=REPLAY_POLL_S)
+            break
+        except subprocess.TimeoutExpired:
+            if time.monotonic() > deadline:
+                _kill(proc)
+                break
+        try:
+            stamp = out.stat().st_mtime_ns
+        except OSError:
+            continue
+        if progress is not None and stamp != seen:
+            seen = stamp
+            progress(_read_rows(out))
+    data = _read_rows(out) if out.exists() else {}
     if proc.returncode not in (0,):
         data.setdefault("rows", [])
         data["error"] = (f"the replay child ended with status {proc.returncode}" if proc.returncode is not None
@@ -370,9 +391,17 @@ def run(runner, perf: bool = True, project: str | None = None) -> int:
         torch.cuda.empty_cache()
         cfile = work / "perf_configs.json"
         cfile.write_text(json.dumps(configs))
+        before = list(runner.results["perf"]["rows"])
+
+        def take(data: dict) -> None:  # the child's rows so far (and the bytecode they name) into results.json
+            runner.results["perf"]["rows"] = before + (data.get("rows") or [])
+            if data.get("bytecode"):
+                runner.results.setdefault("bytecode", {}).update(data["bytecode"])
+            runner.save()
+
         data = run_replay(pack_dir, proj, str(lib), inputs, work / "replay.json",
-                          float(gate.get("perf_timeout_s") or 1800), log, cfile)
-        runner.results["perf"]["rows"].extend(data.get("rows") or [])
+                          float(gate.get("perf_timeout_s") or 1800), log, cfile, progress=take)
+        take(data)
         if data.get("error"):
             runner.results["perf"]["replay_error"] = data["error"]
         if data.get("hw_flush") and not (hw.get("flush") or {}).get("verified"):

@@ -127,7 +127,9 @@ def check(cfg, kernel, args, sides, torch, tol) -> tuple[bool, str]:
     return True, f"{len(changed)} output argument(s) match"
 
 
-def time_config(R, torch, flusher, sides, args, warmup: int, reps: int) -> dict:
+def time_config(R, torch, flusher, sides, args, warmup: int, reps: int, evidence=None) -> dict:
+    """One configuration's stage-E row; `evidence(ref_kernels)`, when given, is called once the reference's kernel
+    names are known and returns what the row keeps as `bytecode` (the IR each side really compiled)."""
     row: dict = {"flags": []}
     expect = {}
     call_ms = 0.0  # the slower side's device time per call
@@ -138,19 +140,21 @@ def time_config(R, torch, flusher, sides, args, warmup: int, reps: int) -> dict:
         if not expect[side]:
             row["flags"].append(f"{side}: no kernel in the trace")
             row["failed"] = True
+    if evidence is not None and expect.get("ref"):
+        row["bytecode"] = evidence(expect["ref"])
     if row.get("failed"):
         return row
+    plan = R.plan_row(row, call_ms, warmup, reps)
     for side, call in sides.items():
-        for _ in range(warmup):
+        for _ in range(plan.warmup):
             call(args)
     torch.cuda.synchronize()
     # the reference and the port, each timed twice, sides alternating call by call (R.side_streams, R.time_rotating)
-    rounds = R.timed_rounds(row, call_ms, reps)
-    timed = R.time_rotating(R.side_streams(lambda side: lambda r: sides[side](args)), expect, rounds, flusher)
+    timed = R.time_rotating(R.side_streams(lambda side: lambda r: sides[side](args)), expect, plan.rounds, flusher)
     R.fold_timed(row, timed)
     for side, call in sides.items():
         row.setdefault("host_us", {})[side] = R.host_times(lambda call=call: call(args), torch.cuda.synchronize,
-                                                           n=min(30, rounds))
+                                                           n=plan.host_calls)
     return row
 
 
@@ -183,7 +187,10 @@ def main(argv=None) -> int:
     module = T.import_op(gate, project)
     prefix = (gate["tests"].get("module") or "").split(".")[0] if gate.get("tests") else None
     real = ct.launch
-    port = R.PortLauncher(R.PortLibrary(a.lib))
+    library = R.PortLibrary(a.lib)
+    dumps = R.BytecodeDumps.attached()  # the runner's dumps, when it keeps the IR each side compiled
+    library.dumps = dumps
+    port = R.PortLauncher(library)
     stream = torch.cuda.current_stream()
     tol = {k: tuple(v) for k, v in (gate.get("tolerances") or {}).items()}
     p = gate.get("perf") or {}
@@ -228,7 +235,14 @@ def main(argv=None) -> int:
                 row["failed"] = True
                 row["flags"].append(f"replay outputs differ: {why}")
             else:
-                timed = time_config(R, torch, flusher, sides, args, warmup, reps)
+                def evidence(ref_kernels, args=args, sides=sides):
+                    port.clear()  # the port's launches of one call: which bytecode each compiled
+                    sides["port"](args)
+                    torch.cuda.synchronize()
+                    return R.bytecode_evidence(dumps, library, ref_kernels, port.calls,
+                                               data.setdefault("bytecode", {}))
+
+                timed = time_config(R, torch, flusher, sides, args, warmup, reps, evidence)
                 lap("timed")
                 flags = row["flags"] + timed.pop("flags", [])
                 row.update(timed)
