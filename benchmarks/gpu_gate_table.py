@@ -104,14 +104,16 @@ def stage_e(results: list[tuple[str, dict]], launch_all: bool, config_max: float
                 if worst is None or ratio > worst[0]:
                     worst = (ratio, op, r["config"])
         all_ratios += ratios
-        fails = [f"{c['name']} [{c.get('fail_class')}]: {c.get('message', '')[:160]}" for c in cases
+        fails = [f"{c['status']} {c['name']} [{c.get('fail_class')}]: {c.get('message', '')[:160]}" for c in cases
                  if c["status"] != "PASS"]
+        unjudged = sum(c["status"] == "NOT_EVALUATED" for c in cases)  # no test judged the port: never a pass
         failed_rows = [r["config"] for r in rows if r.get("failed")]
         summary.append((op, passed, len(cases), _geomean(ratios), len(ratios), len(rows), fails, failed_rows,
-                        res.get("env_missing"), res.get("crashed") or res.get("runner_error")))
+                        res.get("env_missing"), res.get("crashed") or res.get("runner_error"), unjudged))
     lines += ["", "| op | correctness | perf configs in geomean | geomean port/ref |", "|---|---|---|---|"]
-    for op, p, n, gm, k, m, *_ in summary:
-        lines.append(f"| {op} | {p}/{n} pass | {k}/{m} | {_f(gm, 3)} |")
+    for op, p, n, gm, k, m, *_, unjudged in summary:
+        lines.append(f"| {op} | {p}/{n} pass{f', {unjudged} not evaluated' if unjudged else ''} | {k}/{m} | "
+                     f"{_f(gm, 3)} |")
     gm = _geomean(all_ratios)
     lines.append(f"\noverall geomean port/ref: {_f(gm, 3)} over {len(all_ratios)} configurations"
                  + (f"; worst {worst[0]:.3f} ({worst[1]} {worst[2]})" if worst else ""))
@@ -134,17 +136,18 @@ def stage_e(results: list[tuple[str, dict]], launch_all: bool, config_max: float
                                                             or "not recorded (results from a runner before launch attributes)")
                 lines.append(f"| {op} | {r['config']} | {_f(r.get('ratio'), 3)} | {side} | {text} |")
     problems = []
-    for op, p, n, gm_, k, m, fails, failed_rows, env, crashed in summary:
+    for op, p, n, gm_, k, m, fails, failed_rows, env, crashed, _ in summary:
         if env:
             problems.append(f"{op}: BLOCKED(env): {env}")
         if crashed:
             problems.append(f"{op}: {str(crashed)[-300:]}")
-        problems += [f"{op}: FAIL {f}" for f in fails]
+        problems += [f"{op}: {f}" for f in fails]
         problems += [f"{op}: perf row failed: {c}" for c in failed_rows]
     lines += [""] + problems if problems else []
     cases = sum(s[2] for s in summary)
     return lines, {"geomean": gm, "over": over, "n": len(all_ratios), "problems": problems, "cases": cases,
-                   "passed": sum(s[1] for s in summary), "ops": [s[0] for s in summary]}
+                   "passed": sum(s[1] for s in summary), "ops": [s[0] for s in summary],
+                   "not_evaluated": sum(s[10] for s in summary)}
 
 
 def host_path(rows: list[dict]) -> tuple[list[str], dict]:
@@ -208,6 +211,7 @@ def host_from_rows(results: list[tuple[str, dict]]) -> tuple[list[str], dict]:
 def criteria(e: dict, h: dict | None, test: str | None, config_max: float) -> list[str]:
     out = ["", "issue 34, done when:"]
     out.append(f"- correctness: {e['passed']}/{e['cases']} cases pass over {len(e['ops'])} ops"
+               + (f", {e['not_evaluated']} not evaluated (no test judged the port)" if e.get("not_evaluated") else "")
                + ("" if not e["problems"] else f" ({len(e['problems'])} problems listed above)"))
     out.append(f"- no timed configuration above {config_max}: "
                + (f"NO, {len(e['over'])}: " + "; ".join(e["over"]) if e["over"] else

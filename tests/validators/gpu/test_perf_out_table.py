@@ -82,3 +82,14 @@ def test_without_host_call_json_the_host_criterion_is_judged_on_stage_e_host_tim
     assert "| vector_add | 9 | 8.0 / 12.0 | 1.50 |" in text
     line = next(l for l in text.splitlines() if l.startswith("- port call at most 2x"))
     assert "NO: softmax 2.55x" in line and "vector_add" not in line.split("(worst")[0].split("NO:")[1], line
+
+
+def test_a_test_the_reference_itself_failed_is_listed_as_not_evaluated_never_as_a_pass_or_a_failure(tmp_path):
+    """On the H200, cutile-rs' permute_race (a race demonstration whose own check fails on the reference by
+    design) came back NOT_EVALUATED; the table said `0/1 pass` and listed it under FAIL. It is neither: the table
+    says that no test judged the port."""
+    res = json.loads((REPO / "docs" / "gpu" / "2026-12-06-h200-alternating" / "real" / "permute_race.json").read_text())
+    text = _run(_out(tmp_path, {"permute_race": res}, host=None, test_log=None))
+    assert "| permute_race | 0/1 pass, 1 not evaluated | 0/0 | - |" in text
+    assert "permute_race: NOT_EVALUATED main:" in text and "FAIL" not in text.split("issue 34, done when:")[0]
+    assert "- correctness: 0/1 cases pass over 1 ops, 1 not evaluated (no test judged the port)" in text
