@@ -182,8 +182,9 @@ def _draft_entry(analysis, info, fn, group, folded, module_consts, lines, path, 
     entries_rs.append(text)
     extents = tr.slab_extents
     closure = {k.removeprefix(CLOSURE): v for k, v in folded.items() if k.startswith(CLOSURE)}
+    hints = {_PY_HINT.get(k[len(HINT):], k[len(HINT):]): v for k, v in folded.items() if k.startswith(HINT)}
     spec_entries.append(Entry(name=entry_name, variants=_spec_variants(analysis, info, group, generics, uses_e,
-                                                                       extents, closure),
+                                                                       extents, closure, hints),
                               extents={g: Extent(param=p, axis=d) for g, (_, _, p, d) in extents.items()}))
     host_entries.append(_host_entry(analysis, info, entry_name, group, generics, params, uses_e, folded, functions,
                                     extents))
@@ -254,6 +255,7 @@ def _groups(fn: ast.FunctionDef, info: KernelInfo, variants: list[RefVariant], m
 
 
 HINT = "hint:"  # a folded key naming a per-launch compiler hint (`ct.kernel(fn, num_ctas=2)` per launch)
+_PY_HINT = {"num_cta_in_cga": "num_ctas"}  # a hint under cuTile Python's option name (CompilerOptions)
 
 
 def _variant_hints(v: RefVariant) -> dict[str, int]:
@@ -693,7 +695,7 @@ def _generic_value(rv: RefVariant, g: str, extents: dict[str, tuple]) -> str:
 
 def _spec_variants(analysis: Analysis, info: KernelInfo, group: list[RefVariant], generics: list[str],
                    uses_e: bool, extents: dict[str, tuple] | None = None,
-                   closure: dict[str, Any] | None = None) -> list[Variant]:
+                   closure: dict[str, Any] | None = None, hints: dict[str, int] | None = None) -> list[Variant]:
     renamed = {rust_name(p.name): p.name for p in info.params if rust_name(p.name) != p.name}
     out = []
     seen: set[str] = set()
@@ -708,7 +710,8 @@ def _spec_variants(analysis: Analysis, info: KernelInfo, group: list[RefVariant]
                 [_generic_value(rv, g, extents or {}) for g in generics]
             out.append(Variant(name=name, generics=gen, strides=strides, tensors=tensors,
                                reference=ReferenceKey(kernel=rv.kernel, constants=dict(rv.constants), dtype=inst.dtype,
-                                                      params=renamed, closure=dict(closure or {}))))
+                                                      params=renamed, closure=dict(closure or {}),
+                                                      hints=dict(hints or {}))))
     return out
 
 

@@ -65,6 +65,8 @@ def row_diff(row: dict, store: dict, target: str | None = None, tileirdisasm: st
     out["verdict"] = worst
     if bc.get("port_tileiras_args"):
         out["port_tileiras_args"] = bc["port_tileiras_args"]
+    if bc.get("ref_by"):  # the reference's file found by its kernel name: another specialisation may have been taken
+        out["ref_by"] = bc["ref_by"]
     return out
 
 
@@ -125,11 +127,12 @@ def summary(d: dict) -> str:
         return f"not compared ({d['error']})"
     found = [f for p in d.get("pairs", []) for f in p["findings"] if f["severity"] != "note"]
     notes = [f for p in d.get("pairs", []) for f in p["findings"] if f["severity"] == "note"]
+    by_name = " [reference bytecode found by kernel name]" if d.get("ref_by") else ""
     if not found:
         same = all(p.get("identical") for p in d.get("pairs", []))
         return (f"the compiled IR of both sides is {'identical' if same else 'equivalent'} ({d['verdict']}"
-                + (f"; {len(notes)} note(s): {notes[0]['check']}" if notes else "") + ")")
-    return f"{d['verdict']}: " + "; ".join(f"{f['check']}: {f['message'][:160]}" for f in found[:3])
+                + (f"; {len(notes)} note(s): {notes[0]['check']}" if notes else "") + ")" + by_name)
+    return f"{d['verdict']}: " + "; ".join(f"{f['check']}: {f['message'][:160]}" for f in found[:3]) + by_name
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,6 +52,7 @@ RUST_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64"
                "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2"}
 TORCH_DTYPES = {v: k for k, v in RUST_DTYPES.items()}
 CLOSURE = "closure:"  # a structural selector naming a factory kernel's closure value (hostrun reads the kernel's)
+HINT = "hint:"  # ... and one naming a compiler hint the kernel object was launched with (hostrun.kernel_hints)
 _SCALAR_CAST = {"f32": "s.f as f32", "f64": "s.f", "bool": "s.i != 0"}
 
 
@@ -113,7 +114,8 @@ def entry_bindings(sig: EntrySig, spec: DumpSpec, dtypes: list[str]) -> dict:
     bound = {b["constant"] for b in binds if b.get("from") == "constant"}
     structural: dict[str, list] = {}
     for r in refs:
-        for k, v in [*r.constants.items(), *((f"{CLOSURE}{c}", x) for c, x in r.closure.items())]:
+        for k, v in [*r.constants.items(), *((f"{CLOSURE}{c}", x) for c, x in r.closure.items()),
+                     *((f"{HINT}{h}", x) for h, x in r.hints.items())]:
             if k not in bound:  # a factory's closure value selects like a constant (hostrun: `closure:NAME`)
                 vals = structural.setdefault(k, [])
                 if _const(v) not in vals:

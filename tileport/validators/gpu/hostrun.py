@@ -382,7 +382,7 @@ class PortLauncher:
                 if plan.kernel is kernel and plan.admits(args):
                     return plan.launch(self, stream, grid, args)
         sig = _signature(kernel)
-        key = _plan_key(sig, args)
+        key = _plan_key(sig, args, kernel)
         plans = getattr(self.library, "plans", None)
         plan = plans.get(key) if plans is not None else None
         if plan is None:
@@ -404,6 +404,7 @@ class PortLauncher:
         index = {p.name: i for i, p in enumerate(params)}
         constants = {p.name: bound[p.name] for p in params if _is_constant(p.annotation)}
         constants.update(closure_constants(func))
+        constants.update(kernel_hints(kernel))
         tensors_in = [a for a in args if isinstance(a, torch.Tensor)]
         if not tensors_in:
             raise PortError(f"{name}: no tensor argument", "host")
@@ -489,6 +490,29 @@ def closure_constants(func) -> dict:
     return out
 
 
+def specialisation(kernel, args) -> tuple:
+    """What tells a reference launch's compile apart from another of the same kernel object, as far as the
+    bytecode evidence needs: the object, its arguments' dtypes and its scalar values (the constants among them)."""
+    return (id(kernel), tuple(str(getattr(a, "dtype", type(a).__name__)) for a in args),
+            tuple(a for a in args if isinstance(a, (bool, int, float, str))))
+
+
+HINT_OPTIONS = ("num_ctas", "occupancy")  # cuda.tile CompilerOptions an op may set per launch
+
+
+def kernel_hints(kernel) -> dict:
+    """The compiler hints a kernel object carries (`ct.kernel(fn._pyfunc, num_ctas=2)`, `replace_hints`), as
+    the port's entries were drafted per value: `hint:NAME` -> value. Plain integers only (a ByTarget value is an
+    entry's own per-target attribute, the same for every launch)."""
+    opts = getattr(kernel, "_compiler_options", None)
+    out = {}
+    for name in HINT_OPTIONS:
+        value = getattr(opts, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[f"hint:{name}"] = value
+    return out
+
+
 def _signature(kernel) -> tuple:
     """(function, name, parameters, constant positions) of a cuTile kernel, read once per kernel."""
     func = getattr(kernel, "_pyfunc", kernel)
@@ -503,9 +527,10 @@ def _signature(kernel) -> tuple:
 _SIGNATURES: dict[int, tuple] = {}
 
 
-def _plan_key(sig: tuple, args) -> tuple:
+def _plan_key(sig: tuple, args, kernel) -> tuple:
     """What a plan depends on: the kernel, each argument's kind (tensor dtype and rank, scalar type), the
-    constants' values and the first tensor's device."""
+    constants' values, the first tensor's device and the kernel object's compiler hints (one function re-wrapped
+    with num_ctas=2 and with 4 is served by two entries)."""
     consts = sig[3]
     kinds = []
     for i, a in enumerate(args):
@@ -514,7 +539,7 @@ def _plan_key(sig: tuple, args) -> tuple:
             kinds.append((dt, a.dim(), a.get_device()))
         else:
             kinds.append((type(a), a if i in consts else None))
-    return (id(sig[0]), len(args), tuple(kinds))
+    return (id(sig[0]), len(args), tuple(kinds), tuple(kernel_hints(kernel).items()))
 
 
 class _Plan:
@@ -682,7 +707,8 @@ class LaunchRecorder:
             if isinstance(a, torch.Tensor) and a.data_ptr() not in seen:
                 seen.add(a.data_ptr())
                 nbytes += a.numel() * a.element_size()
-        self.launches.append({"kernel": getattr(func, "__name__", str(kernel)), "bytes": nbytes})
+        self.launches.append({"kernel": getattr(func, "__name__", str(kernel)), "bytes": nbytes,
+                              "specialisation": specialisation(kernel, args)})
         return self.real(stream, grid, kernel, args)
 
 
@@ -791,18 +817,29 @@ class BytecodeDumps:
         return " ".join(a for a in first.split(" ")[1:] if not a.endswith((".bc", ".bytecode", ".tileirbc",
                                                                              ".cubin")))
 
-    def reference(self, kernel_name: str) -> bytes | None:
-        """The bytecode whose entry is this JIT symbol (the kernel name CUPTI recorded)."""
+    def reference(self, kernel_name: str, among: "list[str] | None" = None) -> bytes | None:
+        """The bytecode whose entry is this JIT symbol (the kernel name CUPTI recorded): among the files a
+        launch was seen to write (`among`), else the first of any. One kernel compiled with other constants or
+        hints writes several files of one symbol (cuda.tile names them by kernel, module and line): only `among`
+        tells them apart."""
         needle = kernel_name.encode()
-        for f in sorted(self.ref_dir.glob("*.tileirbc")):
-            data = f.read_bytes()
+        files = [self.ref_dir / n for n in among] if among else sorted(self.ref_dir.glob("*.tileirbc"))
+        for f in files:
+            try:
+                data = f.read_bytes()
+            except OSError:
+                continue
             if needle in data:
                 return data
         return None
 
+    def reference_files(self) -> set[str]:
+        """The reference's bytecode files so far (what a launch adds is what it compiled)."""
+        return {f.name for f in self.ref_dir.glob("*.tileirbc")}
+
 
 def bytecode_evidence(dumps: "BytecodeDumps | None", library, ref_kernels: list[str], port_calls: list[dict],
-                      store: dict) -> dict:
+                      store: dict, ref_files: "list[str] | None" = None) -> dict:
     """Per side, the bytecode of each kernel one call of this configuration launches (by sha256 into `store`,
     base64), or why it is missing; what the IR gate diffs on the CPU side (tileport.validators.gpu.bytecode)."""
     import base64
@@ -817,7 +854,10 @@ def bytecode_evidence(dumps: "BytecodeDumps | None", library, ref_kernels: list[
 
     if dumps is None:
         return {"missing": "bytecode dumps were off in this run"}
-    out = {"ref": [keep(dumps.reference(k)) for k in ref_kernels], "port": []}
+    out = {"ref": [keep(dumps.reference(k, ref_files)) for k in ref_kernels], "port": []}
+    if not ref_files:
+        out["ref_by"] = "kernel name (no launch of this configuration was seen compiling)"
+
     compiled = getattr(library, "compiled", {})
     for c in port_calls:
         gens = ",".join(c["generics"])
@@ -1205,6 +1245,7 @@ class HostRun:
         self.gate = json.loads((pack_dir / "gate.json").read_text())
         self.out = out
         self.dumps: BytecodeDumps | None = None  # main() turns them on before cuda.tile is imported
+        self.ref_compiled: dict[tuple, list[str]] = {}  # reference specialisations -> the bytecode files they wrote
         self.results: dict = {"gate": {k: self.gate.get(k) for k in ("conversion_id", "commit", "op", "created_at")},
                               "env_missing": None, "cases": [], "perf": {"rows": []}, "started_at": time.time()}
 
@@ -1349,9 +1390,16 @@ class HostRun:
                 for i in range(min(reps, INPUT_SETS))]
         lap("inputs")
         # what each side launches: the launch count from a recorded call, the kernel names from its trace
+        before = self.dumps.reference_files() if self.dumps is not None else set()
         _, ref_launches = self._call("ref", sets[0], variant)
         _, port_calls = self._call("port", sets[0], variant)
         lap("first_calls")
+        # the reference bytecode this configuration's launches compiled, or an earlier one of the same
+        # specialisations did (a JIT cache hit writes nothing)
+        spec_key = tuple(l["specialisation"] for l in ref_launches)
+        compiled = sorted(self.dumps.reference_files() - before) if self.dumps is not None else []
+        if compiled:
+            self.ref_compiled[spec_key] = compiled
         launched = {"ref": [l["kernel"] for l in ref_launches], "port": [c["entry"] for c in port_calls]}
         expect: dict[str, list[str]] = {}
         call_ms = 0.0  # the slower side's device time per call, from the traces below
@@ -1370,7 +1418,7 @@ class HostRun:
         lap("learn_profiles")
         # the bytecode each side's JIT compiled for this configuration (issue 34: the IR the reference really runs)
         row["bytecode"] = bytecode_evidence(self.dumps, self.library, expect["ref"], port_calls,
-                                            self.results.setdefault("bytecode", {}))
+                                            self.results.setdefault("bytecode", {}), self.ref_compiled.get(spec_key))
         lap("bytecode")
         if row.get("failed"):
             return row

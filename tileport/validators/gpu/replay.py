@@ -191,6 +191,7 @@ def main(argv=None) -> int:
     dumps = R.BytecodeDumps.attached()  # the runner's dumps, when it keeps the IR each side compiled
     library.dumps = dumps
     port = R.PortLauncher(library)
+    compiled_by: dict[tuple, list[str]] = {}  # a reference specialisation -> the bytecode files its launch wrote
     stream = torch.cuda.current_stream()
     tol = {k: tuple(v) for k, v in (gate.get("tolerances") or {}).items()}
     p = gate.get("perf") or {}
@@ -228,19 +229,26 @@ def main(argv=None) -> int:
             grid = parse_grid(cfg["grid"])
             sides = {"ref": lambda xs: real(stream, grid, kernel, tuple(xs)),
                      "port": lambda xs: port(stream, grid, kernel, tuple(xs))}
-            ok, why = check(cfg, kernel, args, sides, torch, tol)
+            before, ref_files = (dumps.reference_files() if dumps else set()), []
+            ok, why = check(cfg, kernel, args, sides, torch, tol)  # the reference's first call of this configuration
+            if dumps:  # what it compiled, else what an earlier configuration of the same specialisation did
+                spec_key = R.specialisation(kernel, args)
+                compiled = sorted(dumps.reference_files() - before)
+                if compiled:
+                    compiled_by[spec_key] = compiled
+                ref_files = compiled_by.get(spec_key, [])
             row["check"] = why
             lap("check")
             if not ok:
                 row["failed"] = True
                 row["flags"].append(f"replay outputs differ: {why}")
             else:
-                def evidence(ref_kernels, args=args, sides=sides):
+                def evidence(ref_kernels, args=args, sides=sides, ref_files=ref_files):
                     port.clear()  # the port's launches of one call: which bytecode each compiled
                     sides["port"](args)
                     torch.cuda.synchronize()
                     return R.bytecode_evidence(dumps, library, ref_kernels, port.calls,
-                                               data.setdefault("bytecode", {}))
+                                               data.setdefault("bytecode", {}), ref_files)
 
                 timed = time_config(R, torch, flusher, sides, args, warmup, reps, evidence)
                 lap("timed")

@@ -68,6 +68,8 @@ def find_instance(analysis: Analysis, key: ReferenceKey) -> tuple[RefVariant, In
     same = [v for v in variants if _same_constants(v.constants, key.constants)]
     if key.closure:  # a factory's instances differ only in closure values, which the variant's name records
         same = [v for v in same if all(name_values(v.name).get(k) == const_text(x) for k, x in key.closure.items())]
+    if key.hints:  # a kernel re-wrapped per launch: the instance compiled with the same hints, where stage A named one
+        same = [v for v in same if all(name_values(v.name).get(k) == str(x) for k, x in key.hints.items())] or same
     variant = same[0] if same else None
     if variant is None:
         have = "; ".join(v.name or "(no constants)" for v in variants)

@@ -105,6 +105,10 @@ class ReferenceKey(_Strict):
     # a factory kernel's closure values (`make_kernel(tile)` returning a new `k` per call): what tells its
     # instances apart when kernel, constants and dtype are the same; stage A names them in the variant's name
     closure: dict[Ident, int | float | bool | str] = Field(default_factory=dict)
+    # compiler hints the reference kernel object was launched with when the op re-wraps it per launch
+    # (`ct.kernel(fn._pyfunc, num_ctas=2)`, `kernel.replace_hints(occupancy=4)`): cuTile Python's option names
+    # (num_ctas, occupancy); the launcher serves a launch with the entry drafted for its kernel object's hints
+    hints: dict[Ident, int] = Field(default_factory=dict)
 
     def label(self) -> str:
         consts = ",".join(f"{k}={const_text(v)}" for k, v in {**self.constants, **self.closure}.items())
