@@ -234,11 +234,23 @@ def configurations(module: Any, launches: list, describe_arg) -> list[dict[str, 
             continue  # the reference refuses it too (none_refused): nothing to judge or time
         args = [_arg_text(d) for d in described]
         grid = repr(tuple(ln.grid)) if isinstance(ln.grid, (tuple, list)) else repr(ln.grid)
-        key = (name, grid, tuple(args))
+        hints = launch_hints(ln.kernel)
+        key = (name, grid, tuple(args), tuple(sorted(hints.items())))
         if key in seen:
             continue
         seen.add(key)
         arrays = [a.split("[", 1)[0] for a in args if "[" in a]
         out.append({"kernel": name, "source": ln.source, "origin": ln.entry, "dtype": arrays[0] if arrays else "none",
-                    "grid": grid, "args": args})
+                    "grid": grid, "args": args, **({"hints": hints} if hints else {})})
     return out
+
+
+LAUNCH_HINTS = ("num_ctas", "occupancy")  # what an op sets per launch (`ct.kernel(fn._pyfunc, num_ctas=2)`)
+
+
+def launch_hints(k: Any) -> dict[str, int]:
+    """The integer compiler hints the launched kernel object carries: what E must launch the module-level kernel
+    with again (`replace_hints`) to time what the op ran."""
+    opts = getattr(k, "_compiler_options", None)
+    return {key: v for key in LAUNCH_HINTS
+            if isinstance(v := getattr(opts, key, None), int) and not isinstance(v, bool)}

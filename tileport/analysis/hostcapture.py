@@ -41,10 +41,11 @@ def kernel_ref(module: ModuleType, kernel: Any) -> dict[str, Any]:
 
 def describe_launch(module: ModuleType, ln: Any) -> dict[str, Any]:
     from tileport.analysis.capture import describe_arg
+    from tileport.analysis.capture_plan import launch_hints
 
     return {"kernel": kernel_ref(module, ln.kernel), "grid": list(ln.grid) if isinstance(ln.grid, (tuple, list))
             else ln.grid, "args": [describe_arg(a) for a in ln.args], "where": ln.where, "entry": ln.entry,
-            "via": ln.via, "source": ln.source}
+            "via": ln.via, "source": ln.source, "hints": launch_hints(ln.kernel)}
 
 
 def run(req: dict[str, Any]) -> dict[str, Any]:
@@ -94,6 +95,11 @@ def replayed(module: ModuleType, reply: dict[str, Any]) -> tuple[list, list[str]
             notes.append(f"{d['where']}: a launch of {what} on the GPU host has no kernel object here "
                          "(made inside a function, or in a module this machine cannot import); not replayed")
             continue
+        if d.get("hints"):  # a kernel the op re-wrapped for this launch (`ct.kernel(fn._pyfunc, num_ctas=2)`)
+            from tileport.analysis.capture_plan import launch_hints
+
+            if launch_hints(kernel) != d["hints"]:
+                kernel = kernel.replace_hints(**d["hints"])
         grid = tuple(d["grid"]) if isinstance(d["grid"], list) else d["grid"]
         out.append(Launch(kernel, grid, tuple(Described(a) for a in d["args"]), d["where"], d["entry"], d["via"],
                           d.get("source", "guess")))

@@ -174,6 +174,7 @@ class CapturedConfig(BaseModel):
     dtype: str  # the op dtype: the first array argument's
     grid: str
     args: list[str]  # per kernel argument: dtype[shape] for arrays, the value for scalars and constants
+    hints: dict[str, int] = Field(default_factory=dict)  # num_ctas / occupancy of the launched kernel object
 
 
 class TestTolerance(BaseModel):

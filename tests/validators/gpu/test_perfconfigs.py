@@ -3,6 +3,8 @@ op's own code launched nothing, at most 32 covering every kernel x dtype x size 
 
 from __future__ import annotations
 
+import cuda.tile as ct
+
 from tileport.validators.gpu.perfconfigs import parse_arg, select, size_class
 
 
@@ -56,3 +58,32 @@ def test_arguments_read_back_as_capture_wrote_them():
 def _bytes(c):
     from tileport.validators.gpu.perfconfigs import nbytes
     return nbytes(c["args"])
+
+
+def test_one_launch_made_with_other_compiler_hints_is_its_own_configuration_and_says_which():
+    """The cutile-rs paper's persistent GEMM launches `ct.kernel(gemm_persistent._pyfunc, num_ctas=N)`: E found
+    the module-level kernel by name and timed it without N, so the reference it timed was not the one the op ran
+    (docs/gpu-runs.md, eighth session). The hints travel with the configuration (tp_replay re-wraps the kernel)."""
+    two = {**cfg(), "hints": {"num_ctas": 2, "occupancy": 1}}
+    four = {**cfg(), "hints": {"num_ctas": 4, "occupancy": 1}}
+    chosen, left = select([two, four, cfg()])
+    assert left == [] and len(chosen) == 3
+    by_hints = {tuple(sorted((c.get("hints") or {}).items())): c for c in chosen}
+    assert by_hints[(("num_ctas", 2), ("occupancy", 1))]["config"].startswith("k [num_ctas=2, occupancy=1] float16 ")
+    assert "hints" not in by_hints[()] and by_hints[()]["config"].startswith("k float16 ")
+
+
+def test_stage_a_records_the_hints_of_the_kernel_object_an_op_launched():
+    from types import SimpleNamespace
+
+    from tileport.analysis.capture_plan import configurations
+
+    def body(x, TILE: ct.Constant[int]):
+        ct.store(x, index=(ct.bid(0),), tile=ct.load(x, index=(ct.bid(0),), shape=(TILE,)))
+
+    base = ct.kernel(body)
+    module = SimpleNamespace(body_kernel=base)
+    launches = [SimpleNamespace(kernel=k, args=(64,), grid=(4, 1, 1), source="main", entry="op.py __main__")
+                for k in (base, ct.kernel(body, num_ctas=2, occupancy=1), base.replace_hints(num_ctas=4))]
+    got = configurations(module, launches, lambda a: {"kind": "int", "value": a})
+    assert [c.get("hints") for c in got] == [None, {"num_ctas": 2, "occupancy": 1}, {"num_ctas": 4}]

@@ -500,17 +500,18 @@ def specialisation(kernel, args) -> tuple:
 HINT_OPTIONS = ("num_ctas", "occupancy")  # cuda.tile CompilerOptions an op may set per launch
 
 
-def kernel_hints(kernel) -> dict:
-    """The compiler hints a kernel object carries (`ct.kernel(fn._pyfunc, num_ctas=2)`, `replace_hints`), as
-    the port's entries were drafted per value: `hint:NAME` -> value. Plain integers only (a ByTarget value is an
-    entry's own per-target attribute, the same for every launch)."""
+def launch_hints(kernel) -> dict:
+    """The compiler hints a kernel object carries (`ct.kernel(fn._pyfunc, num_ctas=2)`, `replace_hints`): NAME ->
+    value, plain integers only (a ByTarget value is an entry's own per-target attribute, the same for every launch).
+    Stage A's capture reads them the same way (analysis.capture_plan.launch_hints); this copy travels in the pack."""
     opts = getattr(kernel, "_compiler_options", None)
-    out = {}
-    for name in HINT_OPTIONS:
-        value = getattr(opts, name, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            out[f"hint:{name}"] = value
-    return out
+    return {name: v for name in HINT_OPTIONS
+            if isinstance(v := getattr(opts, name, None), int) and not isinstance(v, bool)}
+
+
+def kernel_hints(kernel) -> dict:
+    """`launch_hints` as the port's entries select on them (drafted per value): `hint:NAME` -> value."""
+    return {f"hint:{k}": v for k, v in launch_hints(kernel).items()}
 
 
 def _signature(kernel) -> tuple:

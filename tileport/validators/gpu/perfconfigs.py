@@ -62,6 +62,7 @@ class PerfConfig:
     dtype: str
     origins: list[str] = field(default_factory=list)
     source: str = "test"
+    hints: dict = field(default_factory=dict)  # num_ctas / occupancy the launched kernel object carried
 
     @property
     def bytes(self) -> int:
@@ -73,15 +74,16 @@ class PerfConfig:
 
     @property
     def key(self) -> tuple:
-        return (self.kernel, self.grid, tuple(self.args))
+        return (self.kernel, self.grid, tuple(self.args), tuple(sorted(self.hints.items())))
 
     def label(self) -> str:
-        return f"{self.kernel} {self.dtype} grid{self.grid} ({', '.join(self.args)})"
+        hinted = f" [{', '.join(f'{k}={v}' for k, v in sorted(self.hints.items()))}]" if self.hints else ""
+        return f"{self.kernel}{hinted} {self.dtype} grid{self.grid} ({', '.join(self.args)})"
 
     def as_dict(self, i: int) -> dict:
         return {"id": i, "kernel": self.kernel, "grid": self.grid, "args": self.args, "dtype": self.dtype,
                 "origins": self.origins[:8], "source": self.source, "bytes": self.bytes,
-                "size_class": self.size_class, "config": self.label()}
+                "size_class": self.size_class, "config": self.label(), **({"hints": self.hints} if self.hints else {})}
 
 
 def _get(c, k):
@@ -93,7 +95,7 @@ def select(configurations: list, kernels: set[str] | None = None, limit: int = L
     merged: dict[tuple, PerfConfig] = {}
     for c in configurations:
         pc = PerfConfig(_get(c, "kernel"), _get(c, "grid"), list(_get(c, "args")), _get(c, "dtype"),
-                        [_get(c, "origin")], _get(c, "source"))
+                        [_get(c, "origin")], _get(c, "source"), dict(_get(c, "hints") or {}))
         have = merged.get(pc.key)
         if have is None:
             merged[pc.key] = pc

@@ -164,9 +164,12 @@ class Shim:
         self.recorded.add(key)
         arrays = [t.split("[", 1)[0] for t in texts if "[" in t]
         with open(self.inputs / LAUNCHES_FILE, "a", encoding="utf-8") as f:
+            import runner as R  # packed beside this file
+
+            hints = R.launch_hints(kernel)
             f.write(json.dumps({"key": key, "kernel": name, "grid": g, "args": texts,
                                 "dtype": arrays[0] if arrays else "none", "origin": self.progress.current,
-                                "source": "test"}) + "\n")
+                                "source": "test", **({"hints": hints} if hints else {})}) + "\n")
         if (self.inputs / f"{key}.pt").exists():
             return
         kept = list(self.inputs.glob("r*.pt"))
