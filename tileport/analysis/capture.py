@@ -37,6 +37,18 @@ from typing import Any, Callable, Iterator
 
 from tileport.analysis.fakecuda import _patched  # one patcher for both captures
 
+
+LAUNCH_HINTS = ("num_ctas", "occupancy")  # what an op sets per launch (`ct.kernel(fn._pyfunc, num_ctas=2)`)
+
+
+def launch_hints(k: Any) -> dict[str, int]:
+    """The integer compiler hints a launched kernel object carries: what E must launch the module-level kernel with
+    again (`replace_hints`) to time what the op ran. Here, not in capture_plan: the GPU host's capture carries only
+    tileport.analysis and the modules it needs (analysis.remote)."""
+    opts = getattr(k, "_compiler_options", None)
+    return {key: v for key in LAUNCH_HINTS
+            if isinstance(v := getattr(opts, key, None), int) and not isinstance(v, bool)}
+
 SKIP_ENTRIES = {"reference", "make_inputs", "check_variants", "tileport_inputs", "main"}
 ONE_D_NAMES = {"weight", "bias", "w", "b", "gamma", "beta", "g"}
 INDEX_HINTS = ("idx", "index", "indices", "ids", "offsets", "positions")

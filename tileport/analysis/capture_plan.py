@@ -15,6 +15,7 @@ from typing import Any
 
 from tileport.analysis.plan import (InstancePlan, KernelMeta, Plan, VariantPlan, bounded_stem, fmt_value,
                                               slug_value)
+from tileport.analysis.capture import launch_hints
 from tileport.analysis.schema import KernelInfo, LaunchInfo, MemoryOp, ParamInfo
 from tileport.analysis.static import StaticInfo
 
@@ -244,13 +245,3 @@ def configurations(module: Any, launches: list, describe_arg) -> list[dict[str, 
                     "grid": grid, "args": args, **({"hints": hints} if hints else {})})
     return out
 
-
-LAUNCH_HINTS = ("num_ctas", "occupancy")  # what an op sets per launch (`ct.kernel(fn._pyfunc, num_ctas=2)`)
-
-
-def launch_hints(k: Any) -> dict[str, int]:
-    """The integer compiler hints the launched kernel object carries: what E must launch the module-level kernel
-    with again (`replace_hints`) to time what the op ran."""
-    opts = getattr(k, "_compiler_options", None)
-    return {key: v for key in LAUNCH_HINTS
-            if isinstance(v := getattr(opts, key, None), int) and not isinstance(v, bool)}

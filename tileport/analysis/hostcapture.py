@@ -40,8 +40,7 @@ def kernel_ref(module: ModuleType, kernel: Any) -> dict[str, Any]:
 
 
 def describe_launch(module: ModuleType, ln: Any) -> dict[str, Any]:
-    from tileport.analysis.capture import describe_arg
-    from tileport.analysis.capture_plan import launch_hints
+    from tileport.analysis.capture import describe_arg, launch_hints
 
     return {"kernel": kernel_ref(module, ln.kernel), "grid": list(ln.grid) if isinstance(ln.grid, (tuple, list))
             else ln.grid, "args": [describe_arg(a) for a in ln.args], "where": ln.where, "entry": ln.entry,
@@ -96,7 +95,7 @@ def replayed(module: ModuleType, reply: dict[str, Any]) -> tuple[list, list[str]
                          "(made inside a function, or in a module this machine cannot import); not replayed")
             continue
         if d.get("hints"):  # a kernel the op re-wrapped for this launch (`ct.kernel(fn._pyfunc, num_ctas=2)`)
-            from tileport.analysis.capture_plan import launch_hints
+            from tileport.analysis.capture import launch_hints
 
             if launch_hints(kernel) != d["hints"]:
                 kernel = kernel.replace_hints(**d["hints"])

@@ -503,7 +503,7 @@ HINT_OPTIONS = ("num_ctas", "occupancy")  # cuda.tile CompilerOptions an op may 
 def launch_hints(kernel) -> dict:
     """The compiler hints a kernel object carries (`ct.kernel(fn._pyfunc, num_ctas=2)`, `replace_hints`): NAME ->
     value, plain integers only (a ByTarget value is an entry's own per-target attribute, the same for every launch).
-    Stage A's capture reads them the same way (analysis.capture_plan.launch_hints); this copy travels in the pack."""
+    Stage A's capture reads them the same way (analysis.capture.launch_hints); this copy travels in the pack."""
     opts = getattr(kernel, "_compiler_options", None)
     return {name: v for name in HINT_OPTIONS
             if isinstance(v := getattr(opts, name, None), int) and not isinstance(v, bool)}
