@@ -4,15 +4,35 @@
 #
 #   here (CPU):  tileport run OP.py ...        # each op with tests stops at D BLOCKED(env), its gate packed at
 #                                              # <worktree>/.tileport-build/crate-gate (or `tileport gate pack ID`)
-#                mkdir -p S/packs; cp -r <each crate-gate> S/packs/<op>; for each: xz -d lib/libport.so.xz
-#                tar -C S -cf - packs | xz -6 -T2 > .gpu/gates/packs.tar.xz   # one archive: the libraries share
-#                                              # their cutile runtime, so xz over them all is ~4 MB a pack
+#                bash scripts/gpu-gate-tests.sh pack .gpu/gates/packs.tar.xz REPO...
+#                                              # every packed gate of those repositories' conversions (the newest
+#                                              # per op) in one archive: the libraries share their cutile runtime,
+#                                              # so xz over them all (256 MiB window) is about 0.6 MB a pack
 #   GPU host:    PER=240 bash scripts/gpu-gate-tests.sh .gpu/gates/packs.tar.xz [OP...]   # results in $OUT
 #                (JOBS=2 packs at a time; DEADLINE=S: no pack starts later than S seconds after the start)
 #   back here:   tileport gate ingest $OUT/<op>.json   (refused unless made for the conversion's head)
 #
 # Needs the tileiras bundle split as part1 (copied to /tmp/part1 by a first call) and .gpu/bundle/part2 with the
 # cuda_tile wheel (TOOLCHAIN.md). JOBS packs run at a time (a pool); each in its own `runner.py` with a time limit.
+if [ "${1:-}" = pack ]; then
+  out=${2:?usage: gpu-gate-tests.sh pack ARCHIVE REPO...}; shift 2
+  [ $# -gt 0 ] || { echo "usage: gpu-gate-tests.sh pack ARCHIVE REPO..." >&2; exit 2; }
+  S=$(mktemp -d); trap 'rm -rf "$S"' EXIT; mkdir -p "$S/packs"
+  for repo in "$@"; do
+    # conversions in id order (op-2 before op-10): the newest conversion of an op is the one packed
+    for w in $(ls -d "$repo"/.tileport/worktrees/*/ 2>/dev/null | sed 's:/$::' | sort -V); do
+      g=$w/.tileport-build/crate-gate
+      [ -f "$g/gate.json" ] && [ -f "$g/lib/libport.so.xz" ] || continue
+      n=$(basename "$w"); n=${n%-*}
+      rm -rf "$S/packs/$n"; cp -r "$g" "$S/packs/$n" && xz -d "$S/packs/$n/lib/libport.so.xz" || exit 1
+    done
+  done
+  [ -n "$(ls "$S/packs")" ] || { echo "no packed gate under $* (.tileport/worktrees/*/.tileport-build/crate-gate)" >&2; exit 1; }
+  mkdir -p "$(dirname "$out")"
+  tar -C "$S" -cf - packs | xz -9 --lzma2=dict=${XZ_DICT:-256MiB} -T1 > "$out" || exit 1
+  echo "$(ls "$S/packs" | wc -l) packs in $out ($(du -h "$out" | cut -f1)): $(ls "$S/packs" | tr '\n' ' ')"
+  exit 0
+fi
 T0=$(date +%s)
 ARCHIVE=${1:-.gpu/gates/packs.tar.xz}; shift || true
 OUT=${OUT:-/tmp/gate-results}; mkdir -p "$OUT"

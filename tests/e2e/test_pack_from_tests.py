@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import sys
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,17 @@ def test_run_packs_the_gate_of_an_op_judged_by_its_own_tests(tmp_path):
     # the stage record names the pack; `tileport status ID` shows it
     s = run_cli("status", "1", cwd=repo)
     assert "packed for a GPU host at" in s.stdout
+    # every packed gate of the repository in one archive for scripts/gpu-gate-tests.sh on the GPU host
+    archive = tmp_path / "gates" / "packs.tar.xz"
+    r = subprocess.run(["bash", str(REPO / "scripts" / "gpu-gate-tests.sh"), "pack", str(archive), str(repo)],
+                       capture_output=True, text=True, timeout=600, env={**os.environ, "XZ_DICT": "16MiB"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"1 packs in {archive} (") and r.stdout.rstrip().endswith(": scale_add")
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+        lib = tar.getmember("packs/scale_add/lib/libport.so")  # the runner script recompresses it there
+        assert lib.size > 1 << 20 and "packs/scale_add/gate.json" in names
+        assert json.load(tar.extractfile("packs/scale_add/gate.json")) == manifest
+    empty = subprocess.run(["bash", str(REPO / "scripts" / "gpu-gate-tests.sh"), "pack", str(archive), str(tmp_path)],
+                           capture_output=True, text=True, timeout=60)
+    assert empty.returncode == 1 and empty.stderr.count("\n") == 1 and "no packed gate under" in empty.stderr
