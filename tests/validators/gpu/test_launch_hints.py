@@ -92,8 +92,11 @@ def test_the_reference_bytecode_of_a_row_is_the_one_its_launch_compiled_not_the_
     (dumps.ref_dir / "gemm_persistent.op.ln43.aaaa.tileirbc").write_bytes(b"TileIR gemm_persistent num_ctas=4")
     before = dumps.reference_files()
     (dumps.ref_dir / "gemm_persistent.op.ln43.zzzz.tileirbc").write_bytes(b"TileIR gemm_persistent num_ctas=2")
-    compiled = sorted(dumps.reference_files() - before)
+    compiled = dumps.compiled_since(before, ("two",))
     assert compiled == ["gemm_persistent.op.ln43.zzzz.tileirbc"]
+    # a later launch of the same specialisation hits the JIT cache and writes nothing: it gets the same files
+    assert dumps.compiled_since(dumps.reference_files(), ("two",)) == compiled
+    assert dumps.compiled_since(dumps.reference_files(), ("never compiled here",)) == []
     lib = SimpleNamespace(compiled={})
     store: dict = {}
     seen = bytecode_evidence(dumps, lib, ["gemm_persistent"], [], store, compiled)

@@ -693,7 +693,8 @@ def _is_tensor(a) -> bool:
 
 
 class LaunchRecorder:
-    """Wraps the real `ct.launch` to count launches and remember kernel names and argument bytes."""
+    """Wraps the real `ct.launch` to count launches and remember kernel names, argument bytes and the launched
+    kernel object with its arguments (references only: every timed reference call goes through here)."""
 
     def __init__(self, real):
         self.real = real
@@ -709,7 +710,7 @@ class LaunchRecorder:
                 seen.add(a.data_ptr())
                 nbytes += a.numel() * a.element_size()
         self.launches.append({"kernel": getattr(func, "__name__", str(kernel)), "bytes": nbytes,
-                              "specialisation": specialisation(kernel, args)})
+                              "launched": (kernel, args)})
         return self.real(stream, grid, kernel, args)
 
 
@@ -765,6 +766,7 @@ class BytecodeDumps:
         self.port_dir.mkdir(parents=True, exist_ok=True)
         self.index = self.port_dir / "index"
         self.index.touch()
+        self._compiled: dict[tuple, list[str]] = {}  # reference specialisation -> the bytecode files it wrote
 
     @classmethod
     def attached(cls) -> "BytecodeDumps | None":
@@ -838,6 +840,15 @@ class BytecodeDumps:
         """The reference's bytecode files so far (what a launch adds is what it compiled)."""
         return {f.name for f in self.ref_dir.glob("*.tileirbc")}
 
+    def compiled_since(self, before: set[str], key: tuple) -> list[str]:
+        """The reference bytecode files of specialisation `key` (`specialisation`): those written since `before`
+        (the file list taken before its launch), else those an earlier launch of the same key wrote (a JIT cache
+        hit writes nothing); [] when no launch of it was seen compiling."""
+        new = sorted(self.reference_files() - before)
+        if new:
+            self._compiled[key] = new
+        return self._compiled.get(key, [])
+
 
 def bytecode_evidence(dumps: "BytecodeDumps | None", library, ref_kernels: list[str], port_calls: list[dict],
                       store: dict, ref_files: "list[str] | None" = None) -> dict:
@@ -858,7 +869,6 @@ def bytecode_evidence(dumps: "BytecodeDumps | None", library, ref_kernels: list[
     out = {"ref": [keep(dumps.reference(k, ref_files)) for k in ref_kernels], "port": []}
     if not ref_files:
         out["ref_by"] = "kernel name (no launch of this configuration was seen compiling)"
-
     compiled = getattr(library, "compiled", {})
     for c in port_calls:
         gens = ",".join(c["generics"])
@@ -1246,7 +1256,6 @@ class HostRun:
         self.gate = json.loads((pack_dir / "gate.json").read_text())
         self.out = out
         self.dumps: BytecodeDumps | None = None  # main() turns them on before cuda.tile is imported
-        self.ref_compiled: dict[tuple, list[str]] = {}  # reference specialisations -> the bytecode files they wrote
         self.results: dict = {"gate": {k: self.gate.get(k) for k in ("conversion_id", "commit", "op", "created_at")},
                               "env_missing": None, "cases": [], "perf": {"rows": []}, "started_at": time.time()}
 
@@ -1395,12 +1404,9 @@ class HostRun:
         _, ref_launches = self._call("ref", sets[0], variant)
         _, port_calls = self._call("port", sets[0], variant)
         lap("first_calls")
-        # the reference bytecode this configuration's launches compiled, or an earlier one of the same
-        # specialisations did (a JIT cache hit writes nothing)
-        spec_key = tuple(l["specialisation"] for l in ref_launches)
-        compiled = sorted(self.dumps.reference_files() - before) if self.dumps is not None else []
-        if compiled:
-            self.ref_compiled[spec_key] = compiled
+        # the reference bytecode this configuration's launches compiled (or an earlier one of the same did)
+        ref_files = (self.dumps.compiled_since(before, tuple(specialisation(*l["launched"]) for l in ref_launches))
+                     if self.dumps is not None else None)
         launched = {"ref": [l["kernel"] for l in ref_launches], "port": [c["entry"] for c in port_calls]}
         expect: dict[str, list[str]] = {}
         call_ms = 0.0  # the slower side's device time per call, from the traces below
@@ -1419,7 +1425,7 @@ class HostRun:
         lap("learn_profiles")
         # the bytecode each side's JIT compiled for this configuration (issue 34: the IR the reference really runs)
         row["bytecode"] = bytecode_evidence(self.dumps, self.library, expect["ref"], port_calls,
-                                            self.results.setdefault("bytecode", {}), self.ref_compiled.get(spec_key))
+                                            self.results.setdefault("bytecode", {}), ref_files)
         lap("bytecode")
         if row.get("failed"):
             return row

@@ -191,7 +191,6 @@ def main(argv=None) -> int:
     dumps = R.BytecodeDumps.attached()  # the runner's dumps, when it keeps the IR each side compiled
     library.dumps = dumps
     port = R.PortLauncher(library)
-    compiled_by: dict[tuple, list[str]] = {}  # a reference specialisation -> the bytecode files its launch wrote
     stream = torch.cuda.current_stream()
     tol = {k: tuple(v) for k, v in (gate.get("tolerances") or {}).items()}
     p = gate.get("perf") or {}
@@ -233,14 +232,10 @@ def main(argv=None) -> int:
             grid = parse_grid(cfg["grid"])
             sides = {"ref": lambda xs: real(stream, grid, kernel, tuple(xs)),
                      "port": lambda xs: port(stream, grid, kernel, tuple(xs))}
-            before, ref_files = (dumps.reference_files() if dumps else set()), []
+            before = dumps.reference_files() if dumps else set()
             ok, why = check(cfg, kernel, args, sides, torch, tol)  # the reference's first call of this configuration
-            if dumps:  # what it compiled, else what an earlier configuration of the same specialisation did
-                spec_key = R.specialisation(kernel, args)
-                compiled = sorted(dumps.reference_files() - before)
-                if compiled:
-                    compiled_by[spec_key] = compiled
-                ref_files = compiled_by.get(spec_key, [])
+            # the reference bytecode that call compiled (or an earlier one of the same specialisation did)
+            ref_files = dumps.compiled_since(before, R.specialisation(kernel, args)) if dumps else []
             row["check"] = why
             lap("check")
             if not ok:

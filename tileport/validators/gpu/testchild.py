@@ -163,10 +163,10 @@ class Shim:
             return
         self.recorded.add(key)
         arrays = [t.split("[", 1)[0] for t in texts if "[" in t]
-        with open(self.inputs / LAUNCHES_FILE, "a", encoding="utf-8") as f:
-            import runner as R  # packed beside this file
+        import runner as R  # packed beside this file
 
-            hints = R.launch_hints(kernel)
+        hints = R.launch_hints(kernel)
+        with open(self.inputs / LAUNCHES_FILE, "a", encoding="utf-8") as f:
             f.write(json.dumps({"key": key, "kernel": name, "grid": g, "args": texts,
                                 "dtype": arrays[0] if arrays else "none", "origin": self.progress.current,
                                 "source": "test", **({"hints": hints} if hints else {})}) + "\n")
