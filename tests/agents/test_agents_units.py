@@ -11,6 +11,7 @@ from tileport.agents.loop import load_prompt
 from tileport.errors import UserError
 from tileport.records import CommandRecord
 from tileport.worktrees import git as wgit
+from tileport.worktrees.git import check_branchable
 from tileport.worktrees.conversion import (WorktreeEscape, check_commands_inside, commit_stage,
                                            create_conversion_worktree, stage_commits)
 
@@ -69,9 +70,24 @@ def test_the_parent_snapshot_sees_git_run_in_the_parent_checkout(repo):
     assert wgit.snapshot(r) == before
     (repo / "op.py").write_text("x = 2\n")
     r.git.commit("-am", "moved", author="t <t@t>")
-    assert wgit.snapshot(r)[0] != before[0]
+    assert wgit.snapshot(r).head != before.head
     r.git.checkout("-q", "-b", "elsewhere")
-    assert wgit.snapshot(r)[1] != before[1]
+    assert wgit.snapshot(r).branch != before.branch
+
+
+def test_the_parent_snapshot_sees_a_tracked_file_written_in_the_parent_checkout(repo):
+    """An op's script run in the user's checkout once overwrote a results file the user keeps in git, and the
+    snapshot (HEAD and branch only) let it through."""
+    (repo / "results").mkdir()
+    (repo / "results" / "b200.csv").write_text("the user's numbers\n")
+    r = git.Repo(repo)
+    r.git.add("-A")
+    r.git.commit("-m", "results", author="t <t@t>")
+    before = wgit.snapshot(r)
+    (repo / "results" / "b200.csv").write_text("numbers from a CPU run\n")
+    assert before.moved(wgit.snapshot(r)) == "tracked files changed: results/b200.csv"
+    with pytest.raises(UserError, match=r"uncommitted changes \(results/b200.csv\)"):
+        check_branchable(repo)
 
 
 def test_an_existing_branch_is_refused(repo):

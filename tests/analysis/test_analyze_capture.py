@@ -188,6 +188,55 @@ def test_launches_passing_none_are_named_and_the_op_main_check_runs(torch_python
 
 
 @pytest.mark.slow
+def test_the_op_s_own_code_cannot_overwrite_what_the_user_keeps_in_the_checkout(torch_python, tmp_path):
+    # real benchmark scripts (the cutile-rs paper's among them) write their results beside themselves, into files
+    # the repository tracks; stage A runs that __main__ block, and once overwrote a user's committed results with
+    # the numbers of a fake-tensor run
+    from tileport.exec import sandbox
+
+    if not sandbox.status().ok:
+        pytest.skip(f"no usable bwrap here: {sandbox.status().detail}")
+    repo = tmp_path / "lib"
+    (repo / "results").mkdir(parents=True)
+    kept = repo / "results" / "scale_results.csv"
+    kept.write_text("n,median_s\n10000,0.0000031\n")
+    op = repo / "scale_bench.py"
+    op.write_text(textwrap.dedent('''
+        from pathlib import Path
+        import torch
+        import cuda.tile as ct
+
+        TILE = 256
+
+        @ct.kernel
+        def scale(a, c, F: ct.Constant[float]):
+            i = ct.bid(0)
+            ct.store(c, index=(i,), tile=ct.load(a, index=(i,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO) * F)
+
+        if __name__ == "__main__":
+            rows = []
+            for n in (1000, 10000):
+                a = torch.randn(n, device="cuda", dtype=torch.float32)
+                c = torch.empty_like(a)
+                ct.launch(torch.cuda.current_stream(), (ct.cdiv(n, TILE), 1, 1), scale, (a, c, 2.0))
+                rows.append(f"{n},0.0")
+            (Path(__file__).parent / "results" / "scale_results.csv").write_text("n,median_s\\n" + "\\n".join(rows))
+    '''))
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@e.invalid", "commit", "-q",
+                                                  "-m", "bench"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    a = analyse(op, repo / "out" / "scale_bench", torch_python)  # its output directory inside the checkout
+    assert kept.read_text() == "n,median_s\n10000,0.0000031\n"
+    assert subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo, capture_output=True,
+                          text=True).stdout == ""
+    # the launches made before the refused write are still what the op runs with, and the refusal says why
+    assert [c.grid for c in a.capture.configurations] == ["(4, 1, 1)", "(40, 1, 1)"]
+    (err,) = a.capture.errors
+    assert "Read-only file system" in err and "scale_results.csv" in err and "keeps the op's checkout read-only" in err
+    assert (repo / "out" / "scale_bench" / "analysis.json").is_file()
+
+
+@pytest.mark.slow
 def test_a_script_doing_its_work_at_import_is_analysed_from_the_launches_it_makes(torch_python, tmp_path):
     # a smoke/probe script in the shape of real ones: it asks the GPU its name, launches at module level, then
     # compares on the host (a fake tensor's values cannot be compared): the launches before that are what it runs

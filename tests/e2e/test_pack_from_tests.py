@@ -31,12 +31,25 @@ def test_run_packs_the_gate_of_an_op_judged_by_its_own_tests(tmp_path):
     shutil.copytree(REPO / "corpora" / "tilekit" / "tune", repo)
     (repo / "tileport.toml").write_text(f'[analysis]\npython = "{py}"\n')
     (repo / ".gitignore").write_text(".tileport/\n")
+    # like many suites (and the benchmark scripts beside real ops), the op's tests write a results file beside
+    # themselves, here one the user keeps in git: stage A runs those tests, and must not touch the user's copy
+    kept = repo / "tests" / "results" / "timings.txt"
+    kept.parent.mkdir()
+    kept.write_text("the user's own timings\n")
+    with (repo / "tests" / "conftest.py").open("a") as f:
+        f.write("\n\n@pytest.fixture(scope='session', autouse=True)\ndef _timings():\n    yield\n"
+                "    import pathlib\n    out = pathlib.Path(__file__).parent / 'results' / 'timings.txt'\n"
+                "    out.write_text('overwritten by a test run\\n')\n")
     for args in (["init", "-q", "-b", "main"], ["add", "-A"],
                  ["-c", "user.name=t", "-c", "user.email=t@e.invalid", "commit", "-q", "-m", "lib"]):
         subprocess.run(["git", *args], cwd=repo, check=True)
     r = run_cli("run", "tilekit/ops/scale_add.py", "--model", "none", cwd=repo, timeout=1500,
                 env={"CUDA_VISIBLE_DEVICES": ""})
     assert r.returncode == 3, r.stdout + r.stderr
+    # the tests ran in the conversion's worktree: the user's checkout is as it was, and the worktree was put back
+    assert kept.read_text() == "the user's own timings\n"
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout == ""
+    assert "A ran the op's own code, which changed tests/results/timings.txt in the worktree; put back" in r.stdout
     line = next(ln for ln in r.stdout.splitlines() if "D attempt 1" in ln)
     assert "BLOCKED (env)" in line and "no GPU on this machine" in line and "packed for a GPU host at" in line
     gate = Path(re.search(r"packed for a GPU host at (\S+)", r.stdout).group(1))

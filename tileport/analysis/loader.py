@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ import tileport
 from tileport import limits
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec.proc import CommandResult, die_with_parent, kill_group, run_command
+from tileport.exec.sandbox import read_only
 
 CHILD_MODULE = "tileport.analysis.child"
 SERVER_START_TIMEOUT_S = 120.0
@@ -46,6 +48,29 @@ def with_limits(request: dict[str, Any]) -> dict[str, Any]:
     """The request as the child gets it: the import time limit travels with it (the child enforces it)."""
     return {**request, "import_timeout": limits.IMPORT_TIMEOUT.value,
             "import_limit": limits.IMPORT_TIMEOUT.describe()}
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What the op's own code may not write while a child runs it: the user's checkout it lies in (read-only), but
+    for tileport's output directory beneath it (`exec.sandbox.read_only`). The default confines nothing."""
+
+    readonly: tuple[Path, ...] = ()
+    writable: tuple[Path, ...] = ()
+
+    def argv(self, argv: list[str]) -> list[str]:
+        return read_only(argv, self.readonly, self.writable)
+
+
+def checkout_root(path: str | os.PathLike) -> Path | None:
+    """The git checkout (repository or worktree) holding `path`, or None; never one holding tileport's own caches
+    or this interpreter (a checkout at $HOME)."""
+    start = Path(os.path.realpath(path))
+    for d in [start, *start.parents] if start.is_dir() else start.parents:
+        if (d / ".git").exists():
+            home = Path(os.path.realpath(Path.home()))
+            return None if d == Path(d.anchor) or d == home or d in home.parents else d
+    return None
 
 
 def child_env() -> dict[str, str]:
@@ -83,11 +108,11 @@ def interpret(reply: Any, res: CommandResult, request: dict[str, Any], timeout: 
     return reply
 
 
-def run_child(request: dict[str, Any], *, cwd: Path, python: str | None = None,
-              timeout: float | None = None) -> tuple[dict[str, Any], CommandResult]:
+def run_child(request: dict[str, Any], *, cwd: Path, python: str | None = None, timeout: float | None = None,
+              confined: Confinement = Confinement()) -> tuple[dict[str, Any], CommandResult]:
     """One fresh child for one op: send the request, return (reply, command)."""
     timeout = timeout or child_timeout()
-    argv = [python or sys.executable, "-m", CHILD_MODULE]
+    argv = confined.argv([python or sys.executable, "-m", CHILD_MODULE])
     res = run_command(argv, cwd=cwd, env=child_env(), timeout=timeout,
                       input=json.dumps(with_limits(request)).encode())
     try:
@@ -101,17 +126,18 @@ class WarmChild:
     """A warm export server; `run` has the same contract as `run_child` and may be called from several threads at
     once: each call's job runs in its own forked process, side by side with the others."""
 
-    def __init__(self, python: str | None = None):
+    def __init__(self, python: str | None = None, confined: Confinement = Confinement()):
         self.python = python or sys.executable
+        self.confined = confined
         self._send = threading.Lock()
         self._replies: dict[int, dict] = {}
         self._done = threading.Condition()
         self._ids = itertools.count(1)
         self._cpu = threading.local()
         self._ended = False  # the server's reply stream ended: no reply comes any more
-        self._proc = subprocess.Popen([self.python, "-m", CHILD_MODULE, "--serve"], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env(),
-                                      start_new_session=True, text=True, bufsize=1,
+        argv = confined.argv([self.python, "-m", CHILD_MODULE, "--serve"])
+        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      env=child_env(), start_new_session=True, text=True, bufsize=1,
                                       preexec_fn=lambda parent=os.getpid(): die_with_parent(parent))
         if self._readline(SERVER_START_TIMEOUT_S) is None:
             self.close()
@@ -219,24 +245,29 @@ class WarmChild:
         self.close()
 
 
-_shared: WarmChild | None = None
+_shared: dict[tuple[str, Confinement], WarmChild] = {}
 _shared_lock = threading.Lock()
+SHARED_SERVERS = 3  # each holds cuda-tile and torch imported; the one unused longest goes first
 
 
-def shared_warm_child(python: str | None = None) -> WarmChild | None:
-    """The process-wide warm server (started on first use, once however many threads ask), or None where fork is
-    unavailable."""
-    global _shared
+def shared_warm_child(python: str | None = None, confined: Confinement = Confinement()) -> WarmChild | None:
+    """The process-wide warm server for this interpreter and confinement (started on first use, once however many
+    threads ask), or None where fork is unavailable."""
     if not hasattr(os, "fork"):
         return None
+    key = (python or sys.executable, confined)
     with _shared_lock:
-        if _shared is None or not _shared.alive or _shared.python != (python or sys.executable):
-            if _shared is not None:
-                _shared.close()
+        server = _shared.pop(key, None)
+        if server is not None and not server.alive:
+            server.close()
+            server = None
+        if server is None:
             try:
-                _shared = WarmChild(python)
+                server = WarmChild(python, confined)
             except OSError:
-                _shared = None
                 return None
-            atexit.register(_shared.close)
-        return _shared
+            atexit.register(server.close)
+        _shared[key] = server  # the newest last
+        while len(_shared) > SHARED_SERVERS:
+            _shared.pop(next(iter(_shared))).close()
+        return server

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import resource
 import shutil
 import sys
@@ -27,7 +28,7 @@ from pydantic import ValidationError
 from tileport.analysis import testfind
 from tileport.analysis.backend import BackendJob, run_backend, summarize_ir
 from tileport.analysis.declaration import read_declaration
-from tileport.analysis.loader import run_child, shared_warm_child
+from tileport.analysis.loader import Confinement, checkout_root, run_child, shared_warm_child
 from tileport.analysis.outdir import check_output_dir, staged_dir
 from tileport.analysis.plan import Plan
 from tileport.analysis.schema import (Analysis, CaptureInfo, Instance, SourceInfo, TargetBuild, Timings,
@@ -126,6 +127,19 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def confinement(op: Path, final: Path, stage: Path) -> tuple[Confinement, bool]:
+    """The op's checkout read-only for its own code, tileport's output under it writable; and whether a warm server
+    (its mounts made once, for every op it forks) can serve it: not when only this op's staging directory could be
+    left writable (an output directory right at the top of the checkout)."""
+    root = checkout_root(op)
+    if root is None:
+        return Confinement(), True
+    out_root = Path(os.path.realpath(final.parent))
+    if out_root == root or out_root in root.parents:
+        return Confinement((root,), (Path(os.path.realpath(stage)),)), False
+    return Confinement((root,), (out_root,) if root in out_root.parents else ()), True
+
+
 def _artifact(kind: str, root: Path, rel: Path) -> ArtifactRecord:
     p = root / rel
     return ArtifactRecord(kind=kind, path=rel.as_posix(), sha256=sha256_file(p), bytes=p.stat().st_size)
@@ -134,7 +148,8 @@ def _artifact(kind: str, root: Path, rel: Path) -> ArtifactRecord:
 def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: str | Path | None = None,
                kernel: str | None = None, config: Config | None = None, toolchain: Toolchain | None = None,
                run_tileiras: bool = True, workers: int | None = None, python: str | None = None,
-               warm: bool = False, tests: list[str] | None = None, discover_tests: bool | None = None) -> Analysis:
+               warm: bool = False, tests: list[str] | None = None, discover_tests: bool | None = None,
+               confine: bool = True) -> Analysis:
     """Analyse one op module; returns the Analysis also written to `<out_dir>/analysis.json`.
 
     Raises UserError (one line, what to do) for bad input and EnvironmentBlocked for missing tools;
@@ -142,6 +157,9 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
     `warm=True` forks the child from a shared warm server (for analysing many ops in one process).
     `tests`: the op's pytest files/directories or scripts to capture launches from (besides `[analysis] tests` and,
     unless `discover_tests` is False, the tests/**/test_<op>.py found in its project).
+    `confine`: the op's own code (its tests, its main block) runs with the git checkout it lies in read-only, so
+    nothing it writes beside itself lands in the user's files (`confinement`); a conversion's stage A passes False:
+    it analyses the worktree's copy, and puts back what the op changed there.
     """
     t0 = time.perf_counter()
     config = config or Config()
@@ -172,14 +190,15 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
                    "tests": [str(p) for p in test_paths], "tests_timeout_s": config.analysis.tests_timeout_s,
                    "tests_budget_s": config.analysis.tests_budget_s}
         t_child = time.perf_counter()
-        server = shared_warm_child(python) if warm else None
+        confined, shareable = confinement(path, final, stage) if confine else (Confinement(), True)
+        server = shared_warm_child(python, confined) if warm and shareable else None
         cpu0 = _children_cpu()
         reply, child = (server.run(request, cwd=stage) if server is not None
-                        else run_child(request, cwd=stage, python=python))
+                        else run_child(request, cwd=stage, python=python, confined=confined))
         host_cmds = []
         if config.gpu.command_prefix and _capture_missed(reply):
             reply, child, host_cmds = _capture_on_gpu_host(config, path, tree, test_paths, static, decl, request,
-                                                           reply, child, stage, python, notes)
+                                                           reply, child, stage, python, notes, confined)
         child_cpu = server.last_cpu_s if server is not None else _children_cpu() - cpu0
         t_child = time.perf_counter() - t_child
         plan = Plan.model_validate(reply["plan"])
@@ -246,6 +265,10 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
                      signature=exports[inst.stem]["signature"], builds=builds[(vi, ii)])
             for ii, inst in enumerate(v.instances)]) for vi, v in enumerate(plan.variants)]
         capture = CaptureInfo.model_validate(reply["capture"]) if reply.get("capture") else None
+        if capture is not None and confined.readonly:
+            capture.errors = [f"{e} (tileport keeps the op's checkout read-only while the op's own code runs; "
+                              "`tileport run` runs it in the conversion's worktree)" if "Errno 30]" in e else e
+                              for e in capture.errors]
         own = [c.dtype for c in (capture.configurations if capture else []) if c.source != "guess" and c.dtype != "none"]
         if own and not decl.present:  # the dtypes the op's own tests and scripts run it with
             decl = decl.model_copy(update={"dtypes": list(dict.fromkeys(own))})
@@ -289,7 +312,8 @@ def _capture_missed(reply: dict) -> bool:
 
 
 def _capture_on_gpu_host(config: Config, path: Path, tree: ast.Module, test_paths: list[Path], static, decl,
-                         request: dict, reply: dict, child, stage: Path, python: str | None, notes: list[str]):
+                         request: dict, reply: dict, child, stage: Path, python: str | None, notes: list[str],
+                         confined: Confinement):
     """Capture again on the GPU host behind `[gpu] command_prefix` (analysis.remote), and when it recorded launches,
     run the child again with them (analysis.hostcapture.replayed); returns (reply, child, the commands run there)."""
     from tileport.analysis import remote
@@ -312,7 +336,7 @@ def _capture_on_gpu_host(config: Config, path: Path, tree: ast.Module, test_path
         return reply, child, cmds
     for p in stage.iterdir():  # the first child's exports: the second child writes the variants afresh
         shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
-    reply, child = run_child({**request, "host_capture": host}, cwd=stage, python=python)
+    reply, child = run_child({**request, "host_capture": host}, cwd=stage, python=python, confined=confined)
     notes.append(f"launch capture on the GPU host ({prefix}): {len(host['launches'])} launch(es) of "
                  f"{', '.join(host.get('sources') or ['its entry points'])} ({host.get('mode')}), replayed here")
     return reply, child, cmds

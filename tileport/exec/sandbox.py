@@ -225,6 +225,22 @@ def run_sandboxed(argv: Sequence[str | os.PathLike], profile: Profile, *, cwd: s
     return result
 
 
+def read_only(argv: Sequence[str | os.PathLike], readonly: Sequence[Path], writable: Sequence[Path] = ()) -> list[str]:
+    """`argv` with `readonly` mounted read-only for it (and `writable`, inside them, left writable): how the op's own
+    code (its tests, its `__main__` block) runs against a user's checkout, so that a results file or a cache it
+    writes beside itself cannot overwrite what the user keeps there; the write fails instead. Nothing else is
+    confined. With no usable bwrap, `argv` as it is."""
+    st = status()
+    if not st.ok or st.path is None or not readonly:
+        return [str(a) for a in argv]
+    args = [st.path, "--die-with-parent", "--dev-bind", "/", "/"]
+    for p in readonly:
+        args += ["--ro-bind", str(p), str(p)]
+    for p in writable:
+        args += ["--bind", str(p), str(p)]
+    return [*args, "--", *(str(a) for a in argv)]
+
+
 def tool_argv(argv: Sequence[str]) -> list[str]:
     """The tool's own argv inside a `run_sandboxed` wrapper (the pids-cgroup `sh -c`, prlimit, bwrap), for display;
     any other argv is returned as it is."""
@@ -250,5 +266,5 @@ def toolchain_readable(*paths: str | os.PathLike | None) -> tuple[Path, ...]:
     return tuple(out)
 
 
-__all__ = ["BUILD_LIMITS", "RUN_LIMITS", "Limits", "Profile", "SandboxStatus", "run_sandboxed", "status",
+__all__ = ["BUILD_LIMITS", "RUN_LIMITS", "Limits", "Profile", "SandboxStatus", "read_only", "run_sandboxed", "status",
            "toolchain_readable", "wrap"]

@@ -101,6 +101,14 @@ class StageContext:
     def reference_dir(self) -> Path:
         return self.paths.reference
 
+    @property
+    def source(self) -> Path:
+        """The op as the conversion's worktree holds it (the base commit's copy): what every stage reads and runs, so
+        that whatever the op's own code writes beside itself (a results file, a cache) lands in the worktree and never
+        in the user's checkout. The op's own path when the worktree has no copy of it (an op outside the repository
+        or never committed)."""
+        return self.worktree.copy_of(self.op_path) or self.op_path
+
     def last(self, stage: str) -> StageRunRow | None:
         for run in reversed(self.history):
             if run.stage == stage:

@@ -39,9 +39,8 @@ from tileport.records.rounds import HUMAN_EDIT
 from tileport.store import Store, queries, record_run
 from tileport.worktrees import git as wgit
 from tileport.worktrees.conversion import (ConversionWorktree, WorktreeEscape, branch_name, check_commands_inside,
-                                           check_repo,
-                                           commit_stage, create_conversion_worktree, discard_uncommitted,
-                                           open_conversion_worktree, stage_commits, ungated_edit)
+                                           check_repo, commit_stage, create_conversion_worktree, discard_uncommitted,
+                                           open_conversion_worktree, restore_outside, stage_commits, ungated_edit)
 
 STOP_STATUS = {router.DONE: "done", router.BLOCKED: "blocked", router.FAILED: "failed"}
 # The named points of one attempt a `checkpoint` is called at (a test kills the process there).
@@ -363,9 +362,10 @@ class ConversionRunner:
         result = (result.with_details(repair=True) if ctx.repair else result).model_copy(
             update={"attempt": ctx.attempt, "cap": ctx.cap})
         check_commands_inside(wt, result.commands)
-        if wgit.snapshot(parent) != before:
-            raise WorktreeEscape(f"stage {stage} changed the parent checkout {wt.repo_root} (HEAD, branch or "
-                                 "tracked files); only the conversion worktree may change")
+        moved = before.moved(wgit.snapshot(parent))
+        if moved:
+            raise WorktreeEscape(f"the parent checkout {wt.repo_root} changed while stage {stage} ran ({moved}); "
+                                 "only the conversion worktree may change")
         action = router.next_action(state, Outcome.of(result))
         seq = len(ctx.history) + 1
         record = {"seq": seq, "result": result.model_dump(mode="json"), "routed_to": action.target,
@@ -379,6 +379,10 @@ class ConversionRunner:
                            summary=f"{result.summary}\n\nnext: {action.target} ({action.reason})",
                            paths=paths.committed, commands=git_commands)
         result = result.model_copy(update={"commands": [*result.commands, *git_commands]})  # recorded commands
+        restored = restore_outside(wt, paths.committed)
+        if restored:
+            self.say(f"#{cid} {paths.op}: {stage} ran the op's own code, which changed {', '.join(restored[:3])}"
+                     f"{' and more' if len(restored) > 3 else ''} in the worktree; put back as committed")
         t4 = time.perf_counter()
         self._at("committed", stage, ctx.attempt)
         record_run(store, cid, result, commit=sha, routed_to=action.target, route_reason=action.reason,

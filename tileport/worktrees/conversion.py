@@ -11,6 +11,7 @@ when the worktree is made; every later check runs against it.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,8 @@ from pathlib import Path
 from tileport.errors import UserError
 from tileport.records import CommandRecord
 from tileport.worktrees import _gitcli as g
-from tileport.worktrees.git import BaseRef, branch_exists, check_branchable, head_branch, identity_env, open_repo
+from tileport.worktrees.git import (BaseRef, branch_exists, changed_tracked, check_branchable, head_branch, identity_env,
+                                    open_repo)
 
 BRANCH_PREFIX = "tileport/"
 STATE_DIR = ".tileport"
@@ -42,6 +44,16 @@ class ConversionWorktree:
 
     def head(self) -> str:
         return g.out(self.path, "rev-parse", "HEAD")
+
+    def copy_of(self, path: str | os.PathLike) -> Path | None:
+        """The worktree's copy of a file of the parent checkout; None when it lies outside it or the worktree has
+        none (a file never committed)."""
+        try:
+            rel = Path(os.path.realpath(path)).relative_to(os.path.realpath(self.repo_root))
+        except ValueError:
+            return None
+        copy = self.path / rel
+        return copy if copy.is_file() else None
 
 
 def branch_name(op: str, conversion_id: int) -> str:
@@ -160,6 +172,18 @@ def discard_uncommitted(wt: ConversionWorktree, paths: list[str]) -> None:
     existing = [p for p in paths if (wt.path / p).exists()]
     if existing:
         g.git(wt.path, "clean", "-fdq", "--", *existing)
+
+
+def restore_outside(wt: ConversionWorktree, paths: list[str]) -> list[str]:
+    """Put back, as HEAD has them, the tracked files outside `paths` that an attempt changed (the op's own code
+    writing beside itself: a results file, a cache); returns their names. The conversion's commits hold only its
+    own paths, so nothing else may stay changed in its worktree (a rebase at merge would refuse)."""
+    prefixes = [p.rstrip("/") + "/" for p in paths]
+    changed = [n for n in changed_tracked(wt.path)
+               if n not in paths and not any(n.startswith(p) for p in prefixes)]
+    if changed:
+        g.git(wt.path, "checkout", "-q", "HEAD", "--", *(f":(literal){n}" for n in changed))
+    return changed
 
 
 def check_commands_inside(wt: ConversionWorktree, commands: list[CommandRecord]) -> None:

@@ -56,10 +56,9 @@ def check_branchable(repo: str | os.PathLike) -> BaseRef:
     branch = g.git(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)
     if not branch.ok:
         raise UserError(f"{root}: HEAD is detached at {head[:10]}; check out a branch first (git switch BRANCH)")
-    changed = [line[3:] for line in g.out(root, "status", "--porcelain", "--untracked-files=no").splitlines()
-               if line.strip()]
+    changed = changed_tracked(root)
     if changed:
-        some = ", ".join(sorted(set(changed))[:3])
+        some = ", ".join(changed[:3])
         raise UserError(f"{root} has uncommitted changes ({some}); commit or stash them first, "
                         "so the conversion's base commit is what you see")
     return BaseRef(root, branch.stdout.strip(), head)
@@ -92,12 +91,54 @@ def head_branch(repo: str | os.PathLike) -> str | None:
     return res.stdout.strip() if res.ok else None
 
 
-def snapshot(repo: str | os.PathLike) -> tuple[str, str]:
-    """(HEAD commit, checked-out branch ref or "" when detached) of a checkout, in one git process: a stage must
-    leave the parent checkout where it was; a commit, checkout, reset, merge or rebase there moves one of them."""
-    lines = g.out(_root(repo), "rev-parse", "HEAD", "--symbolic-full-name", "HEAD").splitlines()
+def changed_tracked(repo: str | os.PathLike) -> list[str]:
+    """The tracked files of a checkout that differ from its HEAD (staged or not), sorted, as git names them."""
+    raw = g.git(_root(repo), "status", "--porcelain=v1", "-z", "--untracked-files=no").stdout
+    names: list[str] = []
+    entries = iter(raw.split("\0"))
+    for entry in entries:
+        if len(entry) < 4:
+            continue
+        names.append(entry[3:])
+        if entry[0] in "RC":  # a rename or copy: its source path follows as the next entry
+            next(entries, None)
+    return sorted(set(names))
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a stage must leave as it was in the parent checkout: HEAD, the checked-out branch ("" when detached),
+    and each tracked file that differs from HEAD with its size and modification time."""
+
+    head: str
+    branch: str
+    changed: tuple[tuple[str, int, int], ...]
+
+    def moved(self, after: "Snapshot") -> str | None:
+        """What changed between this snapshot and `after`, in a few words; None when nothing did."""
+        if (self.head, self.branch) != (after.head, after.branch):
+            return "HEAD or the checked-out branch moved"
+        if self.changed != after.changed:
+            files = sorted({c[0] for c in set(self.changed) ^ set(after.changed)})
+            return f"tracked files changed: {', '.join(files[:3])}" + (f" and {len(files) - 3} more"
+                                                                        if len(files) > 3 else "")
+        return None
+
+
+def snapshot(repo: str | os.PathLike) -> Snapshot:
+    """The parent checkout as a stage must leave it: a commit, checkout, reset, merge or rebase moves HEAD or the
+    branch; a write into a tracked file (an op's script run in the checkout itself) changes `changed`."""
+    root = _root(repo)
+    lines = g.out(root, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD").splitlines()
     sha, ref = (lines + ["", ""])[:2]
-    return sha, "" if ref == "HEAD" else ref
+    changed = []
+    for name in changed_tracked(root):
+        try:
+            st = (root / name).stat()
+            changed.append((name, st.st_size, st.st_mtime_ns))
+        except OSError:
+            changed.append((name, -1, -1))  # deleted
+    return Snapshot(sha, "" if ref == "HEAD" else ref, tuple(changed))
 
 
 def identity_env(repo: str | os.PathLike, name: str | None = None) -> dict[str, str]:

@@ -129,8 +129,8 @@ def test_stage_a_pairs_by_name_and_records_the_pending_choice(tmp_path):
     from tileport.validators.rust.reference import load_analysis
 
     config = Config.model_validate({"targets": ["sm_90"], "analysis": {"python": sys.executable}})
-    ctx = SimpleNamespace(op_path=str(EX / "rms_norm.py"), reference_dir=tmp_path / "ref", kernel=None,
-                          config=config, toolchain=from_config(config), attempt=1, triton=None)
+    ctx = SimpleNamespace(op_path=str(EX / "rms_norm.py"), source=EX / "rms_norm.py", reference_dir=tmp_path / "ref",
+                          kernel=None, config=config, toolchain=from_config(config), attempt=1, triton=None)
     result = stage_a(ctx)
     assert result.verdict == "PASS", result.summary
     ref = result.details["reference"]

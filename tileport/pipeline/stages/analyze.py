@@ -56,11 +56,11 @@ def analyze(op_path: str | Path, *, config, triton: str | Path | None = None, sa
 
 
 def run(ctx) -> StageResult:
-    """Analyse the conversion's op into its worktree (`ctx.reference_dir`)."""
+    """Analyse the worktree's copy of the op (`ctx.source`) into the worktree (`ctx.reference_dir`)."""
     started = utcnow()
     try:
-        a = analyze(ctx.op_path, out_dir=ctx.reference_dir, kernel=ctx.kernel, config=ctx.config,
-                    toolchain=ctx.toolchain, workers=1, warm=True, saved=ctx.triton)
+        a = analyze(ctx.source, out_dir=ctx.reference_dir, kernel=ctx.kernel, config=ctx.config,
+                    toolchain=ctx.toolchain, workers=1, warm=True, saved=ctx.triton, confine=False)
     except UserError as e:
         return result_from_error(e, attempt=ctx.attempt, started_at=started)
     return result_from_analysis(a, attempt=ctx.attempt, started_at=started)

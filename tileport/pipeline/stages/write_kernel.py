@@ -258,7 +258,7 @@ def run(ctx) -> StageResult:
         p.spec_json.write_text(spec.to_json(), encoding="utf-8")
     builder = _Builder(ctx, analysis)
     feedback, items = _feedback(ctx)
-    task = KernelTask(op=ctx.op, op_source=Path(ctx.op_path).read_text(encoding="utf-8"),
+    task = KernelTask(op=ctx.op, op_source=ctx.source.read_text(encoding="utf-8"),
                       kernels=sorted({v.kernel for v in analysis.variants}),
                       analysis_summary=_analysis_summary(analysis), reference_ir=_reference_ir(analysis),
                       kernel_path=p.kernel_rs, spec_path=p.spec_json, feedback=feedback, build=builder,
