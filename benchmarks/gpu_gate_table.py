@@ -191,8 +191,8 @@ def host_from_rows(results: list[tuple[str, dict]]) -> tuple[list[str], dict]:
     op's wrapper called from Python, median of 30 warm calls, until it returns and until a synchronise after it);
     median over the op's configurations. What issue 34's host criterion is judged on when the run made no
     host_call.json (HOST=0)."""
-    lines = ["| op | configs | op call until return us ref / port | port/ref | until synchronised us ref / port |",
-             "|---|---|---|---|---|"]
+    lines = ["| op | configs | op call until return us ref / port | port/ref | until synchronised us ref / port | "
+             "port launches on the direct path |", "|---|---|---|---|---|---|"]
     ratios = {}
     for name, res in results:
         op = (res.get("gate") or {}).get("op") or name
@@ -203,8 +203,12 @@ def host_from_rows(results: list[tuple[str, dict]]) -> tuple[list[str], dict]:
         med = {(side, k): statistics.median(r["host_us"][side][k] for r in rows)
                for side in ("ref", "port") for k in ("return_us", "call_us")}
         ratios[op] = med["port", "return_us"] / med["ref", "return_us"]
+        ports = [r["host_us"]["port"] for r in rows]
+        direct = ("-" if any("direct" not in p for p in ports) else
+                  f"{sum(p['direct'] for p in ports)} over {sum(p['calls'] + 1 for p in ports)} calls"
+                  + "".join(f"; {n}" for n in sorted({p['direct_note'] for p in ports if p.get('direct_note')})))
         lines.append(f"| {op} | {len(rows)} | {med['ref', 'return_us']:.1f} / {med['port', 'return_us']:.1f} | "
-                     f"{ratios[op]:.2f} | {med['ref', 'call_us']:.1f} / {med['port', 'call_us']:.1f} |")
+                     f"{ratios[op]:.2f} | {med['ref', 'call_us']:.1f} / {med['port', 'call_us']:.1f} | {direct} |")
     return lines, {"ratios": ratios, "errors": [], "wrong": []}
 
 

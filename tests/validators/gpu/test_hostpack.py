@@ -681,6 +681,35 @@ class _SideTrace:
         return (events, exported) if trace else events
 
 
+def test_the_port_s_host_time_says_whether_its_launches_took_the_direct_path():
+    """The persistent GEMM's port call came out 2.2-3.1x the reference's on an H100 and nothing in the row said
+    whether its launches went through the library's direct path or cutile's whole launcher each time."""
+    from tileport.validators.gpu import hostrun
+
+    class Library:  # NAMED FAKE: the port library's direct-path counters (tp_fast_stats; no GPU here)
+        def __init__(self, takes_direct: bool):
+            self.takes_direct, self.stats = takes_direct, {"direct": 7, "recorded": 1, "refused": 0,
+                                                           "driver_refused": 0, "note": ""}
+
+        def launch(self):
+            if self.takes_direct:
+                self.stats["direct"] += 1
+            else:
+                self.stats["refused"] += 1
+                self.stats["note"] = "tp_gemm: 3 parameters captured, the signature implies 11"
+
+        def fast_stats(self):
+            return dict(self.stats)
+
+    direct = Library(True)
+    out = hostrun.port_host_times(direct, direct.launch, lambda: None, n=5)
+    assert out["calls"] == 5 and out["direct"] == 6 and "direct_note" not in out  # the warm call and the timed five
+    slow = Library(False)
+    out = hostrun.port_host_times(slow, slow.launch, lambda: None, n=5)
+    assert out["direct"] == 0 and out["direct_note"] == "tp_gemm: 3 parameters captured, the signature implies 11"
+    assert "direct" not in hostrun.port_host_times(object(), lambda: None, lambda: None, n=2)  # a library without it
+
+
 @pytest.mark.parametrize("call_ms, rounds, warm, host", [(0.02, 50, 2, 30), (150.0, 16, 2, 6), (200.0, 12, 2, 4),
                                                       (930.0, 5, 1, 3)])
 def test_a_slow_configuration_makes_fewer_calls_and_says_so(monkeypatch, call_ms, rounds, warm, host):

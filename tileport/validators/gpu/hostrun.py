@@ -1060,6 +1060,22 @@ def phase_timer(phases: dict):
     return lap
 
 
+def port_host_times(library, call, sync, n: int = 30) -> dict:
+    """`host_times` of a port call, with how many of the port's launches in those calls took the library's direct
+    path (`direct`, ffi_direct.rs) and, when the library refused to record one, its note on why: a port call
+    slower than expected says here whether it went through cutile's launcher instead."""
+    stats = getattr(library, "fast_stats", None)
+    before = stats() if stats is not None else None
+    out = host_times(call, sync, n)
+    after = stats() if before is not None else None
+    if before is not None and after is not None:
+        out["direct"] = after["direct"] - before["direct"]
+        if after.get("refused", 0) > before.get("refused", 0) or after.get("driver_refused", 0) > \
+                before.get("driver_refused", 0):
+            out["direct_note"] = after.get("note", "")
+    return out
+
+
 def host_times(call, sync, n: int = 30) -> dict:
     """Median wall time of one call from Python (host work + launch), in us: until it returns (`return_us`) and
     until a synchronise after it ends (`call_us`), over n warm calls."""
@@ -1473,9 +1489,10 @@ class HostRun:
         timed = time_rotating(side_streams(call), expect, plan.rounds, self.flusher, check)
         lap("timed")
         fold_timed(row, timed)
-        for side in ("ref", "port"):  # host wall time per call from Python, beside device time
-            row.setdefault("host_us", {})[side] = host_times(lambda side=side: self._call(side, sets[0], variant),
-                                                             torch.cuda.synchronize, n=plan.host_calls)
+        row["host_us"] = {  # host wall time per call from Python, beside device time
+            "ref": host_times(lambda: self._call("ref", sets[0], variant), torch.cuda.synchronize, n=plan.host_calls),
+            "port": port_host_times(self.library, lambda: self._call("port", sets[0], variant), torch.cuda.synchronize,
+                                    n=plan.host_calls)}
         lap("host_times")
         if row["ref_ms"] and row["port_ms"]:
             row["ratio"] = row["port_ms"] / row["ref_ms"]

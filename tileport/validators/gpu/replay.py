@@ -127,7 +127,7 @@ def check(cfg, kernel, args, sides, torch, tol) -> tuple[bool, str]:
     return True, f"{len(changed)} output argument(s) match"
 
 
-def time_config(R, torch, flusher, sides, args, warmup: int, reps: int, evidence=None) -> dict:
+def time_config(R, torch, flusher, sides, args, warmup: int, reps: int, evidence=None, library=None) -> dict:
     """One configuration's stage-E row; `evidence(ref_kernels)`, when given, is called once the reference's kernel
     names are known and returns what the row keeps as `bytecode` (the IR each side really compiled)."""
     row: dict = {"flags": []}
@@ -152,9 +152,9 @@ def time_config(R, torch, flusher, sides, args, warmup: int, reps: int, evidence
     # the reference and the port, each timed twice, sides alternating call by call (R.side_streams, R.time_rotating)
     timed = R.time_rotating(R.side_streams(lambda side: lambda r: sides[side](args)), expect, plan.rounds, flusher)
     R.fold_timed(row, timed)
-    for side, call in sides.items():
-        row.setdefault("host_us", {})[side] = R.host_times(lambda call=call: call(args), torch.cuda.synchronize,
-                                                           n=plan.host_calls)
+    row["host_us"] = {
+        "ref": R.host_times(lambda: sides["ref"](args), torch.cuda.synchronize, n=plan.host_calls),
+        "port": R.port_host_times(library, lambda: sides["port"](args), torch.cuda.synchronize, n=plan.host_calls)}
     return row
 
 
@@ -249,7 +249,7 @@ def main(argv=None) -> int:
                     return R.bytecode_evidence(dumps, library, ref_kernels, port.calls,
                                                data.setdefault("bytecode", {}), ref_files)
 
-                timed = time_config(R, torch, flusher, sides, args, warmup, reps, evidence)
+                timed = time_config(R, torch, flusher, sides, args, warmup, reps, evidence, library)
                 lap("timed")
                 flags = row["flags"] + timed.pop("flags", [])
                 row.update(timed)
