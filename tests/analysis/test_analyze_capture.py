@@ -234,6 +234,18 @@ def test_the_op_s_own_code_cannot_overwrite_what_the_user_keeps_in_the_checkout(
     (err,) = a.capture.errors
     assert "Read-only file system" in err and "scale_results.csv" in err and "keeps the op's checkout read-only" in err
     assert (repo / "out" / "scale_bench" / "analysis.json").is_file()
+    # a conversion of an op outside its repository (no worktree copy to run) runs it read-only as well
+    from types import SimpleNamespace
+
+    from tileport.config import Config
+    from tileport.exec.toolchain import from_config
+    from tileport.pipeline.stages.analyze import run as stage_a
+
+    config = Config.model_validate({"targets": ["sm_90"], "analysis": {"python": torch_python}})
+    ctx = SimpleNamespace(op_path=str(op), source=op, reference_dir=tmp_path / "ref", kernel=None, config=config,
+                          toolchain=from_config(config), attempt=1, triton=None)
+    assert stage_a(ctx).verdict == "PASS"
+    assert kept.read_text() == "n,median_s\n10000,0.0000031\n"
 
 
 @pytest.mark.slow

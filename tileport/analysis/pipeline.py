@@ -159,7 +159,8 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
     unless `discover_tests` is False, the tests/**/test_<op>.py found in its project).
     `confine`: the op's own code (its tests, its main block) runs with the git checkout it lies in read-only, so
     nothing it writes beside itself lands in the user's files (`confinement`); a conversion's stage A passes False:
-    it analyses the worktree's copy, and puts back what the op changed there.
+    it analyses the worktree's copy, and puts back what the op changed there (an op outside the repository, which
+    has no copy there, runs confined).
     """
     t0 = time.perf_counter()
     config = config or Config()

@@ -58,9 +58,10 @@ def analyze(op_path: str | Path, *, config, triton: str | Path | None = None, sa
 def run(ctx) -> StageResult:
     """Analyse the worktree's copy of the op (`ctx.source`) into the worktree (`ctx.reference_dir`)."""
     started = utcnow()
+    in_worktree = Path(ctx.source) != Path(ctx.op_path)  # else an op outside the repository: run it read-only
     try:
         a = analyze(ctx.source, out_dir=ctx.reference_dir, kernel=ctx.kernel, config=ctx.config,
-                    toolchain=ctx.toolchain, workers=1, warm=True, saved=ctx.triton, confine=False)
+                    toolchain=ctx.toolchain, workers=1, warm=True, saved=ctx.triton, confine=not in_worktree)
     except UserError as e:
         return result_from_error(e, attempt=ctx.attempt, started_at=started)
     return result_from_analysis(a, attempt=ctx.attempt, started_at=started)
