@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -246,6 +247,23 @@ def test_the_op_s_own_code_cannot_overwrite_what_the_user_keeps_in_the_checkout(
                           toolchain=from_config(config), attempt=1, triton=None)
     assert stage_a(ctx).verdict == "PASS"
     assert kept.read_text() == "n,median_s\n10000,0.0000031\n"
+
+
+@pytest.mark.slow
+def test_without_bwrap_the_analysis_says_the_checkout_was_left_writable(torch_python, tmp_path, monkeypatch):
+    from tileport.analysis import pipeline
+    from tileport.exec import sandbox
+
+    missing = sandbox.SandboxStatus(False, "none", "bubblewrap (bwrap) is not installed")  # NAMED FAKE: no bwrap
+    monkeypatch.setattr(sandbox, "status", lambda: missing)
+    monkeypatch.setattr(pipeline, "sandbox_status", lambda: missing)
+    repo = tmp_path / "lib"
+    repo.mkdir()
+    op = repo / "vadd.py"
+    shutil.copy(REPO / "examples" / "vector_add.py", op)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    a = analyse(op, tmp_path / "o", torch_python)
+    assert f"the op's own code ran with {repo.resolve()} writable: bubblewrap (bwrap) is not installed" in a.notes
 
 
 @pytest.mark.slow

@@ -39,6 +39,7 @@ from tileport.config import Config, check_target
 from tileport.errors import EnvironmentBlocked, UserError
 from tileport.exec import tileir
 from tileport.exec.proc import run_command
+from tileport.exec.sandbox import status as sandbox_status
 from tileport.records import ArtifactRecord, CommandRecord, sha256_file
 from tileport.exec.toolchain import Toolchain, from_config
 
@@ -192,6 +193,8 @@ def analyze_op(path: str | Path, *, targets: list[str] | None = None, out_dir: s
                    "tests_budget_s": config.analysis.tests_budget_s}
         t_child = time.perf_counter()
         confined, shareable = confinement(path, final, stage) if confine else (Confinement(), True)
+        if confined.readonly and not sandbox_status().ok:
+            notes.append(f"the op's own code ran with {confined.readonly[0]} writable: {sandbox_status().detail}")
         server = shared_warm_child(python, confined) if warm and shareable else None
         cpu0 = _children_cpu()
         reply, child = (server.run(request, cwd=stage) if server is not None
