@@ -19,8 +19,8 @@ from pathlib import Path
 from tileport.errors import UserError
 from tileport.records import CommandRecord
 from tileport.worktrees import _gitcli as g
-from tileport.worktrees.git import (BaseRef, branch_exists, changed_tracked, check_branchable, head_branch, identity_env,
-                                    open_repo)
+from tileport.worktrees.git import (BaseRef, branch_exists, check_branchable, head_branch, identity_env, open_repo,
+                                    uncommitted)
 
 BRANCH_PREFIX = "tileport/"
 STATE_DIR = ".tileport"
@@ -178,9 +178,7 @@ def restore_outside(wt: ConversionWorktree, paths: list[str]) -> list[str]:
     """Put back, as HEAD has them, the tracked files outside `paths` that an attempt changed (the op's own code
     writing beside itself: a results file, a cache); returns their names. The conversion's commits hold only its
     own paths, so nothing else may stay changed in its worktree (a rebase at merge would refuse)."""
-    prefixes = [p.rstrip("/") + "/" for p in paths]
-    changed = [n for n in changed_tracked(wt.path)
-               if n not in paths and not any(n.startswith(p) for p in prefixes)]
+    changed = uncommitted(wt.path, ".", *(f":(exclude){p}" for p in paths))
     if changed:
         g.git(wt.path, "checkout", "-q", "HEAD", "--", *(f":(literal){n}" for n in changed))
     return changed

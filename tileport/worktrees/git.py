@@ -56,7 +56,7 @@ def check_branchable(repo: str | os.PathLike) -> BaseRef:
     branch = g.git(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)
     if not branch.ok:
         raise UserError(f"{root}: HEAD is detached at {head[:10]}; check out a branch first (git switch BRANCH)")
-    changed = changed_tracked(root)
+    changed = uncommitted(root)
     if changed:
         some = ", ".join(changed[:3])
         raise UserError(f"{root} has uncommitted changes ({some}); commit or stash them first, "
@@ -68,9 +68,18 @@ def uncommitted(worktree: str | os.PathLike, *paths: str | os.PathLike, untracke
     """Files under `paths` (pathspecs relative to the worktree; default all of it) changed since its HEAD: tracked
     ones (what a build of the worktree would contain that no commit does), and with `untracked` new ones too (a
     person's edit)."""
-    res = g.git(Path(worktree), "status", "--porcelain", *([] if untracked else ["--untracked-files=no"]), "--",
-                *(str(p) for p in paths or ["."]), check=False)
-    return sorted({line[3:] for line in res.stdout.splitlines() if line.strip()}) if res.ok else []
+    res = g.git(Path(worktree), "status", "--porcelain=v1", "-z", *([] if untracked else ["--untracked-files=no"]),
+                "--", *(str(p) for p in paths or ["."]), check=False)
+    if not res.ok:
+        return []
+    names: set[str] = set()
+    entries = iter(res.stdout.split("\0"))  # "XY path", unquoted; a rename or copy's source follows as its own entry
+    for entry in entries:
+        if len(entry) > 3:
+            names.add(entry[3:])
+            if entry[0] in "RC":
+                next(entries, None)
+    return sorted(names)
 
 
 def changed_between(worktree: str | os.PathLike, a: str, b: str, path: str, *, ignore: str | None = None) -> list[str] | None:
@@ -89,20 +98,6 @@ def head_branch(repo: str | os.PathLike) -> str | None:
     """The branch checked out at `repo` (short name), None when HEAD is detached."""
     res = g.git(_root(repo), "symbolic-ref", "-q", "--short", "HEAD", check=False)
     return res.stdout.strip() if res.ok else None
-
-
-def changed_tracked(repo: str | os.PathLike) -> list[str]:
-    """The tracked files of a checkout that differ from its HEAD (staged or not), sorted, as git names them."""
-    raw = g.git(_root(repo), "status", "--porcelain=v1", "-z", "--untracked-files=no").stdout
-    names: list[str] = []
-    entries = iter(raw.split("\0"))
-    for entry in entries:
-        if len(entry) < 4:
-            continue
-        names.append(entry[3:])
-        if entry[0] in "RC":  # a rename or copy: its source path follows as the next entry
-            next(entries, None)
-    return sorted(set(names))
 
 
 @dataclass(frozen=True)
@@ -132,7 +127,7 @@ def snapshot(repo: str | os.PathLike) -> Snapshot:
     lines = g.out(root, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD").splitlines()
     sha, ref = (lines + ["", ""])[:2]
     changed = []
-    for name in changed_tracked(root):
+    for name in uncommitted(root):
         try:
             st = (root / name).stat()
             changed.append((name, st.st_size, st.st_mtime_ns))

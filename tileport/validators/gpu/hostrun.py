@@ -1067,12 +1067,12 @@ def port_host_times(library, call, sync, n: int = 30) -> dict:
     stats = getattr(library, "fast_stats", None)
     before = stats() if stats is not None else None
     out = host_times(call, sync, n)
-    after = stats() if before is not None else None
-    if before is not None and after is not None:
-        out["direct"] = after["direct"] - before["direct"]
-        if after.get("refused", 0) > before.get("refused", 0) or after.get("driver_refused", 0) > \
-                before.get("driver_refused", 0):
-            out["direct_note"] = after.get("note", "")
+    if before is None:  # a library without the direct path
+        return out
+    after = stats()
+    out["direct"] = after["direct"] - before["direct"]
+    if any(after.get(k, 0) > before.get(k, 0) for k in ("refused", "driver_refused")):
+        out["direct_note"] = after.get("note", "")
     return out
 
 
