@@ -193,7 +193,7 @@ def host_from_rows(results: list[tuple[str, dict]]) -> tuple[list[str], dict]:
     host_call.json (HOST=0)."""
     lines = ["| op | configs | op call until return us ref / port | port/ref | until synchronised us ref / port | "
              "port launches on the direct path |", "|---|---|---|---|---|---|"]
-    ratios = {}
+    ratios, profiled = {}, []
     for name, res in results:
         op = (res.get("gate") or {}).get("op") or name
         rows = [r for r in (res.get("perf") or {}).get("rows", [])
@@ -209,6 +209,13 @@ def host_from_rows(results: list[tuple[str, dict]]) -> tuple[list[str], dict]:
                   + "".join(f"; {n}" for n in sorted({p['direct_note'] for p in ports if p.get('direct_note')})))
         lines.append(f"| {op} | {len(rows)} | {med['ref', 'return_us']:.1f} / {med['port', 'return_us']:.1f} | "
                      f"{ratios[op]:.2f} | {med['ref', 'call_us']:.1f} / {med['port', 'call_us']:.1f} | {direct} |")
+        split = [p["library_ns"] for p in ports if p.get("library_ns")]
+        if split:  # TILEPORT_FFI_PROFILE=1: the library's own split, median over the rows
+            med_ns = {k: statistics.median(s[k] for s in split) for k in split[0]}
+            profiled.append(f"{op}: " + ", ".join(f"{k} {v:g}" for k, v in med_ns.items()))
+    if profiled:
+        lines.append("\nin the library, ns per launch (TILEPORT_FFI_PROFILE=1; through cutile: decide, prepare, launch, "
+                     "total; direct: find, driver): " + "; ".join(profiled))
     return lines, {"ratios": ratios, "errors": [], "wrong": []}
 
 

@@ -736,3 +736,37 @@ def test_a_slow_configuration_makes_fewer_calls_and_says_so(monkeypatch, call_ms
                                                             (warm, 2, "warm-up calls a side")) if n < full]
     assert cut == ([] if not parts else [f"{'; '.join(parts)}: one call takes {call_ms * 1.01:.1f} ms of device "
                                          "time (10 s a configuration)"])
+
+
+def test_port_host_times_carries_the_library_split_per_launch_when_profiling():
+    """With TILEPORT_FFI_PROFILE=1 the port's host row says where its launches spent their time in the library, per
+    launch: a slow port call is then explained by cutile's launcher or the direct path. A stand-in library (named
+    fake: the real counters need a GPU) counts one direct launch of 900 ns (400 finding, 500 in the driver) per call
+    and one launch through cutile on the first."""
+
+    class ProfilingLibrary:
+        def __init__(self, on: bool):
+            self.on = on
+            self.p = dict.fromkeys(("warm", "cold", "decide_ns", "prepare_ns", "launch_ns", "total_ns", "direct",
+                                    "direct_ns", "direct_find_ns", "direct_driver_ns", "direct_ctx_sets"), 0)
+
+        def launch(self):
+            if self.p["direct"] == 0 and self.p["warm"] == 0:
+                self.p.update(warm=1, decide_ns=300, prepare_ns=2000, launch_ns=6000, total_ns=8500)
+            else:
+                self.p["direct"] += 1
+                self.p["direct_ns"] += 900
+                self.p["direct_find_ns"] += 400
+                self.p["direct_driver_ns"] += 500
+
+        def profile(self):
+            return dict(self.p) if self.on else None
+
+    from tileport.validators.gpu import hostrun
+
+    lib = ProfilingLibrary(True)
+    split = hostrun.port_host_times(lib, lib.launch, lambda: None, n=4)["library_ns"]
+    assert split == {"slow_launches": 1, "direct_launches": 4, "decide": 300, "prepare": 2000, "launch": 6000,
+                     "total": 8500, "direct": 900, "find": 400, "driver": 500}
+    off = ProfilingLibrary(False)
+    assert "library_ns" not in hostrun.port_host_times(off, off.launch, lambda: None, n=4)

@@ -1065,14 +1065,31 @@ def port_host_times(library, call, sync, n: int = 30) -> dict:
     path (`direct`, ffi_direct.rs) and, when the library refused to record one, its note on why: a port call
     slower than expected says here whether it went through cutile's launcher instead."""
     stats = getattr(library, "fast_stats", None)
+    prof = getattr(library, "profile", None)
     before = stats() if stats is not None else None
+    split = prof() if prof is not None else None  # TILEPORT_FFI_PROFILE=1 only
     out = host_times(call, sync, n)
+    if split is not None:
+        out["library_ns"] = _per_launch(split, prof())
     if before is None:  # a library without the direct path
         return out
     after = stats()
     out["direct"] = after["direct"] - before["direct"]
     if any(after.get(k, 0) > before.get(k, 0) for k in ("refused", "driver_refused")):
         out["direct_note"] = after.get("note", "")
+    return out
+
+
+def _per_launch(before: dict, after: dict) -> dict:
+    """The library's own split of the launches made between two `profile()` readings, in ns per launch: through
+    cutile (`decide`, `prepare`, `launch`, `total`) and on the direct path (`direct`, `find`, `driver`)."""
+    d = {k: after[k] - before[k] for k in after}
+    slow, fast = d["warm"] + d["cold"], d["direct"]
+    out = {"slow_launches": slow, "direct_launches": fast}
+    for k in ("decide_ns", "prepare_ns", "launch_ns", "total_ns"):
+        out[k.removesuffix("_ns")] = round(d[k] / slow) if slow else 0
+    for k, name in (("direct_ns", "direct"), ("direct_find_ns", "find"), ("direct_driver_ns", "driver")):
+        out[name] = round(d[k] / fast) if fast else 0
     return out
 
 
