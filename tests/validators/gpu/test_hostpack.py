@@ -389,11 +389,15 @@ def test_the_built_launcher_refuses_a_row_its_slab_was_not_built_for_without_a_g
         return lib.call("tp_rms_norm_chunked__bf16", stream=0, device=0, grid=(16, 1, 1),
                         generics=["bf16", "2048", str(-(-n // 2048)), "8192"], tensors=[x, w, out], scalars=[1e-6])
 
+    assert lib.invoker is not None  # the built library takes a launch as one block (tp_invoke)
     for n in (10000, 6000):  # more columns than the slab, and fewer: one line, nothing launched
         rc, msg = call(n)
         assert rc == 1 and msg.startswith(f"rms_norm_chunked: output out has extent {n} in dim 1, but this entry "
                                           "was built for slabs of N = 8192"), msg
         assert "add a spec variant" in msg and "\n" not in msg
+    through_block = call(10000)
+    lib.invoker, lib._bound = None, {}  # the entry called with its ten arguments, as a library built before it
+    assert call(10000) == through_block
     rc, msg = call(8192)  # the row the variant was built for passes the check and reaches the device
     if rc != 0:
         assert "built for slabs" not in msg and classify_message(msg, "host") == "env", msg

@@ -124,6 +124,17 @@ except PortError as e:
     out["float16"] = str(e)
 out["plans_after_float16"] = len(lib.plans)
 transpose(torch.randn(1000, 300), s0)  # the f32 plan still serves after the refused one
+# a launch the f32 plan's guards refuse part-way: its first tensor (a new shape, read and written) passes, the
+# second is float16; then the first tensor's new shape with the right dtype, and the old shape again
+x2 = torch.randn(96, 200)
+out["launches_before_mixed"] = out["launches"]
+try:
+    PortLauncher(lib)(s0, (2, 4, 1), op.transpose_kernel, (x2, torch.empty(200, 96, dtype=torch.float16), 64))
+except PortError as e:
+    out["mixed"] = str(e)
+out["seen_after_mixed"] = len(lib.seen)
+transpose(x2, s0, grid=(2, 4, 1))
+transpose(torch.randn(1000, 300), s0)
 out["plans_at_end"] = len(lib.plans)
 out["calls"] = PortLauncher(lib).calls
 launcher = PortLauncher(lib)
@@ -170,7 +181,7 @@ def test_every_warm_launch_hands_the_library_exactly_its_own_tensors_grid_scalar
     other strides (a transposed view), another grid, a scalar read from a new extent, another stream; each call's C function
     sees that call's values (an output partition that follows the grid too; a rank-4 output the port takes as `&Tensor`
     passed whole, every dim and stride), never a stale one from the previous call."""
-    assert recorded["launches"] == 19 + 12
+    assert recorded["launches"] == 19 + 14
     assert recorded["mismatches"] == []
 
 
@@ -188,6 +199,15 @@ def test_a_second_shape_reuses_the_plan_and_a_new_dtype_is_a_new_plan_checked_li
     assert recorded["plans"] == 3  # one per kernel, not per shape, stride or stream
     assert "no port entry for reference launch transpose_kernel[TILE=64]/float16" in recorded["float16"]
     assert recorded["plans_after_float16"] == 3 and recorded["plans_at_end"] == 3  # refused before a plan is kept
+
+
+def test_a_launch_the_plan_refuses_part_way_leaves_nothing_stale_for_the_next(recorded):
+    """A warm plan reads its guards with the arguments, in one pass: a launch whose first tensor has a new shape and
+    whose second is another dtype is refused after the first was written. It reaches no C function, and the next
+    launches (that shape with the right dtype, then the old shape) get exactly their own values."""
+    assert recorded["mixed"] == "permuted: out is float16, the port takes float32"  # checked like a first launch
+    assert recorded["seen_after_mixed"] == recorded["launches_before_mixed"]  # nothing reached the library for it
+    assert recorded["mismatches"] == []
 
 
 def test_the_launches_served_are_listed_with_entry_generics_grid_and_shapes(recorded):

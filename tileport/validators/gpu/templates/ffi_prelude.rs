@@ -457,6 +457,38 @@ unsafe fn device_pointer<T>(t: &TpTensor, what: &str) -> Result<DevicePointer<T>
     Ok(DevicePointer::<T>::from_cu_deviceptr(t.ptr as _))
 }
 
+/// An entry symbol's C signature (every generated entry has it).
+pub type TpEntry = unsafe extern "C" fn(*mut c_void, i32, *const u32, *const c_char, *const TpTensor, i32,
+                                        *const TpScalar, i32, *mut c_char, usize) -> i32;
+
+/// One launch's arguments in one block, for `tp_invoke`: a caller that keeps them between calls (the Python host's
+/// bound plan, which rewrites only what changed) makes a one-argument call instead of converting ten.
+#[repr(C)]
+pub struct TpInvoke {
+    pub entry: Option<TpEntry>,
+    pub stream: *mut c_void,
+    pub device: i64,
+    pub grid: *const u32,
+    pub generics: *const c_char,
+    pub tensors: *const TpTensor,
+    pub ntensors: i64,
+    pub scalars: *const TpScalar,
+    pub nscalars: i64,
+    pub err: *mut c_char,
+    pub errlen: usize,
+}
+
+/// Calls `p.entry` with the arguments `p` holds; 2 (and no message) for a null block or entry.
+#[no_mangle]
+pub unsafe extern "C" fn tp_invoke(p: *const TpInvoke) -> i32 {
+    match p.as_ref() {
+        Some(TpInvoke { entry: Some(f), stream, device, grid, generics, tensors, ntensors, scalars, nscalars, err,
+                        errlen }) => f(*stream, *device as i32, *grid, *generics, *tensors, *ntensors as i32, *scalars,
+                                       *nscalars as i32, *err, *errlen),
+        _ => 2,
+    }
+}
+
 #[no_mangle]
 pub extern "C" fn tp_abi_version() -> i32 {
     @ABI_VERSION@
