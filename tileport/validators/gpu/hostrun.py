@@ -1102,7 +1102,7 @@ def rounds_within(call_ms: float, reps: int, streams: int = len(SIDE_STREAMS), b
 @dataclass(frozen=True)
 class RowPlan:
     """How many calls of each kind one stage-E configuration makes: warm-up calls per side, timed rounds, and
-    host-time calls per side."""
+    host-time calls per side (`host_times` makes them twice: after a synchronise each, and back to back)."""
     warmup: int
     rounds: int
     host_calls: int
@@ -1187,11 +1187,18 @@ def _per_launch(before: dict, after: dict) -> dict:
 
 
 def host_times(call, sync, n: int = 30) -> dict:
-    """Median wall time of one call from Python (host work + launch), in us: until it returns (`return_us`) and
-    until a synchronise after it ends (`call_us`), over n warm calls."""
+    """Median wall time of one call from Python (host work + launch), in us, over n warm calls: each after a
+    synchronise, until it returns (`return_us`) and until a synchronise after it ends (`call_us`); and n more calls
+    back to back, as a program issuing launches in a row makes them, each until it returns (`burst_us`), one
+    synchronise after the last.
+
+    The two differ on a host whose CPU idles while it waits: after a synchronise that waited for a long kernel,
+    the next call runs on a cold core (on an H100 host, the library's own record lookup took 0.2 us after a 14 us
+    GEMM and 1.8 us after a 99 ms one), so `return_us` grows with the kernel before it, and more for the side that
+    runs more instructions; back to back, each call follows the previous one's return."""
     call()
     sync()
-    ret, full = [], []
+    ret, full, burst = [], [], []
     for _ in range(n):
         sync()
         t0 = time.perf_counter()
@@ -1200,7 +1207,13 @@ def host_times(call, sync, n: int = 30) -> dict:
         sync()
         ret.append((t1 - t0) * 1e6)
         full.append((time.perf_counter() - t0) * 1e6)
-    return {"call_us": round(statistics.median(full), 2), "return_us": round(statistics.median(ret), 2), "calls": n}
+    for _ in range(n):
+        t0 = time.perf_counter()
+        call()
+        burst.append((time.perf_counter() - t0) * 1e6)
+    sync()
+    return {"call_us": round(statistics.median(full), 2), "return_us": round(statistics.median(ret), 2),
+            "burst_us": round(statistics.median(burst), 2), "calls": n}
 
 
 class Flusher:

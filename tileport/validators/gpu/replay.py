@@ -12,7 +12,8 @@ its own copy; every argument the reference changed must match within the pack's 
 device time from CUPTI with the L2 flushed before each call (`runner._profile`, `Flusher`, kernel names learnt
 from one traced call and asserted per call), launch attributes and idle gaps as the harness records them, and each
 side's host wall time per call: `call_us` (from the call to the end of a synchronise after it) and `return_us`
-(until the call returns), medians over warm calls.
+(until the call returns), each call after a synchronise, and `burst_us` (until it returns, calls back to back),
+medians over warm calls (`runner.host_times`).
 """
 
 from __future__ import annotations
