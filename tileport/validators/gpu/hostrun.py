@@ -629,9 +629,10 @@ class _Plan:
         self.settling = ATTRIBUTED_CALLS  # calls left that may compile (bytecode attribution)
         self.shapes_t = ()  # the port tensors' shapes as of the last change, as a launch record keeps them
 
-    def _others_admitted(self, args) -> bool:
+    @staticmethod
+    def _tensors_admitted(guards, args) -> bool:
         try:
-            for i, dt, nd, dev in self.xguards:
+            for i, dt, nd, dev in guards:
                 a = args[i]
                 if a.dtype is not dt or a.dim() != nd or a.get_device() != dev:
                     return False
@@ -639,21 +640,15 @@ class _Plan:
             return False
         return True
 
-    def admits(self, args) -> bool:
-        if len(args) != self.nargs:
-            return False
-        try:
-            for i, dt, nd, dev in self.tguards:
-                a = args[i]
-                if a.dtype is not dt or a.dim() != nd or a.get_device() != dev:
-                    return False
-        except (AttributeError, TypeError):
-            return False
+    def _values_admitted(self, args) -> bool:
         for i, typ, val in self.vguards:
             a = args[i]
             if type(a) is not typ or (val is not _ANY and a != val):
                 return False
         return True
+
+    def admits(self, args) -> bool:
+        return len(args) == self.nargs and self._tensors_admitted(self.tguards, args) and self._values_admitted(args)
 
     @staticmethod
     def _part(rule, shape, grid3, gens) -> list:
@@ -699,15 +694,9 @@ class _Plan:
 
     def _fill(self, b: _Bound, grid, args, guarded: bool) -> tuple | None:
         """Writes into `b` what changed since the plan's previous call; None when a guard fails."""
-        if guarded:
-            if len(args) != self.nargs:
-                return None
-            for i, typ, val in self.vguards:
-                a = args[i]
-                if type(a) is not typ or (val is not _ANY and a != val):
-                    return None
-            if self.xguards and not self._others_admitted(args):
-                return None
+        if guarded and (len(args) != self.nargs or not self._values_admitted(args)
+                        or (self.xguards and not self._tensors_admitted(self.xguards, args))):
+            return None
         reshape = fresh = False  # fresh: something a compile depends on changed since the plan's last call
         if grid != self.grid_in:
             self.grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])
