@@ -14,11 +14,10 @@
 // A later call equal to a record in everything but the tensors' addresses (`FastSig::matches`, field by field:
 // device, grid, generics, ranks, shapes, strides, partitions, address alignment class, scalar values; no hashing)
 // copies the recorded bytes, writes the new addresses into the pointer slots and calls cuLaunchKernel on the
-// caller's stream (a pointer per parameter, or the block as one buffer): no allocation, no lock (atomic and
-// OnceLock reads), no string, and the context set only when the calling thread's current one is another. What
-// cutile validated for the recorded launch (shapes, grid, launch checks) holds for it, because only addresses of
-// the same alignment differ. Anything else takes the slow path; a direct launch the driver refuses is counted and
-// retried through the slow path, which reports its error.
+// caller's stream: no allocation, no lock (atomic and OnceLock reads), no string, and the context set only when
+// the calling thread's current one is another. What cutile validated for the recorded launch (shapes, grid,
+// launch checks) holds for it, because only addresses of the same alignment differ. Anything else takes the slow
+// path; a direct launch the driver refuses is counted and retried through the slow path, which reports its error.
 // The CUfunction stays loaded while cutile's kernel cache holds it; nothing in this library clears that cache.
 // TILEPORT_FFI_DIRECT=0: nothing is recorded, every launch goes through cutile (to compare).
 //
@@ -175,7 +174,6 @@ pub struct Fast {
     offsets: [u16; TP_FAST_MAX_PARAMS],
     ptr_slots: [(u16, u16); TP_MAX_RANK * 4], // (tensor index, byte offset of its pointer)
     nptrs: usize,
-    size: usize, // the parameter block's bytes (the end of its last parameter)
     bytes: [u128; TP_FAST_SLOTS],
 }
 
@@ -254,13 +252,6 @@ fn fast_refuse(why: String) -> bool {
         *n = why;
     }
     false
-}
-
-/// TILEPORT_FFI_PARAMS=buffer: a direct launch passes its parameter block as one buffer (`extra`) instead of one
-/// pointer per parameter (kernelParams), to compare the driver's time for each (not yet measured on a GPU).
-fn params_as_buffer() -> bool {
-    static B: OnceLock<bool> = OnceLock::new();
-    *B.get_or_init(|| std::env::var("TILEPORT_FFI_PARAMS").map(|v| v == "buffer").unwrap_or(false))
 }
 
 fn direct_off() -> bool {
@@ -360,7 +351,7 @@ unsafe fn fast_record(sig: Box<FastSig>, ctx: cu::CUcontext, g: cu::CUgraph, ten
     let mut f = Box::new(Fast {
         sig, func: p.func as usize, ctx: ctx as usize, block: [p.blockDimX, p.blockDimY, p.blockDimZ],
         shmem: p.sharedMemBytes, nparams: 0, offsets: [0; TP_FAST_MAX_PARAMS],
-        ptr_slots: [(0, 0); TP_MAX_RANK * 4], nptrs: 0, size: 0, bytes: [0; TP_FAST_SLOTS],
+        ptr_slots: [(0, 0); TP_MAX_RANK * 4], nptrs: 0, bytes: [0; TP_FAST_SLOTS],
     });
     let base = f.bytes.as_mut_ptr() as *mut u8;
     let mut count = 0usize;
@@ -378,7 +369,6 @@ unsafe fn fast_record(sig: Box<FastSig>, ctx: cu::CUcontext, g: cu::CUgraph, ten
         }
         std::ptr::copy_nonoverlapping(v, base.add(off), size);
         f.offsets[count] = off as u16;
-        f.size = f.size.max(off + size);
         if let Some(&(ti, _)) = ptrs.iter().find(|&&(_, pi)| pi == count) {
             let want = (*tensors.add(ti)).ptr;
             if size != 8 || std::ptr::read_unaligned(base.add(off) as *const u64) != want {
@@ -469,25 +459,14 @@ unsafe fn fast_launch(slot: &FastSlot, stream: *mut c_void, device: i32, grid: *
         .find(|f| f.sig.matches(device, grid, generics, tensors, nt, scalars, ns)) else {
         return Direct::NoRecord;
     };
-    // the recorded parameter block (only its own bytes), the launch's addresses written into its pointer slots
-    let mut bytes: [u128; TP_FAST_SLOTS] = [0; TP_FAST_SLOTS];
-    let words = (f.size + 15) / 16;
-    bytes[..words].copy_from_slice(&f.bytes[..words]);
+    let mut bytes = f.bytes;
     let base = bytes.as_mut_ptr() as *mut u8;
     for &(ti, off) in &f.ptr_slots[..f.nptrs] {
         std::ptr::write_unaligned(base.add(off as usize) as *mut u64, (*tensors.add(ti as usize)).ptr);
     }
     let mut params: [*mut c_void; TP_FAST_MAX_PARAMS] = [std::ptr::null_mut(); TP_FAST_MAX_PARAMS];
-    let mut size = f.size;
-    // one pointer per parameter, or (TILEPORT_FFI_PARAMS=buffer) the block as one buffer, laid out at the offsets
-    // cuFuncGetParamInfo gave (CU_LAUNCH_PARAM_BUFFER_POINTER, _SIZE, _END: 0x01, 0x02, 0x00 in cuda.h)
-    let mut extra: [*mut c_void; 5] = [1 as *mut c_void, base as *mut c_void, 2 as *mut c_void,
-                                       &mut size as *mut usize as *mut c_void, std::ptr::null_mut()];
-    let by_pointers = !params_as_buffer();
-    if by_pointers {
-        for i in 0..f.nparams {
-            params[i] = base.add(f.offsets[i] as usize) as *mut c_void;
-        }
+    for i in 0..f.nparams {
+        params[i] = base.add(f.offsets[i] as usize) as *mut c_void;
     }
     let t1 = t0.map(|t| { prof_add(8, t.elapsed().as_nanos() as u64); std::time::Instant::now() });
     let mut cur: cu::CUcontext = std::ptr::null_mut();
@@ -497,10 +476,8 @@ unsafe fn fast_launch(slot: &FastSlot, stream: *mut c_void, device: i32, grid: *
             prof_add(10, 1);
         }
     }
-    let (kp, ex) = if by_pointers { (params.as_mut_ptr(), std::ptr::null_mut()) }
-                   else { (std::ptr::null_mut(), extra.as_mut_ptr()) };
     let r = cu::cuLaunchKernel(f.func as cu::CUfunction, *grid, *grid.add(1), *grid.add(2), f.block[0], f.block[1],
-                               f.block[2], f.shmem, stream as cu::CUstream, kp, ex);
+                               f.block[2], f.shmem, stream as cu::CUstream, params.as_mut_ptr(), std::ptr::null_mut());
     if let Some(t) = t1 {
         prof_add(9, t.elapsed().as_nanos() as u64);
     }
