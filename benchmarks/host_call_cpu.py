@@ -7,7 +7,8 @@ library's own work (benchmarks/gpu_host_call.py measures the whole call on a GPU
 
 Prints microseconds per launch: a warm launch through PortLauncher, its parts (the plan's guarded launch, the
 call), a C call alone (through tp_invoke, and with the entry's ten arguments as a library without it is called),
-and a warm launch with stage E's bytecode dumps on, each the best of 5 rounds of 20000.
+and a warm launch with stage E's bytecode dumps on, each the best of 5 rounds of 20000; then a warm launch and ten
+tensor.stride() calls right after the thread slept 1 ms and 100 ms (median of 30): what waiting does to any code.
 """
 
 from __future__ import annotations
@@ -126,7 +127,28 @@ def main() -> int:
 
     lib.dumps = BytecodeDumps(Path(tempfile.mkdtemp(prefix="tp-hostcpu-dumps-")))
     print(f"warm launch through PortLauncher, bytecode dumps on (stage E): {_per(warm):.2f} us")
+    lib.dumps = None
+    # a call made after the thread waited (as stage E's host timing makes one after a synchronise): on a virtual
+    # CPU that idled, the same code runs several times slower, the longer the wait the slower, whatever the code
+    def ten_strides():
+        for _ in range(10):
+            x.stride()
+
+    for ms in (1, 100):
+        print(f"after the thread slept {ms} ms: a warm launch {_after_sleep(warm, ms / 1000):.2f} us, "
+              f"ten tensor.stride() calls {_after_sleep(ten_strides, ms / 1000):.2f} us")
     return 0
+
+
+def _after_sleep(fn, seconds: float, n: int = 30) -> float:
+    """Median time of fn() right after sleeping `seconds`, in us."""
+    times = []
+    for _ in range(n):
+        time.sleep(seconds)
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
+    return sorted(times)[n // 2]
 
 
 if __name__ == "__main__":
