@@ -153,10 +153,10 @@ def stage_e(results: list[tuple[str, dict]], launch_all: bool, config_max: float
 def host_path(rows: list[dict]) -> tuple[list[str], dict]:
     """Per op, the median over its configurations of the host time of one call (op call: the op's wrapper as a
     user calls it; launch: its launches alone), reference and port, and the direct path's counters."""
-    lines = ["| op | configs | op call us ref / port | port/ref | launch alone us ref / port | port/ref | "
-             "direct launches | records (hint-free) | port output |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    ratios, errors = {}, []
+    lines = ["| op | configs | op call us ref / port | port/ref | back to back us ref / port | port/ref | "
+             "launch alone us ref / port | port/ref | direct launches | records (hint-free) | port output |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    ratios, burst, errors = {}, {}, []
     for op in dict.fromkeys(r["op"] for r in rows):
         ok = [r for r in rows if r["op"] == op and "error" not in r]
         errors += [f"{op} {r['config']}: {r['error']}" for r in rows if r["op"] == op and "error" in r]
@@ -167,8 +167,14 @@ def host_path(rows: list[dict]) -> tuple[list[str], dict]:
         fast = ok[-1].get("fast") or {}
         outputs = [r["output_ok"] for r in ok if "output_ok" in r]
         ratios[op] = med["port_ret_us"] / med["ref_ret_us"]
+        b = "- | -"
+        both = [r for r in ok if r.get("ref_burst_us") and r.get("port_burst_us")]
+        if both:  # runs before back-to-back calls were timed have none
+            ref_b, port_b = (statistics.median(r[k] for r in both) for k in ("ref_burst_us", "port_burst_us"))
+            burst[op] = port_b / ref_b
+            b = f"{ref_b:.1f} / {port_b:.1f} | {burst[op]:.2f}"
         lines.append(f"| {op} | {len(ok)} | {med['ref_ret_us']:.1f} / {med['port_ret_us']:.1f} | {ratios[op]:.2f} | "
-                     f"{med['ref_launch_us']:.1f} / {med['port_launch_us']:.1f} | "
+                     f"{b} | {med['ref_launch_us']:.1f} / {med['port_launch_us']:.1f} | "
                      f"{med['port_launch_us'] / med['ref_launch_us']:.2f} | {fast.get('direct', '-')} | "
                      f"{fast.get('recorded', '-')} ({fast.get('hint_free', '-')}) | "
                      + ("-" if not outputs else "ok" if all(outputs) else "WRONG") + " |")
@@ -183,7 +189,7 @@ def host_path(rows: list[dict]) -> tuple[list[str], dict]:
                                  for r in {r["op"]: r for r in profiled}.values()))
     lines += [f"ERROR {e}" for e in errors]
     wrong = [f"{r['op']} {r['config']}" for r in rows if r.get("output_ok") is False]
-    return lines, {"ratios": ratios, "errors": errors, "wrong": wrong}
+    return lines, {"ratios": ratios, "burst": burst, "errors": errors, "wrong": wrong}
 
 
 def host_from_rows(results: list[tuple[str, dict]]) -> tuple[list[str], dict]:

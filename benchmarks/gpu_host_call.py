@@ -11,7 +11,10 @@ dtype x shape x variant configurations, with the op module's own inputs (`make_i
   in its launches, and after the last one, medians, from stamps a thin shim around each side's `ct.launch` takes
   (the same shim on both sides; these calls are timed apart from the plain ones above);
 * launch: the wrapper's launches alone, replayed with the same arguments (`ct.launch(stream, grid, kernel,
-  args)` against the port's launcher with the same arguments), median until return.
+  args)` against the port's launcher with the same arguments), median until return;
+* back to back (`burst`): op calls made in a row with no synchronise between them, each until it returns (a call
+  after a synchronise runs on a core that idled while it waited, slower the longer the wait:
+  benchmarks/host_call_cpu.py shows it on any CPU).
 
 The two sides alternate call by call (port then reference, then reference then port), so neither is always the
 one measured first or right after the other's kernel; Python's garbage collections during each side's timed calls
@@ -79,6 +82,24 @@ def _alternating(sides: dict, sync, reps: int) -> dict:
     finally:
         gc.callbacks.remove(count)
     return {n: (statistics.median(ret[n]), statistics.median(full[n]), gcs[n]) for n in names}
+
+
+def _back_to_back(sides: dict, sync, reps: int) -> dict:
+    """Per side (name -> fn): median us until fn returns over `reps` calls made back to back (no synchronise
+    between them, as a program issuing calls in a row makes them; one after each block), in two blocks per side,
+    the sides' order reversed for the second."""
+    names = list(sides)
+    ret = {n: [] for n in names}
+    for r in range(2):
+        for n in (names if r == 0 else names[::-1]):
+            fn = sides[n]
+            sync()
+            for _ in range(max(1, reps // 2)):
+                t0 = time.perf_counter()
+                fn()
+                ret[n].append((time.perf_counter() - t0) * 1e6)
+            sync()
+    return {n: statistics.median(ret[n]) for n in names}
 
 
 class _Stamps:
@@ -178,6 +199,10 @@ def bench_gate(pack_dir: Path, reps: int, max_configs: int = 0, on_row=None) -> 
                                     "ref": (contextlib.nullcontext, lambda: [real_launch(*l) for l in cap.launches])},
                                    sync, reps)
             row["port_launch_us"], row["ref_launch_us"] = replays["port"][0], replays["ref"][0]
+            with R._Patched(ct, module, launcher):
+                port_b = _back_to_back({"port": op_call}, sync, reps)["port"]
+            ref_b = _back_to_back({"ref": op_call}, sync, reps)["ref"]
+            row["port_burst_us"], row["ref_burst_us"] = port_b, ref_b
             after = lib.profile()
             row["gc"] = {"port": gc_port, "ref": gc_ref}
             patch = lambda shim: R._Patched(ct, module, shim)  # noqa: E731
@@ -229,6 +254,8 @@ def _line(r: dict) -> str:
             f"({r['port_ret_us'] / r['ref_ret_us']:.2f}x) | +sync ref {r['ref_sync_us']:7.1f} port "
             f"{r['port_sync_us']:7.1f} | launch x{r['launches']} ref {r['ref_launch_us']:6.1f} port "
             f"{r['port_launch_us']:6.1f} us ({r['port_launch_us'] / r['ref_launch_us']:.2f}x)"
+            + (f" | back to back ref {r['ref_burst_us']:6.1f} port {r['port_burst_us']:6.1f} us "
+               f"({r['port_burst_us'] / r['ref_burst_us']:.2f}x)" if r.get("ref_burst_us") else "")
             + (f" | split us before/launches/after ref {_parts(r['split'].get('ref'))} port "
                f"{_parts(r['split'].get('port'))}" if r.get("split") else "")
             + (f" | gc ref {r['gc']['ref']} port {r['gc']['port']}" if r.get("gc") else "")

@@ -93,3 +93,46 @@ def test_a_test_the_reference_itself_failed_is_listed_as_not_evaluated_never_as_
     assert "| permute_race | 0/1 pass, 1 not evaluated | 0/0 | - |" in text
     assert "permute_race: NOT_EVALUATED main:" in text and "FAIL" not in text.split("issue 34, done when:")[0]
     assert "- correctness: 0/1 cases pass over 1 ops, 1 not evaluated (no test judged the port)" in text
+
+
+def test_host_calls_timed_back_to_back_get_their_own_column_and_criterion(tmp_path):
+    """gpu_host_call.py now also times op calls back to back (`ref_burst_us` / `port_burst_us`): the host table
+    gives them beside the calls made after a synchronise, and issue 34's criterion is stated for each."""
+    rows = json.loads(HOST_ON.read_text())
+    for r in rows:
+        if "error" not in r:
+            r["ref_burst_us"], r["port_burst_us"] = 4.0, (6.0 if r["op"] == "softmax" else 9.0)
+    host = tmp_path / "host_call.json"
+    host.write_text(json.dumps(rows))
+    results = {op: json.loads((RUN2 / f"{op}.json").read_text()) for op in ("softmax", "vector_add")}
+    text = _run(_out(tmp_path, results, host=host))
+    assert "| 4.0 / 6.0 | 1.50 |" in text and "| 4.0 / 9.0 | 2.25 |" in text
+    line = next(l for l in text.splitlines() if l.startswith("- the same, calls back to back"))
+    assert line == "- the same, calls back to back: NO: vector_add 2.25x (worst vector_add 2.25x over 2 ops)", line
+
+
+def test_gpu_host_call_times_back_to_back_calls_in_blocks_without_a_synchronise_between_them(monkeypatch):
+    """The drafts' host benchmark's back-to-back timing: a fake clock (named fake: no GPU here) charges a call 30 us
+    right after a synchronise and 3 us after another call; each side's median is the warm 3 us, and a synchronise
+    comes only around each block."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_host_call", REPO / "benchmarks" / "gpu_host_call.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    clock = {"t": 0.0, "cold": False, "syncs": 0, "calls": []}
+
+    def sync():
+        clock["cold"], clock["syncs"] = True, clock["syncs"] + 1
+
+    def side(name):
+        def call():
+            clock["t"] += (30 if clock["cold"] else 3) * 1e-6
+            clock["cold"] = False
+            clock["calls"].append(name)
+        return call
+
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: clock["t"])
+    got = bench._back_to_back({"port": side("port"), "ref": side("ref")}, sync, 10)
+    assert {k: round(v, 6) for k, v in got.items()} == {"port": 3.0, "ref": 3.0}
+    assert clock["calls"] == ["port"] * 5 + ["ref"] * 5 + ["ref"] * 5 + ["port"] * 5 and clock["syncs"] == 8
