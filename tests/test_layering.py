@@ -121,7 +121,7 @@ RENDERERS = {
     "tileport.validators.rust.selfcheck": {"format_self_check"},
     "tileport.validators.tileir.report": {"format_report"},
     "tileport.analysis.triton.record": {"reference_summary"},
-    "tileport.validators.gpu.reports": {"launch_summary"},
+    "tileport.validators.gpu.reports": {"launch_summary", "host_summary"},
     "tileport.exec.sandbox": {"tool_argv"},
     "tileport.agents.transcripts": {"load_transcript", "tool_arguments"},
 }

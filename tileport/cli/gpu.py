@@ -13,6 +13,7 @@ import argparse
 import json
 
 from tileport.cli._common import config_from
+from tileport.validators.gpu.reports import host_summary
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -75,8 +76,7 @@ def run_run(args: argparse.Namespace) -> int:
             ratio = f"{r.ratio:.3f}" if r.ratio else "-"
             gap = (f" [idle before kernel: ref {r.idle_gap_us.get('ref')} us, port {r.idle_gap_us.get('port')} us]"
                    if r.idle_gap_us else "")
-            host = ("" if not r.host_us else " [host per call: " + ", ".join(
-                f"{side} {(r.host_us.get(side) or {}).get('call_us')} us" for side in ("ref", "port")) + "]")
+            host = "" if not r.host_us else f" [{host_summary(r.host_us)}]"
             print(f"PERF {r.config}: ref {r.ref_ms} ms, port {r.port_ms} ms, ratio {ratio} {' '.join(r.flags)}{gap}"
                   f"{host}")
         for x in perf.left_out:

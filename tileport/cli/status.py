@@ -8,6 +8,7 @@ import json
 
 from tileport.cli._common import config_from, int_in
 from tileport.store import queries
+from tileport.validators.gpu.reports import host_summary
 from tileport.analysis.triton.record import reference_summary
 
 
@@ -52,10 +53,6 @@ MAX_LINES = 60
 OUTPUT_LINES = 8  # a failed test's last printed lines under its status line
 
 
-def _us(x) -> str:
-    return f"{x:.1f} us" if isinstance(x, (int, float)) else "-"
-
-
 def _gate_lines(r: dict) -> list[str]:
     """A D run's tests (id, reference verdict, port verdict, port launches, seconds) and an E run's configurations
     (device ratio, each side's host wall time per call) and what was left out."""
@@ -74,8 +71,7 @@ def _gate_lines(r: dict) -> list[str]:
     for p in rows[:MAX_LINES]:
         host = p.get("host_us") or {}
         ratio = f"{p['ratio']:.3f}" if isinstance(p.get("ratio"), (int, float)) else "-"
-        out.append(f"config {p['config'][:90]}  port/ref {ratio}  host per call: ref "
-                   f"{_us((host.get('ref') or {}).get('call_us'))}, port {_us((host.get('port') or {}).get('call_us'))}")
+        out.append(f"config {p['config'][:90]}  port/ref {ratio}  {host_summary(host)}")
     left = (r.get("details") or {}).get("left_out") or [] if r.get("stage") == "E" else []
     if left:
         out.append(f"{len(left)} captured configuration(s) left out: " + "; ".join(

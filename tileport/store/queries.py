@@ -142,7 +142,7 @@ class PerfRowRow(_Row):
     host_us: dict[str, Any] = Field(default_factory=dict)  # side -> {call_us, return_us, burst_us} (hostrun.host_times)
     source: str | None = None  # harness | capture
 
-    def host(self, side: str, key: str = "call_us") -> float | None:
+    def host(self, side: str, key: str = "return_us") -> float | None:
         v = (self.host_us.get(side) or {}).get(key) if isinstance(self.host_us.get(side), dict) else None
         return float(v) if isinstance(v, (int, float)) else None
 

@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 
 from tileport.tui.view import PerfView, launch_text
+from tileport.validators.gpu.reports import host_summary
 
 
 def _fmt(x: float | None, nd: int = 4) -> str:
@@ -18,7 +19,8 @@ def _fmt(x: float | None, nd: int = 4) -> str:
 
 
 def _host(host_us: dict, side: str) -> str:
-    v = (host_us.get(side) or {}).get("call_us") if isinstance(host_us.get(side), dict) else None
+    """A side's host time per call until it returns (what the caller's thread pays; `call_us` adds the kernel)."""
+    v = (host_us.get(side) or {}).get("return_us") if isinstance(host_us.get(side), dict) else None
     return "-" if not isinstance(v, (int, float)) else f"{v:.1f}"
 
 
@@ -49,7 +51,7 @@ class PerfPanel(Vertical):
             return None
         samples = "\n".join(f"{side} samples (ms, {len(xs)}): " + (", ".join(f"{x:.4f}" for x in xs) or "none recorded")
                             for side, xs in (("ref", row.ref_samples), ("port", row.port_samples)))
-        host = "  ".join(f"{side} host {_host(row.host_us, side)} us/call" for side in ("ref", "port"))
+        host = host_summary(row.host_us)
         return (f"{row.config}\n\nreference {_fmt(row.ref_ms)} ms  port {_fmt(row.port_ms)} ms  port/ref "
                 f"{_fmt(row.ratio, 3)}  flags {row.flags or '-'}\n{host}\n\n{samples}\n\nlaunch:\n"
                 f"{launch_text(row.launch)}")

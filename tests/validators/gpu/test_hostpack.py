@@ -819,3 +819,17 @@ def test_the_host_table_judges_both_ways_of_calling(tmp_path):
     crit = "\n".join(table.criteria(e, h, None, 1.10))
     assert "port call at most 2x the reference's: NO: gemm 2.35x" in crit
     assert "the same, calls back to back: yes (worst gemm 1.49x over 1 ops)" in crit
+
+
+def test_the_faces_print_the_host_time_the_caller_pays_not_the_kernel():
+    """`tileport status`, `gpu run` and the dashboard print a row's host time per call until the call returns (and
+    back to back where measured), not `call_us`, which waits for the kernel: a 99 ms GEMM's row said 99 ms "host"."""
+    from tileport.validators.gpu.reports import host_summary
+
+    row = {"ref": {"call_us": 99000.0, "return_us": 7.0, "burst_us": 3.0},
+           "port": {"call_us": 99010.0, "return_us": 9.0, "burst_us": 4.25}}
+    assert host_summary(row) == ("host per call until it returns: ref 7.0 us, port 9.0 us; back to back: ref 3.0 us, "
+                                 "port 4.2 us")
+    del row["ref"]["burst_us"], row["port"]["burst_us"]
+    assert host_summary(row) == "host per call until it returns: ref 7.0 us, port 9.0 us"
+    assert host_summary({}) == "host per call: -"

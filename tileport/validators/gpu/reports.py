@@ -21,6 +21,22 @@ def band(geomean: float | None) -> str | None:
     return next((name for limit, name in BANDS if geomean <= limit), "large")
 
 
+def host_summary(host_us: dict) -> str:
+    """A stage-E row's host time per call (`hostrun.host_times`), as the faces print it: what the caller's thread
+    pays until the call returns, each call after a synchronise, and back to back when the runner measured it.
+    (`call_us`, until a synchronise after the call, includes the kernel itself: not a host cost.)"""
+    def side(key: str) -> str:
+        vals = [(host_us.get(s) or {}).get(key) if isinstance(host_us.get(s), dict) else None for s in ("ref", "port")]
+        return ", ".join(f"{s} " + (f"{v:.1f} us" if isinstance(v, (int, float)) else "-")
+                         for s, v in zip(("ref", "port"), vals))
+
+    if not host_us:
+        return "host per call: -"
+    burst = any(isinstance(host_us.get(s), dict) and "burst_us" in host_us[s] for s in ("ref", "port"))
+    return f"host per call until it returns: {side('return_us')}" + (
+        f"; back to back: {side('burst_us')}" if burst else "")
+
+
 def launch_summary(attrs: list[dict], named: bool = False) -> str:
     """One line per side (the gate runner's `launch_attributes` of its kernels): grid, block, registers, shared
     memory, occupancy of each kernel, `named` with the kernel's name first."""
@@ -195,8 +211,9 @@ class PerfReport:
         rows = self.counted
         return max(rows, key=lambda r: r.ratio) if rows else None
 
-    def host_median(self, side: str, key: str = "call_us") -> float | None:
-        """The median over configurations of one side's host wall time per call (us)."""
+    def host_median(self, side: str, key: str = "return_us") -> float | None:
+        """The median over configurations of one side's host wall time per call (us): until the call returns,
+        what the caller's thread pays (`call_us` adds the kernel itself)."""
         xs = sorted(r.host_us[side][key] for r in self.rows if isinstance(r.host_us.get(side), dict)
                     and isinstance(r.host_us[side].get(key), (int, float)))
         return xs[len(xs) // 2] if xs else None
