@@ -231,8 +231,8 @@ def host_from_rows(results: list[tuple[str, dict]]) -> tuple[list[str], dict]:
             med_ns = {k: statistics.median(s[k] for s in split) for k in split[0]}
             profiled.append(f"{op}: " + ", ".join(f"{k} {v:g}" for k, v in med_ns.items()))
     if profiled:
-        lines.append("\nin the library, ns per launch (TILEPORT_FFI_PROFILE=1; through cutile: decide, prepare, launch, "
-                     "total; direct: find, driver): " + "; ".join(profiled))
+        lines.append("\nin the library, ns per launch (TILEPORT_FFI_PROFILE=1; through cutile: decide, prepare, "
+                     "launch, total; direct: find, driver): " + "; ".join(profiled))
     return lines, {"ratios": ratios, "burst": burst, "errors": [], "wrong": []}
 
 

@@ -85,20 +85,21 @@ def _alternating(sides: dict, sync, reps: int) -> dict:
 
 
 def _back_to_back(sides: dict, sync, reps: int) -> dict:
-    """Per side (name -> fn): median us until fn returns over `reps` calls made back to back (no synchronise
-    between them, as a program issuing calls in a row makes them; one after each block), in two blocks per side,
-    the sides' order reversed for the second."""
+    """Per side (name -> (context manager factory, fn), as `_alternating` takes them): median us until fn returns
+    over `reps` calls made back to back (no synchronise between them, as a program issuing calls in a row makes
+    them; one after each block), in two blocks per side, the sides' order reversed for the second."""
     names = list(sides)
     ret = {n: [] for n in names}
     for r in range(2):
         for n in (names if r == 0 else names[::-1]):
-            fn = sides[n]
-            sync()
-            for _ in range(max(1, reps // 2)):
-                t0 = time.perf_counter()
-                fn()
-                ret[n].append((time.perf_counter() - t0) * 1e6)
-            sync()
+            enter, fn = sides[n]
+            with enter():
+                sync()
+                for _ in range(max(1, reps // 2)):
+                    t0 = time.perf_counter()
+                    fn()
+                    ret[n].append((time.perf_counter() - t0) * 1e6)
+                sync()
     return {n: statistics.median(ret[n]) for n in names}
 
 
@@ -199,10 +200,9 @@ def bench_gate(pack_dir: Path, reps: int, max_configs: int = 0, on_row=None) -> 
                                     "ref": (contextlib.nullcontext, lambda: [real_launch(*l) for l in cap.launches])},
                                    sync, reps)
             row["port_launch_us"], row["ref_launch_us"] = replays["port"][0], replays["ref"][0]
-            with R._Patched(ct, module, launcher):
-                port_b = _back_to_back({"port": op_call}, sync, reps)["port"]
-            ref_b = _back_to_back({"ref": op_call}, sync, reps)["ref"]
-            row["port_burst_us"], row["ref_burst_us"] = port_b, ref_b
+            burst = _back_to_back({"port": (lambda: R._Patched(ct, module, launcher), op_call),
+                                   "ref": (contextlib.nullcontext, op_call)}, sync, reps)
+            row["port_burst_us"], row["ref_burst_us"] = burst["port"], burst["ref"]
             after = lib.profile()
             row["gc"] = {"port": gc_port, "ref": gc_ref}
             patch = lambda shim: R._Patched(ct, module, shim)  # noqa: E731

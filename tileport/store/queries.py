@@ -139,7 +139,7 @@ class PerfRowRow(_Row):
     launch: dict[str, Any] = Field(default_factory=dict)
     ref_samples: list[float] = Field(default_factory=list)
     port_samples: list[float] = Field(default_factory=list)
-    host_us: dict[str, Any] = Field(default_factory=dict)  # side -> {call_us, return_us, burst_us} (hostrun.host_times)
+    host_us: dict[str, Any] = Field(default_factory=dict)  # side -> {call_us, return_us, burst_us}: host_times
     source: str | None = None  # harness | capture
 
     def host(self, side: str, key: str = "return_us") -> float | None:

@@ -138,7 +138,8 @@ class PerfRowView:
     launch: dict = field(default_factory=dict)  # side -> CUPTI launch attributes per kernel, as stage E stored them
     ref_samples: list[float] = field(default_factory=list)  # every timed sample, ms
     port_samples: list[float] = field(default_factory=list)
-    host_us: dict = field(default_factory=dict)  # side -> {call_us, return_us, burst_us}: host wall time per call (hostrun.host_times)
+    # side -> {call_us, return_us, burst_us}: host wall time per call (hostrun.host_times)
+    host_us: dict = field(default_factory=dict)
 
 
 def launch_text(launch: dict) -> str:

@@ -115,6 +115,7 @@ def test_gpu_host_call_times_back_to_back_calls_in_blocks_without_a_synchronise_
     """The drafts' host benchmark's back-to-back timing: a fake clock (named fake: no GPU here) charges a call 30 us
     right after a synchronise and 3 us after another call; each side's median is the warm 3 us, and a synchronise
     comes only around each block."""
+    import contextlib
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("gpu_host_call", REPO / "benchmarks" / "gpu_host_call.py")
@@ -133,6 +134,7 @@ def test_gpu_host_call_times_back_to_back_calls_in_blocks_without_a_synchronise_
         return call
 
     monkeypatch.setattr(bench.time, "perf_counter", lambda: clock["t"])
-    got = bench._back_to_back({"port": side("port"), "ref": side("ref")}, sync, 10)
+    got = bench._back_to_back({"port": (contextlib.nullcontext, side("port")),
+                               "ref": (contextlib.nullcontext, side("ref"))}, sync, 10)
     assert {k: round(v, 6) for k, v in got.items()} == {"port": 3.0, "ref": 3.0}
     assert clock["calls"] == ["port"] * 5 + ["ref"] * 5 + ["ref"] * 5 + ["port"] * 5 and clock["syncs"] == 8

@@ -169,7 +169,8 @@ class PerfRow:
     failed: bool = False
     launch: dict = field(default_factory=dict)  # side -> CUPTI launch attributes per kernel (runner.launch_attributes)
     idle_gap_us: dict = field(default_factory=dict)  # side -> median idle time before the first timed kernel
-    host_us: dict = field(default_factory=dict)  # side -> {call_us, return_us, burst_us}: wall time per call from Python (hostrun.host_times)
+    # side -> {call_us, return_us, burst_us}: wall time per call from Python (hostrun.host_times)
+    host_us: dict = field(default_factory=dict)
     source: str = "harness"  # harness (make_inputs) | capture (a launch stage A captured from the tests)
     ir_diff: dict = field(default_factory=dict)  # the IR gate on the bytecode both JITs compiled (gpu.bytecode)
 
