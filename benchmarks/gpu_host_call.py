@@ -43,8 +43,11 @@ from pathlib import Path
 
 
 def _load(path: Path, name: str):
+    """A gate's module, registered under its name before it runs (importlib's recipe): a dataclass in a module
+    with postponed annotations looks its module up in sys.modules while the class is made."""
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
 

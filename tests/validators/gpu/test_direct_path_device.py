@@ -43,7 +43,7 @@ import cuda.tile as ct
 gate = Path(sys.argv[1]); case = sys.argv[2]
 def load(path, name):
     spec = importlib.util.spec_from_file_location(name, path); mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod); return mod
+    sys.modules[name] = mod; spec.loader.exec_module(mod); return mod
 meta = json.loads((gate / "gate.json").read_text())
 R = load(gate / "runner.py", "tp_runner")
 op = load(gate / meta["op_file"], "tp_op")

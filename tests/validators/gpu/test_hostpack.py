@@ -372,6 +372,27 @@ def test_pack_writes_a_self_contained_gate_whose_library_loads_without_a_gpu(va_
 
 
 @pytest.mark.slow
+def test_the_packed_runner_imports_the_way_the_device_scripts_load_it(va_gate):
+    """benchmarks/gpu_host_call.py and the direct-path device test import a gate's runner.py by its path. On an
+    H100 both failed for every op (`'NoneType' object has no attribute '__dict__'`): the runner defines a
+    dataclass under postponed annotations, which looks its module up in sys.modules, and neither loader put it
+    there."""
+    import importlib.util
+    _, gate = va_gate
+    spec = importlib.util.spec_from_file_location("gpu_host_call", REPO / "benchmarks" / "gpu_host_call.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    runner = bench._load(gate / "runner.py", "tp_runner_va_bench")
+    assert runner.plan_row({}, 1.0, 3, 50).rounds == 50
+    from tests.validators.gpu import test_direct_path_device as device_test
+    child = device_test.CHILD
+    loader = child[child.index("def load("):child.index("return mod") + len("return mod")]
+    scope: dict = {"importlib": importlib, "sys": sys}
+    exec(loader, scope)
+    assert scope["load"](gate / "runner.py", "tp_runner_va_child").RowPlan(1, 2, 3).rounds == 2
+
+
+@pytest.mark.slow
 def test_the_built_launcher_refuses_a_row_its_slab_was_not_built_for_without_a_gpu(tmp_path):
     gate = tmp_path / "gate-rn"
     r = run_cli("gate", "pack", "ports/rms_norm", "--op", "examples/rms_norm.py", "--out", str(gate), timeout=1500)
