@@ -201,9 +201,12 @@ def host_from_rows(results: list[tuple[str, dict]]) -> tuple[list[str], dict]:
     lines = ["| op | configs | op call until return us ref / port | port/ref | back to back us ref / port | port/ref | "
              "until synchronised us ref / port | port launches on the direct path |",
              "|---|---|---|---|---|---|---|---|"]
-    ratios, burst, profiled = {}, {}, []
+    ratios, burst, profiled, apis = {}, {}, [], []
     for name, res in results:
         op = (res.get("gate") or {}).get("op") or name
+        api = _launch_api(res)
+        if api:
+            apis.append(f"{op}: {api}")
         rows = [r for r in (res.get("perf") or {}).get("rows", [])
                 if (r.get("host_us") or {}).get("ref") and (r.get("host_us") or {}).get("port")]
         if not rows:
@@ -233,7 +236,21 @@ def host_from_rows(results: list[tuple[str, dict]]) -> tuple[list[str], dict]:
     if profiled:
         lines.append("\nin the library, ns per launch (TILEPORT_FFI_PROFILE=1; through cutile: decide, prepare, "
                      "launch, total; direct: find, driver): " + "; ".join(profiled))
+    if apis:
+        lines.append("\nthe host call that launched each side's kernel in the timed calls (CUPTI's record, both "
+                     "sides traced alike), us, median over configurations: " + "; ".join(apis))
     return lines, {"ratios": ratios, "burst": burst, "errors": [], "wrong": []}
+
+
+def _launch_api(res: dict) -> str:
+    """An op's `launch_api_us` over its stage-E rows: per side and API name the median of the rows' medians."""
+    per: dict[tuple[str, str], list[float]] = {}
+    for row in (res.get("perf") or {}).get("rows", []):
+        for side, got in (row.get("launch_api_us") or {}).items():
+            for api, v in got.items():
+                per.setdefault((side, api), []).append(v["median_us"])
+    return ", ".join(f"{side} {api} {statistics.median(v):.2f}" for (side, api), v in
+                     sorted(per.items(), key=lambda kv: (kv[0][0] != "ref", kv[0][1])))
 
 
 def criteria(e: dict, h: dict | None, test: str | None, config_max: float) -> list[str]:

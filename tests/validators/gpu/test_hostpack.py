@@ -687,6 +687,63 @@ def test_the_sides_alternate_call_by_call_each_timed_twice_and_told_apart_by_pos
     assert "flushed segments in the trace" in bad["ref"]["problems"][0] and not bad["port"]["samples"]
 
 
+class _ApiTrace(_FakeTrace):
+    """NAMED FAKE (no GPU here): _FakeTrace whose exported chrome trace is kineto's shape: each kernel event has
+    its start and a correlation id, and the host API record that launched it (cat cuda_driver or cuda_runtime)
+    carries the same id and how long the call took."""
+
+    def __init__(self, kernels, ms, api: dict[str, tuple[str, float]]):
+        super().__init__(kernels, ms)
+        self.api = api
+
+    def __call__(self, fn, n, trace=False):
+        events, _ = super().__call__(fn, n, trace)
+        sides = [side for _, side in self.labels[-n:]]
+        trace_events, corr, call = [], 0, -1
+        for start, dur, name in events:
+            corr += 1
+            if "bitwise_not" in name:
+                call += 1
+                api = ("cudaLaunchKernel", 9.0)  # the harness's flush, launched by torch
+            else:
+                api = self.api[sides[call]]
+            trace_events.append({"cat": "kernel", "ph": "X", "name": name, "ts": start, "dur": dur,
+                                 "args": {"correlation": corr}})
+            trace_events.append({"cat": "cuda_driver" if api[0].startswith("cu") and not api[0].startswith("cuda")
+                                 else "cuda_runtime", "ph": "X", "name": api[0], "ts": start - 20, "dur": api[1],
+                                 "args": {"correlation": corr}})
+        return events, {"traceEvents": trace_events[::-1]}  # the export's order is not the launch order
+
+
+def test_each_side_keeps_how_long_the_host_call_that_launched_its_kernel_took():
+    """Where a port call's host time goes: the trace of the timed calls links each kernel to the driver call that
+    launched it (the reference: cuda.tile's cuLaunchKernelEx; the port: its library's cuLaunchKernel), so a row
+    says how long each side's launch call took under the same tracing. The flush's launch is the harness's."""
+    from tileport.validators.gpu.hostrun import fold_timed, side_streams, time_rotating
+
+    fake = _ApiTrace({"ref": ["k"], "port": ["k"]}, {"ref": 2.0, "port": 2.0, "ref_again": 2.0, "port_again": 2.0},
+                     {"ref": ("cuLaunchKernelEx", 2.5), "port": ("cuLaunchKernel", 4.5)})
+
+    def traced(label, side, _):
+        return (label, side, lambda r: fake.labels.append((label, side)))
+
+    got = time_rotating([traced(*s) for s in side_streams(lambda side: side)], {"ref": ["k"], "port": ["k"]}, 5,
+                        lambda: None, per_profile=2, profile=fake)
+    assert got["launch_api"] == {"ref": {"cuLaunchKernelEx": {"median_us": 2.5, "calls": 10}},
+                                 "port": {"cuLaunchKernel": {"median_us": 4.5, "calls": 10}}}
+    row = {"flags": []}
+    fold_timed(row, got)
+    assert row["launch_api_us"]["port"]["cuLaunchKernel"]["median_us"] == 4.5
+    # a trace without the API records (an older profiler) leaves the row without the field
+    plain = _FakeTrace({"ref": ["k"], "port": ["k"]}, {"ref": 2.0, "port": 2.0, "ref_again": 2.0, "port_again": 2.0})
+    got = time_rotating([(label, side, lambda r, l=label, s=side: plain.labels.append((l, s)))
+                         for label, side, _ in side_streams(lambda side: side)], {"ref": ["k"], "port": ["k"]}, 3,
+                        lambda: None, profile=plain)
+    row = {"flags": []}
+    fold_timed(row, got)
+    assert "launch_api_us" not in row and row["ref_ms"] == 2.0
+
+
 class _SideTrace:
     """A fake of torch.profiler for a replay (CI has no GPU): each call leaves a flush, then its side's kernel
     lasting `ms[side]`; the side is the last one `sides` called."""
@@ -840,6 +897,13 @@ def test_the_host_table_judges_both_ways_of_calling(tmp_path):
     crit = "\n".join(table.criteria(e, h, None, 1.10))
     assert "port call at most 2x the reference's: NO: gemm 2.35x" in crit
     assert "the same, calls back to back: yes (worst gemm 1.49x over 1 ops)" in crit
+    # with the timed calls' launch API records, the table says how long each side's launch call took
+    res["perf"]["rows"][0]["launch_api_us"] = {"ref": {"cuLaunchKernelEx": {"median_us": 2.0, "calls": 60}},
+                                               "port": {"cuLaunchKernel": {"median_us": 5.0, "calls": 60}}}
+    res["perf"]["rows"][1]["launch_api_us"] = {"ref": {"cuLaunchKernelEx": {"median_us": 3.0, "calls": 60}},
+                                               "port": {"cuLaunchKernel": {"median_us": 6.0, "calls": 60}}}
+    lines, _ = table.host_from_rows([("gemm", res)])
+    assert lines[-1].endswith("gemm: ref cuLaunchKernelEx 2.50, port cuLaunchKernel 5.50"), lines[-1]
 
 
 def test_the_faces_print_the_host_time_the_caller_pays_not_the_kernel():

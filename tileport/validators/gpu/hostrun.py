@@ -1064,6 +1064,41 @@ def launch_attributes(trace: dict, kernel_names: list[str]) -> list[dict]:
     return [per_name[n] for n in dict.fromkeys(kernel_names) if n in per_name]
 
 
+def launch_api_segments(trace: dict, flush_name: str) -> list[list[tuple[str, float]]]:
+    """Per flushed call of an exported chrome trace (its kernel events in start order, each call starting at a
+    flush kernel), the host API call that launched each of the call's kernels but the harness's: CUPTI's driver
+    or runtime record (`cuLaunchKernel`, `cuLaunchKernelEx`, `cudaLaunchKernel`, ...) linked to the kernel by its
+    correlation id, as (API name, us spent in it). A kernel with no such record adds nothing."""
+    apis: dict = {}
+    kernels = []
+    for ev in (trace or {}).get("traceEvents") or []:
+        if not isinstance(ev, dict) or ev.get("ph") not in ("X", None):
+            continue
+        cat, corr = str(ev.get("cat", "")).lower(), (ev.get("args") or {}).get("correlation")
+        if cat in ("cuda_driver", "cuda_runtime") and corr is not None:
+            apis[corr] = (str(ev.get("name")), float(ev.get("dur") or 0.0))
+        elif cat == "kernel":
+            kernels.append(ev)
+    segs: list[list[tuple[str, float]]] = []
+    for ev in sorted(kernels, key=lambda e: float(e.get("ts") or 0.0)):
+        name = str(ev.get("name", ""))
+        if flush_name in name:
+            segs.append([])
+        elif segs and not _harness(name):
+            api = apis.get((ev.get("args") or {}).get("correlation"))
+            if api is not None:
+                segs[-1].append(api)
+    return segs
+
+
+def launch_api_summary(calls: list[tuple[str, float]]) -> dict:
+    """(API name, us) pairs of one side's timed calls -> per API name its median us and how many calls."""
+    per: dict[str, list[float]] = {}
+    for name, us in calls:
+        per.setdefault(name, []).append(us)
+    return {name: {"median_us": round(statistics.median(v), 3), "calls": len(v)} for name, v in sorted(per.items())}
+
+
 FLUSH_NAME = "bitwise_not"
 # distinct input sets one timed configuration cycles through (memory: a row keeps them all on the device)
 INPUT_SETS = 20
@@ -1238,13 +1273,16 @@ def time_rotating(streams, expect: dict[str, list[str]], rounds: int, flusher, c
     (when given) judges each timed output of those calls, which are then dropped.
 
     Returns label -> {"samples": ms per call, "problems": [...], "gaps": idle us before the call's first kernel,
-    "bad": outputs check refused}, and "launch" -> side -> CUPTI's launch attributes (or the export's error).
+    "bad": outputs check refused}, "launch" -> side -> CUPTI's launch attributes (or the export's error), and
+    "launch_api" -> side -> the host API call that launched its kernels in the timed calls, per API name its median
+    us (`launch_api_summary`; CUPTI's own record: both sides under the same tracing).
     `profile` stands in for `_profile` (a test's fake trace: CI has no GPU)."""
     profile = profile or _profile
     n = len(streams)
     step = 1 if n % 2 else 2 % n
     res = {label: {"samples": [], "problems": [], "gaps": [], "bad": 0} for label, _, _ in streams}
     traces: dict[str, list] = {side: [] for _, side, _ in streams}
+    api_calls: dict[str, list] = {side: [] for _, side, _ in streams}
     errors: dict[str, str] = {}
     for first in range(0, rounds, per_profile):
         lead = streams[((first - 1) * step + n - 1) % n]  # the call before this record's first, in the order
@@ -1279,6 +1317,11 @@ def time_rotating(streams, expect: dict[str, list[str]], rounds: int, flusher, c
             res[label]["samples"].append(round(sum(mine) / 1000.0, 6))
             if gap is not None:
                 res[label]["gaps"].append(gap)
+        if isinstance(exported, dict):
+            api_segs = launch_api_segments(exported, FLUSH_NAME)
+            if len(api_segs) == len(order) + 1:  # the lead call's, then one per timed call in `order`
+                for (r, (label, side, _)), got in zip(order, api_segs[1:]):
+                    api_calls[side] += got
         for side in traces:
             if isinstance(exported, dict):
                 names = set(expect[side])
@@ -1293,18 +1336,22 @@ def time_rotating(streams, expect: dict[str, list[str]], rounds: int, flusher, c
         del outs
     launch = {side: errors[side] if side in errors else launch_attributes({"traceEvents": evs}, expect[side])
               for side, evs in traces.items()}
-    return {**res, "launch": launch}
+    launch_api = {side: launch_api_summary(got) for side, got in api_calls.items() if got}
+    return {**res, "launch": launch, "launch_api": launch_api}
 
 
 def fold_timed(row: dict, timed: dict) -> None:
     """A `time_rotating` run of `side_streams` ("ref", "port", "ref_again", "port_again"; the "_again" ones may be
-    missing) into a stage-E row: launch attributes per side (an export error in `launch_errors`), the idle gap
-    before each side's kernel, the problems as flags (the row then failed), else every sample and the medians of
+    missing) into a stage-E row: launch attributes per side (an export error in `launch_errors`), the host API
+    call that launched each side's kernels (`launch_api_us`, where the trace had it), the idle gap before each
+    side's kernel, the problems as flags (the row then failed), else every sample and the medians of
     each side's streams pooled, and per side timed twice its A/A spread (`ref_again`, `port_again`)."""
     for side, got in timed["launch"].items():
         row.setdefault("launch", {})[side] = [] if isinstance(got, str) else got
         if isinstance(got, str):
             row.setdefault("launch_errors", {})[side] = got
+    if timed.get("launch_api"):
+        row["launch_api_us"] = timed["launch_api"]
     labels = [label for label in SIDE_STREAMS if label in timed]
     for label in labels:
         got = timed[label]
