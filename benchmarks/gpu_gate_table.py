@@ -178,18 +178,27 @@ def host_path(rows: list[dict]) -> tuple[list[str], dict]:
                      f"{med['port_launch_us'] / med['ref_launch_us']:.2f} | {fast.get('direct', '-')} | "
                      f"{fast.get('recorded', '-')} ({fast.get('hint_free', '-')}) | "
                      + ("-" if not outputs else "ok" if all(outputs) else "WRONG") + " |")
-    profiled = [r for r in rows if (r.get("ffi_us") or {}).get("direct")]
+    profiled = [(r, _library_ns(r)) for r in rows if _library_ns(r).get("direct")]
     if profiled:
-        def split(f: dict) -> str:
-            parts = [f"{k.removeprefix('direct_')} {f[k]}" for k in ("direct_find", "direct_driver") if k in f]
-            return f"{f['direct']}" + (f" ({', '.join(parts)})" if parts else "")
         lines.append("\nin the library per direct launch (TILEPORT_FFI_PROFILE=1; find: the record and its "
                      "parameters, driver: context check and cuLaunchKernel), us: "
-                     + "; ".join(f"{r['op']} {r['config']}: {split(r['ffi_us'])}"
-                                 for r in {r["op"]: r for r in profiled}.values()))
+                     + "; ".join(f"{r['op']} {r['config']}: {f['direct'] / 1000:.2f}"
+                                 + (f" ({', '.join(parts)})" if (parts := [f'{k} {f[k] / 1000:.2f}' for k in
+                                                                          ('find', 'driver') if k in f]) else "")
+                                 for r, f in {r["op"]: (r, f) for r, f in profiled}.values()))
     lines += [f"ERROR {e}" for e in errors]
     wrong = [f"{r['op']} {r['config']}" for r in rows if r.get("output_ok") is False]
     return lines, {"ratios": ratios, "burst": burst, "errors": errors, "wrong": wrong}
+
+
+def _library_ns(row: dict) -> dict:
+    """A host row's library split per launch in ns (`hostrun.library_split`); rows recorded before 2026-12-07
+    kept it in us as `ffi_us` (direct, direct_find, direct_driver), read here as the same."""
+    if row.get("library_ns"):
+        return row["library_ns"]
+    old = row.get("ffi_us") or {}
+    return {new: old[k] * 1000 for k, new in (("direct", "direct"), ("direct_find", "find"),
+                                              ("direct_driver", "driver")) if k in old}
 
 
 def host_from_rows(results: list[tuple[str, dict]]) -> tuple[list[str], dict]:

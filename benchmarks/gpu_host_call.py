@@ -212,19 +212,7 @@ def bench_gate(pack_dir: Path, reps: int, max_configs: int = 0, on_row=None) -> 
             row["split"] = _split({"port": (patch, launcher, op_call), "ref": (patch, real_launch, op_call)},
                                   sync, reps)
             if before and after:  # TILEPORT_FFI_PROFILE=1: the library's own split, per launch
-                n = max(1, (after["warm"] + after["cold"]) - (before["warm"] + before["cold"]))
-                row["ffi_us"] = {k.removesuffix("_ns"): round((after[k] - before[k]) / n / 1000, 2)
-                                 for k in ("decide_ns", "prepare_ns", "launch_ns", "total_ns")}
-                row["ffi_us"]["cold_launches"] = after["cold"] - before["cold"]
-                nd = after.get("direct", 0) - before.get("direct", 0)
-                row["ffi_us"]["slow_launches"] = (after["warm"] + after["cold"]) - (before["warm"] + before["cold"])
-                row["ffi_us"]["direct_launches"] = nd
-                if nd:
-                    for k in ("direct_ns", "direct_find_ns", "direct_driver_ns"):
-                        if k in after:
-                            row["ffi_us"][k.removesuffix("_ns")] = round((after[k] - before[k]) / nd / 1000, 2)
-                    if "direct_ctx_sets" in after:
-                        row["ffi_us"]["direct_ctx_sets"] = after["direct_ctx_sets"] - before["direct_ctx_sets"]
+                row["library_ns"] = R.library_split(before, after)
             row["fast"] = lib.fast_stats()
             if callable(getattr(module, "reference", None)):  # the port's output after the timed calls
                 real_empty_like = torch.empty_like  # a NaN-filled output: a launch that wrote nothing fails
@@ -262,7 +250,7 @@ def _line(r: dict) -> str:
             + (f" | split us before/launches/after ref {_parts(r['split'].get('ref'))} port "
                f"{_parts(r['split'].get('port'))}" if r.get("split") else "")
             + (f" | gc ref {r['gc']['ref']} port {r['gc']['port']}" if r.get("gc") else "")
-            + (f" | in the library per launch: {r['ffi_us']}" if r.get("ffi_us") else "")
+            + (f" | in the library, ns per launch: {r['library_ns']}" if r.get("library_ns") else "")
             + (f" | direct path: {r['fast']}" if r.get("fast") else "")
             + (f" | port output {'ok' if r['output_ok'] else 'WRONG'}" if "output_ok" in r else ""))
 

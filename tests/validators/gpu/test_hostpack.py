@@ -849,8 +849,9 @@ def test_port_host_times_carries_the_library_split_per_launch_when_profiling():
 
     lib = ProfilingLibrary(True)
     split = hostrun.port_host_times(lib, lib.launch, lambda: None, n=4)["library_ns"]
-    assert split == {"slow_launches": 1, "direct_launches": 8, "decide": 300, "prepare": 2000, "launch": 6000,
-                     "total": 8500, "direct": 900, "find": 400, "driver": 500}
+    assert split == {"slow_launches": 1, "cold_launches": 0, "direct_launches": 8, "direct_ctx_sets": 0,
+                     "decide": 300, "prepare": 2000, "launch": 6000, "total": 8500, "direct": 900, "find": 400,
+                     "driver": 500}
     off = ProfilingLibrary(False)
     assert "library_ns" not in hostrun.port_host_times(off, off.launch, lambda: None, n=4)
 

@@ -1187,7 +1187,7 @@ def port_host_times(library, call, sync, n: int = 30) -> dict:
     split = prof() if prof is not None else None  # TILEPORT_FFI_PROFILE=1 only
     out = host_times(call, sync, n)
     if split is not None:
-        out["library_ns"] = _per_launch(split, prof())
+        out["library_ns"] = library_split(split, prof())
     if before is None:  # a library without the direct path
         return out
     after = stats()
@@ -1197,12 +1197,15 @@ def port_host_times(library, call, sync, n: int = 30) -> dict:
     return out
 
 
-def _per_launch(before: dict, after: dict) -> dict:
-    """The library's own split of the launches made between two `profile()` readings, in ns per launch: through
-    cutile (`decide`, `prepare`, `launch`, `total`) and on the direct path (`direct`, `find`, `driver`)."""
+def library_split(before: dict, after: dict) -> dict:
+    """The library's own split of the launches made between two `PortLibrary.profile()` readings, in ns per
+    launch: through cutile (`decide`, `prepare`, `launch`, `total`) and on the direct path (`direct`, `find`,
+    `driver`); with the counts (`slow_launches`, of them `cold_launches`, `direct_launches`, `direct_ctx_sets`).
+    Stage E's host rows and the drafts' host benchmark (benchmarks/gpu_host_call.py) both keep it."""
     d = {k: after[k] - before[k] for k in after}
     slow, fast = d["warm"] + d["cold"], d["direct"]
-    out = {"slow_launches": slow, "direct_launches": fast}
+    out = {"slow_launches": slow, "cold_launches": d["cold"], "direct_launches": fast,
+           "direct_ctx_sets": d.get("direct_ctx_sets", 0)}
     for k in ("decide_ns", "prepare_ns", "launch_ns", "total_ns"):
         out[k.removesuffix("_ns")] = round(d[k] / slow) if slow else 0
     for k, name in (("direct_ns", "direct"), ("direct_find_ns", "find"), ("direct_driver_ns", "driver")):
