@@ -5,6 +5,11 @@ library's own work (benchmarks/gpu_host_call.py measures the whole call on a GPU
 
     ~/.cache/tileport/torch-venv/bin/python benchmarks/host_call_cpu.py [--tileport-python .venv/bin/python]
 
+On a GPU host, whose interpreter has torch but not tileport's dependencies: build the stub here with
+`--write-stub DIR/libstub.so`, carry it, and run there with `--stub DIR/libstub.so --runner GATE/runner.py` (the
+launcher taken from a packed gate's runner, which carries it whole), to see what the same Python side costs on
+that host's CPU.
+
 Prints microseconds per launch: a warm launch through PortLauncher, its parts (the plan's guarded launch, the
 call), a C call alone (through tp_invoke, and with the entry's ten arguments as a library without it is called),
 and a warm launch with stage E's bytecode dumps on, each the best of 5 rounds of 20000; then a warm launch and ten
@@ -88,14 +93,28 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tileport-python", default=str(REPO / ".venv" / "bin" / "python"),
                     help="an interpreter with tileport's dependencies (draft, bindings)")
+    ap.add_argument("--write-stub", type=Path, help="build the stub library to this path and stop")
+    ap.add_argument("--stub", type=Path, help="a stub library built before with --write-stub")
+    ap.add_argument("--runner", type=Path, help="a packed gate's runner.py to take the launcher from")
     args_ = ap.parse_args()
-
-    from tileport.validators.gpu.hostrun import PortLauncher, PortLibrary
+    if args_.write_stub:
+        built = _stub_library(Path(tempfile.mkdtemp(prefix="tp-hostcpu-")), args_.tileport_python)
+        args_.write_stub.write_bytes(built.read_bytes())
+        print(f"stub library: {args_.write_stub}")
+        return 0
+    if args_.runner:
+        spec = importlib.util.spec_from_file_location("tp_runner_hostcpu", args_.runner)
+        hostrun = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = hostrun
+        spec.loader.exec_module(hostrun)
+    else:
+        from tileport.validators.gpu import hostrun
+    PortLauncher, PortLibrary, BytecodeDumps = hostrun.PortLauncher, hostrun.PortLibrary, hostrun.BytecodeDumps
 
     spec = importlib.util.spec_from_file_location("va", REPO / "examples" / "vector_add.py")
     va = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(va)
-    lib = PortLibrary(_stub_library(Path(tempfile.mkdtemp(prefix="tp-hostcpu-")), args_.tileport_python))
+    lib = PortLibrary(args_.stub or _stub_library(Path(tempfile.mkdtemp(prefix="tp-hostcpu-")), args_.tileport_python))
     launcher = PortLauncher(lib)
     x, y, out = torch.randn(4096), torch.randn(4096), torch.empty(4096)
     stream = types.SimpleNamespace(cuda_stream=0)
@@ -123,8 +142,6 @@ def main() -> int:
           f"{_per(lambda: ten.hot[id(va.vector_add_kernel)][0].bound.call(0)):.2f} us")
     # stage E keeps the IR each side compiled (bytecode dumps on): a warm launch, which compiles nothing, must not
     # pay for finding out which launch compiled what
-    from tileport.validators.gpu.hostrun import BytecodeDumps
-
     lib.dumps = BytecodeDumps(Path(tempfile.mkdtemp(prefix="tp-hostcpu-dumps-")))
     print(f"warm launch through PortLauncher, bytecode dumps on (stage E): {_per(warm):.2f} us")
     lib.dumps = None
