@@ -88,8 +88,6 @@ def _per(fn, n: int = 20000) -> float:
 def main() -> int:
     import argparse
 
-    import torch
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tileport-python", default=str(REPO / ".venv" / "bin" / "python"),
                     help="an interpreter with tileport's dependencies (draft, bindings)")
@@ -102,6 +100,8 @@ def main() -> int:
         args_.write_stub.write_bytes(built.read_bytes())
         print(f"stub library: {args_.write_stub}")
         return 0
+    import torch  # only the timing needs it: the stub is built with tileport's interpreter
+
     if args_.runner:
         spec = importlib.util.spec_from_file_location("tp_runner_hostcpu", args_.runner)
         hostrun = importlib.util.module_from_spec(spec)
