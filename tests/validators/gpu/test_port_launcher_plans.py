@@ -116,6 +116,10 @@ for x in (torch.randn(1000, 300), torch.randn(1000, 300), torch.randn(64, 4096),
     shared4(x.contiguous(), s0)
 transpose(torch.randn(1000, 300), s0, grid=(32, 10, 1))  # the same shapes, another grid: another partition
 transpose(torch.randn(1000, 300), s1)  # another stream
+g = [32, 10, 1]
+transpose(torch.randn(1000, 300), s1, grid=g)  # a grid passed as a list, then the same list changed in place
+g[0] = 16
+transpose(torch.randn(1000, 300), s1, grid=g)
 copy(torch.randn(7, 9), s1)
 out["plans"] = len(lib.plans)
 try:
@@ -123,6 +127,13 @@ try:
 except PortError as e:
     out["float16"] = str(e)
 out["plans_after_float16"] = len(lib.plans)
+# a refused launch with a new grid (the f32 plan, tried first, reads the grid before the dtype refuses it), then the
+# f32 plan's last shapes on that grid: the output's partition must follow the grid, not the one before the refusal
+try:
+    transpose(torch.randn(8, 8, dtype=torch.float16), s0, grid=(1, 1, 1))
+except PortError:
+    pass
+transpose(torch.randn(1000, 300), s0, grid=(1, 1, 1))
 transpose(torch.randn(1000, 300), s0)  # the f32 plan still serves after the refused one
 # a launch the f32 plan's guards refuse part-way: its first tensor (a new shape, read and written) passes, the
 # second is float16; then the first tensor's new shape with the right dtype, and the old shape again
@@ -181,7 +192,7 @@ def test_every_warm_launch_hands_the_library_exactly_its_own_tensors_grid_scalar
     other strides (a transposed view), another grid, a scalar read from a new extent, another stream; each call's C function
     sees that call's values (an output partition that follows the grid too; a rank-4 output the port takes as `&Tensor`
     passed whole, every dim and stride), never a stale one from the previous call."""
-    assert recorded["launches"] == 19 + 14
+    assert recorded["launches"] == 22 + 14
     assert recorded["mismatches"] == []
 
 

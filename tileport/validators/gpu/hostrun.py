@@ -593,7 +593,7 @@ class _Plan:
 
     __slots__ = ("symbol", "entry", "generics", "steps", "device", "kernel", "nargs", "tguards", "vguards",
                  "tsteps", "ssteps", "bound", "grid_in", "grid3", "gen_bytes", "gen_list", "shapes", "strides",
-                 "svals", "settling", "shapes_t", "tplan", "xguards")
+                 "svals", "settling", "shapes_t", "tplan", "xguards", "launch")
 
     def __init__(self, symbol: str, entry: str, generics: list, steps: list, device: int, kernel=None,
                  args: tuple | None = None, library=None):
@@ -628,6 +628,7 @@ class _Plan:
         self.svals = [_ANY] * len(self.ssteps)
         self.settling = ATTRIBUTED_CALLS  # calls left that may compile (bytecode attribution)
         self.shapes_t = ()  # the port tensors' shapes as of the last change, as a launch record keeps them
+        self.launch = _compile_launch(self) if self.bound is not None else self._launch_unbound_checked
 
     @staticmethod
     def _tensors_admitted(guards, args) -> bool:
@@ -657,93 +658,13 @@ class _Plan:
         return [x if isinstance(x, int) else int(gens[x[1]]) if x[0] == "gen"
                 else max(1, -(-shape[x[1]] // grid3[x[1]])) if x[0] == "grid" else shape[x[1]] for x in rule]
 
-    def launch(self, launcher: "PortLauncher", stream, grid, args, guarded: bool = True) -> bool:
-        """One launch of this plan, if it admits `args` (`admits`, checked in the pass that reads each tensor: its
-        dtype and device every call, its rank only when its shape changed); returns whether it launched. A guard
-        that fails part-way leaves the buffers as their caches say (each is written with its cache), so nothing
-        is stale for the next call. `guarded=False`: the caller found this plan by the launch's own key."""
-        b = self.bound
-        if b is None or not b.busy.acquire(blocking=False):  # no bind (a stand-in), or another thread inside
-            if guarded and not self.admits(args):
-                return False
-            self._launch_unbound(launcher, stream, grid, args)
-            return True
-        try:
-            try:
-                filled = self._fill(b, grid, args, guarded)
-            except (AttributeError, TypeError):  # an argument that is not what the guards read (not a tensor)
-                if guarded:
-                    return False
-                raise
-            if filled is None:
-                return False
-            grid3, gens = filled
-            if self.settling and launcher.library.dumps is not None:
-                self.settling -= 1
-                with launcher.library.attributing(self.symbol, self.gen_bytes, self.shapes):
-                    rc = b.fn(*b.on(stream))
-            else:
-                rc = b.fn(*b.on(stream))
-            msg = b.message() if rc else ""
-        finally:
-            b.busy.release()
-        launcher._calls.append((self, grid3, gens, self.shapes_t))  # PortLauncher.record, inlined (hot path)
-        if rc != 0:
-            self._refused(gens, rc, msg)
+    def _launch_unbound_checked(self, launcher: "PortLauncher", stream, grid, args, guarded: bool = True) -> bool:
+        """`launch` of a plan without bound buffers (a stand-in library), or while another thread is inside its
+        bound launch: the guards (`admits`), then the whole launch built afresh."""
+        if guarded and not self.admits(args):
+            return False
+        self._launch_unbound(launcher, stream, grid, args)
         return True
-
-    def _fill(self, b: _Bound, grid, args, guarded: bool) -> tuple | None:
-        """Writes into `b` what changed since the plan's previous call; None when a guard fails."""
-        if guarded and (len(args) != self.nargs or not self._values_admitted(args)
-                        or (self.xguards and not self._tensors_admitted(self.xguards, args))):
-            return None
-        reshape = fresh = False  # fresh: something a compile depends on changed since the plan's last call
-        if grid != self.grid_in:
-            self.grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])
-            self.grid_in = tuple(grid)
-            b.set_grid(self.grid3)
-            reshape = True
-        grid3, gens = self.grid3, self.gen_list
-        if gens is None:
-            gens = [g if isinstance(g, str) else str(int(args[g[0]].shape[g[1]])) for g in self.generics]
-            gen_bytes = ",".join(gens).encode()
-            if gen_bytes != self.gen_bytes:
-                self.gen_bytes = gen_bytes
-                b.set_generics(gen_bytes)
-                reshape = True
-        words, shapes, strides = b.words, self.shapes, self.strides
-        for k, i, rule, dyn, dt, nd, dev in self.tplan:
-            t = args[i]
-            if guarded and (t.dtype is not dt or t.get_device() != dev):
-                return None
-            shape, stride = t.shape, t.stride()
-            if (dyn and reshape) or shape != shapes[k] or stride != strides[k]:
-                if guarded and len(shape) != nd:
-                    return None
-                fresh = True
-                shapes[k], strides[k] = shape, stride
-                b.set_tensor(k, t.data_ptr(), shape, stride, self._part(rule, shape, grid3, gens))
-            else:
-                words[k * _WORDS] = t.data_ptr()
-        svals = self.svals
-        for k, step in enumerate(self.ssteps):
-            if step[0] == "scalar":
-                v = args[step[1]]
-            else:  # "of": an extent of a tensor the port takes by pointer
-                t = args[step[1]]
-                v = int(t.shape[step[3]] if step[2] == "shape" else t.stride(step[3]))
-            if v is not svals[k] and v != svals[k]:
-                fresh = True
-                svals[k] = v
-                b.set_scalar(k, v)
-        # which bytecode file a launch compiled is found out only where it may compile: the first calls after the
-        # grid, generics, shapes, strides or scalars changed (the first compiles the entry; the second records the
-        # direct path, which compiles its hint-free twin, ffi_direct.rs). Stage E's warm calls, timed for host
-        # time, pay nothing for it.
-        if fresh or reshape:
-            self.settling = ATTRIBUTED_CALLS
-            self.shapes_t = tuple(shapes)
-        return grid3, gens
 
     def _launch_unbound(self, launcher: "PortLauncher", stream, grid, args) -> None:
         """The whole launch built afresh and passed to `library.launch`."""
@@ -776,6 +697,135 @@ class _Plan:
 
 
 ATTRIBUTED_CALLS = 3  # calls of a plan watched for a compile after its signature's values changed
+
+
+def _refuse(entry: str, guarded: bool) -> bool:
+    if guarded:
+        return False
+    raise PortError(f"{entry}: the launch's own plan refused its arguments", "host")
+
+
+def _compile_launch(plan: _Plan):
+    """A bound plan's `launch(launcher, stream, grid, args, guarded=True) -> bool`: one launch of this plan if it
+    admits `args` (`_Plan.admits`, checked as the arguments are read); returns whether it launched, and with
+    `guarded=False` (the caller found the plan by the launch's own key) a refusal is an error. It writes into the
+    plan's buffers only what changed since its previous call (usually the tensors' addresses alone), calls the
+    entry, and records the launch. Another thread inside the same plan's launch meanwhile: the launch is built
+    afresh in buffers of its own (`_launch_unbound_checked`).
+
+    Generated per plan as straight-line Python (each argument unpacked once; each tensor's dtype, device, rank and
+    partition rule a constant; no loop, no helper call), since a warm launch's host time is this function's: 2.8 ->
+    2.2 us for three tensors on a 2-core CPU (benchmarks/host_call_cpu.py). `plan.launch.source` holds the text.
+
+    Every guard that needs no shape (argument count, scalar types and constants, each tensor's dtype and device,
+    every tensor the port does not take) is read before anything is written; a tensor's rank is read only when its
+    shape changed, and if that refuses the launch after the grid or generics were written, the plan forgets its
+    grid, so the next call rewrites every partition that follows the grid or generics: a refused launch leaves
+    nothing stale."""
+    b, n = plan.bound, plan.nargs
+    env = {"plan": plan, "words": b.words, "shapes": plan.shapes, "strides": plan.strides, "svals": plan.svals,
+           "set_grid": b.set_grid, "set_generics": b.set_generics, "set_tensor": b.set_tensor,
+           "set_scalar": b.set_scalar, "part": _Plan._part, "ATTRIBUTED": ATTRIBUTED_CALLS, "acquire": b.busy.acquire,
+           "release": b.busy.release, "fn": b.fn, "on": b.on, "message": b.message, "unbound":
+           plan._launch_unbound_checked, "refuse": _refuse, "ENTRY": plan.entry}
+    refuse = "return refuse(ENTRY, guarded)"
+    L = ["def launch(launcher, stream, grid, args, guarded=True):",
+         "    if not acquire(False):",
+         "        return unbound(launcher, stream, grid, args, guarded)",
+         "    try:",
+         "        try:",
+         f"            if len(args) != {n}:",
+         f"                {refuse}"]
+    if n > 0:
+        L.append(f"            {''.join(f'a{i}, ' for i in range(n))}= args")
+    for i, typ, val in plan.vguards:
+        env[f"T{i}"], env[f"V{i}"] = typ, val
+        L += [f"            if type(a{i}) is not T{i}{'' if val is _ANY else f' or a{i} != V{i}'}:",
+              f"                {refuse}"]
+    for i, dt, nd, dev in plan.xguards:
+        env[f"D{i}"] = dt
+        L += [f"            if a{i}.dtype is not D{i} or a{i}.get_device() != {dev} or a{i}.dim() != {nd}:",
+              f"                {refuse}"]
+    for k, i, rule, dyn, dt, nd, dev in plan.tplan:
+        if dt is None:  # a plan made without its first launch's arguments guards nothing: it admits none
+            L += [f"            {refuse}"]
+            break
+        env[f"D{i}"] = dt
+        L += [f"            if a{i}.dtype is not D{i} or a{i}.get_device() != {dev}:", f"                {refuse}"]
+    fixed = plan.gen_list is not None
+    if fixed:
+        env["GENS"] = plan.gen_list
+        L.append("            gens = GENS")
+    else:  # generics that are tensor extents: read before anything is written (an IndexError writes nothing)
+        parts = [repr(g) if isinstance(g, str) else f"str(int(a{g[0]}.shape[{g[1]}]))" for g in plan.generics]
+        L.append(f"            gens = [{', '.join(parts)}]")
+    L += ["            reshape = fresh = False",
+          "            if grid != plan.grid_in:",
+          "                plan.grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])",
+          "                plan.grid_in = grid if type(grid) is tuple else list(grid)  # a copy of a list",
+          "                set_grid(plan.grid3)",
+          "                reshape = True",
+          "            grid3 = plan.grid3"]
+    if not fixed:
+        L += ["            gen_bytes = ','.join(gens).encode()",
+              "            if gen_bytes != plan.gen_bytes:",
+              "                plan.gen_bytes = gen_bytes",
+              "                set_generics(gen_bytes)",
+              "                reshape = True"]
+    for k, i, rule, dyn, dt, nd, dev in plan.tplan:
+        env[f"R{k}"] = rule
+        static = not rule or all(isinstance(x, int) for x in rule)
+        L += [f"            s, st = a{i}.shape, a{i}.stride()",
+              f"            if {'reshape or ' if dyn else ''}s != shapes[{k}] or st != strides[{k}]:",
+              f"                if len(s) != {nd}:",
+              "                    plan.grid_in = None",
+              f"                    {refuse}",
+              "                fresh = True",
+              f"                shapes[{k}], strides[{k}] = s, st",
+              f"                set_tensor({k}, a{i}.data_ptr(), s, st, "
+              f"{f'R{k}' if static else f'part(R{k}, s, grid3, gens)'})",
+              "            else:",
+              f"                words[{k * _WORDS}] = a{i}.data_ptr()"]
+    for k, step in enumerate(plan.ssteps):
+        if step[0] == "scalar":
+            L.append(f"            v = a{step[1]}")
+        else:  # "of": an extent of a tensor the port takes by pointer
+            L.append(f"            v = int(a{step[1]}.shape[{step[3]}])" if step[2] == "shape"
+                     else f"            v = int(a{step[1]}.stride({step[3]}))")
+        L += [f"            if v is not svals[{k}] and v != svals[{k}]:",
+              "                fresh = True",
+              f"                svals[{k}] = v",
+              f"                set_scalar({k}, v)"]
+    # which bytecode file a launch compiled is found out only where it may compile: the first calls after the grid,
+    # generics, shapes, strides or scalars changed (the first compiles the entry; the second records the direct
+    # path, which compiles its hint-free twin, ffi_direct.rs). Stage E's warm calls, timed for host time, pay
+    # nothing for it.
+    L += ["            if fresh or reshape:",
+          "                plan.settling = ATTRIBUTED",
+          "                plan.shapes_t = tuple(shapes)",
+          "        except (AttributeError, TypeError, IndexError):  # an argument that is not what the guards read",
+          "            plan.grid_in = None  # whatever was written before it: the next call rewrites every partition",
+          "            if guarded:",
+          "                return False",
+          "            raise",
+          "        if plan.settling and launcher.library.dumps is not None:",
+          "            plan.settling -= 1",
+          "            with launcher.library.attributing(plan.symbol, plan.gen_bytes, shapes):",
+          "                rc = fn(*on(stream))",
+          "        else:",
+          "            rc = fn(*on(stream))",
+          "        msg = message() if rc else ''",
+          "    finally:",
+          "        release()",
+          "    launcher._calls.append((plan, grid3, gens, plan.shapes_t))  # PortLauncher.record, inlined",
+          "    if rc != 0:",
+          "        plan._refused(gens, rc, msg)",
+          "    return True"]
+    source = "\n".join(L) + "\n"
+    exec(compile(source, f"<launch {plan.symbol}>", "exec"), env)
+    launch = env["launch"]
+    launch.source = source
+    return launch
 
 
 class _Any:
