@@ -17,11 +17,11 @@ import pytest
 
 from tests.conftest import REPO
 from tileport.validators.gpu.ffi import render_ffi
-from tileport.validators.rust.spec import load_spec
+from tileport.validators.rust.spec import DumpSpec, load_spec
 
 TORCH_PY = Path(os.environ.get("TILEPORT_TORCH_VENV", Path.home() / ".cache/tileport/torch-venv")) / "bin" / "python"
 
-SCRIPT = r'''
+PRELUDE = r'''
 import json, sys, types
 import torch
 sys.path.insert(0, sys.argv[2])
@@ -61,8 +61,9 @@ def cdiv(a, b):
 
 lib = Library(json.load(open(sys.argv[1])))
 out = {"mismatches": [], "launches": 0}
+'''
 
-
+SCRIPT = PRELUDE + r'''
 def check(want):
     got = lib.seen[-1]
     out["launches"] += 1
@@ -172,19 +173,55 @@ print(json.dumps(out))
 '''
 
 
+EXTENT_SCRIPT = PRELUDE + r'''
+# head_kernel -> port entry `head`, whose TILE generic the spec names as the extent of `out` on axis 0: the warm
+# launch reads it from each call's output, and the output's slab (its partition) follows it
+x = torch.randn(4096)
+for n in (1024, 1024, 512, 2048, 512):
+    h = torch.empty(n)
+    PortLauncher(lib)(types.SimpleNamespace(cuda_stream=0), (2, 1, 1), op.head_kernel, (x, h, 1024))
+    got = lib.seen[-1]
+    out["launches"] += 1
+    want = {"generics": f"f32,{n}", "tensors": [[x.data_ptr(), [4096], [1], [0]], [h.data_ptr(), [n], [1], [n]]]}
+    if {k: got[k] for k in want} != want:
+        out["mismatches"].append({"want": want, "got": got})
+print(json.dumps(out))
+'''
+
+
+def _run(script: str, bindings: dict, tmp: Path) -> dict:
+    (tmp / "bindings.json").write_text(json.dumps(bindings))
+    (tmp / "script.py").write_text(script)
+    r = subprocess.run([str(TORCH_PY), str(tmp / "script.py"), str(tmp / "bindings.json"), str(REPO),
+                        str(REPO / "tests" / "data" / "ffi_kinds" / "kinds.py")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     if not TORCH_PY.is_file():
         pytest.skip(f"no interpreter with torch at {TORCH_PY} (scripts/setup-torch-venv.sh)")
-    d = tmp_path_factory.mktemp("plans")
     kinds = REPO / "tests" / "data" / "ffi_kinds"
     b = render_ffi((kinds / "kernel.rs").read_text(), load_spec(kinds / "spec.json"), ["float32"]).bindings
-    (d / "bindings.json").write_text(json.dumps(b))
-    (d / "script.py").write_text(SCRIPT)
-    r = subprocess.run([str(TORCH_PY), str(d / "script.py"), str(d / "bindings.json"), str(REPO),
-                        str(kinds / "kinds.py")], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return _run(SCRIPT, b, tmp_path_factory.mktemp("plans"))
+
+
+def test_a_generic_read_from_an_output_extent_follows_each_call_and_so_does_the_slab(tmp_path):
+    """A generic that is a tensor's extent changes from call to call with that tensor: the warm launch writes the
+    new generics and rewrites the partition that follows them, and keeps both when the extent repeats."""
+    if not TORCH_PY.is_file():
+        pytest.skip(f"no interpreter with torch at {TORCH_PY} (scripts/setup-torch-venv.sh)")
+    kinds = REPO / "tests" / "data" / "ffi_kinds"
+    spec = load_spec(kinds / "spec.json").model_dump()
+    for e in spec["entries"]:
+        if e["name"] == "head":
+            e["extents"] = {"TILE": {"param": "out", "axis": 0}}
+    b = render_ffi((kinds / "kernel.rs").read_text(), DumpSpec.model_validate(spec), ["float32"]).bindings
+    got = _run(EXTENT_SCRIPT, b, tmp_path)
+    assert got["launches"] == 5
+    assert got["mismatches"] == []
 
 
 def test_every_warm_launch_hands_the_library_exactly_its_own_tensors_grid_scalars_and_stream(recorded):
