@@ -1,7 +1,8 @@
 """Host cost of one call, port vs reference, per op and configuration, on a GPU host (issue 34 item 3).
 
 For every packed gate (`scripts/gpu-gate-drafts.sh pack DEST` or `gpu-gate-ports.sh pack DEST`) and each of its
-dtype x shape x variant configurations, with the op module's own inputs (`make_inputs`):
+dtype x shape x variant configurations, with the op module's own inputs (`make_inputs`) (a gate judged by the op's
+own tests, `gpu-gate-tests.sh pack`: each launch stage E replays, `bench_replay_gate`):
 
 * op call: the op's host wrapper as a user calls it (its own allocations included), with `ct.launch` being cuTile
   Python's (reference) or the port's library (port): median wall time until the call returns (`ret`, what the
@@ -22,6 +23,8 @@ are counted (`gc`). Each side is warmed first (JIT compile, the port's first-lau
 configuration and, per op, the median over its configurations; exit 0.
 
     python benchmarks/gpu_host_call.py DEST/gates [--reps 200] [--max-configs N] [--json OUT.json] [--only OP...]
+    PATH=/opt/ti/bin:$PATH PYTHONPATH=/tmp/site python3 benchmarks/gpu_host_call.py /tmp/g/packs/OP --json OUT.json
+        (a gate judged by its tests, where scripts/gpu-gate-tests.sh unpacked it and installed tileiras)
 
 Runs where the gate runs (torch, cuda.tile, a GPU, tileiras on PATH); it imports the gate's own runner.py.
 """
@@ -40,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 
 def _load(path: Path, name: str):
@@ -238,6 +242,110 @@ def bench_gate(pack_dir: Path, reps: int, max_configs: int = 0, on_row=None) -> 
     return rows
 
 
+def load_replay_gate(pack_dir: Path) -> SimpleNamespace:
+    """A gate judged by the op's own tests, loaded as its replay child loads it (no GPU needed): its manifest
+    (`gate`), runner (`R`), replay module (`P`), the op module and its package prefix, and the port's library."""
+    gate = json.loads((pack_dir / "gate.json").read_text())
+    sys.path.insert(0, str(pack_dir))  # tp_replay.py imports the pack's runner and tp_testchild by these names
+    R = _load(pack_dir / "runner.py", "runner")
+    T = _load(pack_dir / "tp_testchild.py", "tp_testchild")
+    P = _load(pack_dir / "tp_replay.py", f"tp_replay_{pack_dir.name}")
+    so = Path(tempfile.mkdtemp(prefix="tp-hostcall-")) / "libport.so"
+    src = pack_dir / gate["library"]
+    if not src.exists() and src.suffix == ".xz":  # gpu-gate-tests.sh unpacks it uncompressed
+        src = src.with_suffix("")
+    if src.suffix == ".xz":
+        with lzma.open(src) as f, open(so, "wb") as out:
+            shutil.copyfileobj(f, out, 1 << 20)
+    else:
+        shutil.copyfile(src, so)
+    return SimpleNamespace(gate=gate, R=R, P=P, module=T.import_op(gate, pack_dir / "project"),
+                           prefix=(gate["tests"].get("module") or "").split(".")[0] or None, lib=R.PortLibrary(so))
+
+
+def replay_launch(g: SimpleNamespace, cfg: dict) -> tuple:
+    """A configuration's kernel and grid as stage E launches them: found by name in the op's modules, re-hinted
+    where the op re-wrapped it (`ct.kernel(fn._pyfunc, num_ctas=2)`)."""
+    kernel = g.P.find_kernel(cfg["kernel"], [g.module], g.prefix)
+    if kernel is None:
+        raise LookupError(f"no kernel named {cfg['kernel']} in the op's modules")
+    if cfg.get("hints") and g.R.launch_hints(kernel) != cfg["hints"]:
+        kernel = kernel.replace_hints(**cfg["hints"])
+    return kernel, g.P.parse_grid(cfg["grid"])
+
+
+REPLAY_DEVICE_S = 2.0  # device time a replayed configuration's timed calls may take (a 32768^3 GEMM: 100 ms a call)
+
+
+def bench_replay_gate(pack_dir: Path, reps: int, max_configs: int = 0, on_row=None) -> list[dict]:
+    """A gate judged by the op's own tests (`gpu-gate-tests.sh pack`): each configuration stage E replays
+    (`perf_configs`), launched as stage E launches it (`tp_replay.py`: the kernel found by name, re-hinted as the op
+    re-wrapped it, arguments made from the recorded shapes and dtypes, `ct.launch(stream, grid, kernel, args)`)
+    through cuTile Python (reference) and the port's launcher, here in a process CUPTI never traced. Stage E times
+    its host calls in the replay child after CUPTI traced that child's device time, and Kineto leaves CUPTI
+    attached after a trace unless TEARDOWN_CUPTI=1 (pytorch/pytorch#144455): every driver call pays for it from
+    then on, the side that makes more of them more. The op call is the launch itself (no wrapper), so `launch` and
+    `call` are the same calls; rows have the keys `bench_gate`'s have."""
+    import torch
+    import cuda.tile as ct
+
+    g = load_replay_gate(pack_dir)
+    gate, lib = g.gate, g.lib
+    launcher = g.R.PortLauncher(lib)
+    real = ct.launch
+    stream = torch.cuda.current_stream()
+    sync = torch.cuda.synchronize
+    configs = sorted(gate.get("perf_configs") or [], key=lambda c: c.get("bytes") or 0)
+    if max_configs and len(configs) > max_configs:  # evenly spread over sizes
+        configs = [configs[round(i * (len(configs) - 1) / max(1, max_configs - 1))] for i in range(max_configs)]
+    rows = []
+    for cfg in configs:
+        row = {"op": gate["op"], "config": cfg["config"]}
+        args = None
+        try:
+            kernel, grid = replay_launch(g, cfg)
+            args, _ = g.P.make_args(cfg, torch, cfg["id"] + 1)
+
+            def ref():
+                real(stream, grid, kernel, tuple(args))
+
+            def port():
+                launcher(stream, grid, kernel, tuple(args))
+
+            for side in (ref, port, ref, port):  # JIT compile, the port's plan and direct-path record
+                side()
+            sync()
+            t0 = time.perf_counter()
+            ref()
+            sync()
+            n = max(10, min(reps, int(REPLAY_DEVICE_S / 4 / max(time.perf_counter() - t0, 1e-6))))
+            before = lib.profile()
+            calls = _alternating({"port": (contextlib.nullcontext, port), "ref": (contextlib.nullcontext, ref)},
+                                 sync, n)
+            (row["port_ret_us"], row["port_sync_us"], gc_port), (row["ref_ret_us"], row["ref_sync_us"], gc_ref) = \
+                calls["port"], calls["ref"]
+            row["port_launch_us"], row["ref_launch_us"] = row["port_ret_us"], row["ref_ret_us"]
+            burst = _back_to_back({"port": (contextlib.nullcontext, port), "ref": (contextlib.nullcontext, ref)},
+                                  sync, n)
+            row["port_burst_us"], row["ref_burst_us"] = burst["port"], burst["ref"]
+            after = lib.profile()
+            row["gc"] = {"port": gc_port, "ref": gc_ref}
+            if before and after:  # TILEPORT_FFI_PROFILE=1: the library's own split, per launch
+                row["library_ns"] = g.R.library_split(before, after)
+            row["fast"] = lib.fast_stats()
+            row["launches"], row["calls"] = 1, n
+            launcher.clear()
+        except Exception as exc:  # one configuration's failure is a line, not the end of the run
+            row["error"] = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}"
+        rows.append(row)
+        print(_line(row), flush=True)
+        if on_row:
+            on_row(row)
+        del args
+        torch.cuda.empty_cache()
+    return rows
+
+
 def _line(r: dict) -> str:
     if "error" in r:
         return f"{r['op']:<18} {r['config']:<34} ERROR {r['error']}"
@@ -284,7 +392,9 @@ def main(argv=None) -> int:
 
     for g in gates:
         try:
-            bench_gate(g, args.reps, args.max_configs, on_row=lambda r: (rows.append(r), keep(r)))
+            judged_by_tests = bool(json.loads((g / "gate.json").read_text()).get("tests"))
+            bench = bench_replay_gate if judged_by_tests else bench_gate
+            bench(g, args.reps, args.max_configs, on_row=lambda r: (rows.append(r), keep(r)))
         except Exception as exc:
             print(f"{g.name}: ERROR {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}",
                   flush=True)

@@ -91,6 +91,22 @@ def test_run_packs_the_gate_of_an_op_judged_by_its_own_tests(tmp_path):
         lib = tar.getmember("packs/scale_add/lib/libport.so")  # the runner script recompresses it there
         assert lib.size > 1 << 20 and "packs/scale_add/gate.json" in names
         assert json.load(tar.extractfile("packs/scale_add/gate.json")) == manifest
+    # benchmarks/gpu_host_call.py times such a gate's replayed launches on the GPU host (no CUPTI in its process):
+    # it loads the pack as the replay child does, and finds each configuration's kernel and grid as stage E does
+    probe = ("import json, sys, importlib.util\nfrom pathlib import Path\n"
+             "spec = importlib.util.spec_from_file_location('bench', sys.argv[1])\n"
+             "b = importlib.util.module_from_spec(spec); spec.loader.exec_module(b)\n"
+             "g = b.load_replay_gate(Path(sys.argv[2]))\n"
+             "got = [b.replay_launch(g, c) for c in g.gate['perf_configs']]\n"
+             "print(json.dumps({'kernels': sorted({k._pyfunc.__name__ for k, _ in got}), "
+             "'grids': [list(grid) for _, grid in got], 'abi': g.lib.abi}))")
+    r = subprocess.run([py, "-c", probe, str(REPO / "benchmarks" / "gpu_host_call.py"), str(gate)],
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert r.returncode == 0, r.stderr[-2000:]
+    loaded = json.loads(r.stdout.strip().splitlines()[-1])
+    assert loaded["kernels"] == ["_scale_add_kernel"] and loaded["abi"] == manifest["abi"]
+    grids = [ast.literal_eval(c["grid"]) for c in cfgs]
+    assert loaded["grids"] == [list(g) if isinstance(g, tuple) else [g] for g in grids]
     empty = subprocess.run(["bash", str(REPO / "scripts" / "gpu-gate-tests.sh"), "pack", str(archive), str(tmp_path)],
                            capture_output=True, text=True, timeout=60)
     assert empty.returncode == 1 and empty.stderr.count("\n") == 1 and "no packed gate under" in empty.stderr
