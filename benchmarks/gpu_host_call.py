@@ -233,11 +233,8 @@ def bench_gate(pack_dir: Path, reps: int, max_configs: int = 0, on_row=None) -> 
             row["launches"] = len(cap.launches)
             launcher.clear()
         except Exception as exc:  # one configuration's failure is a line, not the end of the run
-            row["error"] = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}"
-        rows.append(row)
-        print(_line(row), flush=True)
-        if on_row:
-            on_row(row)
+            row["error"] = _one_line(exc)
+        _emit(rows, row, on_row)
         del inputs, cap
     return rows
 
@@ -336,14 +333,22 @@ def bench_replay_gate(pack_dir: Path, reps: int, max_configs: int = 0, on_row=No
             row["launches"], row["calls"] = 1, n
             launcher.clear()
         except Exception as exc:  # one configuration's failure is a line, not the end of the run
-            row["error"] = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}"
-        rows.append(row)
-        print(_line(row), flush=True)
-        if on_row:
-            on_row(row)
+            row["error"] = _one_line(exc)
+        _emit(rows, row, on_row)
         del args
         torch.cuda.empty_cache()
     return rows
+
+
+def _one_line(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}"
+
+
+def _emit(rows: list, row: dict, on_row) -> None:
+    rows.append(row)
+    print(_line(row), flush=True)
+    if on_row:
+        on_row(row)
 
 
 def _line(r: dict) -> str:
@@ -396,8 +401,7 @@ def main(argv=None) -> int:
             bench = bench_replay_gate if judged_by_tests else bench_gate
             bench(g, args.reps, args.max_configs, on_row=lambda r: (rows.append(r), keep(r)))
         except Exception as exc:
-            print(f"{g.name}: ERROR {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}",
-                  flush=True)
+            print(f"{g.name}: ERROR {_one_line(exc)}", flush=True)
     print("\nper op (median over its configurations): call us ref / port (port/ref) | launch us ref / port (port/ref)")
     for op in dict.fromkeys(r["op"] for r in rows):
         ok = [r for r in rows if r["op"] == op and "error" not in r]
