@@ -135,6 +135,13 @@ try:
 except PortError:
     pass
 transpose(torch.randn(1000, 300), s0, grid=(1, 1, 1))
+# the same with a refusal that comes late: a rank-3 input of the right dtype passes the dtype guards, the new grid is
+# written, and the rank (read only because the shape changed) refuses it; then the plan's last shapes on that grid
+try:
+    PortLauncher(lib)(s0, (3, 3, 1), op.transpose_kernel, (torch.randn(4, 1000, 300), torch.empty(300, 1000), 64))
+except PortError:
+    pass
+transpose(torch.randn(1000, 300), s0, grid=(3, 3, 1))
 transpose(torch.randn(1000, 300), s0)  # the f32 plan still serves after the refused one
 # a launch the f32 plan's guards refuse part-way: its first tensor (a new shape, read and written) passes, the
 # second is float16; then the first tensor's new shape with the right dtype, and the old shape again
@@ -229,7 +236,7 @@ def test_every_warm_launch_hands_the_library_exactly_its_own_tensors_grid_scalar
     other strides (a transposed view), another grid, a scalar read from a new extent, another stream; each call's C function
     sees that call's values (an output partition that follows the grid too; a rank-4 output the port takes as `&Tensor`
     passed whole, every dim and stride), never a stale one from the previous call."""
-    assert recorded["launches"] == 22 + 14
+    assert recorded["launches"] == 23 + 14
     assert recorded["mismatches"] == []
 
 
