@@ -9,7 +9,8 @@
 #                                              # per op) in one archive: the libraries share their cutile runtime,
 #                                              # so xz over them all (256 MiB window) is about 0.6 MB a pack
 #   GPU host:    PER=240 bash scripts/gpu-gate-tests.sh .gpu/gates/packs.tar.xz [OP...]   # results in $OUT
-#                (JOBS=2 packs at a time; DEADLINE=S: no pack starts later than S seconds after the start)
+#                (JOBS=2 packs at a time; DEADLINE=S: no pack starts later than S seconds after the start;
+#                HOST_S=S: then the port call's host time against the reference's, benchmarks/gpu_host_call.py)
 #   back here:   tileport gate ingest $OUT/<op>.json   (refused unless made for the conversion's head)
 #
 # Needs the tileiras bundle split as part1 (copied to /tmp/part1 by a first call) and .gpu/bundle/part2 with the
@@ -62,3 +63,11 @@ for n in "$@"; do
   run_one "/tmp/g/packs/$n" "$lim" &
 done
 wait
+# HOST_S=S: then, within S seconds, the host time of a port call against the reference's for each launch stage E
+# replays, in a process CUPTI never traced (stage E takes its own host times after CUPTI traced its child):
+# $OUT/host_call.json, which `python benchmarks/gpu_gate_table.py --out $OUT` tables beside the gates' results
+if [ -n "${HOST_S:-}" ]; then
+  timeout -k 5 "$HOST_S" python3 "$(dirname "$0")/../benchmarks/gpu_host_call.py" /tmp/g/packs --reps 100 \
+    --max-configs "${HOST_CONFIGS:-6}" --json "$OUT/host_call.json" --only "$@" > "$OUT/host_call.log" 2>&1
+  echo "host call rc=$? at $(( $(date +%s) - T0 ))s: $(grep -c ' call ref ' "$OUT/host_call.log") rows"
+fi
