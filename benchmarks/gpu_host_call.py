@@ -169,17 +169,13 @@ def bench_gate(pack_dir: Path, reps: int, max_configs: int = 0, on_row=None) -> 
     gate = json.loads((pack_dir / "gate.json").read_text())
     R = _load(pack_dir / "runner.py", f"tp_runner_{pack_dir.name}")
     module = _load(pack_dir / gate["op_file"], f"tp_op_{pack_dir.name}")
-    so = Path(tempfile.mkdtemp(prefix="tp-hostcall-")) / "libport.so"
-    with lzma.open(pack_dir / gate["library"]) as f, open(so, "wb") as out:
-        shutil.copyfileobj(f, out, 1 << 20)
-    lib = R.PortLibrary(so)
+    lib = R.PortLibrary(_library_copy(pack_dir / gate["library"]))
     wrapper = getattr(module, gate["op"])
     variants = module.check_variants() if callable(getattr(module, "check_variants", None)) else [{}]
     sync = torch.cuda.synchronize
     rows = []
     configs = [(d, sh, v) for d in gate["dtypes"] for sh in gate["shapes"] for v in variants]
-    if max_configs and len(configs) > max_configs:  # evenly spread over dtypes and shapes
-        configs = [configs[round(i * (len(configs) - 1) / max(1, max_configs - 1))] for i in range(max_configs)]
+    configs = _spread(configs, max_configs)  # evenly over dtypes and shapes
     for dtype, shape, variant in configs:
         label = ",".join(f"{k}={v}" for k, v in shape.items()) + "".join(f" {k}={v}" for k, v in variant.items())
         row = {"op": gate["op"], "config": f"{dtype} [{label}]"}
@@ -239,6 +235,27 @@ def bench_gate(pack_dir: Path, reps: int, max_configs: int = 0, on_row=None) -> 
     return rows
 
 
+def _library_copy(src: Path) -> Path:
+    """The pack's library, decompressed into a fresh temporary directory (`lib/libport.so.xz`; also found where
+    gpu-gate-tests.sh left it uncompressed)."""
+    so = Path(tempfile.mkdtemp(prefix="tp-hostcall-")) / "libport.so"
+    if not src.exists() and src.suffix == ".xz":
+        src = src.with_suffix("")
+    if src.suffix == ".xz":
+        with lzma.open(src) as f, open(so, "wb") as out:
+            shutil.copyfileobj(f, out, 1 << 20)
+    else:
+        shutil.copyfile(src, so)
+    return so
+
+
+def _spread(configs: list, n: int) -> list:
+    """At most n of `configs`, evenly spread over them (all when n is 0)."""
+    if not n or len(configs) <= n:
+        return configs
+    return [configs[round(i * (len(configs) - 1) / max(1, n - 1))] for i in range(n)]
+
+
 def load_replay_gate(pack_dir: Path) -> SimpleNamespace:
     """A gate judged by the op's own tests, loaded as its replay child loads it (no GPU needed): its manifest
     (`gate`), runner (`R`), replay module (`P`), the op module and its package prefix, and the port's library."""
@@ -247,17 +264,9 @@ def load_replay_gate(pack_dir: Path) -> SimpleNamespace:
     R = _load(pack_dir / "runner.py", "runner")
     T = _load(pack_dir / "tp_testchild.py", "tp_testchild")
     P = _load(pack_dir / "tp_replay.py", f"tp_replay_{pack_dir.name}")
-    so = Path(tempfile.mkdtemp(prefix="tp-hostcall-")) / "libport.so"
-    src = pack_dir / gate["library"]
-    if not src.exists() and src.suffix == ".xz":  # gpu-gate-tests.sh unpacks it uncompressed
-        src = src.with_suffix("")
-    if src.suffix == ".xz":
-        with lzma.open(src) as f, open(so, "wb") as out:
-            shutil.copyfileobj(f, out, 1 << 20)
-    else:
-        shutil.copyfile(src, so)
     return SimpleNamespace(gate=gate, R=R, P=P, module=T.import_op(gate, pack_dir / "project"),
-                           prefix=(gate["tests"].get("module") or "").split(".")[0] or None, lib=R.PortLibrary(so))
+                           prefix=(gate["tests"].get("module") or "").split(".")[0] or None,
+                           lib=R.PortLibrary(_library_copy(pack_dir / gate["library"])))
 
 
 def replay_launch(g: SimpleNamespace, cfg: dict) -> tuple:
@@ -293,8 +302,7 @@ def bench_replay_gate(pack_dir: Path, reps: int, max_configs: int = 0, on_row=No
     stream = torch.cuda.current_stream()
     sync = torch.cuda.synchronize
     configs = sorted(gate.get("perf_configs") or [], key=lambda c: c.get("bytes") or 0)
-    if max_configs and len(configs) > max_configs:  # evenly spread over sizes
-        configs = [configs[round(i * (len(configs) - 1) / max(1, max_configs - 1))] for i in range(max_configs)]
+    configs = _spread(configs, max_configs)  # evenly over sizes
     rows = []
     for cfg in configs:
         row = {"op": gate["op"], "config": cfg["config"]}

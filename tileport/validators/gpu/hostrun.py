@@ -668,7 +668,7 @@ class _Plan:
 
     def _launch_unbound(self, launcher: "PortLauncher", stream, grid, args) -> None:
         """The whole launch built afresh and passed to `library.launch`."""
-        grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])
+        grid3 = _grid3(grid)
         gens = self.gen_list
         if gens is None:
             gens = [g if isinstance(g, str) else str(int(args[g[0]].shape[g[1]])) for g in self.generics]
@@ -699,6 +699,11 @@ class _Plan:
 ATTRIBUTED_CALLS = 3  # calls of a plan watched for a compile after its signature's values changed
 
 
+def _grid3(grid) -> tuple:
+    """A launch grid as the library takes it: three integers, missing axes 1."""
+    return tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])
+
+
 def _refuse(entry: str, guarded: bool) -> bool:
     if guarded:
         return False
@@ -727,7 +732,7 @@ def _compile_launch(plan: _Plan):
            "set_grid": b.set_grid, "set_generics": b.set_generics, "set_tensor": b.set_tensor,
            "set_scalar": b.set_scalar, "part": _Plan._part, "ATTRIBUTED": ATTRIBUTED_CALLS, "acquire": b.busy.acquire,
            "release": b.busy.release, "fn": b.fn, "on": b.on, "message": b.message, "unbound":
-           plan._launch_unbound_checked, "refuse": _refuse, "ENTRY": plan.entry}
+           plan._launch_unbound_checked, "refuse": _refuse, "ENTRY": plan.entry, "grid3_of": _grid3}
     refuse = "return refuse(ENTRY, guarded)"
     L = ["def launch(launcher, stream, grid, args, guarded=True):",
          "    if not acquire(False):",
@@ -761,7 +766,7 @@ def _compile_launch(plan: _Plan):
         L.append(f"            gens = [{', '.join(parts)}]")
     L += ["            reshape = fresh = False",
           "            if grid != plan.grid_in:",
-          "                plan.grid3 = tuple(int(x) for x in (list(grid) + [1, 1, 1])[:3])",
+          "                plan.grid3 = grid3_of(grid)",
           "                plan.grid_in = grid if type(grid) is tuple else list(grid)  # a copy of a list",
           "                set_grid(plan.grid3)",
           "                reshape = True",
